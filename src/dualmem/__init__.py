@@ -1,0 +1,61 @@
+"""dualmem: agent memory with a fast System-One controller, an open implementation of Jev-Mem.
+
+Importing dualmem has no side effects: no files, no network, no model loading, no logging setup.
+
+    from dualmem import Memory
+    with Memory.open("memory.db") as mem:
+        mem.add("Mira: My old bicycle broke.", user="mira", at="2024-05-14T10:00:00Z")
+        print(mem.answer("Why did Mira buy a new bicycle?", user="mira").text)
+"""
+
+from __future__ import annotations
+
+from dualmem.config import Profile
+from dualmem.errors import (
+    ConfigError,
+    ControllerError,
+    ControllerTimeout,
+    DatabaseCorrupt,
+    DatabaseLocked,
+    DualmemError,
+    EmbedderMismatch,
+    InvalidInput,
+    NotFound,
+    RuntimeFailure,
+    TenantRequired,
+    UserError,
+)
+from dualmem.memory import Answer, Inspection, Memory
+from dualmem.read.trace import Retrieval, Trace
+from dualmem.types import Edge, Evidence, Node, Observation, Tenant, TemporalRef, TypeScores
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Answer",
+    "ConfigError",
+    "ControllerError",
+    "ControllerTimeout",
+    "DatabaseCorrupt",
+    "DatabaseLocked",
+    "DualmemError",
+    "Edge",
+    "EmbedderMismatch",
+    "Evidence",
+    "Inspection",
+    "InvalidInput",
+    "Memory",
+    "Node",
+    "NotFound",
+    "Observation",
+    "Profile",
+    "Retrieval",
+    "RuntimeFailure",
+    "TemporalRef",
+    "Tenant",
+    "TenantRequired",
+    "Trace",
+    "TypeScores",
+    "UserError",
+    "__version__",
+]

@@ -1,0 +1,334 @@
+"""Subcommands of the ``dualmem`` CLI. Each parses, calls the facade, and returns JSON-able data."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dualmem.errors import ConfigError, InvalidInput
+from dualmem.memory import Memory
+from dualmem.read.trace import render_trace
+from dualmem.types import Evidence, Node
+
+__all__ = ["open_memory", "register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("add", help="store one observation")
+    p.add_argument("text")
+    p.add_argument("--speaker")
+    p.add_argument("--at", help="when it was observed (ISO-8601, epoch seconds, '8 May 2023'...)")
+    p.add_argument("--session")
+    p.add_argument("--source")
+    p.set_defaults(handler=cmd_add)
+
+    p = sub.add_parser("ingest", help="store every turn of a conversation file (dualmem JSON or LoCoMo)")
+    p.add_argument("file", type=Path)
+    p.set_defaults(handler=cmd_ingest)
+
+    p = sub.add_parser("search", help="adaptive retrieval: evidence for a query")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--trace", action="store_true", help="print a readable trace to stdout instead of JSON")
+    p.add_argument("--json", action="store_true", help="JSON with the full trace")
+    p.set_defaults(handler=cmd_search)
+
+    p = sub.add_parser("ask", help="retrieve, then answer with System Two")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--trace", action="store_true", help="include the retrieval trace")
+    p.set_defaults(handler=cmd_ask)
+
+    p = sub.add_parser("stats", help="counts of nodes, edges by view, entities")
+    p.add_argument("--all-users", action="store_true", help="count every tenant")
+    p.set_defaults(handler=cmd_stats)
+
+    p = sub.add_parser("delete", help="remove a memory and everything derived from it")
+    p.add_argument("id")
+    p.set_defaults(handler=cmd_delete)
+
+    p = sub.add_parser("inspect", help="a memory with its edges and recorded decisions")
+    p.add_argument("id")
+    p.set_defaults(handler=cmd_inspect)
+
+    p = sub.add_parser("repair", help="complete writes left pending by a controller outage")
+    p.set_defaults(handler=cmd_repair)
+
+    p = sub.add_parser("demo", help="ingest the bundled sample conversation and answer questions over it")
+    p.add_argument("--keep", action="store_true", help="keep the demo database (default: a temp file)")
+    p.set_defaults(handler=cmd_demo)
+
+    _register_bench(sub)
+
+
+def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("bench", help="benchmarks")
+    bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    b = bench_sub.add_parser("locomo", help="the LoCoMo benchmark: recall, QA, build time, latency")
+    from dualmem.bench import add_bench_arguments
+
+    add_bench_arguments(b)
+    b.set_defaults(handler=cmd_bench_locomo)
+
+
+# -- building a memory from flags ------------------------------------------------------------
+def _user(args: argparse.Namespace) -> str:
+    user = args.user if args.user is not None else os.environ.get("DUALMEM_USER", "local")
+    if not user.strip():
+        raise InvalidInput("the user id is empty", hint="pass --user NAME or set DUALMEM_USER")
+    return str(user)
+
+
+def controller_options(name: str) -> dict[str, Any]:
+    env = os.environ
+    if name == "jev":
+        return {
+            "api_key": env.get("TYPESAFE_API_KEY"),
+            "base_url": env.get("TYPESAFE_BASE_URL"),
+            **({"model": env["DUALMEM_JEV_MODEL"]} if env.get("DUALMEM_JEV_MODEL") else {}),
+        }
+    if name == "llm":
+        url, model = env.get("DUALMEM_LLM_URL"), env.get("DUALMEM_LLM_MODEL")
+        if not url or not model:
+            raise ConfigError("the llm controller needs DUALMEM_LLM_URL and DUALMEM_LLM_MODEL")
+        return {"base_url": url, "model": model, "api_key": env.get("DUALMEM_LLM_KEY")}
+    return {}
+
+
+def answerer_options(name: str) -> dict[str, Any]:
+    if name != "chat":
+        return {}
+    env = os.environ
+    url = env.get("DUALMEM_CHAT_URL", "https://api.openai.com/v1")
+    model = env.get("DUALMEM_CHAT_MODEL", "gpt-4o-mini")
+    return {"base_url": url, "model": model, "api_key": env.get("OPENAI_API_KEY")}
+
+
+def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
+    from dualmem.control import create_controller
+    from dualmem.reason import create_answerer
+
+    path = db or args.db or os.environ.get("DUALMEM_DB") or _default_db()
+    if path != ":memory:" and "://" not in path:
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    controller = create_controller(args.controller, **controller_options(args.controller))
+    answerer = create_answerer(args.answerer, **answerer_options(args.answerer))
+    return Memory.open(
+        Path(path).expanduser() if "://" not in path else path,
+        embedder=args.embedder,
+        controller=controller,
+        answerer=answerer,
+        profile=args.profile,
+    )
+
+
+def _default_db() -> str:
+    from dualmem.cli.main import default_db
+
+    return default_db()
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def node_json(node: Node) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "content": node.content,
+        "speaker": node.speaker,
+        "at": node.at.isoformat() if node.at else None,
+        "session": node.session,
+        "turn_id": node.turn_id,
+        "entities": list(node.entities),
+        "temporal_refs": [r.to_json() for r in node.temporal_refs],
+        "types": node.types.to_json() if node.types else None,
+        "status": node.status,
+        "valid_to": node.valid_to.isoformat() if node.valid_to else None,
+    }
+
+
+def evidence_json(e: Evidence) -> dict[str, Any]:
+    out = node_json(e.node)
+    out["score"] = round(e.score, 4)
+    out["view"] = e.view
+    out["via"] = (
+        {"source": e.via.source, "target": e.via.target, "view": e.via.view, "label": e.via.label}
+        if e.via
+        else None
+    )
+    return out
+
+
+class Progress:
+    """A minimal progress bar on stderr (only when stderr is a terminal or forced)."""
+
+    def __init__(self, label: str, *, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.started = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        rate = done / max(time.perf_counter() - self.started, 1e-9)
+        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {rate:.0f}/s")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+# -- commands ----------------------------------------------------------------------------------
+def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
+    with open_memory(args) as mem:
+        node_id = mem.add(
+            args.text,
+            user=_user(args),
+            agent=args.agent,
+            run=args.run,
+            speaker=args.speaker,
+            at=args.at,
+            session=args.session,
+            source=args.source,
+        )
+        return node_json(mem.get(node_id))
+
+
+def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
+    progress = Progress(f"ingest {args.file.name}", enabled=not args.quiet and sys.stderr.isatty())
+    with open_memory(args) as mem:
+        started = time.perf_counter()
+        ids = mem.ingest(args.file, user=_user(args), agent=args.agent, run=args.run, on_progress=progress)
+        elapsed = time.perf_counter() - started
+        return {
+            "file": str(args.file),
+            "stored": len(ids),
+            "seconds": round(elapsed, 3),
+            "turns_per_s": round(len(ids) / elapsed, 1) if elapsed > 0 else None,
+            "pending": mem.stats(user=_user(args))["pending"],
+        }
+
+
+def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
+    with open_memory(args) as mem:
+        found = mem.search(args.query, user=_user(args), agent=args.agent, run=args.run, k=args.k)
+        if args.trace and not args.json:
+            lines = [render_trace(found.trace), "", "evidence:"]
+            for i, e in enumerate(found.evidence, 1):
+                when = e.node.at.date().isoformat() if e.node.at else "-"
+                lines.append(f"{i:>2}. [{e.score:.3f} {e.view}] ({when}) {e.node.speaker or ''}: {e.node.content}")
+            return "\n".join(lines)
+        out: dict[str, Any] = {"query": args.query, "evidence": [evidence_json(e) for e in found.evidence]}
+        out["trace"] = found.trace.to_json() if args.json else _trace_summary(found.trace.to_json())
+        return out
+
+
+def _trace_summary(trace: dict[str, Any]) -> dict[str, Any]:
+    keys = ("route", "active_views", "depth", "stop_reason", "controller_calls", "latency_ms")
+    return {k: trace[k] for k in keys}
+
+
+def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
+    with open_memory(args) as mem:
+        ans = mem.answer(args.query, user=_user(args), agent=args.agent, run=args.run, k=args.k)
+        out: dict[str, Any] = {
+            "query": args.query,
+            "answer": ans.text,
+            "abstained": ans.abstained,
+            "answerer": ans.answerer,
+            "evidence": [evidence_json(e) for e in ans.evidence],
+        }
+        out["trace"] = ans.trace.to_json() if args.trace else _trace_summary(ans.trace.to_json())
+        return out
+
+
+def cmd_stats(args: argparse.Namespace) -> dict[str, Any]:
+    with open_memory(args) as mem:
+        return mem.stats(user=None if args.all_users else _user(args))
+
+
+def cmd_delete(args: argparse.Namespace) -> dict[str, Any]:
+    with open_memory(args) as mem:
+        mem.delete(args.id, user=_user(args))
+        return {"deleted": args.id}
+
+
+def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
+    with open_memory(args) as mem:
+        info = mem.inspect(args.id, user=_user(args))
+        return {
+            "node": node_json(info.node),
+            "edges": [
+                {"source": e.source, "target": e.target, "view": e.view, "label": e.label, "weight": e.weight}
+                for e in info.edges
+            ],
+            "decisions": [
+                {
+                    "purpose": d.purpose,
+                    "name": d.name,
+                    "key": d.key,
+                    "value": round(d.value, 4),
+                    "label": d.label,
+                    "backend": d.backend,
+                    "latency_ms": round(d.latency_ms, 3),
+                    "other_id": d.other_id,
+                }
+                for d in info.decisions
+            ],
+        }
+
+
+def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
+    with open_memory(args) as mem:
+        report = mem.repair(user=_user(args))
+        return {"repaired": len(report.ids) - len(report.pending), "still_pending": len(report.pending)}
+
+
+DEMO_QUESTIONS = (
+    "When did Mira buy a new bicycle, and why?",
+    "What is the name of Mira's dog?",
+    "Does Mira still eat sushi?",
+    "Where did Mira go hiking?",
+)
+
+
+def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
+    sample = resources.files("dualmem.data").joinpath("sample_conversation.json")
+    with tempfile.TemporaryDirectory(prefix="dualmem-demo-") as tmp:
+        db = args.db if args.keep and args.db else str(Path(tmp) / "demo.db")
+        with resources.as_file(sample) as path, open_memory(args, db=db) as mem:
+            user = "demo"
+            started = time.perf_counter()
+            progress = Progress("ingest sample", enabled=not args.quiet and sys.stderr.isatty())
+            ids = mem.ingest(path, user=user, on_progress=progress)
+            build = time.perf_counter() - started
+            print(f"dualmem demo: stored {len(ids)} turns in {build:.2f} s", file=sys.stderr)
+            answers = []
+            for q in DEMO_QUESTIONS:
+                ans = mem.answer(q, user=user, k=5)
+                print(f"\nQ: {q}\nA: {ans.text}", file=sys.stderr)
+                answers.append(
+                    {
+                        "question": q,
+                        "answer": ans.text,
+                        "abstained": ans.abstained,
+                        "evidence": [evidence_json(e) for e in ans.evidence[:3]],
+                        "stop_reason": ans.trace.stop_reason,
+                        "controller_calls": ans.trace.controller_calls,
+                        "latency_ms": round(ans.trace.latency_ms, 2),
+                    }
+                )
+            return {"stored": len(ids), "build_seconds": round(build, 3), "stats": mem.stats(user=user), "answers": answers}
+
+
+def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.bench import bench_from_args, run_locomo
+
+    config = bench_from_args(args)
+    result = run_locomo(config, progress=not args.quiet)
+    return result.summary()

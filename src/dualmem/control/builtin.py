@@ -1,0 +1,228 @@
+"""The builtin System-One backend: a transparent, deterministic, feature-based decider.
+
+This is NOT a language model. It answers every decision of :mod:`dualmem.control.catalog` from
+cheap features of the state (embedding similarity and lexical overlap supplied in the state, entity
+overlap, time deltas, regular-expression cues such as causal connectives, negations, preference and
+procedural verbs, question words, evidence coverage of the query, depth). Each Noul is
+``sigmoid(bias + sum(w_f * f))``; each Choice label gets a logit the same way and the answer is
+their softmax. The weights are data (``builtin_weights.json``), hand-set, and its outputs are
+scores, not calibrated probabilities: use ``Profile.for_backend("builtin")`` for its thresholds.
+
+It dispatches on ``question.key`` and ``question.target`` only, never on question names, text or
+order, so every answer depends only on (state, key, target) and batches are independent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from dualmem.control.builtin_features import GROUPS, Features, group_of
+from dualmem.control.questions import (
+    Answer,
+    Batch,
+    BatchResult,
+    Choice,
+    ChoiceAnswer,
+    Noul,
+    NoulAnswer,
+    Question,
+)
+from dualmem.errors import ConfigError, UnknownDecision
+
+__all__ = ["BuiltinController", "BuiltinWeights", "ChoiceWeights", "LinearWeights", "default_weights"]
+
+_VERSION = "1"
+_WEIGHTS_FILE = "builtin_weights.json"
+
+
+@dataclass(frozen=True, slots=True)
+class LinearWeights:
+    """``bias + sum(weights[f] * features[f])`` over a feature group."""
+
+    bias: float
+    weights: tuple[tuple[str, float], ...]
+
+    def logit(self, features: Mapping[str, float]) -> float:
+        total = self.bias
+        for name, w in self.weights:
+            total += w * features[name]
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceWeights:
+    """One linear logit per label of a Choice decision, in label order."""
+
+    labels: tuple[tuple[str, LinearWeights], ...]
+
+    def distribution(self, features: Mapping[str, float]) -> dict[str, float]:
+        logits = [(label, w.logit(features)) for label, w in self.labels]
+        top = max(v for _, v in logits)
+        exps = [(label, math.exp(v - top)) for label, v in logits]
+        total = sum(e for _, e in exps)
+        return {label: e / total for label, e in exps}
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinWeights:
+    """The validated contents of a weights file: Noul decisions and Choice decisions by key."""
+
+    version: str
+    decisions: Mapping[str, LinearWeights]
+    choices: Mapping[str, ChoiceWeights]
+
+    @classmethod
+    def from_json(cls, data: object, *, source: str = "weights") -> BuiltinWeights:
+        """Validate parsed JSON; raises ``ConfigError`` naming the bad entry."""
+        doc = _mapping(data, source)
+        if doc.get("version") != _VERSION:
+            raise ConfigError(
+                f"{source}: unsupported version {doc.get('version')!r}", hint=f'set "version": "{_VERSION}"'
+            )
+        unknown = set(doc) - {"version", "comment", "decisions", "choices"}
+        if unknown:
+            raise ConfigError(f"{source}: unknown top-level fields {sorted(unknown)}")
+        decisions = {
+            key: _linear(spec, key=key, where=f"{source}: decisions.{key}")
+            for key, spec in _mapping(doc.get("decisions", {}), f"{source}: decisions").items()
+        }
+        choices: dict[str, ChoiceWeights] = {}
+        for key, labels in _mapping(doc.get("choices", {}), f"{source}: choices").items():
+            where = f"{source}: choices.{key}"
+            by_label = _mapping(labels, where)
+            if not by_label:
+                raise ConfigError(f"{where}: a Choice needs at least one label")
+            choices[key] = ChoiceWeights(
+                tuple((lab, _linear(s, key=key, where=f"{where}.{lab}")) for lab, s in by_label.items())
+            )
+        both = set(decisions) & set(choices)
+        if both:
+            raise ConfigError(f"{source}: keys both Noul and Choice: {sorted(both)}")
+        return cls(_VERSION, MappingProxyType(decisions), MappingProxyType(choices))
+
+    @classmethod
+    def from_file(cls, path: Path) -> BuiltinWeights:
+        """Read and validate a weights file."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read builtin weights {path}: {exc}") from exc
+        return cls.from_json(data, source=str(path))
+
+
+def _mapping(value: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"{where}: expected an object")
+    return value
+
+
+def _number(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _linear(spec: object, *, key: str, where: str) -> LinearWeights:
+    group = group_of(key)
+    if group is None:
+        raise ConfigError(
+            f"{where}: unknown decision family of {key!r}",
+            hint="keys start with typing., relation., consolidate., route., traverse. or stop.",
+        )
+    body = _mapping(spec, where)
+    extra = set(body) - {"bias", "weights"}
+    if extra:
+        raise ConfigError(f"{where}: unknown fields {sorted(extra)}")
+    weights = _mapping(body.get("weights", {}), f"{where}.weights")
+    bad = sorted(set(weights) - GROUPS[group])
+    if bad:
+        raise ConfigError(
+            f"{where}: unknown features {bad}", hint=f"{group} features: {', '.join(sorted(GROUPS[group]))}"
+        )
+    return LinearWeights(
+        bias=_number(body.get("bias", 0.0), f"{where}.bias"),
+        weights=tuple((f, _number(w, f"{where}.weights.{f}")) for f, w in weights.items()),
+    )
+
+
+@cache
+def default_weights() -> BuiltinWeights:
+    """The packaged, hand-set weights (read once, on first use)."""
+    ref = resources.files("dualmem.control").joinpath(_WEIGHTS_FILE)
+    try:
+        text = ref.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read the packaged {_WEIGHTS_FILE}: {exc}") from exc
+    return BuiltinWeights.from_json(data, source=_WEIGHTS_FILE)
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+class BuiltinController:
+    """Offline System-One backend: answers catalog decisions from state features (not a model)."""
+
+    name = "builtin"
+
+    def __init__(self, *, weights: BuiltinWeights | None = None) -> None:
+        self._weights = weights
+
+    @property
+    def weights(self) -> BuiltinWeights:
+        if self._weights is None:
+            self._weights = default_weights()
+        return self._weights
+
+    def decide(self, batch: Batch) -> BatchResult:
+        weights = self.weights
+        features = Features(batch.state)
+        answers: dict[str, Answer] = {}
+        for name, question in batch.questions.items():
+            answers[name] = self._answer(question, weights, features)
+        return BatchResult(answers=answers)
+
+    def _answer(self, question: Question, weights: BuiltinWeights, features: Features) -> Answer:
+        key = question.key
+        group = group_of(key)
+        match question:
+            case Noul():
+                linear = weights.decisions.get(key)
+                if linear is None or group is None:
+                    raise _unknown(key, "noul", weights)
+                return NoulAnswer(score=_sigmoid(linear.logit(features.get(group, question.target))))
+            case Choice():
+                spec = weights.choices.get(key)
+                if spec is None or group is None:
+                    raise _unknown(key, "choice", weights)
+                if {label for label, _ in spec.labels} != set(question.labels):
+                    raise UnknownDecision(
+                        f"builtin weights for {key!r} have labels "
+                        f"{[label for label, _ in spec.labels]}, the question has {list(question.labels)}",
+                        hint="use the catalog's Choice for this key or give weights for its labels",
+                    )
+                dist = spec.distribution(features.get(group, question.target))
+                ordered = {label: dist[label] for label in question.labels}
+                best = max(question.labels, key=lambda label: ordered[label])
+                return ChoiceAnswer(label=best, distribution=ordered)
+        raise _unknown(key, question.kind, weights)
+
+
+def _unknown(key: str, kind: str, weights: BuiltinWeights) -> UnknownDecision:
+    known = sorted(weights.decisions) if kind == "noul" else sorted(weights.choices)
+    return UnknownDecision(
+        f"the builtin controller has no {kind} decision {key!r}",
+        hint=f"use a key of dualmem.control.catalog (known {kind} keys: {', '.join(known) or 'none'})",
+    )

@@ -1,0 +1,364 @@
+"""Feature groups of the builtin decider: numbers in [0, 1] read from a System-One state.
+
+Private to :mod:`dualmem.control.builtin`. Five groups, one per state shape of the contract
+(``typing``, ``pair`` for relations and consolidation, ``route``, ``traverse``, ``stop``). A group
+is computed once per batch and candidate index (``Features.get``), whatever the questions are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+from dualmem.control.builtin_cues import Cues, containment, cues, query_cues, variant
+from dualmem.errors import InvalidInput
+
+__all__ = ["GROUPS", "Features", "group_of"]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: feature names of each group (the weights file may only use these)
+GROUPS: Mapping[str, frozenset[str]] = {
+    "typing": _words("""past time_words future past_ref pref_pos pref_neg habit procedural imperative copula
+        definitional first_person question causal short"""),
+    "pair": _words("""sim lex topic ent_shared same_speaker same_session close_time near_x_sim cand_earlier
+        cand_later order_unknown far_time cause_link_fwd effect_link_fwd cause_link_rev effect_link_rev
+        causal_new causal_cand alias_variant near_dup neg_flip_topic pref_flip_topic change_topic
+        neg_flip_sim numbers_differ repeat_pair habit_pair past_pair low_content cand_past_ref new_past_ref
+        cand_future new_future"""),
+    "route": _words("temporal causal names two_names recency compare conjunction two_questions what who"),
+    "traverse": _words(
+        """sim lex qcov qcov_new ev_overlap rel_novel edge_weight view_match view_semantic connected
+        ev_entity ev_support time_match causal_match"""
+    ),
+    "stop": _words("coverage top_sim count has_evidence depth_frac need_gap contra q_temporal q_causal"),
+}
+
+_PREFIX_GROUP = {
+    "typing": "typing",
+    "relation": "pair",
+    "consolidate": "pair",
+    "route": "route",
+    "traverse": "traverse",
+    "stop": "stop",
+}
+_PER_CANDIDATE = frozenset({"pair", "traverse"})
+
+
+def group_of(key: str) -> str | None:
+    """The feature group a decision key reads, or ``None`` for an unknown family."""
+    return _PREFIX_GROUP.get(key.partition(".")[0])
+
+
+# -- reading JSON state --------------------------------------------------------------------------
+
+
+def _obj(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(m: Mapping[str, Any], key: str) -> str:
+    value = m.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _num(m: Mapping[str, Any], key: str) -> float | None:
+    value = m.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _unit(m: Mapping[str, Any], key: str) -> float:
+    value = _num(m, key)
+    return 0.0 if value is None else min(1.0, max(0.0, value))
+
+
+def _strs(m: Mapping[str, Any], key: str) -> frozenset[str]:
+    value = m.get(key)
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(v.strip().lower() for v in value if isinstance(v, str) and v.strip())
+
+
+def _items(state: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    value = state.get(key)
+    return [_obj(v) for v in value] if isinstance(value, list) else []
+
+
+def _speakers(m: Mapping[str, Any], c: Cues) -> frozenset[str]:
+    names = {n for n in (_text(m, "speaker").strip().lower(), c.speaker) if n}
+    return frozenset(part for n in names for part in (n, *n.split()))
+
+
+def _topic(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))
+
+
+# -- groups ----------------------------------------------------------------------------------------
+
+
+def _typing(state: Mapping[str, Any]) -> dict[str, float]:
+    c = cues(_text(state, "observation"))
+    return {
+        "past": c.past,
+        "time_words": c.time_words,
+        "future": c.future,
+        "past_ref": c.past_ref,
+        "pref_pos": c.pref_pos,
+        "pref_neg": c.pref_neg,
+        "habit": c.habit,
+        "procedural": c.procedural,
+        "imperative": c.imperative,
+        "copula": c.copula,
+        "definitional": c.definitional,
+        "first_person": c.first_person,
+        "question": c.question,
+        "causal": c.causal,
+        "short": 1.0 if len(c.tokens) <= 1 else 0.0,
+    }
+
+
+def _time_features(cand: Mapping[str, Any]) -> dict[str, float]:
+    delta = _num(cand, "time_delta_days")
+    same_session = 1.0 if cand.get("same_session") is True else 0.0
+    close = 0.0
+    if delta is not None:
+        close = 1.0 if abs(delta) <= 0.1 else math.exp(-(abs(delta) - 0.1) / 0.25)
+    return {
+        "same_session": same_session,
+        "close_time": close,
+        "cand_earlier": 1.0 if delta is not None and delta > 1e-6 else 0.0,
+        "cand_later": 1.0 if delta is not None and delta < -1e-6 else 0.0,
+        "order_unknown": 1.0 if delta is None or abs(delta) <= 1e-6 else 0.0,
+        "far_time": 1.0 if delta is not None and abs(delta) > 0.5 else 0.0,
+    }
+
+
+def _pair_semantics(n: Cues, c: Cues, speakers: frozenset[str]) -> dict[str, float]:
+    nt, ct = n.tokens - speakers, c.tokens - speakers
+    topic = _topic(nt, ct)
+    neg_flip = 1.0 if (n.negation > 0) != (c.negation > 0) else 0.0
+    pref_flip = max(min(n.pref_pos, c.pref_neg), min(n.pref_neg, c.pref_pos))
+    return {
+        "topic": topic,
+        "cause_link_fwd": containment(n.cause_tokens - speakers, ct),
+        "effect_link_fwd": containment(c.effect_tokens - speakers, nt),
+        "cause_link_rev": containment(c.cause_tokens - speakers, nt),
+        "effect_link_rev": containment(n.effect_tokens - speakers, ct),
+        "causal_new": n.causal,
+        "causal_cand": c.causal,
+        "neg_flip_topic": neg_flip * topic,
+        "pref_flip_topic": pref_flip * topic,
+        "change_topic": n.change * topic,
+        "numbers_differ": 1.0 if n.numbers and c.numbers and n.numbers != c.numbers else 0.0,
+        "repeat_pair": max(n.repeat, c.repeat, n.habit, c.habit) * topic,
+        "habit_pair": max(n.habit, c.habit),
+        "past_pair": min(n.past, c.past),
+        "low_content": 1.0 if min(len(nt), len(ct)) <= 1 else 0.0,
+        "cand_past_ref": c.past_ref,
+        "new_past_ref": n.past_ref,
+        "cand_future": c.future,
+        "new_future": n.future,
+    }
+
+
+def _alias(new: Mapping[str, Any], cand: Mapping[str, Any]) -> float:
+    a, b = _strs(new, "entities"), _strs(cand, "entities")
+    only_a, only_b = sorted(a - b)[:8], sorted(b - a)[:8]
+    return max((variant(x, y) for x in only_a for y in only_b), default=0.0)
+
+
+def _pair(state: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, float]:
+    new = _obj(state.get("new_memory"))
+    n, c = cues(_text(new, "content")), cues(_text(cand, "content"))
+    new_speakers, cand_speakers = _speakers(new, n), _speakers(cand, c)
+    speakers = new_speakers | cand_speakers
+    sim = _unit(cand, "similarity")
+    shared = _strs(cand, "shared_entities") - speakers
+    time = _time_features(cand)
+    near = max(time["same_session"], time["close_time"])
+    return {
+        "sim": sim,
+        "lex": _unit(cand, "lexical_overlap"),
+        "ent_shared": min(1.0, len(shared) / 2),
+        "same_speaker": 1.0 if new_speakers and new_speakers == cand_speakers else 0.0,
+        "near_x_sim": near * sim,
+        "alias_variant": _alias(new, cand),
+        "near_dup": max(0.0, sim - 0.8) / 0.2,
+        "neg_flip_sim": sim if (n.negation > 0) != (c.negation > 0) else 0.0,
+        **time,
+        **_pair_semantics(n, c, speakers),
+    }
+
+
+def _route(state: Mapping[str, Any]) -> dict[str, float]:
+    q = query_cues(_text(state, "query"))
+    return {
+        "temporal": q.temporal,
+        "causal": q.causal,
+        "names": 1.0 if q.names else 0.0,
+        "two_names": 1.0 if len(q.names) >= 2 else 0.0,
+        "recency": q.recency,
+        "compare": q.compare,
+        "conjunction": q.conjunction,
+        "two_questions": 1.0 if q.question_words >= 2 else 0.0,
+        "what": q.what,
+        "who": 1.0 if "who" in _text(state, "query").lower().split() else 0.0,
+    }
+
+
+class _EvidenceView:
+    """What traversal and stopping read from the evidence list (computed once per batch)."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self.items = _items(state, "evidence")
+        self.cues = [cues(_text(e, "content")) for e in self.items]
+        self.ids = frozenset(_text(e, "id") for e in self.items) - {""}
+        self.tokens = frozenset().union(*(c.tokens for c in self.cues))
+        self.entities = frozenset().union(*(_strs(e, "entities") for e in self.items))
+        self.query = query_cues(_text(state, "query"))
+
+    def coverage(self) -> float:
+        q = self.query.tokens
+        return containment(q, self.tokens) if q else (1.0 if self.items else 0.0)
+
+    def top_sim(self) -> float:
+        sims = [_num(e, "similarity") for e in self.items]
+        known = [s for s in sims if s is not None]
+        if known:
+            return min(1.0, max(0.0, max(known)))
+        return max((_unit(e, "lexical_overlap") for e in self.items), default=0.0)
+
+    def has_time(self) -> float:
+        refs = any(
+            isinstance(e.get("temporal_references"), list) and e["temporal_references"] for e in self.items
+        )
+        words = max((c.time_words for c in self.cues), default=0.0)
+        stamped = any(_text(e, "timestamp") for e in self.items)
+        return min(1.0, 0.5 * stamped + 0.5 * max(words, float(refs)))
+
+    def contradiction(self) -> float:
+        best = 0.0
+        for a, b in combinations(self.cues[:10], 2):
+            flip = max(
+                1.0 if (a.negation > 0) != (b.negation > 0) else 0.0,
+                min(a.pref_pos, b.pref_neg),
+                min(a.pref_neg, b.pref_pos),
+            )
+            if flip:
+                best = max(best, flip * _topic(a.tokens, b.tokens))
+        return best
+
+
+def _view_match(view: str, ev: _EvidenceView) -> float:
+    q = ev.query
+    match view:
+        case "causal":
+            return q.causal
+        case "temporal":
+            return q.temporal
+        case "entity":
+            return 1.0 if q.names else 0.3
+        case _:
+            return 0.0
+
+
+def _traverse(ev: _EvidenceView, cand: Mapping[str, Any]) -> dict[str, float]:
+    c = cues(_text(cand, "content"))
+    q = ev.query
+    sim = _unit(cand, "similarity")
+    qcov = containment(q.tokens, c.tokens)
+    qcov_new = containment(q.tokens - ev.tokens, c.tokens) if q.tokens - ev.tokens else 0.0
+    if _text(cand, "id") in ev.ids:
+        overlap = 1.0
+    else:
+        overlap = max((containment(c.tokens, e.tokens) for e in ev.cues), default=0.0)
+    ents = _strs(cand, "entities")
+    view = _text(cand, "view")
+    return {
+        "sim": sim,
+        "lex": _unit(cand, "lexical_overlap"),
+        "qcov": qcov,
+        "qcov_new": qcov_new,
+        "ev_overlap": overlap,
+        "rel_novel": (0.5 * sim + 0.5 * max(qcov, qcov_new)) * (1.0 - overlap),
+        "edge_weight": _unit(cand, "edge_weight"),
+        "view_match": _view_match(view, ev),
+        "view_semantic": 1.0 if view == "semantic" else 0.0,
+        "connected": 1.0 if {_text(cand, "source"), _text(cand, "target")} & ev.ids else 0.0,
+        "ev_entity": containment(ents, ev.entities),
+        "ev_support": containment(c.tokens, ev.tokens),
+        "time_match": q.temporal * max(c.time_words, c.past_ref),
+        "causal_match": q.causal * c.causal,
+    }
+
+
+def _stop(ev: _EvidenceView, state: Mapping[str, Any]) -> dict[str, float]:
+    depth = _num(state, "depth") or 0.0
+    max_depth = _num(state, "max_depth") or 0.0
+    q = ev.query
+    ev_causal = max((c.causal for c in ev.cues), default=0.0)
+    need_gap = min(1.0, q.temporal * (1.0 - ev.has_time()) + q.causal * (1.0 - ev_causal))
+    return {
+        "coverage": ev.coverage(),
+        "top_sim": ev.top_sim(),
+        "count": min(1.0, len(ev.items) / 5),
+        "has_evidence": 1.0 if ev.items else 0.0,
+        "depth_frac": min(1.0, max(0.0, depth / max_depth)) if max_depth > 0 else 1.0,
+        "need_gap": need_gap,
+        "contra": ev.contradiction(),
+        "q_temporal": q.temporal,
+        "q_causal": q.causal,
+    }
+
+
+class Features:
+    """Per-batch feature cache: one computation per (group, candidate index)."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self._state = state
+        self._cache: dict[tuple[str, int | None], Mapping[str, float]] = {}
+        self._evidence: _EvidenceView | None = None
+
+    def get(self, group: str, target: int | None) -> Mapping[str, float]:
+        key = (group, target if group in _PER_CANDIDATE else None)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = self._compute(group, key[1])
+        return found
+
+    def _ev(self) -> _EvidenceView:
+        if self._evidence is None:
+            self._evidence = _EvidenceView(self._state)
+        return self._evidence
+
+    def _candidate(self, target: int | None) -> Mapping[str, Any]:
+        cands: Sequence[object] = self._state.get("candidates") or []
+        if not isinstance(cands, list) or target is None or not 0 <= target < len(cands):
+            raise InvalidInput(
+                f"question targets candidate {target!r} but state has {len(cands)} candidates",
+                hint="set question.target to an index into state['candidates']",
+            )
+        return _obj(cands[target])
+
+    def _compute(self, group: str, target: int | None) -> Mapping[str, float]:
+        match group:
+            case "typing":
+                return _typing(self._state)
+            case "pair":
+                return _pair(self._state, self._candidate(target))
+            case "route":
+                return _route(self._state)
+            case "traverse":
+                return _traverse(self._ev(), self._candidate(target))
+            case "stop":
+                return _stop(self._ev(), self._state)
+        raise InvalidInput(f"unknown feature group {group!r}")

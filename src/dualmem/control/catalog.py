@@ -1,0 +1,417 @@
+"""The catalog of System-One decisions (paper §3 and Appendix B) as typed question builders.
+
+Each builder returns ``{name: question}`` for one batch purpose. Question *names* are batch-local
+ids (``pair_3_semantic``); decision *keys* (``relation.semantic``) are stable and what a backend
+that does not read text dispatches on, together with ``question.target`` (the candidate index).
+
+Where Appendix B quotes a question, the wording here is the paper's, verbatim, with
+``candidates[0]`` instantiated as ``candidates[i]``: typing.episodic, typing.preference,
+relation.semantic, relation.caused_by, consolidate.representation, route.temporal, route.causal,
+traverse.relevance, traverse.new_information, stop.evidence_sufficient and stop.continue_useful.
+The others are written in the same style. Question names are not model input (B.1), so every
+instruction names the state fields it reads.
+"""
+
+from __future__ import annotations
+
+from dualmem.control.questions import Choice, Noul, Question
+from dualmem.errors import InvalidInput
+
+__all__ = [
+    "DECISION_KEYS",
+    "REPRESENTATIONS",
+    "TIME_RELATIONS",
+    "consolidation_questions",
+    "relation_questions",
+    "routing_questions",
+    "stopping_questions",
+    "traversal_questions",
+    "typing_questions",
+]
+
+#: labels of the implicit-time Choice: how candidates[i]'s event relates in time to new_memory's
+TIME_RELATIONS: tuple[str, ...] = (
+    "before",
+    "after",
+    "during",
+    "contains",
+    "overlaps",
+    "same_time",
+    "unknown",
+)
+#: labels of the consolidation representation Choice (B.3)
+REPRESENTATIONS: tuple[str, ...] = ("keep_separate", "merge", "promote", "uncertain")
+
+_CAUSAL_FALSE = "Only similarity, chronology, a shared entity, or insufficient causal evidence."
+_CAUSAL_TRUE = "The supplied accounts support this direction of causal influence."
+
+
+def _compare(i: int) -> str:
+    return f"Compare new_memory.content with candidates[{i}].content."
+
+
+def _check_index(i: int) -> None:
+    if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+        raise InvalidInput(f"candidate index must be a non-negative int, got {i!r}")
+
+
+def typing_questions() -> dict[str, Question]:
+    """The four overlapping memory characteristics of eq. 7; state ``{"observation": text, ...}``."""
+    return {
+        "episodic": Noul(
+            key="typing.episodic",
+            instructions=(
+                "Does observation describe a particular experience or event involving a participant?"
+            ),
+            true="A specific past, current or planned event, even if its exact time is unstated.",
+            false="Only a general fact, procedure or preference with no particular event.",
+        ),
+        "semantic": Noul(
+            key="typing.semantic",
+            instructions=(
+                "Does observation state a general fact or lasting knowledge about a participant, "
+                "an entity or the world?"
+            ),
+            true="A fact, attribute, definition or relationship that holds beyond a single moment.",
+            false="Only a particular event, a procedure or a preference with no general fact.",
+        ),
+        "procedural": Noul(
+            key="typing.procedural",
+            instructions=(
+                "Does observation describe how to do something: steps, a method, a routine or instructions?"
+            ),
+            true="A reusable procedure, sequence of steps, recipe, instruction or method.",
+            false="Only a fact, an event or a preference with no reusable way of doing something.",
+        ),
+        "preference": Noul(
+            key="typing.preference",
+            instructions="Does observation express a participant’s preference, aversion or habitual choice?",
+            true="An attributable like, dislike, preferred option or habitual choice.",
+            false=(
+                "An isolated action alone, another person’s unattributed preference, "
+                "or no preference evidence."
+            ),
+        ),
+    }
+
+
+def relation_questions(i: int, *, alias: bool, implicit_time: bool) -> dict[str, Question]:
+    """Relation judgments for the pair (new_memory, candidates[i]) (§3.2, B.2).
+
+    ``alias`` adds entity alias resolution (only when exact entity ids do not already match);
+    ``implicit_time`` adds the temporal Choice (only when timestamps cannot order the pair).
+    """
+    _check_index(i)
+    out: dict[str, Question] = {
+        f"pair_{i}_semantic": Noul(
+            key="relation.semantic",
+            instructions=(
+                f"{_compare(i)} Would a semantic link between these observations help retrieve a "
+                "shared specific topic or fact?"
+            ),
+            true="A specific shared topic, fact or event makes the connection useful.",
+            false="Only generic conversational vocabulary or no meaningful semantic connection.",
+            target=i,
+        ),
+        f"pair_{i}_caused_by": Noul(
+            key="relation.caused_by",
+            instructions=(
+                f"{_compare(i)} Does the candidate event cause, enable or explain the event in "
+                "new_memory.content?"
+            ),
+            true=_CAUSAL_TRUE,
+            false=_CAUSAL_FALSE,
+            target=i,
+        ),
+        f"pair_{i}_causes": Noul(
+            key="relation.causes",
+            instructions=(
+                f"{_compare(i)} Does the event in new_memory.content cause, enable or explain the "
+                f"event in candidates[{i}].content?"
+            ),
+            true=_CAUSAL_TRUE,
+            false=_CAUSAL_FALSE,
+            target=i,
+        ),
+        f"pair_{i}_same_episode": Noul(
+            key="relation.same_episode",
+            instructions=(
+                f"Compare new_memory.content and new_memory.timestamp with candidates[{i}].content and "
+                f"candidates[{i}].timestamp. Do these observations belong to the same episode: one "
+                "continuous event, conversation or activity?"
+            ),
+            true="The same specific occasion, conversation or activity, told in parts or from two sides.",
+            false="Separate occasions, even on the same topic, or insufficient evidence of one episode.",
+            target=i,
+        ),
+    }
+    if alias:
+        out[f"pair_{i}_alias"] = _alias_question(i)
+    if implicit_time:
+        out[f"pair_{i}_time"] = _time_question(i)
+    return out
+
+
+def _alias_question(i: int) -> Noul:
+    return Noul(
+        key="relation.alias",
+        instructions=(
+            f"Compare new_memory.entities and new_memory.content with candidates[{i}].entities and "
+            f"candidates[{i}].content. Do they refer to the same entity under different identifiers?"
+        ),
+        true=(
+            "One entity named differently: a nickname, abbreviation, short or full name, or spelling variant."
+        ),
+        false="Different entities, or identifiers that merely share a word or a category.",
+        target=i,
+    )
+
+
+def _time_question(i: int) -> Choice:
+    return Choice(
+        key="relation.time",
+        instructions=(
+            f"Compare new_memory.content and new_memory.timestamp with candidates[{i}].content and "
+            f"candidates[{i}].timestamp. How does the event in candidates[{i}].content relate in time "
+            "to the event in new_memory.content? Timestamps record when statements were observed, "
+            "not necessarily when the events occurred."
+        ),
+        options=(
+            ("before", "The candidate's event happened before the new memory's event."),
+            ("after", "The candidate's event happened after the new memory's event."),
+            ("during", "The candidate's event happened within the span of the new memory's event."),
+            ("contains", "The candidate's event spans the whole of the new memory's event."),
+            ("overlaps", "The two events partly overlap in time, neither containing the other."),
+            ("same_time", "The two events happened at the same time."),
+            ("unknown", "The supplied accounts do not establish how the two events are ordered."),
+        ),
+        target=i,
+    )
+
+
+def routing_questions() -> dict[str, Question]:
+    """Graph needs, multi-hop need and recency importance of a query (§3.3, B.4); state ``{"query"}``."""
+    return {
+        "semantic": Noul(
+            key="route.semantic",
+            instructions=(
+                "Does answering query require memories about the same topic, fact or meaning as query?"
+            ),
+            true="Memories sharing the subject matter of query are needed.",
+            false="Topical similarity to query would not surface the needed evidence.",
+        ),
+        "temporal": Noul(
+            key="route.temporal",
+            instructions=(
+                "Does answering query require event dates, durations, ordering or changes over time?"
+            ),
+            true="A time relation is needed to answer correctly.",
+            false="Dates or ordering are incidental to the answer.",
+        ),
+        "causal": Noul(
+            key="route.causal",
+            instructions=(
+                "Does answering query require explaining a cause, motivation, enabling condition or effect?"
+            ),
+            true="Causal or explanatory evidence is needed.",
+            false="Only factual association or chronology is requested.",
+        ),
+        "entity": Noul(
+            key="route.entity",
+            instructions=(
+                "Does answering query require evidence about a specific person, place, object or "
+                "organisation named in query?"
+            ),
+            true="The answer depends on facts tied to a particular named entity.",
+            false="No particular entity is central, or a named entity is incidental.",
+        ),
+        "multi_hop_need": Noul(
+            key="route.multi_hop_need",
+            instructions=(
+                "Does answering query require combining several separate facts or following a chain "
+                "of linked memories?"
+            ),
+            true="Two or more distinct facts, entities or reasoning steps must be connected.",
+            false="A single memory can answer query directly.",
+        ),
+        "recency_importance": Noul(
+            key="route.recency_importance",
+            instructions="Does answering query depend on the most recent or current state of something?",
+            true="Newer memories should be preferred because the answer may have changed over time.",
+            false="The age of a memory does not affect the answer.",
+        ),
+    }
+
+
+def traversal_questions(i: int) -> dict[str, Question]:
+    """Scores of candidates[i] reached by graph expansion (§3.3, B.4)."""
+    _check_index(i)
+    c = f"candidates[{i}]"
+    return {
+        f"candidate_{i}_relevance": Noul(
+            key="traverse.relevance",
+            instructions=f"Does {c}.content contain a fact needed to answer query?",
+            true="Direct answer evidence or a necessary intermediate fact.",
+            false="Only topic overlap or unrelated content.",
+            target=i,
+        ),
+        f"candidate_{i}_relation_usefulness": Noul(
+            key="traverse.relation_usefulness",
+            instructions=(
+                f"Given query and evidence, is the relation that reached {c} ({c}.view and {c}.label, "
+                f"directed from {c}.source to {c}.target) useful for answering query?"
+            ),
+            true="The relation type and direction lead toward evidence that query needs.",
+            false="The relation is incidental to query or leads away from the needed evidence.",
+            target=i,
+        ),
+        f"candidate_{i}_new_information": Noul(
+            key="traverse.new_information",
+            instructions=f"Does {c}.content add an answer-relevant detail absent from evidence?",
+            true="A distinct relevant detail or missing reasoning link.",
+            false="Only duplicated evidence or irrelevant new details.",
+            target=i,
+        ),
+        f"candidate_{i}_supports_current_evidence": Noul(
+            key="traverse.supports_current_evidence",
+            instructions=(
+                f"Does {c}.content corroborate, ground or connect facts in evidence that are needed "
+                "to answer query?"
+            ),
+            true="It confirms, dates or links facts already in evidence.",
+            false="It is unrelated to evidence or only repeats its topic.",
+            target=i,
+        ),
+    }
+
+
+def stopping_questions() -> dict[str, Question]:
+    """Evidence assessment after a retrieval round (§3.3 eq. 17-22, B.5)."""
+    return {
+        "evidence_sufficient": Noul(
+            key="stop.evidence_sufficient",
+            instructions="Does evidence contain support for every factual part of an answer to query?",
+            true="A grounded answer can be given from these memories without inventing missing facts.",
+            false=(
+                "Any required fact or reasoning link is unsupported; related topics alone are insufficient."
+            ),
+        ),
+        "continue_useful": Noul(
+            key="stop.continue_useful",
+            instructions=(
+                "Given query and evidence, is another retrieval round likely to fill a specific gap "
+                "or resolve a conflict?"
+            ),
+            true="An identifiable missing fact or conflict could benefit from more memory retrieval.",
+            false="No identifiable retrieval need remains or more memories are unlikely to help.",
+        ),
+        "missing_evidence": Noul(
+            key="stop.missing_evidence",
+            instructions=(
+                "Given query and evidence, is a fact or reasoning link required to answer query "
+                "still missing from evidence?"
+            ),
+            true="An identifiable part of the answer is not supported by any memory in evidence.",
+            false="Every required part of the answer is supported by evidence.",
+        ),
+        "contradiction": Noul(
+            key="stop.contradiction",
+            instructions=(
+                "Do memories in evidence give conflicting accounts of a point that matters for "
+                "answering query?"
+            ),
+            true="Two or more memories disagree on a fact the answer depends on, and it is unresolved.",
+            false="No conflict, or a disagreement explained by time order or irrelevant to query.",
+        ),
+    }
+
+
+def consolidation_questions(i: int) -> dict[str, Question]:
+    """Periodic consolidation of the pair (new_memory, candidates[i]) (§3.2, B.3)."""
+    _check_index(i)
+    c = f"candidates[{i}]"
+    return {
+        f"pair_{i}_redundancy": Noul(
+            key="consolidate.redundancy",
+            instructions=(
+                f"{_compare(i)} Does one observation repeat the other without adding unique details?"
+            ),
+            true="The same fact or event, with no detail in one that the other lacks.",
+            false="Either observation carries a distinct detail, event, value or time.",
+            target=i,
+        ),
+        f"pair_{i}_contradiction": Noul(
+            key="consolidate.contradiction",
+            instructions=(
+                f"{_compare(i)} Do these observations make incompatible claims about the same subject?"
+            ),
+            true="Both accounts cannot hold at once for the same subject.",
+            false="Compatible accounts, or claims about different subjects.",
+            target=i,
+        ),
+        f"pair_{i}_obsolescence": Noul(
+            key="consolidate.obsolescence",
+            instructions=(
+                f"Compare new_memory.content and new_memory.timestamp with {c}.content and "
+                f"{c}.timestamp. Does new_memory.content make {c}.content out of date?"
+            ),
+            true="A newer account replaces or ends the state the candidate describes.",
+            false="Both accounts remain current, or they concern different things.",
+            target=i,
+        ),
+        f"pair_{i}_link_usefulness": Noul(
+            key="consolidate.link_usefulness",
+            instructions=(
+                f"{_compare(i)} Would an additional link between these observations help future retrieval?"
+            ),
+            true="A specific shared topic, entity, event or dependence makes the link useful.",
+            false="Only generic vocabulary or no meaningful connection.",
+            target=i,
+        ),
+        f"pair_{i}_representation": _representation_question(i),
+    }
+
+
+def _representation_question(i: int) -> Choice:
+    return Choice(
+        key="consolidate.representation",
+        instructions=(
+            f"{_compare(i)} Which representation best fits the relationship between these two "
+            "observations? Judge from the supplied accounts; do not assume answers to other questions."
+        ),
+        options=(
+            (
+                "keep_separate",
+                "Contradictory accounts, unique details that a combined representation would lose, "
+                "or distinct facts/events without a supported general pattern.",
+            ),
+            (
+                "merge",
+                "Compatible accounts of the same fact or event can be combined without losing "
+                "unique details.",
+            ),
+            (
+                "promote",
+                "Distinct repeated episodes explicitly support a stable general pattern suitable for "
+                "semantic abstraction; prefer this over merge for repeated events.",
+            ),
+            ("uncertain", "Insufficient evidence to choose a safe combined or separate representation."),
+        ),
+        target=i,
+    )
+
+
+def _all_keys() -> frozenset[str]:
+    builders: list[dict[str, Question]] = [
+        typing_questions(),
+        relation_questions(0, alias=True, implicit_time=True),
+        routing_questions(),
+        traversal_questions(0),
+        stopping_questions(),
+        consolidation_questions(0),
+    ]
+    return frozenset(q.key for batch in builders for q in batch.values())
+
+
+#: every decision key of the catalog (29)
+DECISION_KEYS: frozenset[str] = _all_keys()

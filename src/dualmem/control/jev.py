@@ -1,0 +1,158 @@
+"""System One on hosted Jev, or any Jev-compatible server, through the official ``typesafe-sdk``.
+
+A dualmem batch maps one-to-one onto ``POST /v1/systemone``: the state is sent as a JSON object,
+each question under the name it has in the batch (names are bookkeeping, not model input).
+
+Configuration is explicit: the SDK would fall back to ``TYPESAFE_API_KEY``, ``TYPESAFE_BASE_URL``
+and ``TYPESAFE_DEFAULT_MODEL`` when an option is missing, so this backend always passes all three
+(an adapter reads the environment and hands the key in). Retries are the SDK's own, bounded by our
+``RetryPolicy`` (``attempts - 1`` retries of timeouts, connection errors, 408, 429 and 5xx); there
+is no second retry loop around them. Request bodies go uncompressed, which every server can read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, assert_never
+
+import httpx2
+import typesafe_sdk as ts
+from typesafe_sdk.constants import DEFAULT_BASE_URL, DEFAULT_MODEL
+
+from dualmem.control.questions import (
+    Answer,
+    Batch,
+    BatchResult,
+    Choice,
+    ChoiceAnswer,
+    Noul,
+    NoulAnswer,
+    Question,
+    Score,
+    ScoreAnswer,
+    Usage,
+    validate_result,
+)
+from dualmem.control.retry import RetryPolicy
+from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "JevController", "sdk_question", "sdk_retry"]
+
+
+class JevController:
+    """A System-One backend calling ``TypeSafeClient.system_one``.
+
+    Pass either ``api_key`` (and optionally ``base_url``, ``transport``) or a ready ``client``.
+    """
+
+    name = "jev"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        model: str = DEFAULT_MODEL,
+        timeout: float = 15.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx2.BaseTransport | None = None,
+        client: ts.TypeSafeClient | None = None,
+    ) -> None:
+        self.model = model
+        self._retry = sdk_retry(retry) if retry is not None else None
+        if client is not None:
+            self._client = client
+            return
+        if not api_key:
+            raise ConfigError(
+                "the jev backend needs an API key", hint="pass api_key=... (adapters read TYPESAFE_API_KEY)"
+            )
+        try:
+            self._client = ts.TypeSafeClient(
+                api_key=api_key,
+                base_url=base_url or DEFAULT_BASE_URL,
+                model=model,
+                retry=self._retry or sdk_retry(RetryPolicy()),
+                timeout=timeout,
+                transport=transport,
+                compression=False,
+            )
+        except ts.TypeSafeError as exc:
+            raise ConfigError(f"invalid jev settings: {exc}") from exc
+
+    def decide(self, batch: Batch) -> BatchResult:
+        questions = {name: sdk_question(q) for name, q in batch.questions.items()}
+        try:
+            response = self._client.system_one(
+                state=dict(batch.state), questions=questions, model=self.model, retry=self._retry
+            )
+        except ts.TypeSafeAPITimeoutError as exc:
+            raise ControllerTimeout(f"jev timed out: {_one_line(exc)}") from exc
+        except ts.TypeSafeError as exc:
+            raise ControllerError(f"jev failed: {type(exc).__name__}: {_one_line(exc)}") from exc
+        answers = {name: _answer(name, q, response.answers.get(name)) for name, q in batch.questions.items()}
+        usage = Usage(response.usage.input_tokens, response.usage.output_tokens)
+        return validate_result(batch, BatchResult(answers=answers, usage=usage), self.name)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> JevController:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def sdk_retry(policy: RetryPolicy) -> ts.RetryPolicy:
+    """Our retry policy as the SDK's: the SDK runs the (bounded) retry loop."""
+    return ts.RetryPolicy(
+        max_retries=policy.attempts - 1,
+        backoff_initial=policy.backoff_s,
+        backoff_max=policy.max_backoff_s,
+        backoff_jitter=policy.jitter,
+    )
+
+
+def sdk_question(question: Question) -> ts.Noul | ts.Choice | ts.Score:
+    """One dualmem question as an SDK question object (the wire shape of ``/v1/systemone``)."""
+    match question:
+        case Noul():
+            return ts.Noul(
+                instructions=question.instructions, criteria={"true": question.true, "false": question.false}
+            )
+        case Choice():
+            return ts.Choice(instructions=question.instructions, criteria=dict(question.options))
+        case Score():
+            return ts.Score(instructions=question.instructions, criteria=list(question.levels))
+        case _:
+            assert_never(question)
+
+
+def _answer(name: str, question: Question, raw: Any) -> Answer:
+    """Translate one SDK answer; a missing or mistyped one is a ``ControllerError``."""
+    match question, raw:
+        case Noul(), ts.NoulAnswer():
+            return NoulAnswer(score=float(raw.noul))
+        case Choice(), ts.ChoiceAnswer():
+            return ChoiceAnswer(label=raw.choice, distribution=dict(raw.probabilities))
+        case Score(), ts.ScoreAnswer():
+            return ScoreAnswer(
+                value=float(raw.score), distribution=_levels(name, question, raw.probabilities)
+            )
+    got = "no answer" if raw is None else f"a {type(raw).__name__}"
+    raise ControllerError(f"jev gave {name!r} {got}, expected a {question.kind}")
+
+
+def _levels(name: str, question: Score, probabilities: Mapping[int, float]) -> tuple[float, ...]:
+    levels = range(len(question.levels))
+    if set(probabilities) != set(levels):
+        raise ControllerError(f"jev answered {name!r} with score levels {sorted(probabilities)}")
+    return tuple(float(probabilities[i]) for i in levels)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]

@@ -1,0 +1,182 @@
+"""Typed System-One questions and answers (paper §3.1, B.1).
+
+A batch is one shared JSON ``state`` plus named questions. Each question carries a stable decision
+``key`` (``relevance``, ``evidence_sufficient``...) besides its text, and, for per-candidate
+questions, the candidate index ``target`` it is about. The wire shape mirrors TypeSafe's
+``POST /v1/systemone``: a Noul has instructions + true/false criteria, a Choice labelled options, a
+Score ordered levels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
+
+from dualmem.errors import ControllerError
+from dualmem.types import JSONValue
+
+__all__ = [
+    "Answer",
+    "Batch",
+    "BatchResult",
+    "Choice",
+    "ChoiceAnswer",
+    "Controller",
+    "Noul",
+    "NoulAnswer",
+    "Question",
+    "Score",
+    "ScoreAnswer",
+    "Usage",
+    "validate_result",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Noul:
+    """A binary proposition: the answer is a score in [0, 1] that it holds."""
+
+    key: str
+    instructions: str
+    true: str
+    false: str
+    target: int | None = None
+    kind: Literal["noul"] = "noul"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Mutually exclusive alternatives: the answer is a label and a distribution over the labels."""
+
+    key: str
+    instructions: str
+    options: tuple[tuple[str, str], ...]  # (label, description) in order
+    target: int | None = None
+    kind: Literal["choice"] = "choice"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(label for label, _ in self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """An ordered rubric: the answer is an expected level and a distribution over levels 0..L-1."""
+
+    key: str
+    instructions: str
+    levels: tuple[str, ...]
+    target: int | None = None
+    kind: Literal["score"] = "score"
+
+
+Question: TypeAlias = Noul | Choice | Score
+
+
+@dataclass(frozen=True, slots=True)
+class NoulAnswer:
+    score: float
+    kind: Literal["noul"] = "noul"
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceAnswer:
+    label: str
+    distribution: Mapping[str, float]
+    kind: Literal["choice"] = "choice"
+
+    @property
+    def probability(self) -> float:
+        """Probability of the selected label."""
+        return self.distribution[self.label]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreAnswer:
+    value: float  # expected level, sum(i * p_i)
+    distribution: tuple[float, ...]
+    kind: Literal["score"] = "score"
+
+
+Answer: TypeAlias = NoulAnswer | ChoiceAnswer | ScoreAnswer
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One System-One request: shared state plus named, independent questions."""
+
+    state: Mapping[str, JSONValue]
+    questions: Mapping[str, Question]
+    purpose: str = ""  # what the batch is for (typing, relations, routing...): traces only, never sent
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    answers: Mapping[str, Answer]
+    usage: Usage = field(default_factory=Usage)
+
+    def noul(self, name: str) -> float:
+        answer = self.answers[name]
+        if not isinstance(answer, NoulAnswer):
+            raise ControllerError(f"answer {name!r} is a {answer.kind}, expected a noul")
+        return answer.score
+
+    def choice(self, name: str) -> ChoiceAnswer:
+        answer = self.answers[name]
+        if not isinstance(answer, ChoiceAnswer):
+            raise ControllerError(f"answer {name!r} is a {answer.kind}, expected a choice")
+        return answer
+
+    def score(self, name: str) -> ScoreAnswer:
+        answer = self.answers[name]
+        if not isinstance(answer, ScoreAnswer):
+            raise ControllerError(f"answer {name!r} is a {answer.kind}, expected a score")
+        return answer
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """A System-One backend J(S, Q). One required method.
+
+    ``decide`` answers every question of the batch or raises ``ControllerError``; it never returns
+    a partial or empty result in place of a failure.
+    """
+
+    name: str
+
+    def decide(self, batch: Batch) -> BatchResult: ...
+
+
+def validate_result(batch: Batch, result: BatchResult, backend: str) -> BatchResult:
+    """Check that ``result`` answers every question with the right type and a sane value."""
+    missing = set(batch.questions) - set(result.answers)
+    if missing:
+        raise ControllerError(f"{backend} left questions unanswered: {', '.join(sorted(missing))}")
+    for name, question in batch.questions.items():
+        answer = result.answers[name]
+        if answer.kind != question.kind:
+            raise ControllerError(f"{backend} answered {name!r} with a {answer.kind}, not a {question.kind}")
+        match answer:
+            case NoulAnswer(score=s):
+                if not (math.isfinite(s) and 0.0 <= s <= 1.0):
+                    raise ControllerError(f"{backend} gave {name!r} a score outside [0, 1]: {s}")
+            case ChoiceAnswer(label=label, distribution=dist):
+                assert isinstance(question, Choice)
+                if set(dist) != set(question.labels) or label not in dist:
+                    raise ControllerError(f"{backend} answered {name!r} with unknown options")
+                total = sum(dist.values())
+                if not math.isfinite(total) or abs(total - 1.0) > 1e-3:
+                    raise ControllerError(f"{backend} gave {name!r} a distribution summing to {total}")
+            case ScoreAnswer(distribution=dist):
+                assert isinstance(question, Score)
+                if len(dist) != len(question.levels):
+                    raise ControllerError(f"{backend} answered {name!r} with {len(dist)} levels")
+    return result

@@ -1,0 +1,134 @@
+"""A scripted System-One controller: a real, public fake for tests and demos.
+
+It answers from a function or a table keyed by decision key, never by question name, and records
+every batch it saw::
+
+    ScriptedController({"relation.caused_by": 0.9, "relation.caused_by@0": 0.2, "relation.time": "before"})
+
+A table value may be a float (a Noul's score, or a Score's expected level), a str (a Choice's label,
+at probability 1) or a mapping (a Choice's distribution; missing labels get 0, it is renormalised).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import TypeAlias, assert_never
+
+from dualmem.control.questions import (
+    Answer,
+    Batch,
+    BatchResult,
+    Choice,
+    ChoiceAnswer,
+    Noul,
+    NoulAnswer,
+    Question,
+    Score,
+    ScoreAnswer,
+    validate_result,
+)
+from dualmem.errors import ConfigError, UnknownDecision
+from dualmem.types import JSONValue
+
+__all__ = ["ScriptValue", "ScriptedController", "to_answer"]
+
+ScriptValue: TypeAlias = float | str | Mapping[str, float]
+ScriptFn: TypeAlias = Callable[
+    [Mapping[str, JSONValue], Question], "Answer | float | str | Mapping[str, float]"
+]
+
+
+class ScriptedController:
+    """Answers each question from ``fn(state, question)`` if given, else from ``table``.
+
+    The table is looked up by ``"{key}@{target}"`` first, then by ``key``. A question with no
+    entry gets ``default`` (a float, used for Nouls and Scores) or raises ``UnknownDecision``.
+    """
+
+    def __init__(
+        self,
+        table: Mapping[str, ScriptValue] | None = None,
+        *,
+        fn: ScriptFn | None = None,
+        default: float | None = None,
+        name: str = "scripted",
+    ) -> None:
+        self.table: dict[str, ScriptValue] = dict(table or {})
+        self.fn = fn
+        self.default = default
+        self.name = name
+        self.batches: list[Batch] = []
+
+    def decide(self, batch: Batch) -> BatchResult:
+        self.batches.append(batch)
+        answers = {name: self._answer(batch.state, q) for name, q in batch.questions.items()}
+        return validate_result(batch, BatchResult(answers=answers), self.name)
+
+    def _answer(self, state: Mapping[str, JSONValue], question: Question) -> Answer:
+        if self.fn is not None:
+            return to_answer(question, self.fn(state, question))
+        for key in (f"{question.key}@{question.target}", question.key):
+            if key in self.table:
+                return to_answer(question, self.table[key])
+        if self.default is not None:
+            return to_answer(question, self.default)
+        raise UnknownDecision(
+            f"{self.name} has no answer for decision {question.key!r} (target {question.target})",
+            hint=f"add {question.key!r} to the table or pass default=",
+        )
+
+
+def to_answer(question: Question, value: Answer | ScriptValue) -> Answer:
+    """Turn a scripted value into a typed answer for ``question``."""
+    if isinstance(value, NoulAnswer | ChoiceAnswer | ScoreAnswer):
+        return value
+    match question:
+        case Noul():
+            if isinstance(value, int | float):
+                return NoulAnswer(score=float(value))
+        case Choice():
+            if isinstance(value, str):
+                _check_labels(question, [value])
+                return ChoiceAnswer(value, {lb: float(lb == value) for lb in question.labels})
+            if isinstance(value, Mapping):
+                return _choice_from(question, value)
+        case Score():
+            if isinstance(value, int | float):
+                return _score_from(question, float(value))
+        case _:
+            assert_never(question)
+    raise ConfigError(f"scripted value {value!r} does not answer a {question.kind} ({question.key})")
+
+
+def _check_labels(question: Choice, labels: list[str]) -> None:
+    unknown = set(labels) - set(question.labels)
+    if unknown:
+        raise ConfigError(
+            f"scripted labels {sorted(unknown)} are not options of {question.key}",
+            hint=f"options: {', '.join(question.labels)}",
+        )
+
+
+def _choice_from(question: Choice, dist: Mapping[str, float]) -> ChoiceAnswer:
+    _check_labels(question, list(dist))
+    total = sum(float(p) for p in dist.values())
+    if not (math.isfinite(total) and total > 0):
+        raise ConfigError(f"scripted distribution for {question.key} must have a positive sum")
+    full = {lb: float(dist.get(lb, 0.0)) / total for lb in question.labels}
+    label = max(question.labels, key=lambda lb: full[lb])  # first of the ties, in option order
+    return ChoiceAnswer(label, full)
+
+
+def _score_from(question: Score, value: float) -> ScoreAnswer:
+    """A distribution with expectation ``value``: mass split between the two nearest levels."""
+    top = len(question.levels) - 1
+    if not (math.isfinite(value) and 0.0 <= value <= top):
+        raise ConfigError(f"scripted score {value} for {question.key} is outside [0, {top}]")
+    low = math.floor(value)
+    frac = value - low
+    dist = [0.0] * (top + 1)
+    dist[low] = 1.0 - frac
+    if frac:
+        dist[low + 1] = frac
+    return ScoreAnswer(value=value, distribution=tuple(dist))

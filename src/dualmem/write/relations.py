@@ -1,0 +1,176 @@
+"""Relation construction (paper §3.2, B.2): deterministic edges and the batched relation request.
+
+Timestamp order gives temporal edges and exact shared identifiers give entity edges with no
+controller call. The relation request asks, per candidate pair, semantic / caused_by / causes /
+same_episode, the alias question only when the pair shares no identifier, and the implicit-time
+Choice only when timestamps cannot order the pair. An inferred edge needs a score >= theta_rel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dualmem.control import catalog
+from dualmem.control.questions import Batch, BatchResult, ChoiceAnswer, NoulAnswer, Question
+from dualmem.plane.base import Decision
+from dualmem.text.lexical import overlap
+from dualmem.types import Edge, JSONValue, Node
+from dualmem.write.candidates import Candidate
+
+__all__ = ["decisions_from", "deterministic_edges", "inferred_edges", "relation_batch"]
+
+_DAY_S = 86_400.0
+
+
+def deterministic_edges(node: Node, candidates: Sequence[Candidate], previous: Node | None) -> list[Edge]:
+    """Temporal edges from timestamp order, entity edges from exact shared identifiers.
+
+    ``previous`` is the observation written just before ``node`` in the same session: arrival order
+    is the finest timestamp order available when turns share a session time.
+    """
+    edges: list[Edge] = []
+    if previous is not None and previous.id != node.id:
+        edges.append(Edge(previous.id, node.id, "temporal", "before", 1.0))
+    for cand in candidates:
+        other = cand.node
+        if node.at is not None and other.at is not None and node.at != other.at:
+            first, second = (other, node) if other.at < node.at else (node, other)
+            edges.append(Edge(first.id, second.id, "temporal", "before", 1.0))
+        if cand.shared_entities:
+            salient = [e for e in cand.shared_entities if e not in _speaker_ids(node, other)]
+            weight = 1.0 if salient else 0.5
+            edges.append(Edge(node.id, other.id, "entity", "shared_entity", weight))
+    return edges
+
+
+def _speaker_ids(a: Node, b: Node) -> set[str]:
+    return {s.strip().lower() for s in (a.speaker, b.speaker) if s}
+
+
+def _needs_time_choice(node: Node, other: Node) -> bool:
+    return node.at is None or other.at is None or node.at == other.at
+
+
+def _needs_alias(node: Node, cand: Candidate) -> bool:
+    return bool(node.entities) and bool(cand.node.entities) and not cand.shared_entities
+
+
+def candidate_json(node: Node, cand: Candidate) -> dict[str, JSONValue]:
+    other = cand.node
+    out = other.memory_json()
+    delta: float | None = None
+    if node.at is not None and other.at is not None:
+        delta = round((node.at - other.at).total_seconds() / _DAY_S, 4)
+    out["similarity"] = round(cand.similarity, 4)
+    out["lexical_overlap"] = round(overlap(node.content, other.content), 4)
+    out["shared_entities"] = list(cand.shared_entities)
+    out["time_delta_days"] = delta
+    out["same_session"] = node.session is not None and node.session == other.session
+    return out
+
+
+def relation_batch(node: Node, candidates: Sequence[Candidate]) -> Batch:
+    questions: dict[str, Question] = {}
+    for i, cand in enumerate(candidates):
+        questions.update(
+            catalog.relation_questions(
+                i,
+                alias=_needs_alias(node, cand),
+                implicit_time=_needs_time_choice(node, cand.node),
+            )
+        )
+    state: dict[str, JSONValue] = {
+        "new_memory": node.memory_json(),
+        "candidates": [candidate_json(node, c) for c in candidates],
+    }
+    return Batch(state=state, questions=questions, purpose="relations")
+
+
+def inferred_edges(
+    node: Node, candidates: Sequence[Candidate], batch: Batch, result: BatchResult, theta: float
+) -> list[Edge]:
+    """Edges whose relation score reaches ``theta`` (eq. 9)."""
+    edges: list[Edge] = []
+    for name, question in batch.questions.items():
+        if question.target is None:
+            continue
+        other = candidates[question.target].node
+        answer = result.answers[name]
+        edge = _edge_for(question.key, node, other, answer, theta)
+        if edge is not None:
+            edges.append(edge)
+    return edges
+
+
+def _edge_for(key: str, node: Node, other: Node, answer: object, theta: float) -> Edge | None:
+    if isinstance(answer, ChoiceAnswer):
+        if key != "relation.time" or answer.label == "unknown" or answer.probability < theta:
+            return None
+        return _time_edge(answer.label, node, other, answer.probability)
+    if not isinstance(answer, NoulAnswer) or answer.score < theta:
+        return None
+    score = answer.score
+    match key:
+        case "relation.semantic":
+            return Edge(node.id, other.id, "semantic", "related", score)
+        case "relation.caused_by":  # the candidate causes the new memory
+            return Edge(other.id, node.id, "causal", "causes", score)
+        case "relation.causes":
+            return Edge(node.id, other.id, "causal", "causes", score)
+        case "relation.same_episode":
+            return Edge(node.id, other.id, "temporal", "same_episode", score)
+        case "relation.alias":
+            return Edge(node.id, other.id, "entity", "alias", score)
+    return None
+
+
+def _time_edge(label: str, node: Node, other: Node, score: float) -> Edge | None:
+    # the label says how the candidate's event relates to the new memory's event
+    match label:
+        case "before":
+            return Edge(other.id, node.id, "temporal", "before", score)
+        case "after":
+            return Edge(node.id, other.id, "temporal", "before", score)
+        case "during":
+            return Edge(node.id, other.id, "temporal", "contains", score)
+        case "contains":
+            return Edge(other.id, node.id, "temporal", "contains", score)
+        case "overlaps" | "same_time":
+            return Edge(other.id, node.id, "temporal", label, score)
+    return None
+
+
+def decisions_from(
+    node_id: str,
+    batch: Batch,
+    result: BatchResult,
+    *,
+    backend: str,
+    latency_ms: float,
+    others: Sequence[str] = (),
+) -> list[Decision]:
+    """Trace records of one request, one per question."""
+    out: list[Decision] = []
+    for name, question in batch.questions.items():
+        answer = result.answers[name]
+        other = others[question.target] if question.target is not None and others else None
+        if isinstance(answer, NoulAnswer):
+            value, label = answer.score, None
+        elif isinstance(answer, ChoiceAnswer):
+            value, label = answer.probability, answer.label
+        else:
+            value, label = answer.value, None
+        out.append(
+            Decision(
+                node_id=node_id,
+                purpose=batch.purpose,
+                name=name,
+                key=question.key,
+                value=float(value),
+                label=label,
+                backend=backend,
+                latency_ms=latency_ms,
+                other_id=other,
+            )
+        )
+    return out

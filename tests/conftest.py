@@ -1,0 +1,36 @@
+"""Shared fixtures. Real parts: SQLite files, the ONNX embedder, local HTTP servers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dualmem.embed import Embedder, HashingEmbedder, MiniLMEmbedder
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+LOCOMO_DIR = SHARED_DATA / "locomo"
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Embedder:
+    """The real default embedder (int8 ONNX all-MiniLM-L6-v2), loaded once per session."""
+    return MiniLMEmbedder()
+
+
+@pytest.fixture
+def hashing() -> Embedder:
+    return HashingEmbedder(256)
+
+
+@pytest.fixture
+def locomo_dir() -> Path:
+    if not LOCOMO_DIR.is_dir():
+        pytest.skip(f"LoCoMo data not found at {LOCOMO_DIR} (../shared/data/locomo from the repo root)")
+    return LOCOMO_DIR
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "memory.db"

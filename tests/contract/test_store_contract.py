@@ -1,0 +1,582 @@
+"""The Store contract: every implementation must pass this whole file.
+
+A new backend is done when it is added to ``BACKENDS`` and everything here passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
+from dualmem.plane import Decision, InMemoryStore, SQLiteStore, Store
+from dualmem.types import Edge, Node, TemporalRef, Tenant, TypeScores
+
+BACKENDS: dict[str, Callable[[Path], Store]] = {
+    "memory": lambda _path: InMemoryStore(),
+    "sqlite": lambda path: SQLiteStore.open(path / "store.db", timeout=1.0),
+}
+
+UTC = dt.UTC
+T0 = dt.datetime(2023, 5, 1, 12, 0, tzinfo=UTC)
+ALICE = Tenant("alice")
+BOB = Tenant("bob")
+_ids = itertools.count()
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    made = BACKENDS[request.param](tmp_path)
+    yield made
+    made.close()
+
+
+def unit(rng: np.random.Generator, dim: int = 16) -> np.ndarray:
+    v = rng.normal(size=dim).astype(np.float32)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def make_node(
+    rng: np.random.Generator,
+    content: str = "a plain memory",
+    *,
+    tenant: Tenant = ALICE,
+    dim: int = 16,
+    **fields: object,
+) -> Node:
+    node_id = fields.pop("id", None) or f"n{next(_ids):06d}"
+    return Node(
+        id=str(node_id), tenant=tenant, content=content, at=fields.pop("at", T0),  # type: ignore[arg-type]
+        embedding=unit(rng, dim), **fields,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(7)
+
+
+# -- nodes ----------------------------------------------------------------------------------
+
+
+def test_node_round_trip_keeps_every_field(store: Store, rng: np.random.Generator) -> None:
+    node = make_node(
+        rng,
+        "Caroline went to the LGBTQ support group on 7 May 2023.",
+        tenant=Tenant("alice", "agent-1", "run-9"),
+        at=dt.datetime(2023, 5, 7, 13, 56, 1, 123456, tzinfo=UTC),
+        speaker="Caroline",
+        source="chat",
+        session="s1",
+        turn_id="D1:3",
+        metadata={"k": [1, 2.5, "x", None, True], "nested": {"a": {"b": "ü"}}},
+        entities=("Caroline", "LGBTQ support group"),
+        temporal_refs=(TemporalRef("7 May 2023", dt.date(2023, 5, 7), dt.date(2023, 5, 7), "day"),),
+        types=TypeScores(episodic=0.9, semantic=0.2, procedural=0.0, preference=0.1),
+        created_at=dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
+        status="pending",
+        valid_from=dt.datetime(2023, 5, 7, tzinfo=UTC),
+        valid_to=dt.datetime(2023, 6, 7, tzinfo=UTC),
+        derived=True,
+    )
+    store.put_nodes([node])
+    back = store.get_node(node.id)
+    assert back == node
+    assert back is not None and back.embedding is not None
+    assert back.embedding.dtype == np.float32
+    np.testing.assert_array_equal(back.embedding, node.embedding)
+    assert store.get_nodes([node.id, "missing"]) == {node.id: node}
+    assert store.entities_of(node.id) == ("Caroline", "LGBTQ support group")
+    assert store.get_node("missing") is None
+    assert store.entities_of("missing") == ()
+
+
+def test_node_without_types_or_time(store: Store, rng: np.random.Generator) -> None:
+    node = make_node(rng, "no time here", at=None)
+    store.put_nodes([node])
+    assert store.get_node(node.id) == node
+
+
+def test_put_rejects_duplicates_and_missing_embeddings(store: Store, rng: np.random.Generator) -> None:
+    node = make_node(rng)
+    store.put_nodes([node])
+    with pytest.raises(InvalidInput):
+        store.put_nodes([make_node(rng, id=node.id)])
+    fresh = make_node(rng)
+    with pytest.raises(InvalidInput):
+        store.put_nodes([fresh, dataclasses.replace(fresh, content="twin")])
+    with pytest.raises(InvalidInput):
+        store.put_nodes([dataclasses.replace(make_node(rng), embedding=None)])
+    assert store.count(ALICE) == 1
+
+
+def test_dimension_is_fixed_per_store(store: Store, rng: np.random.Generator) -> None:
+    store.put_nodes([make_node(rng, dim=16)])
+    with pytest.raises(EmbedderMismatch):
+        store.put_nodes([make_node(rng, dim=8)])
+    with pytest.raises(InvalidInput):
+        store.vector_search(ALICE, unit(rng, 8), 3)
+    assert store.count() == 1
+
+
+def test_update_node_replaces_mutable_fields(store: Store, rng: np.random.Generator) -> None:
+    node = make_node(rng, "the cat sat on the mat", entities=("Cat",))
+    store.put_nodes([node])
+    updated = dataclasses.replace(
+        node,
+        content="the dog barked loudly",
+        types=TypeScores(0.1, 0.8, 0.0, 0.3),
+        status="pending",
+        valid_to=T0 + dt.timedelta(days=3),
+        metadata={"merged": True},
+        entities=("Dog",),
+        embedding=unit(rng),
+    )
+    store.update_node(updated)
+    assert store.get_node(node.id) == updated
+    assert store.lexical_search(ALICE, "cat mat", 5) == []
+    assert [h[0] for h in store.lexical_search(ALICE, "dog barked", 5)] == [node.id]
+    assert store.entity_search(ALICE, ["cat"], 5) == []
+    assert store.entity_search(ALICE, ["dog"], 5) == [(node.id, 1)]
+    assert updated.embedding is not None
+    assert store.vector_search(ALICE, updated.embedding, 1)[0][0] == node.id
+    assert store.vector_search(ALICE, updated.embedding, 1)[0][1] == pytest.approx(1.0, abs=1e-5)
+    # no embedding given: the stored one stays
+    store.update_node(dataclasses.replace(updated, embedding=None, status="complete"))
+    again = store.get_node(node.id)
+    assert again is not None and again.status == "complete"
+    assert again.embedding is not None
+    np.testing.assert_array_equal(again.embedding, updated.embedding)
+
+
+def test_update_node_errors(store: Store, rng: np.random.Generator) -> None:
+    with pytest.raises(NotFound):
+        store.update_node(make_node(rng))
+    node = make_node(rng)
+    store.put_nodes([node])
+    with pytest.raises(InvalidInput):
+        store.update_node(dataclasses.replace(node, tenant=BOB))
+    assert store.get_node(node.id) == node
+
+
+def test_iter_nodes_order_status_and_count(store: Store, rng: np.random.Generator) -> None:
+    late = make_node(rng, "late", at=T0 + dt.timedelta(days=2))
+    early = make_node(rng, "early", at=T0 - dt.timedelta(days=2), status="pending")
+    middle = make_node(rng, "middle", at=T0)
+    timeless = make_node(rng, "timeless", at=None, created_at=T0 + dt.timedelta(days=1))
+    other = make_node(rng, "other user", tenant=BOB)
+    store.put_nodes([late, early, middle, timeless, other])
+    assert [n.id for n in store.iter_nodes(ALICE)] == [early.id, middle.id, timeless.id, late.id]
+    assert [n.id for n in store.iter_nodes(ALICE, status="pending")] == [early.id]
+    assert {n.id for n in store.iter_nodes()} == {late.id, early.id, middle.id, timeless.id, other.id}
+    assert next(iter(store.iter_nodes(ALICE))) == early
+    assert store.count(ALICE) == 4
+    assert store.count(BOB) == 1
+    assert store.count() == 5
+
+
+# -- edges ----------------------------------------------------------------------------------
+
+
+def _pair(store: Store, rng: np.random.Generator) -> tuple[Node, Node, Node]:
+    nodes = (make_node(rng, "one"), make_node(rng, "two"), make_node(rng, "three"))
+    store.put_nodes(list(nodes))
+    return nodes
+
+
+def test_several_typed_edges_join_one_pair(store: Store, rng: np.random.Generator) -> None:
+    a, b, c = _pair(store, rng)
+    edges = [
+        Edge(a.id, b.id, "temporal", "before", 0.9),
+        Edge(a.id, b.id, "causal", "causes", 0.7),
+        Edge(a.id, b.id, "semantic", "related", 0.5),
+        Edge(c.id, a.id, "entity", "shared_entity", 1.0),
+    ]
+    store.put_edges(edges)
+    assert set(store.edges_of(a.id)) == set(edges)
+    assert set(store.edges_of(b.id)) == set(edges[:3])
+    assert store.edges_of(a.id, ["causal"]) == [edges[1]]
+    assert set(store.edges_of(a.id, ["entity", "temporal"])) == {edges[0], edges[3]}
+    assert store.edges_of(c.id, ["semantic"]) == []
+    assert store.edges_of("nobody") == []
+
+
+def test_same_key_edge_is_replaced(store: Store, rng: np.random.Generator) -> None:
+    a, b, _ = _pair(store, rng)
+    store.put_edges([Edge(a.id, b.id, "semantic", "related", 0.2)])
+    newer = Edge(a.id, b.id, "semantic", "related", 0.8, valid_to=T0)
+    store.put_edges([newer])
+    assert store.edges_of(a.id) == [newer]
+    reverse = Edge(b.id, a.id, "semantic", "related", 0.4)
+    store.put_edges([reverse])
+    assert set(store.edges_of(a.id)) == {newer, reverse}
+    store.delete_edges([newer])
+    assert store.edges_of(b.id) == [reverse]
+
+
+def test_edges_to_unknown_nodes_are_refused(store: Store, rng: np.random.Generator) -> None:
+    a, _, _ = _pair(store, rng)
+    with pytest.raises(NotFound):
+        store.put_edges([Edge(a.id, "ghost", "semantic", "related")])
+    assert store.edges_of(a.id) == []
+
+
+# -- deletion -------------------------------------------------------------------------------
+
+
+def test_delete_removes_everything_about_a_node(store: Store, rng: np.random.Generator) -> None:
+    gone = make_node(rng, "zebra crossing story", entities=("Zebra",))
+    keep = make_node(rng, "another note", entities=("Zebra",))
+    third = make_node(rng, "a third note")
+    store.put_nodes([gone, keep, third])
+    assert gone.embedding is not None
+    assert store.vector_search(ALICE, gone.embedding, 1)[0][0] == gone.id  # warm any cache
+    store.put_edges(
+        [Edge(gone.id, keep.id, "causal", "causes"), Edge(third.id, gone.id, "temporal", "before")]
+    )
+    store.put_edges([Edge(keep.id, third.id, "semantic", "related")])
+    store.put_decisions(
+        [
+            Decision(gone.id, "typing", "t", "episodic", 0.9),
+            Decision(keep.id, "relations", "pair_0", "caused_by", 0.7, other_id=gone.id),
+            Decision(keep.id, "typing", "t", "episodic", 0.4),
+        ]
+    )
+    assert store.delete_nodes([gone.id, "never-existed"]) == 1
+    assert store.get_node(gone.id) is None
+    assert store.get_nodes([gone.id]) == {}
+    assert [e.label for e in store.edges_of(keep.id)] == ["related"]
+    assert [e.label for e in store.edges_of(third.id)] == ["related"]
+    assert store.edges_of(gone.id) == []
+    assert store.lexical_search(ALICE, "zebra crossing", 5) == []
+    assert gone.id not in [h[0] for h in store.vector_search(ALICE, gone.embedding, 5)]
+    assert store.entity_search(ALICE, ["zebra"], 5) == [(keep.id, 1)]
+    assert store.entities_of(gone.id) == ()
+    assert store.decisions_of(gone.id) == []
+    assert [d.key for d in store.decisions_of(keep.id)] == ["episodic"]
+    assert store.count(ALICE) == 2
+    assert store.stats(ALICE).entities == 1
+    assert store.delete_nodes([gone.id]) == 0
+
+
+# -- tenants --------------------------------------------------------------------------------
+
+
+def test_users_never_see_each_other(store: Store, rng: np.random.Generator) -> None:
+    text = "Melanie painted a sunrise over the lake"
+    mine = make_node(rng, text, tenant=ALICE, entities=("Melanie",))
+    theirs = dataclasses.replace(mine, id="theirs", tenant=BOB)
+    store.put_nodes([mine, theirs])
+    assert mine.embedding is not None
+    for me, other in ((ALICE, theirs), (BOB, mine)):
+        assert store.get_node(other.id, me) is None
+        assert store.get_nodes([mine.id, theirs.id], me).keys() == {mine.id, theirs.id} - {other.id}
+        assert other.id not in {n.id for n in store.iter_nodes(me)}
+        assert store.count(me) == 1
+        assert other.id not in {h[0] for h in store.vector_search(me, mine.embedding, 10)}
+        assert other.id not in {h[0] for h in store.lexical_search(me, text, 10)}
+        assert other.id not in {h[0] for h in store.entity_search(me, ["Melanie"], 10)}
+        assert other.id not in {h[0] for h in store.time_search(me, T0, 10)}
+        assert store.stats(me).nodes == 1
+    assert store.get_node(mine.id) == mine  # no tenant: admin read
+    assert store.vector_search(Tenant("carol"), mine.embedding, 5) == []
+
+
+def test_agent_and_run_narrow_reads(store: Store, rng: np.random.Generator) -> None:
+    text = "shared words about gardening"
+    specs = {
+        "plain": Tenant("u"),
+        "a1": Tenant("u", "a1"),
+        "a1r1": Tenant("u", "a1", "r1"),
+        "a2r1": Tenant("u", "a2", "r1"),
+    }
+    nodes = {key: make_node(rng, text, tenant=t, id=f"agent-{key}", entities=("Garden",)) for key, t in specs.items()}
+    store.put_nodes(list(nodes.values()))
+    query = nodes["plain"].embedding
+    assert query is not None
+    expected = {
+        Tenant("u"): {"plain", "a1", "a1r1", "a2r1"},
+        Tenant("u", "a1"): {"a1", "a1r1"},
+        Tenant("u", run="r1"): {"a1r1", "a2r1"},
+        Tenant("u", "a2", "r1"): {"a2r1"},
+        Tenant("u", "a3"): set(),
+    }
+    for reader, keys in expected.items():
+        want = {nodes[k].id for k in keys}
+        assert {k for k, n in nodes.items() if reader.covers(n.tenant)} == keys  # the rule itself
+        assert {h[0] for h in store.vector_search(reader, query, 10)} == want
+        assert {h[0] for h in store.lexical_search(reader, text, 10)} == want
+        assert {h[0] for h in store.entity_search(reader, ["garden"], 10)} == want
+        assert {h[0] for h in store.time_search(reader, T0, 10)} == want
+        assert {n.id for n in store.iter_nodes(reader)} == want
+        assert set(store.get_nodes([n.id for n in nodes.values()], reader)) == want
+        assert store.count(reader) == len(want)
+        for key, node in nodes.items():
+            assert (store.get_node(node.id, reader) is not None) == (key in keys)
+
+
+# -- searches -------------------------------------------------------------------------------
+
+
+def test_vector_search_is_exact(store: Store) -> None:
+    rng = np.random.default_rng(11)
+    nodes = [make_node(rng, f"note {i}", dim=24) for i in range(60)]
+    store.put_nodes(nodes[:30])
+    store.put_nodes(nodes[30:])
+    matrix = np.stack([n.embedding for n in nodes])  # type: ignore[misc]
+    for _ in range(5):
+        query = unit(rng, 24)
+        sims = matrix @ query
+        order = np.argsort(-sims)[:7]
+        hits = store.vector_search(ALICE, query, 7)
+        assert [h[0] for h in hits] == [nodes[i].id for i in order]
+        np.testing.assert_allclose([h[1] for h in hits], sims[order], rtol=1e-5, atol=1e-6)
+    assert store.vector_search(ALICE, unit(rng, 24), 0) == []
+    assert len(store.vector_search(ALICE, unit(rng, 24), 500)) == 60
+
+
+def test_lexical_search_finds_and_ranks(store: Store, rng: np.random.Generator) -> None:
+    nodes = [
+        make_node(rng, "Melanie went camping with her kids near the mountains"),
+        make_node(rng, "camping camping camping trip gear list"),
+        make_node(rng, "Caroline signed up for a pottery class"),
+        make_node(rng, "a note about the weather today"),
+    ]
+    store.put_nodes(nodes)
+    hits = store.lexical_search(ALICE, "When did Melanie go camping?", 10)
+    assert {h[0] for h in hits} == {nodes[0].id, nodes[1].id}
+    assert hits[0][0] == nodes[0].id  # matches both terms
+    assert all(a[1] >= b[1] for a, b in itertools.pairwise(hits))
+    assert all(h[1] > 0 for h in hits)
+    assert [h[0] for h in store.lexical_search(ALICE, "POTTERY", 10)] == [nodes[2].id]
+    assert store.lexical_search(ALICE, "pottery", 0) == []
+    assert len(store.lexical_search(ALICE, "camping", 1)) == 1
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["", "   ", "AND", "OR NOT", '"', '""', "NEAR(", "NEAR(a b, 3)", "*", "a*", "^start", "col:val",
+     "(((", "-", "'", "\\", "\x00", "ünïcödé 東京 🙂", "'; DROP TABLE nodes; --", "a" * 5000],
+)  # fmt: skip
+def test_lexical_search_accepts_any_text(store: Store, rng: np.random.Generator, query: str) -> None:
+    store.put_nodes([make_node(rng, "AND OR NOT NEAR start val ünïcödé 東京 data")])
+    hits = store.lexical_search(ALICE, query, 5)
+    assert isinstance(hits, list)
+    assert store.count() == 1
+
+
+def test_entity_search_counts_shared(store: Store, rng: np.random.Generator) -> None:
+    both = make_node(rng, "x", entities=("Caroline", "Melanie"))
+    one = make_node(rng, "y", entities=("caroline",))
+    none = make_node(rng, "z", entities=("Jon",))
+    store.put_nodes([one, both, none])
+    assert store.entity_search(ALICE, ["CAROLINE", "melanie", "nobody"], 10) == [(both.id, 2), (one.id, 1)]
+    assert store.entity_search(ALICE, ["Caroline", "Melanie"], 1) == [(both.id, 2)]
+    assert store.entity_search(ALICE, [], 10) == []
+    assert store.entity_search(ALICE, ["Jon"], 0) == []
+
+
+def test_time_search_nearest_first(store: Store, rng: np.random.Generator) -> None:
+    days = [-10, -1, 0.5, 3, 30]
+    nodes = [make_node(rng, f"day {d}", at=T0 + dt.timedelta(days=d)) for d in days]
+    timeless = make_node(rng, "no time", at=None)
+    store.put_nodes([*nodes, timeless])
+    hits = store.time_search(ALICE, T0, 10)
+    assert [h[0] for h in hits] == [nodes[2].id, nodes[1].id, nodes[3].id, nodes[0].id, nodes[4].id]
+    assert hits[0][1] == pytest.approx(43200.0)
+    assert hits[1][1] == pytest.approx(86400.0)
+    assert timeless.id not in {h[0] for h in hits}
+    assert [h[0] for h in store.time_search(ALICE, T0 + dt.timedelta(days=40), 2)] == [nodes[4].id, nodes[3].id]
+    assert store.time_search(ALICE, T0, 0) == []
+
+
+# -- transactions, metadata, decisions, stats -----------------------------------------------
+
+
+class Boom(Exception):
+    pass
+
+
+def test_transaction_rolls_back_everything(store: Store, rng: np.random.Generator) -> None:
+    base = make_node(rng, "kept")
+    store.put_nodes([base])
+    assert base.embedding is not None
+    store.vector_search(ALICE, base.embedding, 1)  # warm caches: the rollback must drop them
+    added = make_node(rng, "rolled back words")
+    with pytest.raises(Boom), store.transaction():
+        store.put_nodes([added])
+        store.put_edges([Edge(base.id, added.id, "semantic", "related")])
+        store.set_meta("flag", {"on": True})
+        store.delete_nodes([base.id])
+        with store.transaction():  # re-entrant
+            store.put_decisions([Decision(added.id, "typing", "t", "episodic", 0.5)])
+        raise Boom
+    assert store.get_node(base.id) == base
+    assert store.get_node(added.id) is None
+    assert store.edges_of(base.id) == []
+    assert store.get_meta("flag") is None
+    assert store.lexical_search(ALICE, "rolled back", 5) == []
+    assert [h[0] for h in store.vector_search(ALICE, base.embedding, 5)] == [base.id]
+
+
+def test_inner_failure_keeps_outer_work(store: Store, rng: np.random.Generator) -> None:
+    outer, inner = make_node(rng, "outer"), make_node(rng, "inner")
+    with store.transaction():
+        store.put_nodes([outer])
+        with pytest.raises(Boom), store.transaction():
+            store.put_nodes([inner])
+            raise Boom
+    assert store.get_node(outer.id) == outer
+    assert store.get_node(inner.id) is None
+
+
+def test_meta_and_embedder_binding(store: Store) -> None:
+    assert store.get_meta("missing") is None
+    store.set_meta("k", {"a": [1, 2, {"b": None}]})
+    assert store.get_meta("k") == {"a": [1, 2, {"b": None}]}
+    store.set_meta("k", "replaced")
+    assert store.get_meta("k") == "replaced"
+    store.bind_embedder("minilm", 16)
+    store.bind_embedder("minilm", 16)
+    with pytest.raises(EmbedderMismatch) as info:
+        store.bind_embedder("hashing", 16)
+    assert info.value.hint is not None and "minilm" in info.value.hint
+    with pytest.raises(EmbedderMismatch):
+        store.bind_embedder("minilm", 384)
+    stats = store.stats()
+    assert (stats.embedder, stats.dim) == ("minilm", 16)
+    with pytest.raises(EmbedderMismatch):
+        store.put_nodes([make_node(np.random.default_rng(1), dim=8)])
+
+
+def test_decisions_round_trip(store: Store, rng: np.random.Generator) -> None:
+    a, b, _ = _pair(store, rng)
+    decisions = [
+        Decision(a.id, "typing", "episodic", "episodic", 0.83, backend="builtin", latency_ms=1.5),
+        Decision(a.id, "relations", "pair_0_kind", "relation_kind", 0.6, label="causal", other_id=b.id,
+                 created_at=dt.datetime(2024, 2, 3, 4, 5, 6, 789, tzinfo=UTC)),
+    ]  # fmt: skip
+    store.put_decisions(decisions)
+    assert store.decisions_of(a.id) == decisions
+    assert store.decisions_of(b.id) == []
+    with pytest.raises(NotFound):
+        store.put_decisions([Decision("ghost", "typing", "t", "episodic", 0.1)])
+
+
+def test_stats(store: Store, rng: np.random.Generator) -> None:
+    a = make_node(rng, "a", entities=("X", "Y"))
+    b = make_node(rng, "b", entities=("x",), status="pending")
+    c = make_node(rng, "c", tenant=BOB, entities=("Z",))
+    store.put_nodes([a, b, c])
+    store.put_edges([Edge(a.id, b.id, "semantic", "related"), Edge(a.id, b.id, "causal", "causes")])
+    stats = store.stats(ALICE)
+    assert (stats.nodes, stats.pending, stats.entities) == (2, 1, 2)
+    assert stats.edges_by_view == {"semantic": 1, "temporal": 0, "causal": 1, "entity": 0}
+    assert (stats.embedder, stats.dim) == (None, None)
+    everyone = store.stats()
+    assert (everyone.nodes, everyone.entities) == (3, 3)
+    assert store.stats(BOB).edges_by_view["semantic"] == 0
+
+
+# -- properties -----------------------------------------------------------------------------
+
+_text = st.text(min_size=1, max_size=60).filter(lambda s: s.strip() != "")
+_opt = st.none() | st.text(max_size=12)
+_when = st.datetimes(
+    min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2200, 1, 1), timezones=st.just(UTC)
+)
+_json_leaf = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)  # fmt: skip
+_json = st.recursive(
+    _json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+_score = st.floats(0, 1)
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> Node:
+    dim = draw(st.integers(8, 32))
+    seed = draw(st.integers(0, 2**32 - 1))
+    start = draw(st.dates(dt.date(1990, 1, 1), dt.date(2100, 1, 1)))
+    return Node(
+        id=f"h{next(_ids):07d}",
+        tenant=Tenant(draw(st.sampled_from(["u1", "u2"])), draw(st.none() | st.just("ag")), draw(st.none() | st.just("r"))),
+        content=draw(_text), at=draw(st.none() | _when),
+        speaker=draw(_opt), source=draw(_opt), session=draw(_opt), turn_id=draw(_opt),
+        metadata=draw(st.dictionaries(st.text(max_size=6), _json, max_size=4)),
+        entities=tuple(draw(st.lists(st.text(min_size=1, max_size=10), max_size=4, unique=True))),
+        temporal_refs=tuple(draw(st.lists(st.builds(TemporalRef, _text, st.just(start), st.just(start),
+                                                    st.sampled_from(["day", "week", "month", "year"])), max_size=2))),
+        types=draw(st.none() | st.builds(TypeScores, _score, _score, _score, _score)),
+        embedding=unit(np.random.default_rng(seed), dim),
+        created_at=draw(_when), status=draw(st.sampled_from(["complete", "pending"])),
+        valid_from=draw(st.none() | _when), valid_to=draw(st.none() | _when), derived=draw(st.booleans()),
+    )  # fmt: skip
+
+
+_settings = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_settings
+@given(node=nodes())
+def test_property_round_trip(store: Store, node: Node) -> None:
+    dim = node.embedding.shape[0] if node.embedding is not None else 0
+    fresh = InMemoryStore() if isinstance(store, InMemoryStore) else None
+    target = fresh or store
+    if fresh is None:
+        # one SQLite file per test: isolate dimensions by user name
+        node = dataclasses.replace(node, tenant=dataclasses.replace(node.tenant, user=f"dim{dim}"))
+        target = _sqlite_for_dim(store, dim)
+    target.put_nodes([node])
+    assert target.get_node(node.id) == node
+    assert target.get_node(node.id, node.tenant) == node
+    assert target.get_nodes([node.id]) == {node.id: node}
+    assert target.entities_of(node.id) == node.entities
+
+
+_dim_stores: dict[tuple[int, int], SQLiteStore] = {}
+
+
+def _sqlite_for_dim(store: Store, dim: int) -> Store:
+    """SQLite keeps one dimension per file: a side in-memory database per (test store, dim)."""
+    key = (id(store), dim)
+    if key not in _dim_stores:
+        _dim_stores[key] = SQLiteStore.open(":memory:")
+    return _dim_stores[key]
+
+
+@_settings
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 40),
+    dim=st.integers(8, 32),
+    k=st.integers(1, 50),
+    agent=st.none() | st.sampled_from(["a", "b"]),
+)
+def test_property_vector_top_k_is_brute_force(
+    store: Store, seed: int, n: int, dim: int, k: int, agent: str | None
+) -> None:
+    rng = np.random.default_rng(seed)
+    target = InMemoryStore() if isinstance(store, InMemoryStore) else SQLiteStore.open(":memory:")
+    try:
+        tenants = [Tenant("p", rng.choice(["a", "b"])) for _ in range(n)]
+        batch = [make_node(rng, "v", tenant=t, dim=dim) for t in tenants]
+        target.put_nodes(batch)
+        query = unit(rng, dim)
+        reader = Tenant("p", agent)
+        visible = [i for i, t in enumerate(tenants) if reader.covers(t)]
+        sims = np.array([float(batch[i].embedding @ query) for i in visible])  # type: ignore[operator]
+        order = [visible[i] for i in np.argsort(-sims, kind="stable")[:k]]
+        hits = target.vector_search(reader, query, k)
+        assert [h[0] for h in hits] == [batch[i].id for i in order]
+    finally:
+        target.close()
