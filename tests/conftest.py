@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from dualmem.embed import Embedder, HashingEmbedder, MiniLMEmbedder
+from fakes.fixtures import jev_server, openai_server  # noqa: F401
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 LOCOMO_DIR = SHARED_DATA / "locomo"
@@ -32,5 +32,5 @@ def locomo_dir() -> Path:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "memory.db"
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"

@@ -15,14 +15,14 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from fakes.jev_mock import JevMock, MockConfig
-from fakes.openai_server import FakeOpenAIServer, Reply, chat_logprobs, prompt_text
 
 from dualmem.control.jev import JevController
 from dualmem.control.llm import MISSING_MARGIN, LLMController, read_option_probs
 from dualmem.control.questions import Batch, Choice, Controller, Noul, Score
 from dualmem.control.retry import RetryPolicy, call_with_retry, post_json
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
+from fakes.jev_mock import JevMock, MockConfig
+from fakes.openai_server import FakeOpenAIServer, Reply, chat_logprobs, prompt_text
 
 FAST = RetryPolicy(attempts=3, backoff_s=0.0)
 
@@ -33,9 +33,13 @@ CHOICE = Choice(
     (("before", "earlier"), ("after", "later"), ("unknown", "cannot tell")),
     target=0,
 )
-SCORE = Score("traverse.relevance", "How relevant is candidates[0] to query?", ("none", "some", "high"), target=0)
+SCORE = Score(
+    "traverse.relevance", "How relevant is candidates[0] to query?", ("none", "some", "high"), target=0
+)
 STATE = {"observation": "Mira: I bought a new bicycle yesterday.", "speaker": "Mira", "timestamp": None}
-BATCH = Batch(state=STATE, questions={"episodic": NOUL, "pair_0_time": CHOICE, "candidate_0_relevance": SCORE})
+BATCH = Batch(
+    state=STATE, questions={"episodic": NOUL, "pair_0_time": CHOICE, "candidate_0_relevance": SCORE}
+)
 
 
 # ------------------------------------------------------------------ retry
@@ -49,10 +53,14 @@ def test_backoff_doubles_and_is_capped() -> None:
 def test_jitter_is_deterministic_and_bounded() -> None:
     policy = RetryPolicy(backoff_s=1.0, max_backoff_s=8.0, jitter=0.5, seed=7)
     delays = [policy.delay(n) for n in (1, 2, 3)]
-    assert delays == [RetryPolicy(backoff_s=1.0, max_backoff_s=8.0, jitter=0.5, seed=7).delay(n) for n in (1, 2, 3)]
+    assert delays == [
+        RetryPolicy(backoff_s=1.0, max_backoff_s=8.0, jitter=0.5, seed=7).delay(n) for n in (1, 2, 3)
+    ]
     for n, d in zip((1, 2, 3), delays, strict=True):
         assert 0.5 * 2 ** (n - 1) <= d <= 2 ** (n - 1)
-    assert delays != [RetryPolicy(backoff_s=1.0, max_backoff_s=8.0, jitter=0.5, seed=8).delay(n) for n in (1, 2, 3)]
+    assert delays != [
+        RetryPolicy(backoff_s=1.0, max_backoff_s=8.0, jitter=0.5, seed=8).delay(n) for n in (1, 2, 3)
+    ]
 
 
 @pytest.mark.parametrize("kwargs", [{"attempts": 0}, {"backoff_s": -1.0}, {"jitter": 1.5}])
@@ -198,9 +206,7 @@ def test_llm_reads_each_question_from_option_logprobs(server: FakeOpenAIServer) 
     assert score.distribution == pytest.approx((0.1, 0.1, 0.8))
     assert score.value == pytest.approx(1.7)
     assert result.usage.output_tokens == 3
-    assert result.usage.input_tokens == sum(
-        len(prompt_text(r.json)) // 4 + 1 for r in server.chat_requests()
-    )
+    assert result.usage.input_tokens == sum(len(prompt_text(r.json)) // 4 + 1 for r in server.chat_requests())
 
 
 def test_llm_request_shape(server: FakeOpenAIServer) -> None:
@@ -211,18 +217,28 @@ def test_llm_request_shape(server: FakeOpenAIServer) -> None:
     for r in requests:
         body = r.json
         assert body["model"] == "fake-model"
-        assert (body["max_tokens"], body["temperature"], body["logprobs"], body["top_logprobs"]) == (1, 0, True, 20)
+        assert (body["max_tokens"], body["temperature"], body["logprobs"], body["top_logprobs"]) == (
+            1,
+            0,
+            True,
+            20,
+        )
         assert r.headers["Authorization"] == "Bearer sk-test"
         text = prompt_text(body)
         assert json.dumps(STATE, ensure_ascii=False) in text
         for name in BATCH.questions:
             assert name not in text  # names are bookkeeping, not model input
-    by_question = {q.instructions: [r for r in requests if q.instructions in prompt_text(r.json)] for q in (NOUL, CHOICE, SCORE)}
+    by_question = {
+        q.instructions: [r for r in requests if q.instructions in prompt_text(r.json)]
+        for q in (NOUL, CHOICE, SCORE)
+    }
     assert all(len(found) == 1 for found in by_question.values())
     choice_text = prompt_text(by_question[CHOICE.instructions][0].json)
-    assert "A. before: earlier" in choice_text and "C. unknown: cannot tell" in choice_text
+    assert "A. before: earlier" in choice_text
+    assert "C. unknown: cannot tell" in choice_text
     score_text = prompt_text(by_question[SCORE.instructions][0].json)
-    assert "0. none" in score_text and "2. high" in score_text
+    assert "0. none" in score_text
+    assert "2. high" in score_text
 
 
 def test_llm_missing_options_get_the_floor() -> None:
@@ -249,7 +265,7 @@ def test_llm_no_option_token_is_an_error(server: FakeOpenAIServer) -> None:
     ],
 )
 def test_llm_malformed_answers_are_errors(server: FakeOpenAIServer, body: dict[str, Any]) -> None:
-    server.chat = lambda request: body
+    server.chat = lambda _request: body
     with pytest.raises(ControllerError, match="top_logprobs"):
         _llm(server).decide(Batch(state=STATE, questions={"episodic": NOUL}))
 
@@ -305,17 +321,16 @@ def test_llm_over_a_mock_transport() -> None:
 
 
 def test_jev_round_trip_against_the_reference_mock() -> None:
-    with JevMock(MockConfig(key="sekret")) as mock:
-        with JevController(api_key="sekret", base_url=mock.url) as ctl:
-            assert isinstance(ctl, Controller)
-            result = ctl.decide(BATCH)
-            again = ctl.decide(BATCH)
+    with JevMock(MockConfig(key="sekret")) as mock, JevController(api_key="sekret", base_url=mock.url) as ctl:
+        assert isinstance(ctl, Controller)
+        result = ctl.decide(BATCH)
+        again = ctl.decide(BATCH)
     assert set(result.answers) == set(BATCH.questions)
     assert 0.0 <= result.noul("episodic") <= 1.0
     assert set(result.choice("pair_0_time").distribution) == {"before", "after", "unknown"}
     assert len(result.score("candidate_0_relevance").distribution) == 3
     assert result == again  # the mock is deterministic
-    assert result.usage.input_tokens and result.usage.input_tokens > 0
+    assert (result.usage.input_tokens or 0) > 0
     assert result.usage.output_tokens == 2 * len(BATCH.questions)
 
 
@@ -378,7 +393,11 @@ class Recorder:
 
 def _jev(recorder: Recorder, retry: RetryPolicy = FAST, **kwargs: Any) -> JevController:
     return JevController(
-        api_key="k", base_url="http://jev.invalid", retry=retry, transport=httpx2.MockTransport(recorder), **kwargs
+        api_key="k",
+        base_url="http://jev.invalid",
+        retry=retry,
+        transport=httpx2.MockTransport(recorder),
+        **kwargs,
     )
 
 
@@ -419,7 +438,11 @@ def test_jev_request_and_answer_mapping() -> None:
         "instructions": NOUL.instructions,
         "criteria": {"true": NOUL.true, "false": NOUL.false},
     }
-    assert sent["questions"]["pair_0_time"]["criteria"] == {"before": "earlier", "after": "later", "unknown": "cannot tell"}
+    assert sent["questions"]["pair_0_time"]["criteria"] == {
+        "before": "earlier",
+        "after": "later",
+        "unknown": "cannot tell",
+    }
     assert sent["questions"]["candidate_0_relevance"]["criteria"] == ["none", "some", "high"]
     assert result.noul("episodic") == 0.8
     assert result.choice("pair_0_time").label == "before"
@@ -466,3 +489,12 @@ def test_jev_retry_budget_is_bounded_in_time() -> None:
         _jev(recorder, retry=RetryPolicy(attempts=3, backoff_s=0.05, max_backoff_s=0.05)).decide(BATCH)
     assert len(recorder.requests) == 3
     assert time.monotonic() - start < 2.0
+
+
+def test_jev_rounded_distributions_are_renormalised() -> None:
+    body = json.loads(json.dumps(OK_BODY))
+    body["answers"]["pair_0_time"]["probabilities"] = {"before": 0.702, "after": 0.201, "unknown": 0.101}
+    result = _jev(Recorder(httpx2.Response(200, json=body))).decide(BATCH)
+    dist = result.choice("pair_0_time").distribution
+    assert sum(dist.values()) == pytest.approx(1.0)
+    assert dist["before"] == pytest.approx(0.702 / 1.004)

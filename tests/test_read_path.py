@@ -41,7 +41,12 @@ def mem(minilm: Embedder, tmp_path: Path) -> Iterator[Memory]:
     ) as m:
         m.add_many(
             [
-                {"text": t, "speaker": s, "at": f"2024-05-{10 + i // 6:02d}T10:{i:02d}:00Z", "session": f"s{i // 6}"}
+                {
+                    "text": t,
+                    "speaker": s,
+                    "at": f"2024-05-{10 + i // 6:02d}T10:{i:02d}:00Z",
+                    "session": f"s{i // 6}",
+                }
                 for i, (s, t) in enumerate(TURNS)
             ],
             user="u",
@@ -126,7 +131,7 @@ def test_limit_controller_calls(mem: Memory) -> None:
 
 
 def test_limit_time(mem: Memory) -> None:
-    r, _, ticks = retriever(mem, KEEP_GOING, limits=Limits(time_budget_s=1.0))
+    r, _, _ = retriever(mem, KEEP_GOING, limits=Limits(time_budget_s=1.0))
     calls = itertools.count()
 
     def clock() -> float:  # the start is read at 0 s, every later reading is 0.6 s further

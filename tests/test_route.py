@@ -19,7 +19,9 @@ def test_active_views_threshold_and_order() -> None:
 
 
 @given(needs, st.integers(0, 200), st.integers(0, 5), st.floats(0.25, 3.0))
-def test_allocation_sums_to_budget_with_minimum(need: dict[str, float], budget: int, m: int, gamma: float) -> None:
+def test_allocation_sums_to_budget_with_minimum(
+    need: dict[str, float], budget: int, m: int, gamma: float
+) -> None:
     active = active_views(need, 0.1)
     alloc = allocate(need, active, budget=budget, minimum=m, gamma=gamma)
     assert set(alloc) == set(active)
@@ -57,7 +59,7 @@ def test_rrf_kappa_60() -> None:
     fused = dict(rrf([["a", "b", "c"], ["b", "d"]], 60))
     assert fused["b"] == 1 / 62 + 1 / 61
     assert fused["a"] == 1 / 61
-    assert list(dict(rrf([["a", "b", "c"], ["b", "d"]], 60))) [0] == "b"
+    assert next(iter(dict(rrf([["a", "b", "c"], ["b", "d"]], 60)))) == "b"
 
 
 @given(st.lists(st.lists(st.sampled_from("abcdefgh"), unique=True, max_size=8), max_size=4))

@@ -101,7 +101,7 @@ def test_fn_sees_state_and_question_and_wins_over_table() -> None:
 
 
 def test_fn_may_return_typed_answers() -> None:
-    ctl = ScriptedController(fn=lambda s, q: NoulAnswer(0.3))
+    ctl = ScriptedController(fn=lambda _s, _q: NoulAnswer(0.3))
     assert ctl.decide(Batch(state={}, questions={"a": CAUSED})).noul("a") == 0.3
 
 

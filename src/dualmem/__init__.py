@@ -27,7 +27,7 @@ from dualmem.errors import (
 )
 from dualmem.memory import Answer, Inspection, Memory
 from dualmem.read.trace import Retrieval, Trace
-from dualmem.types import Edge, Evidence, Node, Observation, Tenant, TemporalRef, TypeScores
+from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant, TypeScores
 
 __version__ = "0.1.0"
 

@@ -8,7 +8,7 @@ System-One backend are scores, not calibrated probabilities, so thresholds are s
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 from dualmem.errors import ConfigError
 
@@ -31,6 +31,9 @@ class WriteProfile:
     typing_enabled: bool = True
     relations_enabled: bool = True  # False = controller off on write (deterministic edges only)
     consolidate_every: int = 20  # N successful writes per tenant; 0 disables
+    #: "background": passes run on a worker thread and writes never wait; "inline": the write that
+    #: reaches the period runs the pass; "off": only explicit ``Memory.consolidate`` calls
+    consolidation: Literal["background", "inline", "off"] = "background"
     consolidation_gate: float = 0.85  # merge/promote probability needed to escalate to System Two
     contradiction_gate: float = 0.85  # contradiction must stay below this to escalate
     supersede_threshold: float = 0.60  # obsolescence/contradiction score that marks a fact superseded
@@ -92,6 +95,7 @@ class Profile:
     """All knobs of a memory. Build one with a preset and ``with_`` to change a field."""
 
     name: str = "paper"
+    controller_timeout_s: float | None = None  # caller-side wall-clock bound per System-One request
     write: WriteProfile = field(default_factory=WriteProfile)
     read: ReadProfile = field(default_factory=ReadProfile)
 

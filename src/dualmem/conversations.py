@@ -207,9 +207,7 @@ def _simple_session(
         turn_id = _opt_str(turn.get("id"), f"{where}: turn {n} id") or f"{sid}:{n}"
         at = _time(turn.get("at"), where=f"{where} turn {turn_id}") or date
         out.append(
-            Observation(
-                content=text, at=at, speaker=speaker, source=conv_id, session=sid, turn_id=turn_id
-            )
+            Observation(content=text, at=at, speaker=speaker, source=conv_id, session=sid, turn_id=turn_id)
         )
     return out
 
@@ -218,9 +216,7 @@ def _simple_session(
 
 
 def _parse_locomo(conv: Mapping[str, Any], *, name: str, label: str) -> Conversation:
-    keys = sorted(
-        (int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.fullmatch(key)) is not None
-    )
+    keys = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.fullmatch(key)) is not None)
     observations: list[Observation] = []
     for _, key in keys:
         turns = conv[key]

@@ -17,17 +17,21 @@ from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
-from dualmem.errors import ConfigError, InvalidInput, NotFound
+from dualmem.errors import ConfigError, DualmemError, InvalidInput, NotFound
 from dualmem.plane import Decision, Store, open_store
+from dualmem.plane.jsonl import ImportReport, export_lines, import_lines
 from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
 from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant
-from dualmem.write.pipeline import WriteReport, Writer
+from dualmem.write.background import Background, ConsolidationMode
+from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
+from dualmem.write.lifecycle import Filter, forget_closure, history, select, supersede
+from dualmem.write.pipeline import Writer, WriteReport
 
-__all__ = ["Answer", "Inspection", "Memory"]
+__all__ = ["Answer", "Filter", "Inspection", "Memory"]
 
 log = logging.getLogger("dualmem")
 
@@ -63,17 +67,23 @@ class Memory:
         *,
         answerer: Answerer | None = None,
         profile: Profile | None = None,
-        controller_timeout_s: float | None = None,
+        summarizer: Summarizer | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.controller = controller
         self.answerer = answerer
         self.profile = profile or Profile.default_for(controller.name)
-        self.meter = Meter(controller, timeout_s=controller_timeout_s)
+        self.meter = Meter(controller, timeout_s=self.profile.controller_timeout_s)
         store.bind_embedder(embedder.name, embedder.dim)
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
+        self._consolidator = Consolidator(
+            store, embedder, self.meter, self.profile.write, summarizer=summarizer
+        )
+        self._consolidation: ConsolidationMode = self.profile.write.consolidation
+        self._writes: dict[Tenant, int] = {}
+        self._background = Background(self._consolidate_quietly)
 
     @classmethod
     def open(
@@ -84,21 +94,34 @@ class Memory:
         controller: Controller | str = "builtin",
         answerer: Answerer | str | None = "extractive",
         profile: Profile | str | None = None,
-        controller_timeout_s: float | None = None,
+        summarizer: Summarizer | None = None,
     ) -> Memory:
-        """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL)."""
+        """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL).
+
+        Periodic consolidation follows ``profile.write.consolidation`` (``"background"`` by default:
+        passes run on a worker thread and writes never wait; ``"inline"``; ``"off"``). ``summarizer``
+        is the System-Two callable that may write derived nodes for approved merges/promotions.
+        """
         emb = create_embedder(embedder) if isinstance(embedder, str) else embedder
         ctl = create_controller(controller) if isinstance(controller, str) else controller
         ans = create_answerer(answerer) if isinstance(answerer, str) else answerer
         prof = Profile.named(profile) if isinstance(profile, str) else profile
         store = open_store(str(path))
         try:
-            return cls(store, emb, ctl, answerer=ans, profile=prof, controller_timeout_s=controller_timeout_s)
+            return cls(
+                store,
+                emb,
+                ctl,
+                answerer=ans,
+                profile=prof,
+                summarizer=summarizer,
+            )
         except BaseException:
             store.close()
             raise
 
     def close(self) -> None:
+        self._background.close()
         self.meter.close()
         self.store.close()
 
@@ -144,6 +167,7 @@ class Memory:
         for start in range(0, len(items), chunk_size):
             report = self._writer.write(items[start : start + chunk_size], tenant)
             self._warn_pending(report)
+            self._count_writes(tenant, len(report.ids) - len(report.pending))
             ids.extend(report.ids)
             if on_progress is not None:
                 on_progress(len(ids), len(items))
@@ -211,10 +235,121 @@ class Memory:
     ) -> Answer:
         """Retrieve, then let System Two answer from the selected evidence only."""
         if self.answerer is None:
-            raise ConfigError("this memory has no answerer", hint="open it with answerer='extractive' or 'chat'")
+            raise ConfigError(
+                "this memory has no answerer", hint="open it with answerer='extractive' or 'chat'"
+            )
         found = self.search(query, user=user, agent=agent, run=run, k=k)
         draft = self.answerer.answer(query, found.evidence)
         return Answer(draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name)
+
+    # -- consolidation -----------------------------------------------------------------------
+    def consolidate(
+        self, *, user: str, agent: str | None = None, run: str | None = None
+    ) -> ConsolidationReport:
+        """Run one consolidation pass over the tenant's recent memories now."""
+        return self._consolidator.run(Tenant(user, agent, run))
+
+    def wait_for_consolidation(self, timeout: float | None = None) -> None:
+        """Block until background consolidation passes queued so far are done."""
+        self._background.join(timeout)
+
+    def _count_writes(self, tenant: Tenant, n: int) -> None:
+        every = self.profile.write.consolidate_every
+        if self._consolidation == "off" or every <= 0 or n <= 0:
+            return
+        total = self._writes.get(tenant, 0) + n
+        self._writes[tenant] = total % every
+        if total >= every:
+            if self._consolidation == "inline":
+                self._consolidator.run(tenant)
+            else:
+                self._background.submit(tenant)
+
+    def _consolidate_quietly(self, tenant: Tenant) -> None:
+        try:
+            self._consolidator.run(tenant)
+        except DualmemError as exc:
+            log.warning("background consolidation for %s failed: %s", tenant.user, exc.one_line())
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def update(self, node_id: str, text: str, *, user: str | None = None, at: TimeInput = None) -> str:
+        """Correct a memory: the new text becomes a new current node; the old one stays as history."""
+        old = self.get(node_id, user=user)
+        if old.valid_to is not None:
+            raise InvalidInput(f"memory {node_id!r} was already superseded", hint="update its newest version")
+        obs = _observation(
+            text,
+            speaker=old.speaker,
+            at=at if at is not None else old.at,
+            source=old.source,
+            session=old.session,
+            turn_id=old.turn_id,
+            metadata=dict(old.metadata),
+        )
+        new_id_ = self._writer.write([obs], old.tenant).ids[0]
+        supersede(self.store, old, self.get(new_id_))
+        self.meter.clear_cache()
+        return new_id_
+
+    def history(self, node_id: str, *, user: str | None = None) -> list[Node]:
+        """Every version of a memory (updates and superseded facts), oldest first."""
+        return history(self.store, self.get(node_id, user=user))
+
+    def forget(
+        self,
+        node_id: str | None = None,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        where: Filter | None = None,
+    ) -> int:
+        """Remove memories for good: by id, or every match of ``where``; returns how many went.
+
+        Edges, entity links, lexical and vector entries, recorded decisions, derived summaries built
+        from them and cached controller answers go too.
+        """
+        tenant = Tenant(user, agent, run)
+        if (node_id is None) == (where is None):
+            raise InvalidInput("pass exactly one of a node id or where=Filter(...)")
+        ids = [self.get(node_id, user=user).id] if node_id is not None else select(self.store, tenant, where)  # type: ignore[arg-type]
+        return self._forget_ids(ids)
+
+    def forget_all(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
+        """Remove every memory of a tenant."""
+        return self._forget_ids([n.id for n in self.store.iter_nodes(Tenant(user, agent, run))])
+
+    def _forget_ids(self, ids: list[str]) -> int:
+        if not ids:
+            return 0
+        closure = forget_closure(self.store, ids)
+        with self.store.transaction():
+            removed = self.store.delete_nodes(closure)
+        self.meter.clear_cache()
+        self._retriever.clear_cache()
+        return removed
+
+    def export_jsonl(
+        self, path: str | Path, *, user: str, agent: str | None = None, run: str | None = None
+    ) -> int:
+        """Write the tenant's whole memory (nodes, edges, decisions) as JSON Lines; returns lines written."""
+        lines = export_lines(
+            self.store, Tenant(user, agent, run), embedder=self.embedder.name, dim=self.embedder.dim
+        )
+        count = 0
+        with Path(path).open("w", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(line + "\n")
+                count += 1
+        return count
+
+    def import_jsonl(self, path: str | Path) -> ImportReport:
+        """Load an export made by :meth:`export_jsonl`: all of it, or nothing on any error."""
+        try:
+            with Path(path).open(encoding="utf-8") as fh:
+                return import_lines(self.store, fh, embedder=self.embedder.name, dim=self.embedder.dim)
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
 
     # -- introspection -----------------------------------------------------------------------
     def stats(self, *, user: str | None = None) -> dict[str, JSONValue]:
@@ -222,7 +357,7 @@ class Memory:
         return {
             "nodes": s.nodes,
             "pending": s.pending,
-            "edges_by_view": dict(s.edges_by_view),  # type: ignore[dict-item]
+            "edges_by_view": dict(s.edges_by_view),
             "entities": s.entities,
             "embedder": s.embedder,
             "dim": s.dim,
@@ -266,4 +401,6 @@ def _coerce(item: Observation | str | Mapping[str, Any]) -> Observation:
         data = dict(item)
         text = data.pop("content", data.pop("text", None))
         return _observation(text, speaker=data.pop("speaker", None), at=data.pop("at", None), **data)
-    raise InvalidInput(f"an observation must be a str, a mapping or an Observation, not {type(item).__name__}")
+    raise InvalidInput(
+        f"an observation must be a str, a mapping or an Observation, not {type(item).__name__}"
+    )

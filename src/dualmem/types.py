@@ -27,8 +27,8 @@ __all__ = [
     "NodeStatus",
     "Observation",
     "Precision",
-    "Tenant",
     "TemporalRef",
+    "Tenant",
     "TypeScores",
     "Vector",
     "View",
@@ -36,7 +36,7 @@ __all__ = [
     "utcnow",
 ]
 
-JSONValue: TypeAlias = "str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]"
+JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
 Vector: TypeAlias = npt.NDArray[np.float32]
 
 View = Literal["semantic", "temporal", "causal", "entity"]

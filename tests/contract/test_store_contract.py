@@ -90,7 +90,8 @@ def test_node_round_trip_keeps_every_field(store: Store, rng: np.random.Generato
     store.put_nodes([node])
     back = store.get_node(node.id)
     assert back == node
-    assert back is not None and back.embedding is not None
+    assert back is not None
+    assert back.embedding is not None
     assert back.embedding.dtype == np.float32
     np.testing.assert_array_equal(back.embedding, node.embedding)
     assert store.get_nodes([node.id, "missing"]) == {node.id: node}
@@ -152,7 +153,8 @@ def test_update_node_replaces_mutable_fields(store: Store, rng: np.random.Genera
     # no embedding given: the stored one stays
     store.update_node(dataclasses.replace(updated, embedding=None, status="complete"))
     again = store.get_node(node.id)
-    assert again is not None and again.status == "complete"
+    assert again is not None
+    assert again.status == "complete"
     assert again.embedding is not None
     np.testing.assert_array_equal(again.embedding, updated.embedding)
 
@@ -298,7 +300,10 @@ def test_agent_and_run_narrow_reads(store: Store, rng: np.random.Generator) -> N
         "a1r1": Tenant("u", "a1", "r1"),
         "a2r1": Tenant("u", "a2", "r1"),
     }
-    nodes = {key: make_node(rng, text, tenant=t, id=f"agent-{key}", entities=("Garden",)) for key, t in specs.items()}
+    nodes = {
+        key: make_node(rng, text, tenant=t, id=f"agent-{key}", entities=("Garden",))
+        for key, t in specs.items()
+    }
     store.put_nodes(list(nodes.values()))
     query = nodes["plain"].embedding
     assert query is not None
@@ -394,7 +399,10 @@ def test_time_search_nearest_first(store: Store, rng: np.random.Generator) -> No
     assert hits[0][1] == pytest.approx(43200.0)
     assert hits[1][1] == pytest.approx(86400.0)
     assert timeless.id not in {h[0] for h in hits}
-    assert [h[0] for h in store.time_search(ALICE, T0 + dt.timedelta(days=40), 2)] == [nodes[4].id, nodes[3].id]
+    assert [h[0] for h in store.time_search(ALICE, T0 + dt.timedelta(days=40), 2)] == [
+        nodes[4].id,
+        nodes[3].id,
+    ]
     assert store.time_search(ALICE, T0, 0) == []
 
 
@@ -411,14 +419,19 @@ def test_transaction_rolls_back_everything(store: Store, rng: np.random.Generato
     assert base.embedding is not None
     store.vector_search(ALICE, base.embedding, 1)  # warm caches: the rollback must drop them
     added = make_node(rng, "rolled back words")
-    with pytest.raises(Boom), store.transaction():
-        store.put_nodes([added])
-        store.put_edges([Edge(base.id, added.id, "semantic", "related")])
-        store.set_meta("flag", {"on": True})
-        store.delete_nodes([base.id])
-        with store.transaction():  # re-entrant
-            store.put_decisions([Decision(added.id, "typing", "t", "episodic", 0.5)])
-        raise Boom
+
+    def failing() -> None:
+        with store.transaction():
+            store.put_nodes([added])
+            store.put_edges([Edge(base.id, added.id, "semantic", "related")])
+            store.set_meta("flag", {"on": True})
+            store.delete_nodes([base.id])
+            with store.transaction():  # re-entrant
+                store.put_decisions([Decision(added.id, "typing", "t", "episodic", 0.5)])
+            raise Boom
+
+    with pytest.raises(Boom):
+        failing()
     assert store.get_node(base.id) == base
     assert store.get_node(added.id) is None
     assert store.edges_of(base.id) == []
@@ -427,13 +440,18 @@ def test_transaction_rolls_back_everything(store: Store, rng: np.random.Generato
     assert [h[0] for h in store.vector_search(ALICE, base.embedding, 5)] == [base.id]
 
 
+def _put_then_fail(store: Store, node: Node) -> None:
+    with store.transaction():
+        store.put_nodes([node])
+        raise Boom
+
+
 def test_inner_failure_keeps_outer_work(store: Store, rng: np.random.Generator) -> None:
     outer, inner = make_node(rng, "outer"), make_node(rng, "inner")
     with store.transaction():
         store.put_nodes([outer])
-        with pytest.raises(Boom), store.transaction():
-            store.put_nodes([inner])
-            raise Boom
+        with pytest.raises(Boom):
+            _put_then_fail(store, inner)
     assert store.get_node(outer.id) == outer
     assert store.get_node(inner.id) is None
 
@@ -448,7 +466,8 @@ def test_meta_and_embedder_binding(store: Store) -> None:
     store.bind_embedder("minilm", 16)
     with pytest.raises(EmbedderMismatch) as info:
         store.bind_embedder("hashing", 16)
-    assert info.value.hint is not None and "minilm" in info.value.hint
+    assert info.value.hint is not None
+    assert "minilm" in info.value.hint
     with pytest.raises(EmbedderMismatch):
         store.bind_embedder("minilm", 384)
     stats = store.stats()
@@ -493,13 +512,29 @@ _opt = st.none() | st.text(max_size=12)
 _when = st.datetimes(
     min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2200, 1, 1), timezones=st.just(UTC)
 )
-_json_leaf = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)  # fmt: skip
+_json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
 _json = st.recursive(
     _json_leaf,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=8,
 )
 _score = st.floats(0, 1)
+
+
+def _maybe(value: str) -> st.SearchStrategy[str | None]:
+    return st.none() | st.just(value)
+
+
+def _refs(start: dt.date) -> st.SearchStrategy[TemporalRef]:
+    end = start + dt.timedelta(days=6)
+    precision = st.sampled_from(["day", "week", "month", "year"])
+    return st.builds(TemporalRef, _text, st.just(start), st.just(end), precision)
 
 
 @st.composite
@@ -509,13 +544,12 @@ def nodes(draw: st.DrawFn) -> Node:
     start = draw(st.dates(dt.date(1990, 1, 1), dt.date(2100, 1, 1)))
     return Node(
         id=f"h{next(_ids):07d}",
-        tenant=Tenant(draw(st.sampled_from(["u1", "u2"])), draw(st.none() | st.just("ag")), draw(st.none() | st.just("r"))),
+        tenant=Tenant(draw(st.sampled_from(["u1", "u2"])), draw(_maybe("ag")), draw(_maybe("r"))),
         content=draw(_text), at=draw(st.none() | _when),
         speaker=draw(_opt), source=draw(_opt), session=draw(_opt), turn_id=draw(_opt),
         metadata=draw(st.dictionaries(st.text(max_size=6), _json, max_size=4)),
         entities=tuple(draw(st.lists(st.text(min_size=1, max_size=10), max_size=4, unique=True))),
-        temporal_refs=tuple(draw(st.lists(st.builds(TemporalRef, _text, st.just(start), st.just(start),
-                                                    st.sampled_from(["day", "week", "month", "year"])), max_size=2))),
+        temporal_refs=tuple(draw(st.lists(_refs(start), max_size=2))),
         types=draw(st.none() | st.builds(TypeScores, _score, _score, _score, _score)),
         embedding=unit(np.random.default_rng(seed), dim),
         created_at=draw(_when), status=draw(st.sampled_from(["complete", "pending"])),
@@ -523,35 +557,41 @@ def nodes(draw: st.DrawFn) -> Node:
     )  # fmt: skip
 
 
-_settings = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_settings = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def fresh_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
+    """A factory of empty stores of one backend (Hypothesis needs a fresh one per example)."""
+
+    def make() -> Store:
+        folder = tmp_path / f"example{next(_ids)}"
+        folder.mkdir()
+        return BACKENDS[request.param](folder)
+
+    return make
 
 
 @_settings
-@given(node=nodes())
-def test_property_round_trip(store: Store, node: Node) -> None:
-    dim = node.embedding.shape[0] if node.embedding is not None else 0
-    fresh = InMemoryStore() if isinstance(store, InMemoryStore) else None
-    target = fresh or store
-    if fresh is None:
-        # one SQLite file per test: isolate dimensions by user name
-        node = dataclasses.replace(node, tenant=dataclasses.replace(node.tenant, user=f"dim{dim}"))
-        target = _sqlite_for_dim(store, dim)
-    target.put_nodes([node])
-    assert target.get_node(node.id) == node
-    assert target.get_node(node.id, node.tenant) == node
-    assert target.get_nodes([node.id]) == {node.id: node}
-    assert target.entities_of(node.id) == node.entities
-
-
-_dim_stores: dict[tuple[int, int], SQLiteStore] = {}
-
-
-def _sqlite_for_dim(store: Store, dim: int) -> Store:
-    """SQLite keeps one dimension per file: a side in-memory database per (test store, dim)."""
-    key = (id(store), dim)
-    if key not in _dim_stores:
-        _dim_stores[key] = SQLiteStore.open(":memory:")
-    return _dim_stores[key]
+@given(batch=st.lists(nodes(), min_size=1, max_size=4))
+def test_property_round_trip(fresh_store: Callable[[], Store], batch: list[Node]) -> None:
+    dim = batch[0].embedding.shape[0]  # type: ignore[union-attr]
+    batch = [
+        dataclasses.replace(n, embedding=unit(np.random.default_rng(i), dim)) for i, n in enumerate(batch)
+    ]
+    store = fresh_store()
+    try:
+        store.put_nodes(batch)
+        for node in batch:
+            assert store.get_node(node.id) == node
+            assert store.get_node(node.id, node.tenant) == node
+            assert store.entities_of(node.id) == node.entities
+        assert store.get_nodes([n.id for n in batch]) == {n.id: n for n in batch}
+        assert sorted(n.id for n in store.iter_nodes()) == sorted(n.id for n in batch)
+    finally:
+        store.close()
 
 
 @_settings
@@ -563,20 +603,37 @@ def _sqlite_for_dim(store: Store, dim: int) -> Store:
     agent=st.none() | st.sampled_from(["a", "b"]),
 )
 def test_property_vector_top_k_is_brute_force(
-    store: Store, seed: int, n: int, dim: int, k: int, agent: str | None
+    fresh_store: Callable[[], Store], seed: int, n: int, dim: int, k: int, agent: str | None
 ) -> None:
     rng = np.random.default_rng(seed)
-    target = InMemoryStore() if isinstance(store, InMemoryStore) else SQLiteStore.open(":memory:")
+    store = fresh_store()
     try:
-        tenants = [Tenant("p", rng.choice(["a", "b"])) for _ in range(n)]
+        tenants = [Tenant("p", str(rng.choice(["a", "b"]))) for _ in range(n)]
         batch = [make_node(rng, "v", tenant=t, dim=dim) for t in tenants]
-        target.put_nodes(batch)
+        store.put_nodes(batch[: n // 2])
+        store.vector_search(Tenant("p"), unit(rng, dim), 1)  # a warm cache must see later puts
+        store.put_nodes(batch[n // 2 :])
         query = unit(rng, dim)
         reader = Tenant("p", agent)
         visible = [i for i, t in enumerate(tenants) if reader.covers(t)]
-        sims = np.array([float(batch[i].embedding @ query) for i in visible])  # type: ignore[operator]
+        matrix = np.stack([batch[i].embedding for i in visible]) if visible else np.zeros((0, dim))  # type: ignore[misc]
+        sims = matrix @ query
         order = [visible[i] for i in np.argsort(-sims, kind="stable")[:k]]
-        hits = target.vector_search(reader, query, k)
+        hits = store.vector_search(reader, query, k)
         assert [h[0] for h in hits] == [batch[i].id for i in order]
+        np.testing.assert_allclose(
+            [h[1] for h in hits], sims[np.argsort(-sims, kind="stable")[:k]], rtol=1e-5, atol=1e-6
+        )
     finally:
-        target.close()
+        store.close()
+
+
+def test_recent_nodes_newest_written_first(store: Store, rng: np.random.Generator) -> None:
+    # observation times run backwards: recency is about writing, not about ``at``
+    nodes = [make_node(rng, f"memory {i}", at=T0 - dt.timedelta(days=i)) for i in range(5)]
+    for node in nodes:
+        store.put_nodes([node])
+    store.put_nodes([make_node(rng, "bob's", tenant=BOB)])
+    assert [n.id for n in store.recent_nodes(ALICE, 3)] == [nodes[4].id, nodes[3].id, nodes[2].id]
+    assert store.recent_nodes(ALICE, 0) == []
+    assert len(store.recent_nodes(ALICE, 50)) == 5

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from fakes.jev_mock import JevMock
 from fakes.openai_server import FakeOpenAIServer
 

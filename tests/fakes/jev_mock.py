@@ -20,7 +20,9 @@ class JevMock:
     def __init__(self, cfg: MockConfig | None = None) -> None:
         self.cfg = cfg or MockConfig()
         self.server = make_server(self.cfg)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:

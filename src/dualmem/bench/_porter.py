@@ -165,7 +165,10 @@ _STEP3: list[_Rule] = [
 ]
 
 _STEP4: list[_Rule] = [
-    *((s, "", _gt1) for s in ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent")),
+    *(
+        (s, "", _gt1)
+        for s in ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent")
+    ),
     ("ion", "", lambda base: _measure(base) > 1 and base[-1:] in ("s", "t")),
     *((s, "", _gt1) for s in ("ou", "ism", "ate", "iti", "ous", "ive", "ize")),
 ]

@@ -13,7 +13,13 @@ class Progress:
     """``label  done/total  elapsed`` redrawn in place at most every ``interval`` seconds."""
 
     def __init__(
-        self, label: str, total: int, *, enabled: bool = True, stream: TextIO | None = None, interval: float = 0.2
+        self,
+        label: str,
+        total: int,
+        *,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        interval: float = 0.2,
     ) -> None:
         self.label = label
         self.total = total
@@ -23,6 +29,7 @@ class Progress:
         self.interval = interval
         self._start = time.perf_counter()
         self._last = 0.0
+        self._drawn = -1
 
     def update(self, n: int = 1) -> None:
         self.done += n
@@ -36,10 +43,12 @@ class Progress:
 
     def close(self) -> None:
         if self.enabled:
-            self._draw(time.perf_counter())
+            if self._drawn != self.done:
+                self._draw(time.perf_counter())
             self.stream.write("\n")
             self.stream.flush()
 
     def _draw(self, now: float) -> None:
+        self._drawn = self.done
         self.stream.write(f"\r{self.label}  {self.done}/{self.total}  {now - self._start:6.1f}s")
         self.stream.flush()

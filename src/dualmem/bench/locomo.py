@@ -91,15 +91,21 @@ class BenchConfig:
         if self.answerer not in ("none", "extractive", "chat"):
             raise ConfigError(f"unknown answerer {self.answerer!r}", hint="use none, extractive or chat")
         if self.answerer == "chat" and self.answerer_endpoint is None:
-            raise ConfigError("--answerer chat needs an endpoint", hint="pass --answerer-url and --answerer-model")
+            raise ConfigError(
+                "--answerer chat needs an endpoint", hint="pass --answerer-url and --answerer-model"
+            )
         if self.controller in ("llm",) and self.controller_endpoint is None:
-            raise ConfigError("--controller llm needs an endpoint", hint="pass --controller-url and --controller-model")
+            raise ConfigError(
+                "--controller llm needs an endpoint", hint="pass --controller-url and --controller-model"
+            )
         for kind in self.judge_kinds:
             if kind not in ("binary", "continuous"):
                 raise ConfigError(f"unknown judge kind {kind!r}", hint="use binary and/or continuous")
         if not self.k_values or min(self.k_values) < 1 or self.top_k < 1:
             raise ConfigError("k values and top_k must be positive")
-        if (self.limit is not None and self.limit < 1) or (self.max_questions is not None and self.max_questions < 1):
+        if (self.limit is not None and self.limit < 1) or (
+            self.max_questions is not None and self.max_questions < 1
+        ):
             raise ConfigError("--limit and --max-questions must be positive")
 
     @property
@@ -162,7 +168,12 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``dualmem bench locomo``."""
     add = parser.add_argument
     add("--data", type=Path, required=True, help="conv-N.json, a directory of them, or locomo10.json")
-    add("--out", type=Path, default=Path("bench-out"), help="output directory (report.md, results.json, plots)")
+    add(
+        "--out",
+        type=Path,
+        default=Path("bench-out"),
+        help="output directory (report.md, results.json, plots)",
+    )
     add("--systems", nargs="+", default=list(ALL_SYSTEMS), metavar="NAME", help=", ".join(ALL_SYSTEMS))
     add("--controller", default="builtin", choices=["builtin", "jev", "llm"])
     add("--controller-url", default=None, help="API root of a Jev-compatible or OpenAI-compatible endpoint")

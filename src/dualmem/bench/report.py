@@ -229,7 +229,11 @@ def render_markdown(summary: Mapping[str, Any], *, meta: Mapping[str, Any], k_va
     lines += _table(head, rows)
     k_mid = 10 if 10 in k_values else max(k_values)
     lines += [f"## Recall@{k_mid} by category", ""]
-    rows = [_cat_row(n, s["retrieval"][f"recall@{k_mid}"]) for n, s in systems.items() if s["retrieval"]["mrr"]["all"]["n"]]
+    rows = [
+        _cat_row(n, s["retrieval"][f"recall@{k_mid}"])
+        for n, s in systems.items()
+        if s["retrieval"]["mrr"]["all"]["n"]
+    ]
     lines += _table(["System", *_CAT_HEAD], rows)
     lines += ["## Answering behaviour", ""]
     lines += [
@@ -262,11 +266,14 @@ def _efficiency(summary: Mapping[str, Any]) -> list[str]:
     ]
     head = [
         "System", "Build total (s)", "Build / turn (ms)", "Ctrl calls / write",
-        "Retrieval p50 (ms)", "Retrieval p95 (ms)", "End-to-end p50 (ms)", "End-to-end p95 (ms)", "Ctrl calls / query",
+        "Retrieval p50 (ms)", "Retrieval p95 (ms)", "End-to-end p50 (ms)", "End-to-end p95 (ms)",
+        "Ctrl calls / query",
     ]  # fmt: skip
     rows = []
     for name, s in summary["systems"].items():
-        build = builds.get(_build_of(name)) if name not in ("bm25", "dense", "hybrid", "full-context") else None
+        build = (
+            builds.get(_build_of(name)) if name not in ("bm25", "dense", "hybrid", "full-context") else None
+        )
         lat = s["latency_ms"]
         rows.append([
             name,

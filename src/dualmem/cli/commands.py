@@ -177,7 +177,9 @@ class Progress:
         width = 30
         filled = int(width * done / total)
         rate = done / max(time.perf_counter() - self.started, 1e-9)
-        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {rate:.0f}/s")
+        sys.stderr.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {rate:.0f}/s"
+        )
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -221,7 +223,9 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
             lines = [render_trace(found.trace), "", "evidence:"]
             for i, e in enumerate(found.evidence, 1):
                 when = e.node.at.date().isoformat() if e.node.at else "-"
-                lines.append(f"{i:>2}. [{e.score:.3f} {e.view}] ({when}) {e.node.speaker or ''}: {e.node.content}")
+                lines.append(
+                    f"{i:>2}. [{e.score:.3f} {e.view}] ({when}) {e.node.speaker or ''}: {e.node.content}"
+                )
             return "\n".join(lines)
         out: dict[str, Any] = {"query": args.query, "evidence": [evidence_json(e) for e in found.evidence]}
         out["trace"] = found.trace.to_json() if args.json else _trace_summary(found.trace.to_json())
@@ -323,7 +327,12 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
                         "latency_ms": round(ans.trace.latency_ms, 2),
                     }
                 )
-            return {"stored": len(ids), "build_seconds": round(build, 3), "stats": mem.stats(user=user), "answers": answers}
+            return {
+                "stored": len(ids),
+                "build_seconds": round(build, 3),
+                "stats": mem.stats(user=user),
+                "answers": answers,
+            }
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
@@ -331,4 +340,9 @@ def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
 
     config = bench_from_args(args)
     result = run_locomo(config, progress=not args.quiet)
-    return result.summary()
+    return {
+        "report": str(result.report),
+        "results": str(result.results),
+        "plots": [str(p) for p in result.plots],
+        "summary": result.summary,
+    }

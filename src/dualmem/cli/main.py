@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--user", default=None, help="tenant user id (env DUALMEM_USER; default 'local')")
     parser.add_argument("--agent", default=None, help="tenant agent id")
     parser.add_argument("--run", default=None, help="tenant run/session id")
-    parser.add_argument("--embedder", default="minilm", help="minilm (default), hashing[:DIM] or openai:MODEL")
+    parser.add_argument(
+        "--embedder", default="minilm", help="minilm (default), hashing[:DIM] or openai:MODEL"
+    )
     parser.add_argument("--controller", default="builtin", choices=["builtin", "jev", "llm"])
     parser.add_argument("--answerer", default="extractive", choices=["extractive", "chat"])
     parser.add_argument("--profile", default=None, help="profile preset: paper, builtin, jev, llm")

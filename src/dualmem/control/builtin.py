@@ -63,6 +63,10 @@ class ChoiceWeights:
 
     labels: tuple[tuple[str, LinearWeights], ...]
 
+    @property
+    def label_set(self) -> frozenset[str]:
+        return frozenset(label for label, _ in self.labels)
+
     def distribution(self, features: Mapping[str, float]) -> dict[str, float]:
         logits = [(label, w.logit(features)) for label, w in self.labels]
         top = max(v for _, v in logits)
@@ -207,7 +211,7 @@ class BuiltinController:
                 spec = weights.choices.get(key)
                 if spec is None or group is None:
                     raise _unknown(key, "choice", weights)
-                if {label for label, _ in spec.labels} != set(question.labels):
+                if spec.label_set != frozenset(question.labels):
                     raise UnknownDecision(
                         f"builtin weights for {key!r} have labels "
                         f"{[label for label, _ in spec.labels]}, the question has {list(question.labels)}",

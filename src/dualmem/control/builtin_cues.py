@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from dualmem.text.lexical import STOPWORDS, tokenize
 
-__all__ = ["Cues", "QueryCues", "containment", "cues", "query_cues", "stem_tokens", "variant"]
+__all__ = ["Cues", "QueryCues", "containment", "cues", "link", "query_cues", "stem_tokens", "variant"]
 
 _APOS = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 _SPEAKER = re.compile(r"^\s*([A-Z][\w.'\- ]{0,40}?)\s*:\s+")
@@ -33,76 +33,116 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-_CAUSE_FOLLOWS = _rx(
+_CAUSE_FOLLOWS = re.compile(
     r"\b(?:because(?: of)?|'cause|due to|thanks to|owing to|as a result of|caused by|on account of|"
-    r"since|after(?=[^.!?;]{0,60}\b(?:broke|broken|died|failed|lost|crashed|quit|fired|injur\w*|"
+    r"after(?=[^.!?;]{0,60}\b(?:broke|broken|died|failed|lost|crashed|quit|fired|injur\w*|"
     r"accident|sick|ill|divorce\w*)\b))"
 )
-_EFFECT_FOLLOWS = _rx(
-    r"(?:,|\band)\s+so\b|\bso that\b|\btherefore\b|\bthat'?s why\b|\bthat is why\b|\bwhich is why\b|"
+_EFFECT_FOLLOWS = re.compile(
+    r"(?:,|\band)\s+so\b(?!\s+(?:much|many|glad|happy|good|great|nice|proud|excited|sorry|cool|awesome|"
+    r"amazing|true|far|fun|sweet|beautiful|cute|lovely|sad|bad|tired|busy|hard|lucky|thankful|grateful|"
+    r"important|special|inspiring|jealous|cool|fast|long|well|\w+ly)\b)|\bso that\b|\btherefore\b|\bthat'?s why\b|\bthat is why\b|\bwhich is why\b|"
     r"\bas a result\b|\b(?:led|leads|lead) to\b|\bcaused\b|\bresult(?:ed|s)? in\b|"
     r"\b(?:made|makes|inspired|motivated|prompted|encouraged|pushed) (?:me|him|her|us|them)\b"
 )
-_WEAK_CAUSAL = frozenset({"since", "so that"})
-_NEGATION = _rx(
-    r"\b(?:no longer|not anymore|not any more|never|not|no|cannot|stopped|quit|gave up|give up|"
-    r"anymore|no more)\b|n't\b"
+_WEAK_CAUSAL = frozenset({"so that"})
+#: any of these tokens means the (slower) causal clause patterns are worth running
+_CAUSAL_GATE = _words(
+    """because cause 'cause due thanks owing result caused after so therefore that's why led
+    leads lead resulted results made makes inspired motivated prompted encouraged pushed"""
 )
-_CHANGE = _rx(
-    r"\b(?:no longer|not anymore|anymore|any more|no more|now|nowadays|these days|moved|changed|"
-    r"switched|quit|stopped|used to|instead|from now on|gave up|recently started|new job|started)\b"
-)
-_PREF_POS = _rx(
-    r"\b(?:love|loves|loved|loving|enjoy|enjoys|enjoyed|enjoying|prefer|prefers|preferred|"
-    r"favou?rites?|fond of|fan of|adore|adores|passionate about|obsessed with|"
-    r"(?:i|we|you|he|she|they|really|also|still|would|do)\s+(?:really\s+|also\s+|still\s+|just\s+)?"
-    r"(?:like|likes|liked))\b"
-)
-_PREF_NEG = _rx(
-    r"\b(?:hate|hates|hated|dislike|dislikes|disliked|can't stand|cannot stand|not a fan|not into|"
-    r"detest|(?:don't|doesn't|didn't|do not|does not) (?:really )?(?:like|enjoy|eat|drink)|avoid)\b"
-)
-_HABIT = _rx(
-    r"\b(?:always|usually|often|regularly|typically|normally|tend to|habit|routine|whenever|"
-    r"every (?:day|week|weekend|morning|evening|night|month|year|summer|time|sunday|saturday)|"
-    r"each (?:day|week|morning|year))\b"
-)
-_REPEAT = _rx(r"\b(?:again|another|once more|as usual|every time|as always|one more time)\b")
-_PROCEDURAL = _rx(
-    r"\b(?:how to|how do you|how you|steps?|step-by-step|recipe|instructions?|tutorial|guide|"
-    r"make sure|you (?:need|have|should|must) to|in order to|method|technique|tips?|trick|"
-    r"first,? |then |next,|finally,|afterwards,)"
-)
-_IMPERATIVE = _rx(
-    r"^(?:add|mix|open|click|put|take|use|go|turn|set|install|run|preheat|stir|combine|place|press|"
-    r"select|remove|cut|pour|bake|boil|heat|check|try|start|make|keep|avoid|don't|do not|never|"
-    r"always|remember|write|fill|enter|type|save|wash|chop|fold|whisk|pick|choose)\b"
-)
-_PAST = _rx(
-    r"\b(?:\w{3,}ed|went|bought|saw|got|had|was|were|did|made|took|met|came|broke|ate|ran|told|"
-    r"said|gave|found|left|felt|thought|brought|won|lost|began|wrote|sang|drove|flew|spent|sent|"
-    r"built|caught|taught|fell|kept|slept|paid|sold|heard|held|became|chose|swam|rode|wore)\b"
-)
-_FUTURE = _rx(
-    r"\b(?:will|going to|gonna|plan(?:ning|s)? to|tomorrow|next (?:" + _PERIOD + r")|soon|"
-    r"upcoming|can't wait|hope to|intend to)\b|'ll\b"
-)
-_TIME_WORDS = _rx(
-    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|earlier|later|lately|"
-    r"(?:last|next|this) (?:" + _PERIOD + r")|" + _MONTHS + r"|" + _WEEKDAYS + r"|"
-    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th)|\d{1,2}:\d\d|o'clock)\b"
-)
-_PAST_REF = _rx(
-    r"\b(?:yesterday|ago|used to|previously|earlier|back then|back when|once|when i was|"
-    r"last (?:" + _PERIOD + r"))\b"
-)
-_COPULA = _rx(
-    r"\b(?:is|are|am|has|have|works? (?:as|at|for)|lives? in|was born|means|consists? of|"
-    r"belongs? to|owns?|studies|is from|are from)\b"
-)
-_DEFINITIONAL = _rx(r"\b(?:is|are|am) (?:a|an|the|one of|my|her|his|their|our|from)\b")
-_FIRST_PERSON = _rx(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b")
 _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_CLOCK = re.compile(r"\d:\d\d")
+_MAY_DATE = re.compile(r"\b(?:in|of|early|late|last|next|this|\d+(?:st|nd|rd|th)?) may\b|\bmay \d")
+_LIKE_VERB = re.compile(
+    r"\b(?:i|we|you|he|she|they|really|also|still|would|do)\s+(?:really\s+|also\s+|still\s+|just\s+)?"
+    r"(?:like|likes|liked)\b"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Lexicon:
+    """Single words (matched against the token set) and phrases (matched in the padded text)."""
+
+    words: frozenset[str]
+    phrases: tuple[str, ...]
+
+    def count(self, tokens: frozenset[str], padded: str) -> int:
+        return len(tokens & self.words) + sum(1 for p in self.phrases if p in padded)
+
+
+def _lexicon(spec: str) -> _Lexicon:
+    items = [i.strip() for i in spec.split("|") if i.strip()]
+    return _Lexicon(frozenset(i for i in items if " " not in i), tuple(f" {i} " for i in items if " " in i))
+
+
+def _periods(*lead: str) -> str:
+    return "|".join(f"{w} {p}" for w in lead for p in _PERIOD.split("|"))
+
+
+_NEGATION = _lexicon(
+    "no longer|not anymore|not any more|never|not|no|cannot|stopped|quit|gave up|give up|anymore|no more"
+)
+_CHANGE = _lexicon(
+    "no longer|not anymore|anymore|any more|no more|now|nowadays|these days|moved|changed|switched|"
+    "quit|stopped|used to|instead|from now on|gave up|recently started|new job|started"
+)
+_PREF_POS = _lexicon(
+    "love|loves|loved|loving|enjoy|enjoys|enjoyed|enjoying|prefer|prefers|preferred|favorite|"
+    "favourite|favorites|favourites|fond of|fan of|adore|adores|passionate about|obsessed with"
+)
+_PREF_NEG = _lexicon(
+    "hate|hates|hated|dislike|dislikes|disliked|can't stand|cannot stand|not a fan|not into|detest|"
+    "avoid|don't like|doesn't like|didn't like|do not like|does not like|don't really like|"
+    "don't enjoy|doesn't enjoy|don't eat|doesn't eat|don't drink|doesn't drink"
+)
+_HABIT = _lexicon(
+    "always|usually|often|regularly|typically|normally|tend to|habit|routine|whenever|"
+    + _periods("every", "each")
+    + "|every sunday|every saturday"
+)
+_REPEAT = _lexicon("again|another|once more|as usual|every time|as always|one more time")
+_PROCEDURAL = _lexicon(
+    "how to|how do you|step|steps|step-by-step|recipe|instructions|instruction|tutorial|guide|"
+    "make sure|need to|have to|should|must|in order to|method|technique|tip|tips|trick"
+)
+_SEQUENCE = _lexicon("first|then|next|finally|afterwards|after that|once done")
+_IMPERATIVE = _words(
+    """add mix open click put take use go turn set install run preheat stir combine place press
+    select remove cut pour bake boil heat check try start make keep avoid don't never always
+    remember write fill enter type save wash chop fold whisk pick choose"""
+)
+_PAST_IRREGULAR = _words(
+    """went bought saw got had was were did made took met came broke ate ran told said gave found
+    left felt thought brought won lost began wrote sang drove flew spent sent built caught taught
+    fell kept slept paid sold heard held became chose swam rode wore"""
+)
+_FUTURE = _lexicon(
+    "will|going to|gonna|plan to|plans to|planning to|tomorrow|soon|upcoming|can't wait|hope to|"
+    "intend to|i'll|we'll|you'll|he'll|she'll|they'll|" + _periods("next")
+)
+_TIME_WORDS = _lexicon(
+    "yesterday|today|tonight|tomorrow|ago|recently|earlier|later|lately|o'clock|"
+    + _periods("last", "next", "this")
+    + "|"
+    + _MONTHS.replace("may|", "")
+    + "|"
+    + _WEEKDAYS
+)
+_PAST_REF = _lexicon(
+    "yesterday|ago|used to|previously|earlier|back then|back when|once|when i was|" + _periods("last")
+)
+_COPULA = _lexicon(
+    "is|are|am|has|have|work as|works as|work at|works at|work for|works for|live in|lives in|"
+    "was born|means|consist of|consists of|belong to|belongs to|own|owns|studies|is from|are from"
+)
+_DEFINITIONAL = _lexicon(
+    "|".join(
+        f"{v} {o}" for v in ("is", "are", "am") for o in _words("a an the one my her his their our from")
+    )
+)
+_FIRST_PERSON = _lexicon("i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us")
 
 _Q_TEMPORAL = _rx(
     r"\b(?:when|what time|what date|which date|what day|how long|how many (?:days|weeks|months|"
@@ -143,21 +183,59 @@ _EXTRA_STOP = _words(
 )
 
 
+_IRREGULAR = {
+    past: base
+    for base, forms in {
+        "buy": "bought", "eat": "ate eaten", "see": "saw seen", "meet": "met", "find": "found",
+        "leave": "left", "feel": "felt", "think": "thought", "bring": "brought", "win": "won",
+        "lose": "lost", "begin": "began begun", "write": "wrote written", "sing": "sang sung",
+        "drive": "drove driven", "fly": "flew flown", "spend": "spent", "send": "sent",
+        "build": "built", "catch": "caught", "teach": "taught", "fall": "fell fallen", "keep": "kept",
+        "sleep": "slept", "pay": "paid", "sell": "sold", "hear": "heard", "hold": "held",
+        "become": "became", "choose": "chose chosen", "swim": "swam swum", "ride": "rode ridden",
+        "wear": "wore worn", "run": "ran", "break": "broke broken", "give": "gave given",
+        "speak": "spoke spoken", "grow": "grew grown", "know": "knew known", "draw": "drew drawn",
+        "read": "read", "lead": "led", "stand": "stood", "understand": "understood", "learn": "learnt",
+        "child": "children", "person": "people", "woman": "women", "man": "men",
+    }.items()
+    for past in forms.split()
+}  # fmt: skip
+
+
+@lru_cache(maxsize=65536)
 def _stem(token: str) -> str:
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
-        return token[:-1]
-    if len(token) > 5 and token.endswith("ing"):
-        return token[:-3]
+    """A light, consistent stem: irregular forms, then -ies/-s/-ing/-ed, a doubled consonant, a final e."""
+    base = _IRREGULAR.get(token)
+    if base is not None:
+        token = base
+    elif len(token) > 4 and token.endswith("ies"):
+        token = token[:-3] + "y"
+    elif len(token) > 5 and token.endswith("ing"):
+        token = token[:-3]
+    elif len(token) > 4 and token.endswith("ed"):
+        token = token[:-2]
+    elif len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        token = token[:-1]
+    if len(token) > 3 and token[-1] == token[-2] and token[-1] not in "aeiouls":
+        token = token[:-1]
+    if len(token) > 3 and token.endswith("e"):
+        token = token[:-1]
     return token
+
+
+def _content(words: list[str]) -> frozenset[str]:
+    return frozenset(_stem(t) for t in words if t not in STOPWORDS and t not in _EXTRA_STOP and len(t) > 1)
 
 
 def stem_tokens(text: str) -> frozenset[str]:
     """Stemmed content tokens of ``text`` (stopwords and filler verbs removed)."""
-    return frozenset(
-        _stem(t) for t in tokenize(text) if t not in STOPWORDS and t not in _EXTRA_STOP and len(t) > 1
-    )
+    return _content(tokenize(text))
+
+
+def link(part: frozenset[str], whole: frozenset[str]) -> float:
+    """``containment`` damped when fewer than two tokens are shared (one shared word is weak evidence)."""
+    shared = len(part & whole)
+    return shared / len(part) * min(1.0, shared / 2) if part else 0.0
 
 
 def containment(part: frozenset[str], whole: frozenset[str]) -> float:
@@ -181,7 +259,7 @@ class Cues:
     """What the builtin decider reads from one memory text (0..1 strengths unless noted)."""
 
     speaker: str | None  # lower-case "Name" of a "Name: ..." prefix
-    tokens: frozenset[str]  # stemmed content tokens of the body
+    tokens: frozenset[str]  # stemmed content tokens (a speaker prefix included)
     cause_tokens: frozenset[str]  # tokens of clauses this text gives as a cause
     effect_tokens: frozenset[str]  # tokens of clauses this text gives as an effect
     numbers: frozenset[str]
@@ -193,6 +271,7 @@ class Cues:
     habit: float
     repeat: float
     procedural: float
+    sequence: float
     imperative: float
     past: float
     future: float
@@ -204,20 +283,62 @@ class Cues:
     question: float
 
 
-def _causal_clauses(body: str) -> tuple[frozenset[str], frozenset[str], float]:
+def _causal_clauses(lower: str) -> tuple[frozenset[str], frozenset[str], float]:
+    """Tokens given as causes and as effects by causal connectives, and the connectives' strength."""
     cause: set[str] = set()
     effect: set[str] = set()
     strength = 0.0
-    for sentence in _SENTENCES.findall(body):
+    for sentence in _SENTENCES.findall(lower):
         for pattern, cause_after in ((_CAUSE_FOLLOWS, True), (_EFFECT_FOLLOWS, False)):
             for m in pattern.finditer(sentence):
                 before = stem_tokens(sentence[: m.start()])
                 after = stem_tokens(sentence[m.end() :])
                 cause |= after if cause_after else before
                 effect |= before if cause_after else after
-                weak = m.group(0).strip(" ,").lower() in _WEAK_CAUSAL
+                weak = m.group(0).strip(" ,") in _WEAK_CAUSAL
                 strength = max(strength, 0.5 if weak else 1.0)
     return frozenset(cause), frozenset(effect), strength
+
+
+def _flag(lexicon: _Lexicon, tokens: frozenset[str], padded: str) -> float:
+    return 1.0 if lexicon.count(tokens, padded) else 0.0
+
+
+def _imperative(words: list[str]) -> float:
+    """1.0 when the text opens like an instruction ("Add the flour", "To reset it, ...")."""
+    if words and (words[0] in _IMPERATIVE or (words[0] == "to" and len(words) > 1)):
+        return 1.0
+    return 0.0
+
+
+def _is_past(token: str) -> bool:
+    return (len(token) >= 5 and token.endswith("ed")) or token in _PAST_IRREGULAR
+
+
+def _time_words(words: list[str], tokens: frozenset[str], lower: str, padded: str) -> float:
+    if _TIME_WORDS.count(tokens, padded):
+        return 1.0
+    for w in words:
+        if len(w) == 4 and w.isdigit() and w[:2] in ("19", "20"):
+            return 1.0
+        if w[-2:] in ("st", "nd", "rd", "th") and w[:-2].isdigit():
+            return 1.0
+    if ("may" in tokens and _MAY_DATE.search(lower)) or (":" in lower and _CLOCK.search(lower)):
+        return 1.0
+    return 0.0
+
+
+def _negation(words: list[str], tokens: frozenset[str], padded: str) -> float:
+    if _NEGATION.count(tokens, padded) or any(w.endswith("n't") for w in words):
+        return 1.0
+    return 0.0
+
+
+def _preference(tokens: frozenset[str], lower: str, padded: str) -> tuple[float, float]:
+    positive = _PREF_POS.count(tokens, padded) > 0
+    if not positive and tokens & {"like", "likes", "liked"}:
+        positive = _LIKE_VERB.search(lower) is not None
+    return (1.0 if positive else 0.0), _flag(_PREF_NEG, tokens, padded)
 
 
 @lru_cache(maxsize=16384)
@@ -227,29 +348,37 @@ def cues(text: str) -> Cues:
     m = _SPEAKER.match(text)
     speaker = m.group(1).strip().lower() if m else None
     body = text[m.end() :] if m else text
-    cause, effect, causal = _causal_clauses(body)
+    lower = body.lower()
+    words = tokenize(lower)
+    tokens = frozenset(words)
+    padded = " " + " ".join(words) + " "
+    cause, effect, causal = (
+        _causal_clauses(lower) if tokens & _CAUSAL_GATE else (frozenset(), frozenset(), 0.0)
+    )
+    pref_pos, pref_neg = _preference(tokens, lower, padded)
     return Cues(
         speaker=speaker,
-        tokens=stem_tokens(body),
+        tokens=_content(tokenize(text)),
         cause_tokens=cause,
         effect_tokens=effect,
         numbers=frozenset(_NUMBER.findall(body)),
         causal=causal,
-        negation=_hits(_NEGATION, body, 1),
-        change=_hits(_CHANGE, body, 1),
-        pref_pos=_hits(_PREF_POS, body, 1),
-        pref_neg=_hits(_PREF_NEG, body, 1),
-        habit=_hits(_HABIT, body, 1),
-        repeat=_hits(_REPEAT, body, 1),
-        procedural=_hits(_PROCEDURAL, body),
-        imperative=1.0 if _IMPERATIVE.match(body.lstrip()) else 0.0,
-        past=_hits(_PAST, body),
-        future=_hits(_FUTURE, body, 1),
-        time_words=_hits(_TIME_WORDS, body, 1),
-        past_ref=_hits(_PAST_REF, body, 1),
-        copula=_hits(_COPULA, body, 1),
-        definitional=_hits(_DEFINITIONAL, body, 1),
-        first_person=_hits(_FIRST_PERSON, body, 1),
+        negation=_negation(words, tokens, padded),
+        change=_flag(_CHANGE, tokens, padded),
+        pref_pos=pref_pos,
+        pref_neg=pref_neg,
+        habit=_flag(_HABIT, tokens, padded),
+        repeat=_flag(_REPEAT, tokens, padded),
+        procedural=min(1.0, _PROCEDURAL.count(tokens, padded) / 2),
+        sequence=min(1.0, _SEQUENCE.count(tokens, padded) / 2),
+        imperative=_imperative(words),
+        past=min(1.0, sum(1 for w in tokens if _is_past(w)) / 2),
+        future=_flag(_FUTURE, tokens, padded),
+        time_words=_time_words(words, tokens, lower, padded),
+        past_ref=_flag(_PAST_REF, tokens, padded),
+        copula=_flag(_COPULA, tokens, padded),
+        definitional=_flag(_DEFINITIONAL, tokens, padded),
+        first_person=_flag(_FIRST_PERSON, tokens, padded),
         question=1.0 if body.rstrip().endswith("?") else 0.0,
     )
 

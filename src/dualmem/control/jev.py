@@ -37,7 +37,10 @@ from dualmem.control.questions import (
 from dualmem.control.retry import RetryPolicy
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
 
-__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "JevController", "sdk_question", "sdk_retry"]
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "SUM_SLACK", "JevController", "sdk_question", "sdk_retry"]
+
+#: a returned distribution summing to within this of 1 is renormalised (servers round their floats)
+SUM_SLACK = 0.01
 
 
 class JevController:
@@ -138,20 +141,27 @@ def _answer(name: str, question: Question, raw: Any) -> Answer:
         case Noul(), ts.NoulAnswer():
             return NoulAnswer(score=float(raw.noul))
         case Choice(), ts.ChoiceAnswer():
-            return ChoiceAnswer(label=raw.choice, distribution=dict(raw.probabilities))
+            labels = list(raw.probabilities)
+            probs = _renormalised([float(raw.probabilities[lb]) for lb in labels])
+            return ChoiceAnswer(label=raw.choice, distribution=dict(zip(labels, probs, strict=True)))
         case Score(), ts.ScoreAnswer():
-            return ScoreAnswer(
-                value=float(raw.score), distribution=_levels(name, question, raw.probabilities)
-            )
+            dist = _renormalised(_levels(name, question, raw.probabilities))
+            return ScoreAnswer(value=float(raw.score), distribution=tuple(dist))
     got = "no answer" if raw is None else f"a {type(raw).__name__}"
     raise ControllerError(f"jev gave {name!r} {got}, expected a {question.kind}")
 
 
-def _levels(name: str, question: Score, probabilities: Mapping[int, float]) -> tuple[float, ...]:
+def _levels(name: str, question: Score, probabilities: Mapping[int, float]) -> list[float]:
     levels = range(len(question.levels))
     if set(probabilities) != set(levels):
         raise ControllerError(f"jev answered {name!r} with score levels {sorted(probabilities)}")
-    return tuple(float(probabilities[i]) for i in levels)
+    return [float(probabilities[i]) for i in levels]
+
+
+def _renormalised(probs: list[float]) -> list[float]:
+    """Absorb rounding (a sum within ``SUM_SLACK`` of 1); anything further off is left for validation."""
+    total = sum(probs)
+    return [p / total for p in probs] if abs(total - 1.0) <= SUM_SLACK else probs
 
 
 def _one_line(exc: BaseException) -> str:

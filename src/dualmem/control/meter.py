@@ -147,6 +147,10 @@ class Meter:
                         self._cache.popitem(last=False)
         return [d for d in out if d is not None]
 
+    def clear_cache(self) -> None:
+        """Drop cached answers (after a forget, so no answer about a forgotten memory survives)."""
+        self._cache.clear()
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)

@@ -40,9 +40,11 @@ _V1: tuple[str, ...] = (
     "CREATE INDEX nodes_user_status ON nodes (user_id, status)",
     """CREATE TABLE vectors (
         node_id TEXT PRIMARY KEY REFERENCES nodes (id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL,
         dim INTEGER NOT NULL,
         blob BLOB NOT NULL
     )""",
+    "CREATE INDEX vectors_user ON vectors (user_id)",
     """CREATE TABLE edges (
         source TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
         target TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,

@@ -84,6 +84,10 @@ class Store(Protocol):
         """Nodes in (timestamp, created) order; ``tenant=None`` means every tenant (admin use)."""
         ...
 
+    def recent_nodes(self, tenant: Tenant, k: int) -> list[Node]:
+        """The ``k`` most recently written nodes of ``tenant``, newest first."""
+        ...
+
     def count(self, tenant: Tenant | None = None) -> int: ...
 
     # -- edges ------------------------------------------------------------------------------

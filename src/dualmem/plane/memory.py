@@ -218,6 +218,10 @@ class InMemoryStore:
         for i in order:
             yield self._out(nodes[i])
 
+    def recent_nodes(self, tenant: Tenant, k: int) -> list[Node]:
+        nodes = self._covered(tenant)  # insertion order
+        return [self._out(n) for n in reversed(nodes[-k:])] if k > 0 else []
+
     def count(self, tenant: Tenant | None = None) -> int:
         return len(self._covered(tenant))
 

@@ -1,7 +1,8 @@
 """The embedded default store: one SQLite file (WAL, FTS5 bm25, float32 vector blobs + numpy top-k).
 
-sqlite3 errors are translated here and nowhere else: a held lock -> ``DatabaseLocked``, a damaged
-or foreign file -> ``DatabaseCorrupt``, anything else -> ``StoreError``.
+sqlite3 errors are translated at this backend's boundary (``_sqlite_sql.translated``) and nowhere
+else: a held lock -> ``DatabaseLocked``, a damaged or foreign file -> ``DatabaseCorrupt``, anything
+else -> ``StoreError``.
 """
 
 from __future__ import annotations
@@ -13,20 +14,19 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
 from dualmem.errors import (
     ConfigError,
     DatabaseCorrupt,
-    DatabaseLocked,
     EmbedderMismatch,
     InvalidInput,
     NotFound,
-    StoreError,
 )
 from dualmem.plane import _codec as codec
+from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane._sqlite_schema import migrate
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, StoreStats
@@ -34,113 +34,6 @@ from dualmem.text.lexical import fts_query
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
-
-_CHUNK = 500
-_NODE_COLS = (
-    "n.id, n.user_id, n.agent_id, n.run_id, n.content, n.at, n.speaker, n.source, n.session, "
-    "n.turn_id, n.metadata, n.entities, n.temporal_refs, n.types, n.created_at, n.status, "
-    "n.valid_from, n.valid_to, n.derived, v.blob"
-)
-_NODE_FROM = "nodes n LEFT JOIN vectors v ON v.node_id = n.id"
-_EDGE_COLS = "source, target, view, label, weight, created_at, valid_from, valid_to"
-_DEC_COLS = "node_id, purpose, name, key, value, label, backend, latency_ms, other_id, created_at"
-
-
-@contextmanager
-def _translated(what: str) -> Iterator[None]:
-    """Turn sqlite3 errors into dualmem's store errors (the only place that does)."""
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text = str(exc)
-        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
-            raise DatabaseLocked(
-                f"{what}: the database is locked by another connection",
-                hint="another process is writing; retry, or raise the timeout",
-            ) from exc
-        if "no such table" in text or "no such column" in text:
-            raise DatabaseCorrupt(f"{what}: the file is not a complete dualmem database ({text})") from exc
-        raise StoreError(f"{what}: {text}") from exc
-    except sqlite3.ProgrammingError as exc:
-        raise StoreError(f"{what}: {exc}", hint="the store may be closed") from exc
-    except sqlite3.IntegrityError as exc:
-        raise StoreError(f"{what}: {exc}") from exc
-    except sqlite3.DatabaseError as exc:
-        raise DatabaseCorrupt(
-            f"{what}: the file is damaged or not a dualmem database ({exc})",
-            hint="restore it from a backup or point dualmem at another file",
-        ) from exc
-
-
-def _tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[str, list[Any]]:
-    if tenant is None:
-        return "1", []
-    parts, params = [f"{alias}.user_id = ?"], [tenant.user]
-    if tenant.agent is not None:
-        parts.append(f"{alias}.agent_id = ?")
-        params.append(tenant.agent)
-    if tenant.run is not None:
-        parts.append(f"{alias}.run_id = ?")
-        params.append(tenant.run)
-    return " AND ".join(parts), params
-
-
-def _node_row(node: Node) -> tuple[Any, ...]:
-    metadata = codec.dump_json(dict(codec.check_metadata(node)))
-    at_ts = None if node.at is None else codec.epoch(node.at)
-    return (
-        node.id, node.tenant.user, node.tenant.agent, node.tenant.run, node.content,
-        codec.to_iso(node.at), at_ts, node.speaker, node.source, node.session, node.turn_id,
-        metadata, codec.dump_json(list(node.entities)), codec.refs_to_json(node.temporal_refs),
-        codec.types_to_json(node.types), node.created_at.isoformat(), codec.epoch(node.created_at),
-        node.status, codec.to_iso(node.valid_from), codec.to_iso(node.valid_to), int(node.derived),
-    )  # fmt: skip
-
-
-def _to_node(row: sqlite3.Row | tuple[Any, ...]) -> Node:
-    created = codec.from_iso(row[14])
-    assert created is not None
-    blob = row[19]
-    return Node(
-        id=row[0],
-        tenant=Tenant(row[1], row[2], row[3]),
-        content=row[4],
-        at=codec.from_iso(row[5]),
-        speaker=row[6],
-        source=row[7],
-        session=row[8],
-        turn_id=row[9],
-        metadata=cast(dict[str, JSONValue], codec.load_json(row[10])),
-        entities=tuple(cast(list[str], codec.load_json(row[11]))),
-        temporal_refs=codec.refs_from_json(row[12]),
-        types=codec.types_from_json(row[13]),
-        embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).copy(),
-        created_at=created,
-        status=row[15],
-        valid_from=codec.from_iso(row[16]),
-        valid_to=codec.from_iso(row[17]),
-        derived=bool(row[18]),
-    )
-
-
-def _to_edge(row: tuple[Any, ...]) -> Edge:
-    created = codec.from_iso(row[5])
-    assert created is not None
-    return Edge(
-        source=row[0], target=row[1], view=row[2], label=row[3], weight=row[4], created_at=created,
-        valid_from=codec.from_iso(row[6]), valid_to=codec.from_iso(row[7]),
-    )  # fmt: skip
-
-
-def _chunks(ids: Collection[str]) -> Iterator[list[str]]:
-    items = list(dict.fromkeys(ids))
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 class SQLiteStore:
@@ -160,10 +53,10 @@ class SQLiteStore:
         target = str(path)
         if target != ":memory:" and not Path(target).parent.is_dir():
             raise ConfigError(f"cannot create {target}: its folder does not exist", hint="create it first")
-        with _translated(f"open {target}"):
+        with sql.translated(f"open {target}"):
             conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
         try:
-            with _translated(f"open {target}"):
+            with sql.translated(f"open {target}"):
                 conn.execute("PRAGMA foreign_keys = ON")
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
@@ -193,12 +86,12 @@ class SQLiteStore:
         with self._lock:
             depth = self._depth
             savepoint = f"dualmem_sp{depth}"
-            with _translated("begin a transaction"):
+            with sql.translated("begin a transaction"):
                 self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
             self._depth += 1
             try:
                 yield
-                with _translated("commit"):
+                with sql.translated("commit"):
                     self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
             except BaseException:
                 self._rollback(depth, savepoint)
@@ -208,7 +101,7 @@ class SQLiteStore:
 
     def _rollback(self, depth: int, savepoint: str) -> None:
         self._vectors.clear()
-        with _translated("roll back"):
+        with sql.translated("roll back"):
             if depth == 0:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -225,13 +118,13 @@ class SQLiteStore:
             codec.check_embedder(bound, name, dim)
 
     def get_meta(self, key: str) -> JSONValue:
-        with self._lock, _translated("read meta"):
+        with self._lock, sql.translated("read meta"):
             row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else codec.load_json(row[0])
 
     def set_meta(self, key: str, value: JSONValue) -> None:
         text = codec.dump_json(value)
-        with self._lock, self.transaction(), _translated("write meta"):
+        with self._lock, self.transaction(), sql.translated("write meta"):
             self._conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -285,33 +178,36 @@ class SQLiteStore:
     def put_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
             return
-        rows = [_node_row(node) for node in nodes]
+        rows = [sql.node_row(node) for node in nodes]
         vectors = [codec.as_vector(node) for node in nodes]
         with self._lock:
-            with self.transaction(), _translated("store nodes"):
+            with self.transaction(), sql.translated("store nodes"):
                 self._check_dims(vectors)
                 known = self._existing([node.id for node in nodes])
                 if known or len({node.id for node in nodes}) != len(nodes):
                     raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
-                self._conn.executemany(f"INSERT INTO nodes VALUES (NULL, {_marks(21)})", rows)
+                self._conn.executemany(f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", rows)
                 self._conn.executemany(
-                    "INSERT INTO vectors (node_id, dim, blob) VALUES (?, ?, ?)",
-                    [(n.id, v.shape[0], v.tobytes()) for n, v in zip(nodes, vectors, strict=True)],
+                    "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?)",
+                    [
+                        (n.id, n.tenant.user, v.shape[0], v.tobytes())
+                        for n, v in zip(nodes, vectors, strict=True)
+                    ],
                 )
                 self._link_entities(nodes)
             self._cache_append(nodes, vectors)
 
     def _existing(self, ids: Collection[str]) -> set[str]:
         found: set[str] = set()
-        for chunk in _chunks(ids):
-            sql = f"SELECT id FROM nodes WHERE id IN ({_marks(len(chunk))})"
-            found.update(row[0] for row in self._conn.execute(sql, chunk))
+        for chunk in sql.chunks(ids):
+            statement = f"SELECT id FROM nodes WHERE id IN ({sql.marks(len(chunk))})"
+            found.update(row[0] for row in self._conn.execute(statement, chunk))
         return found
 
     def update_node(self, node: Node) -> None:
-        row = _node_row(node)
+        row = sql.node_row(node)
         vector = None if node.embedding is None else codec.as_vector(node)
-        with self._lock, self.transaction(), _translated("update a node"):
+        with self._lock, self.transaction(), sql.translated("update a node"):
             old = self._conn.execute(
                 "SELECT user_id, agent_id, run_id FROM nodes WHERE id = ?", (node.id,)
             ).fetchone()
@@ -331,36 +227,41 @@ class SQLiteStore:
             if vector is not None:
                 self._check_dims([vector])
                 self._conn.execute(
-                    "INSERT OR REPLACE INTO vectors (node_id, dim, blob) VALUES (?, ?, ?)",
-                    (node.id, vector.shape[0], vector.tobytes()),
+                    "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?) ON CONFLICT "
+                    "(node_id) DO UPDATE SET dim = excluded.dim, blob = excluded.blob",
+                    (node.id, node.tenant.user, vector.shape[0], vector.tobytes()),
                 )
                 self._vectors.pop(node.tenant.user, None)
 
     def get_node(self, node_id: str, tenant: Tenant | None = None) -> Node | None:
-        with self._lock, _translated("read a node"):
-            row = self._conn.execute(f"SELECT {_NODE_COLS} FROM {_NODE_FROM} WHERE n.id = ?", (node_id,))
+        with self._lock, sql.translated("read a node"):
+            row = self._conn.execute(
+                f"SELECT {sql.NODE_COLS} FROM {sql.NODE_FROM} WHERE n.id = ?", (node_id,)
+            )
             found = row.fetchone()
-            node = None if found is None else _to_node(found)
+            node = None if found is None else sql.to_node(found)
         if node is None or (tenant is not None and not tenant.covers(node.tenant)):
             return None
         return node
 
     def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]:
         found: dict[str, Node] = {}
-        with self._lock, _translated("read nodes"):
-            for chunk in _chunks(node_ids):
-                sql = f"SELECT {_NODE_COLS} FROM {_NODE_FROM} WHERE n.id IN ({_marks(len(chunk))})"
-                for row in self._conn.execute(sql, chunk):
-                    node = _to_node(row)
+        with self._lock, sql.translated("read nodes"):
+            for chunk in sql.chunks(node_ids):
+                statement = (
+                    f"SELECT {sql.NODE_COLS} FROM {sql.NODE_FROM} WHERE n.id IN ({sql.marks(len(chunk))})"
+                )
+                for row in self._conn.execute(statement, chunk):
+                    node = sql.to_node(row)
                     if tenant is None or tenant.covers(node.tenant):
                         found[node.id] = node
         return {node_id: found[node_id] for node_id in dict.fromkeys(node_ids) if node_id in found}
 
     def delete_nodes(self, node_ids: Collection[str]) -> int:
         removed = 0
-        with self._lock, self.transaction(), _translated("delete nodes"):
-            for chunk in _chunks(node_ids):
-                marks = _marks(len(chunk))
+        with self._lock, self.transaction(), sql.translated("delete nodes"):
+            for chunk in sql.chunks(node_ids):
+                marks = sql.marks(len(chunk))
                 self._conn.execute(f"DELETE FROM decisions WHERE other_id IN ({marks})", chunk)
                 cur = self._conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
                 removed += max(cur.rowcount, 0)
@@ -372,11 +273,11 @@ class SQLiteStore:
         return removed
 
     def iter_nodes(self, tenant: Tenant | None = None, *, status: NodeStatus | None = None) -> Iterator[Node]:
-        where, params = _tenant_sql(tenant)
+        where, params = sql.tenant_sql(tenant)
         if status is not None:
             where += " AND n.status = ?"
             params.append(status)
-        with self._lock, _translated("list nodes"):
+        with self._lock, sql.translated("list nodes"):
             ids = [
                 row[0]
                 for row in self._conn.execute(
@@ -385,13 +286,26 @@ class SQLiteStore:
                     params,
                 )
             ]
-        for start in range(0, len(ids), _CHUNK):
-            batch = self.get_nodes(ids[start : start + _CHUNK], tenant)
+        for start in range(0, len(ids), sql.CHUNK):
+            batch = self.get_nodes(ids[start : start + sql.CHUNK], tenant)
             yield from batch.values()
 
+    def recent_nodes(self, tenant: Tenant, k: int) -> list[Node]:
+        where, params = sql.tenant_sql(tenant)
+        with self._lock, sql.translated("list recent nodes"):
+            ids = [
+                row[0]
+                for row in self._conn.execute(
+                    f"SELECT n.id FROM nodes n WHERE {where} ORDER BY n.seq DESC LIMIT ?",
+                    [*params, max(k, 0)],
+                )
+            ]
+        found = self.get_nodes(ids, tenant)
+        return [found[i] for i in ids if i in found]
+
     def count(self, tenant: Tenant | None = None) -> int:
-        where, params = _tenant_sql(tenant)
-        with self._lock, _translated("count nodes"):
+        where, params = sql.tenant_sql(tenant)
+        with self._lock, sql.translated("count nodes"):
             return int(
                 self._conn.execute(f"SELECT COUNT(*) FROM nodes n WHERE {where}", params).fetchone()[0]
             )
@@ -405,13 +319,13 @@ class SQLiteStore:
              codec.to_iso(e.valid_from), codec.to_iso(e.valid_to))
             for e in edges
         ]  # fmt: skip
-        with self._lock, self.transaction(), _translated("store edges"):
+        with self._lock, self.transaction(), sql.translated("store edges"):
             ends = {e.source for e in edges} | {e.target for e in edges}
             missing = ends - self._existing(ends)
             if missing:
                 raise NotFound(f"edges refer to unknown nodes: {sorted(missing)[:5]}")
             self._conn.executemany(
-                f"INSERT INTO edges ({_EDGE_COLS}) VALUES ({_marks(8)}) "
+                f"INSERT INTO edges ({sql.EDGE_COLS}) VALUES ({sql.marks(8)}) "
                 "ON CONFLICT (source, target, view, label) DO UPDATE SET weight = excluded.weight, "
                 "created_at = excluded.created_at, valid_from = excluded.valid_from, "
                 "valid_to = excluded.valid_to",
@@ -419,16 +333,16 @@ class SQLiteStore:
             )
 
     def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
-        with self._lock, _translated("read edges"):
+        with self._lock, sql.translated("read edges"):
             rows = self._conn.execute(
-                f"SELECT {_EDGE_COLS} FROM edges WHERE source = ? OR target = ? ORDER BY rowid",
+                f"SELECT {sql.EDGE_COLS} FROM edges WHERE source = ? OR target = ? ORDER BY rowid",
                 (node_id, node_id),
             ).fetchall()
         wanted = set(VIEWS if views is None else views)
-        return [_to_edge(row) for row in rows if row[2] in wanted]
+        return [sql.to_edge(row) for row in rows if row[2] in wanted]
 
     def delete_edges(self, edges: Sequence[Edge]) -> None:
-        with self._lock, self.transaction(), _translated("delete edges"):
+        with self._lock, self.transaction(), sql.translated("delete edges"):
             self._conn.executemany(
                 "DELETE FROM edges WHERE source = ? AND target = ? AND view = ? AND label = ?",
                 [(e.source, e.target, e.view, e.label) for e in edges],
@@ -447,18 +361,20 @@ class SQLiteStore:
         if cached is not None:
             return cached
         rows = self._conn.execute(
-            "SELECT n.id, n.agent_id, n.run_id, v.dim, v.blob FROM nodes n "
-            "JOIN vectors v ON v.node_id = n.id WHERE n.user_id = ? ORDER BY n.seq",
-            (user,),
+            "SELECT node_id, dim, blob FROM vectors WHERE user_id = ? ORDER BY rowid", (user,)
         ).fetchall()
         if not rows:
             return None
-        dim = int(rows[0][3])
-        if any(int(row[3]) != dim for row in rows):
+        dim = int(rows[0][1])
+        if any(int(row[1]) != dim for row in rows):
             raise DatabaseCorrupt(f"user {user!r} has embeddings of several dimensions")
-        matrix = np.frombuffer(b"".join(row[4] for row in rows), dtype=np.float32).reshape(len(rows), dim)
+        scopes = {
+            row[0]: Tenant(user, row[1], row[2])
+            for row in self._conn.execute("SELECT id, agent_id, run_id FROM nodes WHERE user_id = ?", (user,))
+        }
+        matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dim)
         vectors = UserVectors(dim)
-        vectors.append([r[0] for r in rows], [Tenant(user, r[1], r[2]) for r in rows], matrix)
+        vectors.append([row[0] for row in rows], [scopes[row[0]] for row in rows], matrix)
         self._vectors[user] = vectors
         return vectors
 
@@ -475,7 +391,7 @@ class SQLiteStore:
             )
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        with self._lock, _translated("vector search"):
+        with self._lock, sql.translated("vector search"):
             self._fresh()
             vectors = self._user_vectors(tenant.user)
             return [] if vectors is None else vectors.search(tenant, query, k)
@@ -484,38 +400,38 @@ class SQLiteStore:
         expression = fts_query(query)
         if not expression or k <= 0:
             return []
-        where, params = _tenant_sql(tenant)
-        sql = (
+        where, params = sql.tenant_sql(tenant)
+        statement = (
             "SELECT n.id, -bm25(nodes_fts) AS score FROM nodes_fts CROSS JOIN nodes n "
             f"ON n.seq = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {where} "
             "ORDER BY score DESC, n.seq LIMIT ?"
         )
-        with self._lock, _translated("lexical search"):
-            rows = self._conn.execute(sql, [expression, *params, k]).fetchall()
+        with self._lock, sql.translated("lexical search"):
+            rows = self._conn.execute(statement, [expression, *params, k]).fetchall()
         return [(row[0], float(row[1])) for row in rows]
 
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         keys = [key for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
         if not keys or k <= 0:
             return []
-        where, params = _tenant_sql(tenant)
-        sql = (
+        where, params = sql.tenant_sql(tenant)
+        statement = (
             "SELECT ne.node_id, COUNT(*) AS shared FROM entities e "
             "JOIN node_entities ne ON ne.entity_id = e.id JOIN nodes n ON n.id = ne.node_id "
-            f"WHERE e.user_id = ? AND e.name IN ({_marks(len(keys))}) AND {where} "
+            f"WHERE e.user_id = ? AND e.name IN ({sql.marks(len(keys))}) AND {where} "
             "GROUP BY ne.node_id ORDER BY shared DESC, ne.node_id LIMIT ?"
         )
-        with self._lock, _translated("entity search"):
-            rows = self._conn.execute(sql, [tenant.user, *keys, *params, k]).fetchall()
+        with self._lock, sql.translated("entity search"):
+            rows = self._conn.execute(statement, [tenant.user, *keys, *params, k]).fetchall()
         return [(row[0], int(row[1])) for row in rows]
 
     def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
         when = codec.epoch(at)
-        where, params = _tenant_sql(tenant)
+        where, params = sql.tenant_sql(tenant)
         base = f"SELECT n.id, n.at_ts FROM nodes n WHERE {where} AND n.at_ts IS NOT NULL AND n.at_ts "
-        with self._lock, _translated("time search"):
+        with self._lock, sql.translated("time search"):
             after = self._conn.execute(base + ">= ? ORDER BY n.at_ts, n.id LIMIT ?", [*params, when, k])
             found = [(row[0], row[1] - when) for row in after]
             before = self._conn.execute(base + "< ? ORDER BY n.at_ts DESC, n.id LIMIT ?", [*params, when, k])
@@ -524,7 +440,7 @@ class SQLiteStore:
         return found[:k]
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
-        with self._lock, _translated("read entities"):
+        with self._lock, sql.translated("read entities"):
             row = self._conn.execute("SELECT entities FROM nodes WHERE id = ?", (node_id,)).fetchone()
         return () if row is None else tuple(cast(list[str], codec.load_json(row[0])))
 
@@ -537,29 +453,23 @@ class SQLiteStore:
              float(d.latency_ms), d.other_id, d.created_at.isoformat())
             for d in decisions
         ]  # fmt: skip
-        with self._lock, self.transaction(), _translated("store decisions"):
+        with self._lock, self.transaction(), sql.translated("store decisions"):
             ids = {d.node_id for d in decisions}
             missing = ids - self._existing(ids)
             if missing:
                 raise NotFound(f"decisions refer to unknown nodes: {sorted(missing)[:5]}")
-            self._conn.executemany(f"INSERT INTO decisions ({_DEC_COLS}) VALUES ({_marks(10)})", rows)
+            self._conn.executemany(f"INSERT INTO decisions ({sql.DEC_COLS}) VALUES ({sql.marks(10)})", rows)
 
     def decisions_of(self, node_id: str) -> list[Decision]:
-        with self._lock, _translated("read decisions"):
+        with self._lock, sql.translated("read decisions"):
             rows = self._conn.execute(
-                f"SELECT {_DEC_COLS} FROM decisions WHERE node_id = ? ORDER BY seq", (node_id,)
+                f"SELECT {sql.DEC_COLS} FROM decisions WHERE node_id = ? ORDER BY seq", (node_id,)
             ).fetchall()
-        return [
-            Decision(
-                node_id=r[0], purpose=r[1], name=r[2], key=r[3], value=r[4], label=r[5], backend=r[6],
-                latency_ms=r[7], other_id=r[8], created_at=dt.datetime.fromisoformat(r[9]),
-            )
-            for r in rows
-        ]  # fmt: skip
+        return [sql.to_decision(row) for row in rows]
 
     def stats(self, tenant: Tenant | None = None) -> StoreStats:
-        where, params = _tenant_sql(tenant)
-        with self._lock, _translated("read stats"):
+        where, params = sql.tenant_sql(tenant)
+        with self._lock, sql.translated("read stats"):
             nodes, pending = self._conn.execute(
                 f"SELECT COUNT(*), COALESCE(SUM(n.status = 'pending'), 0) FROM nodes n WHERE {where}", params
             ).fetchone()
@@ -589,7 +499,7 @@ class SQLiteStore:
 
     def integrity_check(self) -> None:
         """Run SQLite's ``quick_check``; raise ``DatabaseCorrupt`` when it reports damage."""
-        with self._lock, _translated("check the database"):
+        with self._lock, sql.translated("check the database"):
             rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
         if rows != ["ok"]:
             raise DatabaseCorrupt(f"the database is damaged: {'; '.join(rows[:3])}")

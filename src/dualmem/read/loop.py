@@ -17,7 +17,7 @@ import numpy as np
 from dualmem.config import ReadProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Meter
-from dualmem.control.questions import Batch
+from dualmem.control.questions import Batch, BatchResult
 from dualmem.embed.base import Embedder
 from dualmem.plane.base import Store
 from dualmem.read.route import active_views, allocate, depth, rrf
@@ -39,8 +39,7 @@ class _Run:
     qvec: Vector
     tenant: Tenant
     started: float
-    calls_at_start: int
-    purposes_at_start: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)  # requests this retrieval made, by purpose
     need: dict[str, float] = field(default_factory=dict)
     active: list[str] = field(default_factory=list)
     budgets: dict[str, int] = field(default_factory=dict)
@@ -75,8 +74,7 @@ class Retriever:
     def search(self, query: str, tenant: Tenant, *, k: int) -> Retrieval:
         started = self.clock()
         qvec = self.embedder.embed([query])[0]
-        run = _Run(query, qvec, tenant, started, self.meter.stats.calls)
-        run.purposes_at_start = {p: c.calls for p, c in self.meter.stats.by_purpose.items()}
+        run = _Run(query, qvec, tenant, started)
         fused = self.anchors(query, qvec, tenant)
         if not fused:
             return Retrieval(query, (), self._trace(run, [], 0, "empty"))
@@ -86,11 +84,18 @@ class Retriever:
             ev = [Evidence(nodes[i], s / top, "anchor") for i, s in fused[:k] if i in nodes]
             return Retrieval(query, tuple(ev), self._trace(run, fused[:k], 0, "controller_off"))
         self._route(run)
-        max_depth = self.profile.fixed_depth or depth(run.need.get("multi_hop_need", 0.0), self.profile.limits.max_depth)
+        max_depth = self.profile.fixed_depth or depth(
+            run.need.get("multi_hop_need", 0.0), self.profile.limits.max_depth
+        )
         anchors = fused[: self.profile.anchors]
         reason = self._loop(run, anchors, max_depth)
         ranked = sorted(run.evidence.values(), key=lambda e: (-e.score, e.node.id))[:k]
         return Retrieval(query, tuple(ranked), self._trace(run, anchors, max_depth, reason))
+
+    def clear_cache(self) -> None:
+        clear = getattr(self.embedder, "clear", None)
+        if clear is not None:
+            clear()
 
     def anchors(self, query: str, qvec: Vector, tenant: Tenant) -> list[tuple[str, float]]:
         """Vector and lexical rankings fused by RRF (eq. 16)."""
@@ -101,20 +106,23 @@ class Retriever:
 
     # -- steps -------------------------------------------------------------------------------
     def _route(self, run: _Run) -> None:
-        decided = self.meter.ask(
-            Batch(state={"query": run.query}, questions=catalog.routing_questions(), purpose="routing")
+        res = self._ask(
+            run, Batch(state={"query": run.query}, questions=catalog.routing_questions(), purpose="routing")
         )
-        res = decided.result
         allowed = set(self.profile.views)
         run.need = {g: (res.noul(g) if g in allowed else 0.0) for g in VIEWS}
         run.need["multi_hop_need"] = res.noul("multi_hop_need")
         run.recency = res.noul("recency_importance")
-        views = {g: run.need[g] for g in VIEWS if g in allowed}
+        views: dict[str, float] = {str(g): run.need[g] for g in VIEWS if g in allowed}
         run.active = active_views(views, self.profile.theta_act)
         if not run.active and views:
             run.active = [max(views, key=lambda g: (views[g], g))]
         run.budgets = allocate(
-            views, run.active, budget=self.profile.budget, minimum=self.profile.min_per_view, gamma=self.profile.gamma
+            views,
+            run.active,
+            budget=self.profile.budget,
+            minimum=self.profile.min_per_view,
+            gamma=self.profile.gamma,
         )
         run.temporal = run.need["temporal"] >= self.profile.theta_act
 
@@ -151,11 +159,16 @@ class Retriever:
             depth_done += 1
             beam = self._score(run, expansion, round_no=depth_done, assessment=assessment)
 
+    def _ask(self, run: _Run, batch: Batch) -> BatchResult:
+        """Every controller request of a retrieval goes through here, so the trace counts them."""
+        run.calls[batch.purpose] = run.calls.get(batch.purpose, 0) + 1
+        return self.meter.ask(batch).result
+
     def _limit(self, run: _Run) -> StopReason | None:
         lim = self.profile.limits
         if self.clock() - run.started >= lim.time_budget_s:
             return "time_limit"
-        if self.meter.stats.calls - run.calls_at_start + 2 > lim.max_controller_calls:
+        if sum(run.calls.values()) + 2 > lim.max_controller_calls:
             return "controller_limit"
         if len(run.visited) >= lim.max_visited:
             return "visited_limit"
@@ -182,7 +195,7 @@ class Retriever:
             "depth": depth_done,
             "max_depth": max_depth,
         }
-        res = self.meter.ask(Batch(state=state, questions=catalog.stopping_questions(), purpose="assessment")).result
+        res = self._ask(run, Batch(state=state, questions=catalog.stopping_questions(), purpose="assessment"))
         return Assessment(
             sufficient=res.noul("evidence_sufficient"),
             continue_useful=res.noul("continue_useful"),
@@ -212,7 +225,7 @@ class Retriever:
     def _score(
         self,
         run: _Run,
-        cands: list[tuple[Node, Edge | None, float]],
+        cands: Sequence[tuple[Node, Edge | None, float]],
         *,
         round_no: int,
         assessment: Assessment | None,
@@ -225,12 +238,14 @@ class Retriever:
         state: dict[str, JSONValue] = {
             "query": run.query,
             "evidence": [self._evidence_json(run, e) for e in evidence],
-            "candidates": [self._candidate_json(run, n, e, w, s) for (n, e, w), s in zip(cands, sims, strict=True)],
+            "candidates": [
+                self._candidate_json(run, n, e, w, s) for (n, e, w), s in zip(cands, sims, strict=True)
+            ],
         }
         questions = {}
         for i in range(len(cands)):
             questions.update(catalog.traversal_questions(i))
-        res = self.meter.ask(Batch(state=state, questions=questions, purpose="scoring")).result
+        res = self._ask(run, Batch(state=state, questions=questions, purpose="scoring"))
         scored: list[tuple[float, ScoredCandidate, Node, Edge | None]] = []
         for i, ((node, edge, weight), sim) in enumerate(zip(cands, sims, strict=True)):
             a = res.noul(f"candidate_{i}_relevance")
@@ -241,7 +256,9 @@ class Retriever:
             p_g = run.need.get(view, max((run.need[g] for g in run.active), default=1.0))
             s = self._transition(sim, a, p_g * rel, nov, (weight + sup) / 2.0)
             s = self._adjust(run, node, s)
-            sc = ScoredCandidate(node.id, view, edge.label if edge else "rrf", s, sim, a, rel, nov, sup, False)
+            sc = ScoredCandidate(
+                node.id, view, edge.label if edge else "rrf", s, sim, a, rel, nov, sup, False
+            )
             scored.append((s, sc, node, edge))
             run.visited.add(node.id)
         scored.sort(key=lambda t: (-t[0], t[2].id))
@@ -257,7 +274,13 @@ class Retriever:
 
     def _transition(self, z: float, a: float, rel: float, nov: float, sup: float) -> float:
         lam = self.profile.lambdas
-        total = lam.similarity * z + lam.relevance * a + lam.relation * rel + lam.novelty * nov + lam.support * sup
+        total = (
+            lam.similarity * z
+            + lam.relevance * a
+            + lam.relation * rel
+            + lam.novelty * nov
+            + lam.support * sup
+        )
         return total / lam.total()
 
     def _adjust(self, run: _Run, node: Node, s: float) -> float:
@@ -266,7 +289,11 @@ class Retriever:
         if w > 0 and node.at is not None and run.now is not None:
             rho = 1.0 / (1.0 + max(0.0, (run.now - node.at).total_seconds()) / _DAY_S)
             s = (s + w * rho) / (1.0 + w)
-        if node.valid_to is not None and self.profile.prefer_current and query_time_focus(run.query) != "past":
+        if (
+            node.valid_to is not None
+            and self.profile.prefer_current
+            and query_time_focus(run.query) != "past"
+        ):
             s *= 0.5
         return s
 
@@ -284,7 +311,11 @@ class Retriever:
     def _candidate_json(
         self, run: _Run, node: Node, edge: Edge | None, weight: float, sim: float
     ) -> dict[str, JSONValue]:
-        out = Evidence(node, 0.0, "anchor", None, 0, node.temporal_refs).to_json() if run.temporal else node.memory_json()
+        out = (
+            Evidence(node, 0.0, "anchor", None, 0, node.temporal_refs).to_json()
+            if run.temporal
+            else node.memory_json()
+        )
         out.update(
             {
                 "view": edge.view if edge else "anchor",
@@ -298,12 +329,9 @@ class Retriever:
         )
         return out
 
-    def _trace(self, run: _Run, anchors: list[tuple[str, float]], max_depth: int, reason: StopReason) -> Trace:
-        by_purpose = {
-            p: c.calls - run.purposes_at_start.get(p, 0)
-            for p, c in self.meter.stats.by_purpose.items()
-            if c.calls > run.purposes_at_start.get(p, 0)
-        }
+    def _trace(
+        self, run: _Run, anchors: list[tuple[str, float]], max_depth: int, reason: StopReason
+    ) -> Trace:
         return Trace(
             query=run.query,
             route={g: run.need[g] for g in [*VIEWS, "multi_hop_need"] if g in run.need}
@@ -322,8 +350,8 @@ class Retriever:
             anchors=tuple(anchors),
             rounds=tuple(run.rounds),
             stop_reason=reason,
-            controller_calls=self.meter.stats.calls - run.calls_at_start,
-            calls_by_purpose=by_purpose,
+            controller_calls=sum(run.calls.values()),
+            calls_by_purpose=dict(run.calls),
             visited=len(run.visited),
             edges_inspected=run.edges_inspected,
             latency_ms=(self.clock() - run.started) * 1000.0,

@@ -16,7 +16,9 @@ def active_views(need: Mapping[str, float], theta: float) -> list[str]:
     return sorted((g for g, p in need.items() if p >= theta), key=lambda g: (-need[g], g))
 
 
-def allocate(need: Mapping[str, float], active: list[str], *, budget: int, minimum: int, gamma: float) -> dict[str, int]:
+def allocate(
+    need: Mapping[str, float], active: list[str], *, budget: int, minimum: int, gamma: float
+) -> dict[str, int]:
     """Split ``budget`` over ``active`` views: ``minimum`` each, the rest in proportion to p^gamma.
 
     Largest-remainder rounding, so the allocations sum to exactly ``budget`` whenever

@@ -78,7 +78,7 @@ class RoundTrace:
         return {
             "round": self.round,
             "assessment": self.assessment.to_json() if self.assessment else None,  # type: ignore[dict-item]
-            "candidates": [c.to_json() for c in self.candidates],  # type: ignore[misc]
+            "candidates": [c.to_json() for c in self.candidates],
         }
 
 
@@ -101,15 +101,15 @@ class Trace:
     def to_json(self) -> dict[str, JSONValue]:
         return {
             "query": self.query,
-            "route": {k: round(v, 4) for k, v in self.route.items()},  # type: ignore[dict-item]
+            "route": {k: round(v, 4) for k, v in self.route.items()},
             "active_views": list(self.active),
-            "budgets": dict(self.budgets),  # type: ignore[dict-item]
+            "budgets": dict(self.budgets),
             "depth": self.depth,
-            "anchors": [[i, round(s, 5)] for i, s in self.anchors],  # type: ignore[misc]
-            "rounds": [r.to_json() for r in self.rounds],  # type: ignore[misc]
+            "anchors": [[i, round(s, 5)] for i, s in self.anchors],
+            "rounds": [r.to_json() for r in self.rounds],
             "stop_reason": self.stop_reason,
             "controller_calls": self.controller_calls,
-            "calls_by_purpose": dict(self.calls_by_purpose),  # type: ignore[dict-item]
+            "calls_by_purpose": dict(self.calls_by_purpose),
             "visited": self.visited,
             "edges_inspected": self.edges_inspected,
             "latency_ms": round(self.latency_ms, 3),

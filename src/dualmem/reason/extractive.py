@@ -67,4 +67,4 @@ class ExtractiveAnswerer:
                 text = text.replace(ref.expression, f"{ref.expression} [{describe(ref)}]", 1)
         who = ev.node.speaker or "someone"
         when = f" on {format_day(ev.node.at.date())}" if ev.node.at else ""
-        return f"{who} said{when}: \"{text}\""
+        return f'{who} said{when}: "{text}"'

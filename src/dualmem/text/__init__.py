@@ -5,6 +5,7 @@ Pure, deterministic functions (stdlib only): safe to call on every write and que
 
 from __future__ import annotations
 
+from dualmem.text.cues import may_have_time
 from dualmem.text.entities import (
     DEFAULT_MAX_ENTITIES,
     EntityExtractor,
@@ -31,6 +32,7 @@ __all__ = [
     "format_day",
     "fts_query",
     "ground",
+    "may_have_time",
     "mentions_time",
     "normalize_entity",
     "overlap",

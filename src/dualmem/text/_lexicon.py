@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["IE_WORDS", "KEEP_S", "NOT_ENTITIES", "PLURALS", "VERBS"]
+__all__ = ["IE_WORDS", "ING_NOUNS", "KEEP_S", "NOT_ENTITIES", "PLURALS", "VERBS"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -49,10 +49,14 @@ def _inflect(base: str) -> set[str]:
     return forms
 
 
-#: common verbs with their inflections (a verb is rarely what links two memories)
-VERBS: frozenset[str] = frozenset(
-    _IRREGULAR.union(*(_inflect(b) for b in _VERB_BASES)) - _words("meeting building")
+#: "-ing" words of listed verbs that are mostly nouns
+ING_NOUNS = _words(
+    "meeting building setting ending beginning opening offering gathering "
+    "meetings buildings findings savings belongings surroundings"
 )
+
+#: common verbs with their inflections (a verb is rarely what links two memories)
+VERBS: frozenset[str] = frozenset(_IRREGULAR.union(*(_inflect(b) for b in _VERB_BASES)) - ING_NOUNS)
 
 _ADJECTIVES = _words(
     """

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from dualmem.errors import ConfigError
-from dualmem.text._lexicon import IE_WORDS, KEEP_S, NOT_ENTITIES, PLURALS
+from dualmem.text._lexicon import IE_WORDS, ING_NOUNS, KEEP_S, NOT_ENTITIES, PLURALS
 from dualmem.text.lexical import STOPWORDS
 
 __all__ = [
@@ -68,6 +68,12 @@ def normalize_entity(name: str) -> str:
     return _SPACE.sub(" ", _NON_WORD.sub(" ", text)).strip(" '-")
 
 
+def _token(word: str) -> str:
+    """``normalize_entity`` for one ``_WORD`` token (letters, digits, inner ' and -), but cheaper."""
+    word = word.lower()
+    return word[:-2] if word.endswith("'s") else word
+
+
 def singularize(word: str) -> str:
     """A light English singular for a lower-case noun: "bicycles" -> "bicycle", "bus" stays."""
     if word in PLURALS:
@@ -93,7 +99,7 @@ def _is_common(word: str) -> bool:
         return True
     if len(word) > 6 and word.endswith("able") and word not in _ABLE_OK:
         return True
-    if word.endswith("ing") and len(word) > 5:
+    if word.endswith("ing") and len(word) > 5 and word not in ING_NOUNS:
         stem = word[:-3]
         return stem in _SKIP or stem + "e" in _SKIP or (stem[-1:] == stem[-2:-1] and stem[:-1] in _SKIP)
     return False
@@ -114,7 +120,7 @@ def _noun(word: str, *, names_ok: bool = False) -> str | None:
 
 def _name(tokens: list[str]) -> str | None:
     """A proper name from a run of capitalised tokens, leading/trailing common words dropped."""
-    words = [normalize_entity(t) for t in tokens]
+    words = [_token(t) for t in tokens]
     while words and _is_common(words[0]):
         words.pop(0)
     while words and _is_common(words[-1]):
@@ -141,7 +147,7 @@ def _scan(text: str) -> tuple[list[str], list[str]]:
             if not run:
                 run_initial = initial
             run.append(word)
-        elif (noun := _noun(normalize_entity(word))) is not None:
+        elif (noun := _noun(_token(word))) is not None:
             nouns.append(noun)
         previous_end = m.end()
     if run:
@@ -152,7 +158,7 @@ def _scan(text: str) -> tuple[list[str], list[str]]:
 def _flush(run: list[str], initial: bool, text: str, end: int, names: list[str], nouns: list[str]) -> None:
     """Classify a run of capitalised tokens as a name, or (sentence-initial) a common word."""
     if initial and len(run) == 1:
-        word = normalize_entity(run[0])
+        word = _token(run[0])
         if _VOCATIVE.match(text, end) and not _is_common(word):
             names.append(word)  # "Mira: ...", "Caroline! ...", "Jon, ..."
         elif (noun := _noun(word, names_ok=True)) is not None:

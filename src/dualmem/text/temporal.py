@@ -27,7 +27,6 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from dualmem.text._calendar import (
     SEASON_START,
@@ -46,6 +45,7 @@ from dualmem.text._words import (
     WEEKDAY_ABBREVIATIONS,
     WEEKDAYS,
 )
+from dualmem.text.cues import may_have_time, mentions_time, query_time_focus
 from dualmem.text.timeparse import format_day
 from dualmem.types import Precision, TemporalRef
 
@@ -62,13 +62,6 @@ _NUM = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 _COUNT = rf"(?P<n>\d{{1,4}}|a\s+few|a\s+couple(?:\s+of)?|couple\s+of|few|several|{_NUM})"
 _ORD = r"(?:st|nd|rd|th)?"
 
-_TRIGGER = re.compile(
-    rf"\d|\b(?:yesterday|today|tonight|tomorrow|ago|other\s+day|night|morning|afternoon|evening"
-    rf"|weeks?|weekends?|months?|years?|hours?|minutes?|days?|{_SEASONS}|{_WEEKDAY_NAMES}|{_WEEKDAY_ABBR}"
-    rf"|{_FULL_MONTHS}"
-    rf"|{MONTH_PATTERN})\b",
-    _I,
-)
 _FUTURE = re.compile(
     r"\b(?:will|won't|going\s+to|gonna|plan(?:s|ning)?\s+to|planning|next|tomorrow|soon|upcoming"
     r"|can't\s+wait|looking\s+forward)\b|'ll\b",
@@ -190,8 +183,8 @@ def _unit(m: re.Match[str], ctx: _Ctx) -> Result:
         return day - (length - 1) * _DAY, day, precision
     step = -2 if _group(m, "before") else _STEP[mod]
     if unit == "weekend":
-        if mod in {"past", "this past"}:  # the most recent weekend, today's if it is one
-            return *weekend_span(day if day.weekday() >= 5 else day - 7 * _DAY), "week"
+        if mod in {"past", "this past"}:
+            return *_past_weekend(day), "week"
         return *weekend_span(day + 7 * step * _DAY), "week"
     start, end = _shift(day, unit, step, step)
     rel = (_group(m, "rel") or "").lower()
@@ -207,9 +200,14 @@ def _weekend(m: re.Match[str], ctx: _Ctx) -> Result:
     day = ctx.day
     if day is None:
         return None
-    if day.weekday() >= 5:
-        return *weekend_span(day), "week"
-    return *weekend_span(day + (7 if _future(m, ctx) else -7) * _DAY), "week"
+    if not _future(m, ctx):
+        return *_past_weekend(day), "week"
+    return *weekend_span(day if day.weekday() >= 5 else day + 7 * _DAY), "week"
+
+
+def _past_weekend(day: dt.date) -> tuple[dt.date, dt.date]:
+    """The most recent weekend that is over by the end of ``day`` (today's when ``day`` is a Sunday)."""
+    return weekend_span(day if day.weekday() == 6 else day - 7 * _DAY)
 
 
 def _weekday(m: re.Match[str], ctx: _Ctx) -> Result:
@@ -402,7 +400,7 @@ def ground(text: str, at: dt.datetime | None) -> tuple[TemporalRef, ...]:
     grounded. Never raises on any text: an expression that would fall outside the calendar
     (year 1-9999) is skipped.
     """
-    if not text or _TRIGGER.search(text) is None:
+    if not text or not may_have_time(text):
         return ()
     day: dt.date | None = None
     if at is not None:
@@ -446,45 +444,3 @@ def describe(ref: TemporalRef) -> str:
     if (start.year, start.month) == (end.year, end.month):
         return f"{start.day}–{format_day(end)}"
     return f"{format_day(start)} – {format_day(end)}"
-
-
-_MENTIONS = re.compile(
-    rf"\d{{4}}|\d{{1,2}}/\d{{1,2}}|\b(?:when|what\s+time|how\s+long|how\s+often|before|after|ago|since"
-    rf"|until|till|during|earlier|later|recently|lately|first|last|latest|previous(?:ly)?|next"
-    rf"|yesterday|today|tonight|tomorrow|now|currently|still|anymore|used\s+to|date|time"
-    rf"|days?|weeks?|weekends?|months?|years?|morning|evening|night|{_SEASONS}|{_WEEKDAY_NAMES}"
-    rf"|{_FULL_MONTHS}|{MONTH_PATTERN})\b",
-    _I,
-)
-
-
-def mentions_time(text: str) -> bool:
-    """A cheap check for temporal language (dates, "when", "before", "ago", weekdays, "how long")."""
-    return _MENTIONS.search(text) is not None
-
-
-_PAST = re.compile(
-    r"\b(?:used\s+to|use\s+to|before|previously|previous|originally|original|at\s+first|first"
-    r"|in\s+the\s+past|formerly|former|earlier|back\s+then|back\s+in|once|ago|last\s+(?:year|month"
-    r"|week|time)|in\s+(?:19|20)\d{2}|history|prior|initially|old)\b",
-    _I,
-)
-_CURRENT = re.compile(
-    r"\b(?:now|nowadays|currently|current|still|these\s+days|at\s+the\s+moment|at\s+present"
-    r"|presently|today|latest|anymore|any\s+more|right\s+now|these\s+days|recent(?:ly)?)\b",
-    _I,
-)
-
-
-def query_time_focus(text: str) -> Literal["past", "current", "none"]:
-    """Whether a query asks about history ("past") or the present state ("current").
-
-    "used to", "before", "previously", "originally", "at first", "in 2022" -> past;
-    "now", "currently", "still", "these days" -> current. A query with both asks for history
-    as well, so past wins.
-    """
-    if _PAST.search(text):
-        return "past"
-    if _CURRENT.search(text):
-        return "current"
-    return "none"

@@ -67,11 +67,11 @@ def discover(
         other = nodes.get(node_id)
         if other is None:
             continue
-        sim = sims.get(node_id)
-        if sim is None:
-            sim = _cosine(node, other)
-        shared = tuple(sorted(own & set(other.entities)))
-        out.append(Candidate(other, score, sim, shared))
+        similarity = sims.get(node_id)
+        if similarity is None:
+            similarity = _cosine(node, other)
+        common = tuple(sorted(own & set(other.entities)))
+        out.append(Candidate(other, score, similarity, common))
     return out
 
 

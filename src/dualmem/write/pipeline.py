@@ -162,9 +162,7 @@ class Writer:
                     preference=res.noul("preference"),
                 )
                 batch = Batch(state={}, questions=catalog.typing_questions(), purpose="typing")
-                decisions += decisions_from(
-                    node.id, batch, res, backend=t.backend, latency_ms=t.latency_ms
-                )
+                decisions += decisions_from(node.id, batch, res, backend=t.backend, latency_ms=t.latency_ms)
             if r is not None:
                 batch, d = r
                 edges += inferred_edges(node, cands, batch, d.result, self.profile.theta_rel)

@@ -1,0 +1,146 @@
+"""SQL helpers of the SQLite store: error translation, tenant filters, row <-> record codecs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from typing import Any, cast
+
+import numpy as np
+
+from dualmem.errors import DatabaseCorrupt, DatabaseLocked, StoreError
+from dualmem.plane import _codec as codec
+from dualmem.plane.base import Decision
+from dualmem.types import Edge, JSONValue, Node, Tenant
+
+__all__ = [
+    "CHUNK",
+    "DEC_COLS",
+    "EDGE_COLS",
+    "NODE_COLS",
+    "NODE_FROM",
+    "chunks",
+    "marks",
+    "node_row",
+    "tenant_sql",
+    "to_decision",
+    "to_edge",
+    "to_node",
+    "translated",
+]
+
+CHUNK = 500
+NODE_COLS = (
+    "n.id, n.user_id, n.agent_id, n.run_id, n.content, n.at, n.speaker, n.source, n.session, "
+    "n.turn_id, n.metadata, n.entities, n.temporal_refs, n.types, n.created_at, n.status, "
+    "n.valid_from, n.valid_to, n.derived, v.blob"
+)
+NODE_FROM = "nodes n LEFT JOIN vectors v ON v.node_id = n.id"
+EDGE_COLS = "source, target, view, label, weight, created_at, valid_from, valid_to"
+DEC_COLS = "node_id, purpose, name, key, value, label, backend, latency_ms, other_id, created_at"
+
+
+@contextmanager
+def translated(what: str) -> Iterator[None]:
+    """Turn sqlite3 errors into dualmem's store errors (the only place that does)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        text = str(exc)
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+            raise DatabaseLocked(
+                f"{what}: the database is locked by another connection",
+                hint="another process is writing; retry, or raise the timeout",
+            ) from exc
+        if "no such table" in text or "no such column" in text:
+            raise DatabaseCorrupt(f"{what}: the file is not a complete dualmem database ({text})") from exc
+        raise StoreError(f"{what}: {text}") from exc
+    except sqlite3.ProgrammingError as exc:
+        raise StoreError(f"{what}: {exc}", hint="the store may be closed") from exc
+    except sqlite3.IntegrityError as exc:
+        raise StoreError(f"{what}: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseCorrupt(
+            f"{what}: the file is damaged or not a dualmem database ({exc})",
+            hint="restore it from a backup or point dualmem at another file",
+        ) from exc
+
+
+def tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[str, list[Any]]:
+    if tenant is None:
+        return "1", []
+    parts, params = [f"{alias}.user_id = ?"], [tenant.user]
+    if tenant.agent is not None:
+        parts.append(f"{alias}.agent_id = ?")
+        params.append(tenant.agent)
+    if tenant.run is not None:
+        parts.append(f"{alias}.run_id = ?")
+        params.append(tenant.run)
+    return " AND ".join(parts), params
+
+
+def node_row(node: Node) -> tuple[Any, ...]:
+    metadata = codec.dump_json(dict(codec.check_metadata(node)))
+    at_ts = None if node.at is None else codec.epoch(node.at)
+    return (
+        node.id, node.tenant.user, node.tenant.agent, node.tenant.run, node.content,
+        codec.to_iso(node.at), at_ts, node.speaker, node.source, node.session, node.turn_id,
+        metadata, codec.dump_json(list(node.entities)), codec.refs_to_json(node.temporal_refs),
+        codec.types_to_json(node.types), node.created_at.isoformat(), codec.epoch(node.created_at),
+        node.status, codec.to_iso(node.valid_from), codec.to_iso(node.valid_to), int(node.derived),
+    )  # fmt: skip
+
+
+def to_node(row: sqlite3.Row | tuple[Any, ...]) -> Node:
+    created = codec.from_iso(row[14])
+    assert created is not None
+    blob = row[19]
+    return Node(
+        id=row[0],
+        tenant=Tenant(row[1], row[2], row[3]),
+        content=row[4],
+        at=codec.from_iso(row[5]),
+        speaker=row[6],
+        source=row[7],
+        session=row[8],
+        turn_id=row[9],
+        metadata=cast(dict[str, JSONValue], codec.load_json(row[10])),
+        entities=tuple(cast(list[str], codec.load_json(row[11]))),
+        temporal_refs=codec.refs_from_json(row[12]),
+        types=codec.types_from_json(row[13]),
+        embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).copy(),
+        created_at=created,
+        status=row[15],
+        valid_from=codec.from_iso(row[16]),
+        valid_to=codec.from_iso(row[17]),
+        derived=bool(row[18]),
+    )
+
+
+def to_edge(row: tuple[Any, ...]) -> Edge:
+    created = codec.from_iso(row[5])
+    assert created is not None
+    return Edge(
+        source=row[0], target=row[1], view=row[2], label=row[3], weight=row[4], created_at=created,
+        valid_from=codec.from_iso(row[6]), valid_to=codec.from_iso(row[7]),
+    )  # fmt: skip
+
+
+def chunks(ids: Collection[str]) -> Iterator[list[str]]:
+    items = list(dict.fromkeys(ids))
+    for start in range(0, len(items), CHUNK):
+        yield items[start : start + CHUNK]
+
+
+def marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def to_decision(r: tuple[Any, ...]) -> Decision:
+    return Decision(
+        node_id=r[0], purpose=r[1], name=r[2], key=r[3], value=r[4], label=r[5], backend=r[6],
+        latency_ms=r[7], other_id=r[8], created_at=dt.datetime.fromisoformat(r[9]),
+    )  # fmt: skip

@@ -1,0 +1,60 @@
+"""dualmem.text public surface, and speed on real LoCoMo turns."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import dualmem.text as text_pkg
+from dualmem.text import cues, entities, extract_entities, ground, lexical, parse_time, temporal, timeparse
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff RUF022 order: CONSTANTS, then Classes, then functions
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, name
+
+
+@pytest.mark.parametrize("module", [text_pkg, cues, entities, lexical, temporal, timeparse])
+def test_all_is_sorted_and_importable(module: object) -> None:
+    names = list(module.__all__)  # type: ignore[attr-defined]
+    assert names == sorted(names, key=_isort_key)
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert hasattr(module, name), name
+
+
+def test_package_reexports_submodules() -> None:
+    for module in (cues, entities, lexical, temporal, timeparse):
+        for name in module.__all__:
+            assert name in text_pkg.__all__, name
+            assert getattr(text_pkg, name) is getattr(module, name)
+
+
+def _locomo_turns(root: Path) -> list[tuple[str, str, object]]:
+    turns: list[tuple[str, str, object]] = []
+    for path in sorted(root.glob("*.json")):
+        conv = json.loads(path.read_text(encoding="utf-8"))
+        for key, value in conv.items():
+            if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
+                at = parse_time(conv[f"{key}_date_time"])
+                turns += [(t["text"], t["speaker"], at) for t in value]
+    return turns
+
+
+@pytest.mark.locomo
+def test_fast_on_locomo_turns(locomo_dir: Path) -> None:
+    turns = _locomo_turns(locomo_dir)
+    assert len(turns) > 1000
+    start = time.perf_counter()
+    ents = [extract_entities(t, speaker=s) for t, s, _ in turns]
+    refs = [ground(t, at) for t, _, at in turns]  # type: ignore[arg-type]
+    per_turn = (time.perf_counter() - start) / len(turns)
+    # the budget is < 0.2 ms per call each; allow slack for a loaded shared CI machine
+    assert per_turn < 2e-3, f"{per_turn * 1e3:.3f} ms per turn"
+    assert sum(1 for r in refs if r) > 100  # LoCoMo talks a lot about "last week", "yesterday"
+    assert all(s.lower() in e for (_, s, _), e in zip(turns, ents, strict=True))
