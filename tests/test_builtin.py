@@ -65,6 +65,11 @@ def pair_state(new: dict[str, Any], *cands: dict[str, Any]) -> dict[str, Any]:
     return {"new_memory": new, "candidates": list(cands)}
 
 
+def pairs_state(new: dict[str, Any], *cands: dict[str, Any]) -> dict[str, Any]:
+    """A consolidation state: one (new_memory, candidate) entry per pair."""
+    return {"pairs": [{"new_memory": new, "candidate": c} for c in cands]}
+
+
 def mira_pair_state() -> dict[str, Any]:
     return pair_state(
         M2,
@@ -132,7 +137,7 @@ def every_batch() -> list[Batch]:
         Batch(
             state=stop_state([evidence(M1, 0.73), evidence(M2, 0.73)]), questions=catalog.stopping_questions()
         ),
-        Batch(state=mira_pair_state(), questions=consolidation_qs),
+        Batch(state=pairs_state(M2, *mira_pair_state()["candidates"]), questions=consolidation_qs),
     ]
 
 
@@ -341,7 +346,7 @@ def test_consolidation_sanity() -> None:
     quit_ = {"id": "b", "content": "Sam: I no longer eat sushi.", "entities": ["sam", "sushi"]}
     again = {"id": "c", "content": "Sam: I love sushi so much.", "entities": ["sam", "sushi"]}
     rain = {"id": "d", "content": "Sam: Lots of rain today.", "entities": ["sam"]}
-    state = pair_state(
+    state = pairs_state(
         quit_,
         pair_cand(love, similarity=0.88, lexical_overlap=0.4, time_delta_days=30.0),
         pair_cand(again, similarity=0.87, lexical_overlap=0.4, time_delta_days=20.0),
@@ -357,13 +362,15 @@ def test_consolidation_sanity() -> None:
     assert result.choice("pair_0_representation").label == "keep_separate"
     assert result.noul("pair_2_link_usefulness") < 0.3
     assert result.noul("pair_2_contradiction") < 0.3
-    dup = pair_state(love, pair_cand(again, similarity=0.99, lexical_overlap=1.0, time_delta_days=3.0))
+    dup = pairs_state(love, pair_cand(again, similarity=0.99, lexical_overlap=1.0, time_delta_days=3.0))
     dup_result = decide(dup, catalog.consolidation_questions(0))
     assert dup_result.noul("pair_0_redundancy") >= 0.8
     assert dup_result.choice("pair_0_representation").label == "merge"
     run_new = {"id": "e", "content": "Sam: I went running in the park again this morning."}
     run_old = {"id": "f", "content": "Sam: I went running in the park."}
-    habit = pair_state(run_new, pair_cand(run_old, similarity=0.95, lexical_overlap=0.8, time_delta_days=7.0))
+    habit = pairs_state(
+        run_new, pair_cand(run_old, similarity=0.95, lexical_overlap=0.8, time_delta_days=7.0)
+    )
     assert (
         decide(habit, catalog.consolidation_questions(0)).choice("pair_0_representation").label == "promote"
     )
@@ -522,3 +529,20 @@ def test_weights_are_immutable() -> None:
     weights = default_weights()
     with pytest.raises(TypeError):
         weights.decisions["route.temporal"] = weights.decisions["route.causal"]  # type: ignore[index]
+
+
+def test_every_declared_feature_is_computed() -> None:
+    """The weights file is validated against GROUPS, so GROUPS must be exactly what is computed."""
+    from dualmem.control.builtin_features import GROUPS, Features, group_of
+
+    seen: set[str] = set()
+    for batch in every_batch():
+        features = Features(batch.state)
+        for question in batch.questions.values():
+            group = group_of(question.key)
+            assert group is not None
+            values = features.get(group, question.target)
+            assert set(values) == GROUPS[group], group
+            assert all(0.0 <= v <= 1.0 for v in values.values()), values
+            seen.add(group)
+    assert seen == set(GROUPS)

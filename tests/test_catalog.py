@@ -195,7 +195,13 @@ def test_paper_wording_is_verbatim(key: str) -> None:
 def test_paper_representation_choice_is_verbatim() -> None:
     q = consolidation_questions(0)["pair_0_representation"]
     assert isinstance(q, Choice)
-    assert (q.instructions, q.options) == PAPER_REPRESENTATION
+    # one consolidation request carries several pairs: only the field references change
+    paper = (
+        PAPER_REPRESENTATION[0]
+        .replace("new_memory.content", "pairs[0].new_memory.content")
+        .replace("candidates[0].content", "pairs[0].candidate.content")
+    )
+    assert (q.instructions, q.options) == (paper, PAPER_REPRESENTATION[1])
     assert q.labels == REPRESENTATIONS
 
 
@@ -205,7 +211,10 @@ def test_candidate_index_is_instantiated_in_the_wording() -> None:
         instructions, _, _ = PAPER_NOULS[key]
         assert qs[key].instructions == instructions.replace("candidates[0]", "candidates[4]")
     for q in qs.values():
-        if q.target is not None:
+        if q.target is not None and q.key.startswith("consolidate."):
+            assert "pairs[4]." in q.instructions
+            assert "pairs[0]" not in q.instructions
+        elif q.target is not None:
             assert "candidates[4]" in q.instructions
             assert "candidates[0]" not in q.instructions
 

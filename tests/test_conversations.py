@@ -14,7 +14,7 @@ from dualmem.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "locomo_tiny.json"
-SAMPLE = ROOT / "examples" / "sample_conversation.json"
+SAMPLE = ROOT / "src" / "dualmem" / "data" / "sample_conversation.json"
 LOCOMO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
 
 needs_locomo = pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO}")

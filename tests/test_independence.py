@@ -134,7 +134,7 @@ BATCHES: dict[str, Batch] = {
         questions=catalog.stopping_questions(),
     ),
     "consolidation": Batch(
-        state=PAIR_STATE,
+        state={"pairs": [{"new_memory": M2, "candidate": c} for c in PAIR_STATE["candidates"]]},  # type: ignore[union-attr]
         questions=_merge(catalog.consolidation_questions(0), catalog.consolidation_questions(1)),
     ),
     # not a catalog batch: all three kinds, with a Score (the builtin backend knows catalog keys only)

@@ -154,7 +154,7 @@ class Memory:
         user: str,
         agent: str | None = None,
         run: str | None = None,
-        chunk_size: int = 64,
+        chunk_size: int = 512,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
         """Store observations in order, batching embedding and controller work per chunk.

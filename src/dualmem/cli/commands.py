@@ -297,7 +297,9 @@ DEMO_QUESTIONS = (
     "When did Mira buy a new bicycle, and why?",
     "What is the name of Mira's dog?",
     "Does Mira still eat sushi?",
-    "Where did Mira go hiking?",
+    "Who helped Mira choose her new bicycle?",
+    "When did Biscuit eat a sock?",
+    "What is the name of Mira's cat?",
 )
 
 

@@ -7,6 +7,8 @@ procedural verbs, question words, evidence coverage of the query, depth). Each N
 ``sigmoid(bias + sum(w_f * f))``; each Choice label gets a logit the same way and the answer is
 their softmax. The weights are data (``builtin_weights.json``), hand-set, and its outputs are
 scores, not calibrated probabilities: use ``Profile.for_backend("builtin")`` for its thresholds.
+Similarity features are centred for the default all-MiniLM-L6-v2 embedder (where unrelated chat
+turns already have a cosine near 0.4); see ``builtin_features.PAIR_SIM_FLOOR``.
 
 It dispatches on ``question.key`` and ``question.target`` only, never on question names, text or
 order, so every answer depends only on (state, key, target) and batches are independent.
@@ -225,6 +227,11 @@ class BuiltinController:
 
 
 def _unknown(key: str, kind: str, weights: BuiltinWeights) -> UnknownDecision:
+    if kind not in ("noul", "choice"):
+        return UnknownDecision(
+            f"the builtin controller answers no {kind} questions (asked {key!r})",
+            hint="ask a Noul or a Choice from dualmem.control.catalog",
+        )
     known = sorted(weights.decisions) if kind == "noul" else sorted(weights.choices)
     return UnknownDecision(
         f"the builtin controller has no {kind} decision {key!r}",

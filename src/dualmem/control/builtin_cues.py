@@ -41,7 +41,8 @@ _CAUSE_FOLLOWS = re.compile(
 _EFFECT_FOLLOWS = re.compile(
     r"(?:,|\band)\s+so\b(?!\s+(?:much|many|glad|happy|good|great|nice|proud|excited|sorry|cool|awesome|"
     r"amazing|true|far|fun|sweet|beautiful|cute|lovely|sad|bad|tired|busy|hard|lucky|thankful|grateful|"
-    r"important|special|inspiring|jealous|cool|fast|long|well|\w+ly)\b)|\bso that\b|\btherefore\b|\bthat'?s why\b|\bthat is why\b|\bwhich is why\b|"
+    r"important|special|inspiring|jealous|fast|long|well|\w+ly)\b)|\bso that\b|\btherefore\b|"
+    r"\bthat'?s why\b|\bthat is why\b|\bwhich is why\b|"
     r"\bas a result\b|\b(?:led|leads|lead) to\b|\bcaused\b|\bresult(?:ed|s)? in\b|"
     r"\b(?:made|makes|inspired|motivated|prompted|encouraged|pushed) (?:me|him|her|us|them)\b"
 )
@@ -179,7 +180,9 @@ _NOT_NAMES = (
 )
 _EXTRA_STOP = _words(
     """kind type thing things happen happened happens go went get got make made take took say said
-    tell told one ones lot lots also really yeah yes well much many longer anymore"""
+    tell told one ones lot lots also really yeah yes well much many longer anymore thanks thank wow
+    great awesome amazing hey hi hello cool nice glad sounds sound totally agree yep bye congrats
+    congratulations appreciate lol haha man super definitely absolutely"""
 )
 
 
@@ -440,7 +443,9 @@ def variant(a: str, b: str) -> float:
         return 0.9
     if len(words) > 1 and short.replace(".", "") == "".join(w[0] for w in words):
         return 0.9
-    if len(long_) > 40:
+    # a ratio >= 0.7 needs close lengths (edit distance >= length gap); spelling variants of one
+    # name keep their first letter. Both checks skip the quadratic distance for most pairs.
+    if len(long_) > 40 or len(long_) - len(short) > 0.3 * len(long_) or a[0] != b[0]:
         return 0.0
     ratio = 1.0 - _edit_distance(a, b) / len(long_)
     return ratio if ratio >= 0.7 else 0.0

@@ -15,6 +15,7 @@ from typing import Any
 
 from dualmem.control.builtin_cues import Cues, containment, cues, link, query_cues, stem_tokens, variant
 from dualmem.errors import InvalidInput
+from dualmem.text.lexical import overlap
 
 __all__ = ["GROUPS", "Features", "group_of"]
 
@@ -23,19 +24,27 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: feature names of each group (the weights file may only use these)
+#: feature names of each group (the weights file may only use these). All values lie in [0, 1].
+#: ``sim`` is the state's cosine; ``sim_c`` the same centred on an "unrelated" floor (see
+#: ``PAIR_SIM_FLOOR``); ``*_link_*`` how much of a causal clause of one text the other text covers;
+#: ``topic``/``mutual`` overlap of content tokens (speaker names removed); ``*_flip_*`` a negation
+#: or like/dislike flip scaled by topic or similarity.
 GROUPS: Mapping[str, frozenset[str]] = {
-    "typing": _words("""past time_words future past_ref pref_pos pref_neg habit procedural sequence imperative
-        copula definitional first_person question causal short"""),
-    "pair": _words("""sim sim_c mutual dup_score lex topic ent_shared same_speaker same_session close_time near_x_sim cand_earlier
-        cand_later order_unknown far_time cause_link_fwd effect_link_fwd cause_link_rev effect_link_rev
-        causal_new causal_cand alias_variant near_dup neg_flip_topic pref_flip_topic change_topic
-        neg_flip_sim numbers_differ repeat_pair habit_pair past_pair low_content cand_past_ref new_past_ref
-        cand_future new_future"""),
+    "typing": _words(
+        """past time_words future past_ref pref_pos pref_neg habit procedural sequence imperative
+        copula definitional first_person question causal short"""
+    ),
+    "pair": _words(
+        """sim sim_c mutual dup_score lex topic ent_shared same_speaker same_session close_time
+        near_x_sim cand_earlier cand_later order_unknown far_time cause_link_fwd effect_link_fwd
+        cause_link_rev effect_link_rev causal_new causal_cand alias_variant near_dup neg_flip_topic
+        pref_flip_topic change_topic neg_flip_sim numbers_differ repeat_pair habit_pair past_pair
+        low_content cand_past_ref new_past_ref cand_future new_future"""
+    ),
     "route": _words("temporal causal names two_names recency compare conjunction two_questions what who"),
     "traverse": _words(
-        """sim sim_c lex qcov qcov_new ev_overlap rel_novel edge_weight view_match view_match_rel view_semantic
-        connected ev_entity ev_support time_match causal_match"""
+        """sim sim_c lex qcov qcov_new ev_overlap rel_novel edge_weight view_match view_match_rel
+        view_semantic connected ev_entity ev_support time_match causal_match"""
     ),
     "stop": _words(
         "coverage top_sim top_sim_c count has_evidence depth_frac need_gap contra q_temporal q_causal"
@@ -92,6 +101,14 @@ def _strs(m: Mapping[str, Any], key: str) -> frozenset[str]:
 def _items(state: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     value = state.get(key)
     return [_obj(v) for v in value] if isinstance(value, list) else []
+
+
+def _lexical(cand: Mapping[str, Any], other: str) -> float:
+    """The state's ``lexical_overlap``, or the same Jaccard computed from the texts when absent."""
+    value = _num(cand, "lexical_overlap")
+    if value is None:
+        return overlap(_text(cand, "content"), other)
+    return min(1.0, max(0.0, value))
 
 
 def _speakers(m: Mapping[str, Any], c: Cues) -> frozenset[str]:
@@ -217,7 +234,7 @@ def _pair(state: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, float]
         "sim_c": sim_c,
         "mutual": mutual,
         "dup_score": near_dup * mutual,
-        "lex": _unit(cand, "lexical_overlap"),
+        "lex": _lexical(cand, _text(new, "content")),
         "ent_shared": min(1.0, len(shared) / 2),
         "same_speaker": 1.0 if new_speakers and new_speakers == cand_speakers else 0.0,
         "near_x_sim": near * sim_c,
@@ -255,6 +272,7 @@ class _EvidenceView:
         self.tokens = frozenset().union(*(c.tokens for c in self.cues))
         self.entities = frozenset().union(*(_strs(e, "entities") for e in self.items))
         self.query = query_cues(_text(state, "query"))
+        self.query_text = _text(state, "query")
 
     def coverage(self) -> float:
         q = self.query.tokens
@@ -322,7 +340,7 @@ def _traverse(ev: _EvidenceView, cand: Mapping[str, Any]) -> dict[str, float]:
     return {
         "sim": sim,
         "sim_c": sim_c,
-        "lex": _unit(cand, "lexical_overlap"),
+        "lex": _lexical(cand, ev.query_text),
         "qcov": qcov,
         "qcov_new": qcov_new,
         "ev_overlap": overlap,
@@ -389,11 +407,23 @@ class Features:
             )
         return _obj(cands[target])
 
+    def _pair_entry(self, target: int | None) -> Mapping[str, Any]:
+        pairs: Sequence[object] = self._state.get("pairs") or []
+        if not isinstance(pairs, list) or target is None or not 0 <= target < len(pairs):
+            raise InvalidInput(
+                f"question targets pair {target!r} but state has {len(pairs)} pairs",
+                hint="set question.target to an index into state['pairs']",
+            )
+        return _obj(pairs[target])
+
     def _compute(self, group: str, target: int | None) -> Mapping[str, float]:
         match group:
             case "typing":
                 return _typing(self._state)
             case "pair":
+                if "pairs" in self._state:  # a consolidation pass: one (new_memory, candidate) per pair
+                    pair = self._pair_entry(target)
+                    return _pair({"new_memory": pair.get("new_memory")}, _obj(pair.get("candidate")))
                 return _pair(self._state, self._candidate(target))
             case "route":
                 return _route(self._state)

@@ -50,6 +50,10 @@ def _compare(i: int) -> str:
     return f"Compare new_memory.content with candidates[{i}].content."
 
 
+def _compare_pair(i: int) -> str:
+    return f"Compare pairs[{i}].new_memory.content with pairs[{i}].candidate.content."
+
+
 def _check_index(i: int) -> None:
     if isinstance(i, bool) or not isinstance(i, int) or i < 0:
         raise InvalidInput(f"candidate index must be a non-negative int, got {i!r}")
@@ -327,14 +331,21 @@ def stopping_questions() -> dict[str, Question]:
 
 
 def consolidation_questions(i: int) -> dict[str, Question]:
-    """Periodic consolidation of the pair (new_memory, candidates[i]) (§3.2, B.3)."""
+    """Periodic consolidation of pair i (§3.2, B.3).
+
+    One consolidation pass judges several pairs in ONE request, so the state is
+    ``{"pairs": [{"new_memory": M, "candidate": M}, ...]}`` and the paper's field references
+    (``new_memory``, ``candidates[0]``) become ``pairs[i].new_memory`` and ``pairs[i].candidate``;
+    the rest of the wording is the paper's.
+    """
     _check_index(i)
-    c = f"candidates[{i}]"
+    n = f"pairs[{i}].new_memory"
+    c = f"pairs[{i}].candidate"
     return {
         f"pair_{i}_redundancy": Noul(
             key="consolidate.redundancy",
             instructions=(
-                f"{_compare(i)} Does one observation repeat the other without adding unique details?"
+                f"{_compare_pair(i)} Does one observation repeat the other without adding unique details?"
             ),
             true="The same fact or event, with no detail in one that the other lacks.",
             false="Either observation carries a distinct detail, event, value or time.",
@@ -343,7 +354,7 @@ def consolidation_questions(i: int) -> dict[str, Question]:
         f"pair_{i}_contradiction": Noul(
             key="consolidate.contradiction",
             instructions=(
-                f"{_compare(i)} Do these observations make incompatible claims about the same subject?"
+                f"{_compare_pair(i)} Do these observations make incompatible claims about the same subject?"
             ),
             true="Both accounts cannot hold at once for the same subject.",
             false="Compatible accounts, or claims about different subjects.",
@@ -352,8 +363,8 @@ def consolidation_questions(i: int) -> dict[str, Question]:
         f"pair_{i}_obsolescence": Noul(
             key="consolidate.obsolescence",
             instructions=(
-                f"Compare new_memory.content and new_memory.timestamp with {c}.content and "
-                f"{c}.timestamp. Does new_memory.content make {c}.content out of date?"
+                f"Compare {n}.content and {n}.timestamp with {c}.content and "
+                f"{c}.timestamp. Does {n}.content make {c}.content out of date?"
             ),
             true="A newer account replaces or ends the state the candidate describes.",
             false="Both accounts remain current, or they concern different things.",
@@ -362,7 +373,8 @@ def consolidation_questions(i: int) -> dict[str, Question]:
         f"pair_{i}_link_usefulness": Noul(
             key="consolidate.link_usefulness",
             instructions=(
-                f"{_compare(i)} Would an additional link between these observations help future retrieval?"
+                f"{_compare_pair(i)} Would an additional link between these observations help "
+                "future retrieval?"
             ),
             true="A specific shared topic, entity, event or dependence makes the link useful.",
             false="Only generic vocabulary or no meaningful connection.",
@@ -376,7 +388,7 @@ def _representation_question(i: int) -> Choice:
     return Choice(
         key="consolidate.representation",
         instructions=(
-            f"{_compare(i)} Which representation best fits the relationship between these two "
+            f"{_compare_pair(i)} Which representation best fits the relationship between these two "
             "observations? Judge from the supplied accounts; do not assume answers to other questions."
         ),
         options=(

@@ -88,7 +88,7 @@ class MiniLMEmbedder:
     def __init__(
         self,
         *,
-        batch_size: int = 64,
+        batch_size: int = 32,
         max_length: int = 256,
         threads: int | None = None,
         model_path: str | Path | None = None,

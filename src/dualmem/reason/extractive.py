@@ -22,10 +22,11 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 class ExtractiveAnswerer:
-    """Pick the evidence sentence that covers most of the question's content words.
+    """Pick the evidence sentence that covers most of the question's topic words.
 
-    ``min_coverage`` is the fraction of question content words a sentence (with its memory's
-    speaker) must cover; below it the answerer abstains.
+    Topic words are the question's content words minus the speakers' names (a name alone supports
+    nothing). A sentence must cover at least ``min_coverage`` of them, and at least one, or the
+    answerer abstains. A second sentence is added only when it covers a topic word the first lacks.
     """
 
     name = "extractive"
@@ -35,28 +36,29 @@ class ExtractiveAnswerer:
         self.max_sentences = max_sentences
 
     def answer(self, question: str, evidence: Sequence[Evidence]) -> Draft:
-        wanted = set(content_tokens(question))
-        if not evidence or not wanted:
+        speakers = {tok for ev in evidence for tok in content_tokens(ev.node.speaker or "")}
+        topic = set(content_tokens(question)) - speakers
+        if not evidence or not topic:
             return Draft(ABSTAIN_TEXT, abstained=True)
-        best: list[tuple[float, int, str, Evidence]] = []
+        scored: list[tuple[float, int, set[str], str, Evidence]] = []
         for rank, ev in enumerate(evidence):
-            context = set(content_tokens(ev.node.speaker or ""))
             for sentence in _SENTENCE.split(ev.node.content.strip()):
-                got = (set(content_tokens(sentence)) | context) & wanted
-                coverage = len(got) / len(wanted)
-                best.append((coverage + 0.05 * ev.score, -rank, sentence, ev))
-        best.sort(key=lambda t: (-t[0], -t[1]))
-        top_score, _, sentence, ev = best[0]
-        if top_score < self.min_coverage:
+                got = set(content_tokens(sentence)) & topic
+                if got:
+                    scored.append((len(got) / len(topic) + 0.05 * ev.score, rank, got, sentence, ev))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        if not scored or scored[0][0] < self.min_coverage:
             return Draft(ABSTAIN_TEXT, abstained=True)
+        _, _, covered, sentence, ev = scored[0]
         parts = [self._render(sentence, ev)]
         used = [ev.node.id]
-        for score, _, other, oev in best[1:]:
-            if len(parts) >= self.max_sentences or score < self.min_coverage:
+        for score, _, got, other, oev in scored[1:]:
+            if len(parts) >= self.max_sentences or score < self.min_coverage / 2:
                 break
-            if oev.node.id not in used:
+            if oev.node.id not in used and got - covered:
                 parts.append(self._render(other, oev))
                 used.append(oev.node.id)
+                covered |= got
         return Draft(" ".join(parts), abstained=False, used=tuple(used))
 
     @staticmethod
