@@ -16,7 +16,7 @@ M2 = ("Mira: I bought a new bicycle yesterday because my old one broke.", "2024-
 
 
 def scripted(caused_by: float) -> ScriptedController:
-    return ScriptedController({"relation.caused_by": caused_by}, default=0.0)
+    return ScriptedController({"relation.caused_by": caused_by, "relation.time": "unknown"}, default=0.0)
 
 
 def write_mira(mem: Memory) -> tuple[str, str]:
@@ -165,3 +165,21 @@ def _store(path: Path):  # type: ignore[no-untyped-def]
     from dualmem.plane import SQLiteStore
 
     return SQLiteStore.open(path)
+
+
+def test_embedding_text_carries_the_speaker() -> None:
+    from dualmem.write.pipeline import embedding_text
+
+    assert embedding_text("I painted a sunrise.", "Melanie") == "Melanie: I painted a sunrise."
+    assert embedding_text("Mira: My old bicycle broke.", "Mira") == "Mira: My old bicycle broke."
+    assert embedding_text("No speaker here.", None) == "No speaker here."
+
+
+def test_speaker_makes_own_turns_findable(minilm: Embedder, db_path: Path) -> None:
+    with Memory(_store(db_path), minilm, scripted(0.0)) as mem:
+        painted = mem.add("Yeah, I painted that lake sunrise last year!", user="u", speaker="Melanie")
+        mem.add("Wow Melanie, that sounds lovely. Do you paint often?", user="u", speaker="Caroline")
+        vec = minilm.embed(["When did Melanie paint a sunrise?"])[0]
+        from dualmem.types import Tenant
+
+        assert mem.store.vector_search(Tenant("u"), vec, 1)[0][0] == painted

@@ -637,3 +637,15 @@ def test_recent_nodes_newest_written_first(store: Store, rng: np.random.Generato
     assert [n.id for n in store.recent_nodes(ALICE, 3)] == [nodes[4].id, nodes[3].id, nodes[2].id]
     assert store.recent_nodes(ALICE, 0) == []
     assert len(store.recent_nodes(ALICE, 50)) == 5
+
+
+def test_lexical_search_indexes_the_speaker(store: Store, rng: np.random.Generator) -> None:
+    painted = make_node(rng, "Yeah, I painted that lake sunrise last year!", speaker="Melanie")
+    other = make_node(rng, "Caroline, you painted a lovely sunrise too.", speaker="Caroline")
+    store.put_nodes([painted, other])
+    hits = [i for i, _ in store.lexical_search(ALICE, "Melanie", 5)]
+    assert hits == [painted.id]
+    updated = dataclasses.replace(painted, speaker="Mel")
+    store.update_node(updated)
+    assert store.lexical_search(ALICE, "Melanie", 5) == []
+    assert [i for i, _ in store.lexical_search(ALICE, "Mel", 5)] == [painted.id]

@@ -11,8 +11,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dualmem.config import Profile
+from dualmem.embed import create_embedder
 from dualmem.errors import ConfigError, InvalidInput
 from dualmem.memory import Memory
+from dualmem.plane import open_store
 from dualmem.read.trace import render_trace
 from dualmem.types import Evidence, Node
 
@@ -64,6 +67,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--keep", action="store_true", help="keep the demo database (default: a temp file)")
     p.set_defaults(handler=cmd_demo)
 
+    from dualmem.cli import lifecycle
+
+    lifecycle.register(sub)
     _register_bench(sub)
 
 
@@ -78,7 +84,7 @@ def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 # -- building a memory from flags ------------------------------------------------------------
-def _user(args: argparse.Namespace) -> str:
+def tenant_user(args: argparse.Namespace) -> str:
     user = args.user if args.user is not None else os.environ.get("DUALMEM_USER", "local")
     if not user.strip():
         raise InvalidInput("the user id is empty", hint="pass --user NAME or set DUALMEM_USER")
@@ -119,13 +125,13 @@ def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     controller = create_controller(args.controller, **controller_options(args.controller))
     answerer = create_answerer(args.answerer, **answerer_options(args.answerer))
-    return Memory.open(
-        Path(path).expanduser() if "://" not in path else path,
-        embedder=args.embedder,
-        controller=controller,
-        answerer=answerer,
-        profile=args.profile,
-    )
+    profile = Profile.named(args.profile) if args.profile else None
+    store = open_store(Path(path).expanduser() if "://" not in path else path, timeout=args.lock_timeout)
+    try:
+        return Memory(store, create_embedder(args.embedder), controller, answerer=answerer, profile=profile)
+    except BaseException:
+        store.close()
+        raise
 
 
 def _default_db() -> str:
@@ -190,7 +196,7 @@ def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
         node_id = mem.add(
             args.text,
-            user=_user(args),
+            user=tenant_user(args),
             agent=args.agent,
             run=args.run,
             speaker=args.speaker,
@@ -205,20 +211,22 @@ def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
     progress = Progress(f"ingest {args.file.name}", enabled=not args.quiet and sys.stderr.isatty())
     with open_memory(args) as mem:
         started = time.perf_counter()
-        ids = mem.ingest(args.file, user=_user(args), agent=args.agent, run=args.run, on_progress=progress)
+        ids = mem.ingest(
+            args.file, user=tenant_user(args), agent=args.agent, run=args.run, on_progress=progress
+        )
         elapsed = time.perf_counter() - started
         return {
             "file": str(args.file),
             "stored": len(ids),
             "seconds": round(elapsed, 3),
             "turns_per_s": round(len(ids) / elapsed, 1) if elapsed > 0 else None,
-            "pending": mem.stats(user=_user(args))["pending"],
+            "pending": mem.stats(user=tenant_user(args))["pending"],
         }
 
 
 def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
     with open_memory(args) as mem:
-        found = mem.search(args.query, user=_user(args), agent=args.agent, run=args.run, k=args.k)
+        found = mem.search(args.query, user=tenant_user(args), agent=args.agent, run=args.run, k=args.k)
         if args.trace and not args.json:
             lines = [render_trace(found.trace), "", "evidence:"]
             for i, e in enumerate(found.evidence, 1):
@@ -239,7 +247,7 @@ def _trace_summary(trace: dict[str, Any]) -> dict[str, Any]:
 
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        ans = mem.answer(args.query, user=_user(args), agent=args.agent, run=args.run, k=args.k)
+        ans = mem.answer(args.query, user=tenant_user(args), agent=args.agent, run=args.run, k=args.k)
         out: dict[str, Any] = {
             "query": args.query,
             "answer": ans.text,
@@ -253,18 +261,18 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_stats(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        return mem.stats(user=None if args.all_users else _user(args))
+        return mem.stats(user=None if args.all_users else tenant_user(args))
 
 
 def cmd_delete(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        mem.delete(args.id, user=_user(args))
+        mem.delete(args.id, user=tenant_user(args))
         return {"deleted": args.id}
 
 
 def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        info = mem.inspect(args.id, user=_user(args))
+        info = mem.inspect(args.id, user=tenant_user(args))
         return {
             "node": node_json(info.node),
             "edges": [
@@ -289,7 +297,7 @@ def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        report = mem.repair(user=_user(args))
+        report = mem.repair(user=tenant_user(args))
         return {"repaired": len(report.ids) - len(report.pending), "still_pending": len(report.pending)}
 
 

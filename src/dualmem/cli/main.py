@@ -40,7 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dualmem",
         description="Agent memory with a fast System-One controller (Jev-Mem).",
     )
-    parser.add_argument("--db", default=None, help="database path (env DUALMEM_DB; default %(default)s)")
+    parser.add_argument(
+        "--db", default=None, help="database path (env DUALMEM_DB; default ~/.local/share/dualmem/memory.db)"
+    )
+    parser.add_argument(
+        "--lock-timeout", type=float, default=5.0, help="seconds to wait for a locked database (default 5)"
+    )
     parser.add_argument("--user", default=None, help="tenant user id (env DUALMEM_USER; default 'local')")
     parser.add_argument("--agent", default=None, help="tenant agent id")
     parser.add_argument("--run", default=None, help="tenant run/session id")

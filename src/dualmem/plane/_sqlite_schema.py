@@ -86,18 +86,20 @@ _V1: tuple[str, ...] = (
     "CREATE INDEX decisions_node ON decisions (node_id)",
     "CREATE INDEX decisions_other ON decisions (other_id)",
     """CREATE VIRTUAL TABLE nodes_fts USING fts5 (
-        content, content='nodes', content_rowid='seq',
+        speaker, content, content='nodes', content_rowid='seq',
         tokenize='porter unicode61 remove_diacritics 2'
     )""",
     """CREATE TRIGGER nodes_fts_insert AFTER INSERT ON nodes BEGIN
-        INSERT INTO nodes_fts (rowid, content) VALUES (new.seq, new.content);
+        INSERT INTO nodes_fts (rowid, speaker, content) VALUES (new.seq, new.speaker, new.content);
     END""",
     """CREATE TRIGGER nodes_fts_delete AFTER DELETE ON nodes BEGIN
-        INSERT INTO nodes_fts (nodes_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+        INSERT INTO nodes_fts (nodes_fts, rowid, speaker, content)
+            VALUES ('delete', old.seq, old.speaker, old.content);
     END""",
-    """CREATE TRIGGER nodes_fts_update AFTER UPDATE OF content ON nodes BEGIN
-        INSERT INTO nodes_fts (nodes_fts, rowid, content) VALUES ('delete', old.seq, old.content);
-        INSERT INTO nodes_fts (rowid, content) VALUES (new.seq, new.content);
+    """CREATE TRIGGER nodes_fts_update AFTER UPDATE OF content, speaker ON nodes BEGIN
+        INSERT INTO nodes_fts (nodes_fts, rowid, speaker, content)
+            VALUES ('delete', old.seq, old.speaker, old.content);
+        INSERT INTO nodes_fts (rowid, speaker, content) VALUES (new.seq, new.speaker, new.content);
     END""",
 )
 

@@ -264,10 +264,12 @@ class InMemoryStore:
             return vectors.search(tenant, query, k)
 
     def _doc(self, node: Node) -> tuple[list[str], Counter[str]]:
+        # like the SQLite store's FTS5 table, the speaker is indexed alongside the content
+        text = f"{node.speaker or ''}\n{node.content}"
         cached = self._tokens.get(node.id)
-        if cached is None or cached[0] != node.content:
-            toks = codec.tokens(node.content)
-            cached = self._tokens[node.id] = (node.content, toks, Counter(toks))
+        if cached is None or cached[0] != text:
+            toks = codec.tokens(text)
+            cached = self._tokens[node.id] = (text, toks, Counter(toks))
         return cached[1], cached[2]
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:

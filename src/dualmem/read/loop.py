@@ -208,7 +208,11 @@ class Retriever:
         lim = self.profile.limits
         room = min(lim.max_visited - len(run.visited), 2 * self.profile.beam)
         picked: dict[str, tuple[Edge, float]] = {}
+        top = max((e.score for e in run.evidence.values()), default=1.0) or 1.0
         for node in beam:
+            # support flows along the path: an edge from a weak node supports its neighbour less
+            source = run.evidence.get(node.id)
+            reach = (source.score / top) if source is not None else 1.0
             edges = self.store.edges_of(node.id, [g for g in run.active if run.budgets.get(g, 0) > 0])  # type: ignore[misc]
             for edge in sorted(edges, key=lambda e: (-e.weight * run.need.get(e.view, 0.0), e.view, e.label)):
                 if run.edges_inspected >= lim.max_edges or len(picked) >= room:
@@ -218,7 +222,7 @@ class Retriever:
                 if other in run.visited or other in picked or run.budgets.get(edge.view, 0) <= 0:
                     continue
                 run.budgets[edge.view] -= 1
-                picked[other] = (edge, edge.weight)
+                picked[other] = (edge, edge.weight * reach)
         nodes = self.store.get_nodes(list(picked), run.tenant)
         return [(nodes[i], e, w) for i, (e, w) in picked.items() if i in nodes]
 
@@ -255,7 +259,7 @@ class Retriever:
             view = edge.view if edge else "anchor"
             p_g = run.need.get(view, max((run.need[g] for g in run.active), default=1.0))
             s = self._transition(sim, a, p_g * rel, nov, (weight + sup) / 2.0)
-            s = self._adjust(run, node, s)
+            s = self._adjust(run, node, s) * (self.profile.hop_decay**round_no if edge is not None else 1.0)
             sc = ScoredCandidate(
                 node.id, view, edge.label if edge else "rrf", s, sim, a, rel, nov, sup, False
             )

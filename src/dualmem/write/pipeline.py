@@ -24,7 +24,14 @@ from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
 from dualmem.write.candidates import Candidate, discover
 from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
 
-__all__ = ["WriteReport", "Writer"]
+__all__ = ["WriteReport", "Writer", "embedding_text"]
+
+
+def embedding_text(content: str, speaker: str | None) -> str:
+    """What is embedded for a node: the speaker is part of the meaning ("Mira: I bought a bike")."""
+    if not speaker or content.lstrip().lower().startswith(speaker.lower()):
+        return content
+    return f"{speaker}: {content}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +57,7 @@ class Writer:
         """Store ``observations`` (in order) and relate them to the memory."""
         if not observations:
             return WriteReport((), (), 0)
-        vectors = self.embedder.embed([o.content for o in observations])
+        vectors = self.embedder.embed([embedding_text(o.content, o.speaker) for o in observations])
         nodes = [self._node(o, tenant, vectors[i]) for i, o in enumerate(observations)]
         with self.store.transaction():
             self.store.put_nodes(nodes)

@@ -1,0 +1,190 @@
+"""The CLI: JSON on stdout, one-line errors with the right exit codes, nothing stored lost on bad input."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dualmem.cli.main import main
+
+SAMPLE = Path(__file__).resolve().parents[1] / "src" / "dualmem" / "data" / "sample_conversation.json"
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], db: Path, *args: str, embedder: str = "hashing"
+) -> tuple[int, str, str]:
+    code = main(["-q", "--db", str(db), "--user", "mira", "--embedder", embedder, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def data(out: str) -> dict:  # type: ignore[type-arg]
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def test_add_search_inspect_stats_delete(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    code, out, _ = run(
+        capsys, db, "add", "My old bicycle broke.", "--speaker", "Mira", "--at", "2024-05-14T10:00:00Z"
+    )
+    assert code == 0
+    first = data(out)["id"]
+    code, out, _ = run(
+        capsys,
+        db,
+        "add",
+        "I bought a new bicycle yesterday because my old one broke.",
+        "--speaker",
+        "Mira",
+        "--at",
+        "2024-05-16 10:00",
+    )
+    assert code == 0
+    second = data(out)
+    assert second["temporal_refs"][0]["start"] == "2024-05-15"
+    code, out, _ = run(capsys, db, "search", "why did Mira buy a bicycle?", "-k", "2")
+    assert code == 0
+    found = data(out)
+    assert {e["id"] for e in found["evidence"]} == {first, second["id"]}
+    assert found["trace"]["stop_reason"]
+    code, out, _ = run(capsys, db, "search", "bicycle", "--trace")
+    assert code == 0
+    assert "stop:" in out
+    assert "route:" in out
+    code, out, _ = run(capsys, db, "inspect", second["id"])
+    assert code == 0
+    assert any(d["key"] == "relation.semantic" for d in data(out)["decisions"])
+    code, out, _ = run(capsys, db, "stats")
+    assert data(out)["nodes"] == 2
+    code, out, _ = run(capsys, db, "delete", first)
+    assert code == 0
+    code, out, _ = run(capsys, db, "stats")
+    assert data(out)["nodes"] == 1
+
+
+def test_ingest_ask_and_lifecycle(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    code, out, _ = run(capsys, db, "ingest", str(SAMPLE))
+    assert code == 0
+    assert data(out)["stored"] == 40
+    code, out, _ = run(capsys, db, "ask", "What is the name of Mira's dog?")
+    assert code == 0
+    assert "Biscuit" in data(out)["answer"]
+    code, out, _ = run(capsys, db, "consolidate")
+    assert code == 0
+    assert data(out)["calls"] in (0, 1)
+    code, out, _ = run(capsys, db, "forget", "--speaker", "Assistant")
+    assert code == 0
+    forgotten = data(out)["forgotten"]
+    assert forgotten > 0
+    export = tmp_path / "mira.jsonl"
+    code, out, _ = run(capsys, db, "export", str(export))
+    assert code == 0
+    assert "Assistant" not in export.read_text()
+    code, out, _ = run(capsys, tmp_path / "copy.db", "import", str(export))
+    assert code == 0
+    assert data(out)["nodes"] == 40 - forgotten
+
+
+def test_update_and_history(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    _, out, _ = run(capsys, db, "add", "Mira lives in Lisbon.", "--speaker", "Mira")
+    old = data(out)["id"]
+    code, out, _ = run(capsys, db, "update", old, "Mira lives in Utrecht.")
+    assert code == 0
+    new = data(out)["new"]
+    _, out, _ = run(capsys, db, "history", new)
+    assert [v["content"] for v in data(out)["versions"]] == [
+        "Mira lives in Lisbon.",
+        "Mira lives in Utrecht.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("add", "   "), "content is empty"),
+        (("add", "hello", "--at", "the day after never"), "cannot read a time"),
+        (("search", ""), "query is empty"),
+        (("inspect", "no-such-id"), "no memory with id"),
+        (("delete", "no-such-id"), "no memory with id"),
+        (("forget",), "exactly one of"),
+        (("ingest", "/nonexistent/file.json"), "no such"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_keeps_data(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: tuple[str, ...], needle: str
+) -> None:
+    db = tmp_path / "m.db"
+    run(capsys, db, "add", "Something worth keeping.")
+    code, out, err = run(capsys, db, *args)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("dualmem: error: ")
+    assert needle in err.lower()
+    _, out, _ = run(capsys, db, "stats")
+    assert data(out)["nodes"] == 1
+
+
+def test_missing_user_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = main(["-q", "--db", str(tmp_path / "m.db"), "--user", " ", "--embedder", "hashing", "add", "x"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "user" in err
+
+
+def test_other_embedder_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    run(capsys, db, "add", "Built with hashing.")
+    code, _, err = run(capsys, db, "add", "Now with another embedder.", embedder="hashing:64")
+    assert code == 2
+    assert "embedder" in err
+    _, out, _ = run(capsys, db, "stats")
+    assert data(out)["nodes"] == 1
+
+
+def test_corrupt_database_is_a_runtime_failure(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    db.write_bytes(b"this is not a database at all" * 100)
+    before = db.read_bytes()
+    code, out, err = run(capsys, db, "stats")
+    assert code == 1
+    assert out == ""
+    assert err.startswith("dualmem: failed: ")
+    assert db.read_bytes() == before
+
+
+def test_locked_database_is_a_runtime_failure(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    run(capsys, db, "add", "Kept.")
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        code = main(
+            ["-q", "--db", str(db), "--lock-timeout", "0.2", "--embedder", "hashing", "add", "blocked"]
+        )
+        _, err = capsys.readouterr()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 1
+    assert "lock" in err.lower()
+    _, out, _ = run(capsys, db, "stats")
+    assert data(out)["nodes"] == 1
+
+
+def test_demo_runs_offline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = main(["-q", "--db", str(tmp_path / "unused.db"), "demo"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    result = json.loads(out)
+    assert result["stored"] == 40
+    answers = {a["question"]: a for a in result["answers"]}
+    bike = answers["When did Mira buy a new bicycle, and why?"]
+    assert "15 May 2024" in bike["answer"]
+    assert answers["What is the name of Mira's cat?"]["abstained"]
+    assert "stored 40 turns" in err
