@@ -262,3 +262,14 @@ def test_import_refuses_other_embedder_and_newer_format(minilm: Embedder, tmp_pa
         with pytest.raises(InvalidInput, match="malformed"):
             mem.import_jsonl(broken)
         assert mem.count(user="u") == 0
+
+
+def test_batched_writes_get_one_pass_per_period(minilm: Embedder, tmp_path: Path) -> None:
+    profile = Profile.paper().with_(write__consolidate_every=20)
+    ctl_table = dict(SUPERSEDE, **{"consolidate.obsolescence": 0.0, "consolidate.contradiction": 0.0})
+    with open_mem(tmp_path / "m.db", minilm, ctl_table, consolidation="inline", profile=profile) as mem:
+        ids = mem.add_many([f"Day {i}: walked Biscuit by the canal." for i in range(45)], user="u")
+        assert mem.meter.stats.calls_for("consolidation") == 2  # 45 writes: passes after 20 and 40
+        judged = {d.node_id for i in ids for d in mem.store.decisions_of(i) if d.purpose == "consolidation"}
+        assert judged  # the passes judged pairs among the period's own writes
+        assert judged <= set(ids[:40])

@@ -6,7 +6,7 @@ Thin on purpose: validation of arguments, tenant scoping, and delegation to ``wr
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,7 @@ class Memory:
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
         self._consolidation: ConsolidationMode = self.profile.write.consolidation
-        self._writes: dict[Tenant, int] = {}
+        self._since_pass: dict[Tenant, list[str]] = {}  # written since the tenant's last periodic pass
         self._background = Background(self._consolidate_quietly)
 
     @classmethod
@@ -167,7 +167,8 @@ class Memory:
         for start in range(0, len(items), chunk_size):
             report = self._writer.write(items[start : start + chunk_size], tenant)
             self._warn_pending(report)
-            self._count_writes(tenant, len(report.ids) - len(report.pending))
+            pending = set(report.pending)
+            self._count_writes(tenant, [i for i in report.ids if i not in pending])
             ids.extend(report.ids)
             if on_progress is not None:
                 on_progress(len(ids), len(items))
@@ -253,21 +254,23 @@ class Memory:
         """Block until background consolidation passes queued so far are done."""
         self._background.join(timeout)
 
-    def _count_writes(self, tenant: Tenant, n: int) -> None:
+    def _count_writes(self, tenant: Tenant, ids: list[str]) -> None:
+        """Every N successful writes of a tenant, one pass over exactly those N nodes."""
         every = self.profile.write.consolidate_every
-        if self._consolidation == "off" or every <= 0 or n <= 0:
+        if self._consolidation == "off" or every <= 0 or not ids:
             return
-        total = self._writes.get(tenant, 0) + n
-        self._writes[tenant] = total % every
-        if total >= every:
+        waiting = self._since_pass.setdefault(tenant, [])
+        waiting.extend(ids)
+        while len(waiting) >= every:
+            window, waiting[:] = waiting[:every], waiting[every:]
             if self._consolidation == "inline":
-                self._consolidator.run(tenant)
+                self._consolidator.run(tenant, window)
             else:
-                self._background.submit(tenant)
+                self._background.submit(tenant, window)
 
-    def _consolidate_quietly(self, tenant: Tenant) -> None:
+    def _consolidate_quietly(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
         try:
-            self._consolidator.run(tenant)
+            self._consolidator.run(tenant, node_ids)
         except DualmemError as exc:
             log.warning("background consolidation for %s failed: %s", tenant.user, exc.one_line())
 

@@ -204,25 +204,43 @@ class Retriever:
         )
 
     def _expand(self, run: _Run, beam: Sequence[Node]) -> list[tuple[Node, Edge | None, float]]:
-        """Neighbours of the beam along the active views, within the per-view budgets."""
+        """Neighbours of the beam along the active views, within the per-view budgets.
+
+        Every edge of the beam is inspected (up to the edge limit), each neighbour gets a prior
+        (source score x edge weight x the view's need) and the best ones are taken, each view
+        getting a share of the round's room in proportion to its remaining budget.
+        """
         lim = self.profile.limits
         room = min(lim.max_visited - len(run.visited), 2 * self.profile.beam)
-        picked: dict[str, tuple[Edge, float]] = {}
+        views = [g for g in run.active if run.budgets.get(g, 0) > 0]
+        if room <= 0 or not views:
+            return []
         top = max((e.score for e in run.evidence.values()), default=1.0) or 1.0
+        options: list[tuple[float, str, Edge, float]] = []
         for node in beam:
             # support flows along the path: an edge from a weak node supports its neighbour less
             source = run.evidence.get(node.id)
             reach = (source.score / top) if source is not None else 1.0
-            edges = self.store.edges_of(node.id, [g for g in run.active if run.budgets.get(g, 0) > 0])  # type: ignore[misc]
-            for edge in sorted(edges, key=lambda e: (-e.weight * run.need.get(e.view, 0.0), e.view, e.label)):
-                if run.edges_inspected >= lim.max_edges or len(picked) >= room:
+            for edge in self.store.edges_of(node.id, views):  # type: ignore[arg-type]
+                if run.edges_inspected >= lim.max_edges:
                     break
                 run.edges_inspected += 1
                 other = edge.other(node.id)
-                if other in run.visited or other in picked or run.budgets.get(edge.view, 0) <= 0:
-                    continue
-                run.budgets[edge.view] -= 1
-                picked[other] = (edge, edge.weight * reach)
+                if other not in run.visited:
+                    weight = edge.weight * reach
+                    options.append((weight * run.need.get(edge.view, 0.0), other, edge, weight))
+        total = sum(run.budgets[g] for g in views)
+        quota = {g: max(1, round(room * run.budgets[g] / total)) for g in views}
+        picked: dict[str, tuple[Edge, float]] = {}
+        for _, other, edge, weight in sorted(options, key=lambda o: (-o[0], o[1], o[2].view, o[2].label)):
+            if len(picked) >= room:
+                break
+            g = edge.view
+            if other in picked or quota.get(g, 0) <= 0 or run.budgets.get(g, 0) <= 0:
+                continue
+            quota[g] -= 1
+            run.budgets[g] -= 1
+            picked[other] = (edge, weight)
         nodes = self.store.get_nodes(list(picked), run.tenant)
         return [(nodes[i], e, w) for i, (e, w) in picked.items() if i in nodes]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from dualmem.types import Tenant
@@ -15,20 +15,20 @@ ConsolidationMode = Literal["background", "inline", "off"]
 
 
 class Background:
-    """Runs ``fn(tenant)`` for submitted tenants on one lazily started daemon thread."""
+    """Runs ``fn(tenant, node_ids)`` for submitted jobs on one lazily started daemon thread."""
 
-    def __init__(self, fn: Callable[[Tenant], None]) -> None:
+    def __init__(self, fn: Callable[[Tenant, Sequence[str]], None]) -> None:
         self._fn = fn
-        self._queue: queue.Queue[Tenant | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Tenant, Sequence[str]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def submit(self, tenant: Tenant) -> None:
+    def submit(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._work, name="dualmem-consolidate", daemon=True)
                 self._thread.start()
-        self._queue.put(tenant)
+        self._queue.put((tenant, node_ids))
 
     def join(self, timeout: float | None = None) -> None:
         """Wait until everything submitted so far has run (``timeout`` is best effort)."""
@@ -52,10 +52,10 @@ class Background:
 
     def _work(self) -> None:
         while True:
-            tenant = self._queue.get()
+            job = self._queue.get()
             try:
-                if tenant is None:
+                if job is None:
                     return
-                self._fn(tenant)
+                self._fn(*job)
             finally:
                 self._queue.task_done()

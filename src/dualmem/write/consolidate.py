@@ -75,9 +75,15 @@ class Consolidator:
         self.profile = profile
         self.summarizer = summarizer
 
-    def run(self, tenant: Tenant) -> ConsolidationReport:
+    def run(self, tenant: Tenant, node_ids: Sequence[str] | None = None) -> ConsolidationReport:
+        """One pass over ``node_ids`` (the writes of a period), or the tenant's most recent nodes."""
         started = time.perf_counter()
-        recent = [n for n in self.store.recent_nodes(tenant, self.profile.consolidation_window) if _live(n)]
+        if node_ids is None:
+            window = self.store.recent_nodes(tenant, self.profile.consolidation_window)
+        else:
+            found = self.store.get_nodes(node_ids, tenant)
+            window = [found[i] for i in node_ids if i in found]
+        recent = [n for n in window if _live(n)]
         pairs = self._pairs(recent)
         if not pairs:
             return ConsolidationReport(
