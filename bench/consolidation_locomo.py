@@ -70,7 +70,9 @@ def build(convs: list[Conversation], db: Path, profile: Profile, embedder: MiniL
     return out
 
 
-def recall(convs: list[Conversation], db: Path, profile: Profile, embedder: MiniLMEmbedder) -> dict[str, float]:
+def recall(
+    convs: list[Conversation], db: Path, profile: Profile, embedder: MiniLMEmbedder
+) -> dict[str, float]:
     per_cat: dict[int, list[float]] = {}
     with Memory.open(db, embedder=embedder, controller="builtin", profile=profile) as mem:
         for conv in convs:

@@ -1,0 +1,117 @@
+"""The Python API: validation before anything is written, tenants, delete leaving nothing stale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dualmem import InvalidInput, Memory, NotFound, Observation, TenantRequired
+from dualmem.embed import Embedder, HashingEmbedder
+from dualmem.errors import EmbedderMismatch
+from dualmem.types import Tenant
+
+
+@pytest.fixture
+def mem(minilm: Embedder, tmp_path: Path) -> Memory:
+    return Memory.open(tmp_path / "m.db", embedder=minilm)
+
+
+@pytest.mark.parametrize("bad", ["", "   \n\t", 42, None, b"bytes"])
+def test_bad_content_is_refused(mem: Memory, bad: object) -> None:
+    with pytest.raises(InvalidInput):
+        mem.add(bad, user="u")  # type: ignore[arg-type]
+    assert mem.count(user="u") == 0
+
+
+def test_bad_timestamp_and_missing_tenant(mem: Memory) -> None:
+    with pytest.raises(InvalidInput, match="cannot read a time"):
+        mem.add("hello", user="u", at="next blue moon")
+    with pytest.raises(TenantRequired):
+        mem.add("hello", user="")
+    with pytest.raises(TenantRequired):
+        mem.search("hello", user="  ")
+    with pytest.raises(InvalidInput):
+        mem.add("hello", user="u", colour="red")  # unknown provenance field
+
+
+def test_one_bad_item_stores_nothing(mem: Memory) -> None:
+    mem.add("Kept before.", user="u")
+    with pytest.raises(InvalidInput):
+        mem.add_many(["fine", {"text": "also fine"}, {"text": "  "}], user="u")
+    assert [n.content for n in mem.nodes(user="u")] == ["Kept before."]
+
+
+def test_accepts_observations_dicts_and_strings(mem: Memory) -> None:
+    ids = mem.add_many(
+        [
+            Observation("As an observation.", speaker="Mira"),
+            {"content": "As a dict.", "speaker": "Jon", "at": "8 May 2023", "metadata": {"k": 1}},
+            "As a plain string.",
+        ],
+        user="u",
+        agent="a1",
+        run="r1",
+    )
+    node = mem.get(ids[1])
+    assert node.speaker == "Jon"
+    assert node.at is not None
+    assert node.at.isoformat() == "2023-05-08T00:00:00+00:00"
+    assert dict(node.metadata) == {"k": 1}
+    assert node.tenant == Tenant("u", "a1", "r1")
+
+
+def test_tenants_are_isolated(mem: Memory) -> None:
+    a = mem.add("Alice's secret: the garden key is under the pot.", user="alice", agent="x")
+    mem.add("Bob's note about the garden.", user="bob")
+    mem.add("Alice's other agent note.", user="alice", agent="y")
+    assert mem.count(user="alice") == 2
+    assert mem.count(user="alice", agent="x") == 1
+    assert mem.count(user="bob") == 1
+    assert all(e.node.tenant.user == "bob" for e in mem.search("garden key", user="bob").evidence)
+    assert [e.node.id for e in mem.search("garden key", user="alice", agent="x").evidence] == [a]
+    with pytest.raises(NotFound):
+        mem.get(a, user="bob")
+    with pytest.raises(NotFound):
+        mem.delete(a, user="bob")
+    assert mem.count(user="alice") == 2
+
+
+def test_delete_leaves_nothing_stale(mem: Memory) -> None:
+    keep = mem.add("Mira: My old bicycle broke.", user="u", speaker="Mira", at="2024-05-14T10:00:00Z")
+    gone = mem.add(
+        "Mira: I bought a new bicycle yesterday because my old one broke.",
+        user="u",
+        speaker="Mira",
+        at="2024-05-16T10:00:00Z",
+    )
+    assert mem.store.edges_of(keep)
+    mem.delete(gone)
+    t = Tenant("u")
+    vec = mem.embedder.embed(["bought a new bicycle"])[0]
+    assert gone not in [i for i, _ in mem.store.vector_search(t, vec, 10)]
+    assert gone not in [i for i, _ in mem.store.lexical_search(t, "bought new bicycle", 10)]
+    assert gone not in [i for i, _ in mem.store.entity_search(t, ["bicycle"], 10)]
+    assert all(gone not in (e.source, e.target) for e in mem.store.edges_of(keep))
+    assert mem.store.decisions_of(gone) == []
+    assert gone not in mem.search("Why did Mira buy a new bicycle?", user="u").ids
+    with pytest.raises(NotFound):
+        mem.get(gone)
+
+
+def test_database_remembers_its_embedder(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory.open(db, embedder=HashingEmbedder(64)) as mem:
+        mem.add("written with hashing-64", user="u")
+    with pytest.raises(EmbedderMismatch), Memory.open(db, embedder=HashingEmbedder(128)):
+        pass
+    with Memory.open(db, embedder=HashingEmbedder(64)) as mem:
+        assert mem.count(user="u") == 1
+
+
+def test_public_api_is_sorted_and_complete() -> None:
+    import dualmem
+
+    assert dualmem.__all__ == sorted(dualmem.__all__)
+    for name in dualmem.__all__:
+        assert hasattr(dualmem, name)

@@ -1,0 +1,94 @@
+"""The Meter: accounting per purpose, the caller-side timeout, the answer cache, result validation."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from dualmem.control import catalog
+from dualmem.control.meter import Meter
+from dualmem.control.questions import Batch, BatchResult, ChoiceAnswer, NoulAnswer
+from dualmem.control.scripted import ScriptedController
+from dualmem.errors import ControllerError, ControllerTimeout
+
+
+def routing(query: str = "Why did Mira buy a bicycle?") -> Batch:
+    return Batch(state={"query": query}, questions=catalog.routing_questions(), purpose="routing")
+
+
+def test_counts_calls_and_questions_by_purpose() -> None:
+    meter = Meter(ScriptedController(default=0.5))
+    meter.ask(routing())
+    meter.ask_many([routing("a"), routing("b")])
+    stats = meter.stats
+    assert stats.calls_for("routing") == 3
+    assert stats.by_purpose["routing"].questions == 18
+    assert stats.to_json()["calls"] == 3
+
+
+def test_cache_answers_repeated_batches_without_a_call() -> None:
+    ctl = ScriptedController(default=0.5)
+    meter = Meter(ctl, cache_size=8)
+    first = meter.ask(routing())
+    again = meter.ask(routing())
+    assert again.cached
+    assert again.result == first.result
+    assert len(ctl.batches) == 1
+    assert meter.stats.by_purpose["routing"].cache_hits == 1
+    meter.clear_cache()
+    assert not meter.ask(routing()).cached
+
+
+class Slow:
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def decide(self, batch: Batch) -> BatchResult:
+        self.release.wait(5)
+        return BatchResult({n: NoulAnswer(0.5) for n in batch.questions})
+
+
+def test_timeout_raises_controller_timeout() -> None:
+    slow = Slow()
+    meter = Meter(slow, timeout_s=0.05)
+    try:
+        with pytest.raises(ControllerTimeout):
+            meter.ask(routing())
+        assert meter.stats.by_purpose["routing"].failures == 1
+    finally:
+        slow.release.set()
+        meter.close()
+
+
+class Broken:
+    name = "broken"
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def decide(self, batch: Batch) -> BatchResult:
+        return BatchResult(dict.fromkeys(batch.questions, self.answer))  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [NoulAnswer(1.5), NoulAnswer(float("nan")), ChoiceAnswer("yes", {"yes": 1.0})],
+)
+def test_malformed_answers_are_errors_not_results(answer: object) -> None:
+    with pytest.raises(ControllerError):
+        Meter(Broken(answer)).ask(routing())
+
+
+def test_missing_answers_are_errors() -> None:
+    class Partial:
+        name = "partial"
+
+        def decide(self, batch: Batch) -> BatchResult:
+            first = next(iter(batch.questions))
+            return BatchResult({first: NoulAnswer(0.5)})
+
+    with pytest.raises(ControllerError, match="unanswered"):
+        Meter(Partial()).ask(routing())
