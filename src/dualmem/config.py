@@ -113,12 +113,15 @@ class Profile:
 
         The builtin decider rarely reports 0.95 sufficiency, so the evidence loop would run to its
         limits with the paper's θ_suff. It also scores anchors and graph neighbours less sharply
-        than a model, so more anchors are scored (30) and scores decay by 0.8 per hop. These values
+        than a model, so more anchors are scored (30) and scores decay by 0.8 per hop; its
+        contradiction cues are crude, so consolidation supersedes a fact only at 0.85 (the paper's
+        escalation gate) rather than 0.60. These values
         were chosen on LoCoMo conv-26 and conv-41 only; ``bench/README.md`` reports the other
         conversations as held out.
         """
         return cls(
             name="builtin",
+            write=WriteProfile(supersede_threshold=0.85),
             read=ReadProfile(theta_suff=0.80, theta_cont=0.25, anchors=30, hop_decay=0.8),
         )
 
