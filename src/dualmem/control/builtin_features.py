@@ -213,7 +213,14 @@ def _pair_semantics(n: Cues, c: Cues, speakers: frozenset[str]) -> dict[str, flo
 def _alias(new: Mapping[str, Any], cand: Mapping[str, Any]) -> float:
     a, b = _strs(new, "entities"), _strs(cand, "entities")
     only_a, only_b = sorted(a - b)[:8], sorted(b - a)[:8]
-    return max((variant(x, y) for x in only_a for y in only_b), default=0.0)
+    best = 0.0
+    for x in only_a:
+        for y in only_b:
+            # every variant() match shares the first letter or is a word of a multi-word name:
+            # skip the rest without the call (this runs for every candidate pair of every write)
+            if x[:1] == y[:1] or " " in x or " " in y or "-" in x or "-" in y:
+                best = max(best, variant(x, y))
+    return best
 
 
 def _pair(state: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, float]:

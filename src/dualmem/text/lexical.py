@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["STOPWORDS", "content_tokens", "fts_query", "overlap", "tokenize"]
 
@@ -48,9 +49,14 @@ def content_tokens(text: str) -> list[str]:
     return [t for t in tokenize(text) if t not in STOPWORDS]
 
 
+@lru_cache(maxsize=8192)
+def _token_set(text: str) -> frozenset[str]:
+    return frozenset(content_tokens(text))
+
+
 def overlap(a: str, b: str) -> float:
     """Jaccard similarity of the content-token sets of ``a`` and ``b`` (0.0 when either is empty)."""
-    left, right = set(content_tokens(a)), set(content_tokens(b))
+    left, right = _token_set(a), _token_set(b)
     if not left or not right:
         return 0.0
     return len(left & right) / len(left | right)

@@ -51,8 +51,10 @@ def discover(
             add(node_id, profile.cand_vector * max(sim, 0.0))
     for rank, (node_id, _) in enumerate(store.lexical_search(tenant, node.content, pool)):
         add(node_id, profile.cand_lexical / (1.0 + rank) ** 0.5)
-    if node.entities:
-        for node_id, shared in store.entity_search(tenant, node.entities, pool):
+    # the speaker is an entity of nearly every turn they say: as a signal it only adds noise and cost
+    salient = [e for e in node.entities if not node.speaker or e != node.speaker.strip().lower()]
+    if salient:
+        for node_id, shared in store.entity_search(tenant, salient, pool):
             add(node_id, profile.cand_entity * min(shared, 3) / 3.0)
     if node.at is not None:
         for node_id, delta_s in store.time_search(tenant, node.at, pool):
