@@ -216,3 +216,15 @@ def test_profiles_carry_paper_numbers() -> None:
         16,
         15.0,
     )
+
+
+def test_k_is_filled_when_the_loop_stops_early(mem: Memory) -> None:
+    table = {"stop.evidence_sufficient": 0.99, "stop.missing_evidence": 0.0, "stop.contradiction": 0.0}
+    r, _, _ = retriever(mem, table, beam=3, anchors=5)
+    found = r.search("bicycle", Tenant("u"), k=len(TURNS))
+    assert found.trace.stop_reason == "sufficient"
+    ids = found.ids
+    assert len(ids) == len(TURNS)  # admitted evidence first, then runners-up, then remaining anchors
+    assert len(set(ids)) == len(ids)
+    admitted = {c.node_id for rnd in found.trace.rounds for c in rnd.candidates if c.admitted}
+    assert set(ids[: len(admitted)]) == admitted

@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 from dualmem.types import Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View, utcnow
 
@@ -130,5 +130,3 @@ class Store(Protocol):
 
     def stats(self, tenant: Tenant | None = None) -> StoreStats: ...
 
-
-SearchKind = Literal["vector", "lexical"]

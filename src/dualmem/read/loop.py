@@ -47,6 +47,7 @@ class _Run:
     temporal: bool = False
     now: dt.datetime | None = None
     evidence: dict[str, Evidence] = field(default_factory=dict)
+    runners_up: dict[str, Evidence] = field(default_factory=dict)  # scored, not admitted to the beam
     visited: set[str] = field(default_factory=set)
     edges_inspected: int = 0
     rounds: list[RoundTrace] = field(default_factory=list)
@@ -89,8 +90,23 @@ class Retriever:
         )
         anchors = fused[: self.profile.anchors]
         reason = self._loop(run, anchors, max_depth)
+        return Retrieval(query, self._top(run, fused, k), self._trace(run, anchors, max_depth, reason))
+
+    def _top(self, run: _Run, fused: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
+        """The K best: admitted evidence by score; when the loop stopped with fewer than K, the
+        candidates it scored but did not admit, then the remaining RRF anchors."""
         ranked = sorted(run.evidence.values(), key=lambda e: (-e.score, e.node.id))[:k]
-        return Retrieval(query, tuple(ranked), self._trace(run, anchors, max_depth, reason))
+        if len(ranked) < k:
+            rest = [e for i, e in run.runners_up.items() if i not in run.evidence]
+            ranked += sorted(rest, key=lambda e: (-e.score, e.node.id))[: k - len(ranked)]
+        if len(ranked) < k:
+            seen = {e.node.id for e in ranked}
+            more = [(i, s) for i, s in fused if i not in seen][: k - len(ranked)]
+            nodes = self.store.get_nodes([i for i, _ in more], run.tenant)
+            floor = min((e.score for e in ranked), default=1.0)
+            top = fused[0][1]
+            ranked += [Evidence(nodes[i], floor * s / top, "anchor") for i, s in more if i in nodes]
+        return tuple(ranked)
 
     def clear_cache(self) -> None:
         clear = getattr(self.embedder, "clear", None)
@@ -285,6 +301,10 @@ class Retriever:
             run.visited.add(node.id)
         scored.sort(key=lambda t: (-t[0], t[2].id))
         admitted = scored[: self.profile.beam]
+        for s, _, node, edge in scored[self.profile.beam :]:
+            run.runners_up[node.id] = Evidence(
+                node, s, edge.view if edge else "anchor", edge, round_no, node.temporal_refs
+            )
         for s, _, node, edge in admitted:
             run.evidence[node.id] = Evidence(
                 node, s, edge.view if edge else "anchor", edge, round_no, node.temporal_refs
