@@ -92,3 +92,18 @@ def test_missing_answers_are_errors() -> None:
 
     with pytest.raises(ControllerError, match="unanswered"):
         Meter(Partial()).ask(routing())
+
+
+def test_memory_profile_turns_on_the_answer_cache(tmp_path: object) -> None:
+    from dualmem import Memory, Profile
+    from dualmem.embed import HashingEmbedder
+
+    ctl = ScriptedController({"relation.time": "unknown"}, default=0.5)
+    profile = Profile.paper().with_(controller_cache=64, write__consolidation="off")
+    with Memory.open(":memory:", embedder=HashingEmbedder(64), controller=ctl, profile=profile) as mem:
+        mem.add("Mira walks Biscuit by the canal.", user="u")
+        mem.search("Who walks by the canal?", user="u")
+        calls = len(ctl.batches)
+        mem.search("Who walks by the canal?", user="u")
+        assert len(ctl.batches) == calls  # the repeated query was answered from the cache
+        assert mem.meter.stats.by_purpose["routing"].cache_hits == 1

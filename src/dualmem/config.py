@@ -99,6 +99,7 @@ class Profile:
 
     name: str = "paper"
     controller_timeout_s: float | None = None  # caller-side wall-clock bound per System-One request
+    controller_cache: int = 0  # > 0: LRU cache of that many System-One answers (repeated queries)
     write: WriteProfile = field(default_factory=WriteProfile)
     read: ReadProfile = field(default_factory=ReadProfile)
 

@@ -74,7 +74,9 @@ class Memory:
         self.controller = controller
         self.answerer = answerer
         self.profile = profile or Profile.default_for(controller.name)
-        self.meter = Meter(controller, timeout_s=self.profile.controller_timeout_s)
+        self.meter = Meter(
+            controller, timeout_s=self.profile.controller_timeout_s, cache_size=self.profile.controller_cache
+        )
         store.bind_embedder(embedder.name, embedder.dim)
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
