@@ -97,7 +97,8 @@ def _context(config: BenchConfig, *, progress: bool) -> _Context:
         controller=create_controller(config.controller, **_options(config.controller_endpoint)),
         answerer=answerer,
         judges=_judges(config),
-        base=Profile.for_backend(config.controller),
+        # consolidation inline: builds are deterministic and its cost counts in the build time
+        base=Profile.for_backend(config.controller).with_(write__consolidation="inline"),
         progress=progress,
     )
 
