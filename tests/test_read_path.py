@@ -80,6 +80,8 @@ def test_control_call_bounds(mem: Memory) -> None:
     # one routing request, then per round at most one assessment and one scoring request
     assert t.controller_calls <= 1 + 2 * len(t.rounds)
     assert t.controller_calls == meter.stats.calls
+    assert sum(t.budgets.values()) == 80  # the allocation of eq. 13-14, not what expansion left over
+    assert set(t.budgets) == set(t.active)
 
 
 def test_stop_sufficient(mem: Memory) -> None:

@@ -42,7 +42,8 @@ class _Run:
     calls: dict[str, int] = field(default_factory=dict)  # requests this retrieval made, by purpose
     need: dict[str, float] = field(default_factory=dict)
     active: list[str] = field(default_factory=list)
-    budgets: dict[str, int] = field(default_factory=dict)
+    budgets: dict[str, int] = field(default_factory=dict)  # remaining, spent by expansion
+    allocated: dict[str, int] = field(default_factory=dict)  # as allocated by eq. 13-14
     recency: float = 0.0
     temporal: bool = False
     now: dt.datetime | None = None
@@ -140,6 +141,7 @@ class Retriever:
             minimum=self.profile.min_per_view,
             gamma=self.profile.gamma,
         )
+        run.allocated = dict(run.budgets)
         run.temporal = run.need["temporal"] >= self.profile.theta_act
 
     def _loop(self, run: _Run, anchors: list[tuple[str, float]], max_depth: int) -> StopReason:
@@ -379,15 +381,7 @@ class Retriever:
             route={g: run.need[g] for g in [*VIEWS, "multi_hop_need"] if g in run.need}
             | ({"recency_importance": run.recency} if run.need else {}),
             active=tuple(run.active),
-            budgets=allocate(
-                {g: run.need[g] for g in run.active},
-                run.active,
-                budget=self.profile.budget,
-                minimum=self.profile.min_per_view,
-                gamma=self.profile.gamma,
-            )
-            if run.active
-            else {},
+            budgets=dict(run.allocated),
             depth=max_depth,
             anchors=tuple(anchors),
             rounds=tuple(run.rounds),
