@@ -22,7 +22,7 @@ from dualmem.control.questions import Batch, Choice, Controller, Noul, Score
 from dualmem.control.retry import RetryPolicy, call_with_retry, post_json
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
 from fakes.jev_mock import JevMock, MockConfig
-from fakes.openai_server import FakeOpenAIServer, Reply, chat_logprobs, prompt_text
+from fakes.openai_server import FakeOpenAIServer, Reply, chat_logprobs, hashed_logprobs, prompt_text
 
 FAST = RetryPolicy(attempts=3, backoff_s=0.0)
 
@@ -498,3 +498,43 @@ def test_jev_rounded_distributions_are_renormalised() -> None:
     dist = result.choice("pair_0_time").distribution
     assert sum(dist.values()) == pytest.approx(1.0)
     assert dist["before"] == pytest.approx(0.702 / 1.004)
+
+
+# ------------------------------------------------------------------ decide_many: a write batch's requests
+
+
+def _typing_batches() -> list[Batch]:
+    from dualmem.control import catalog
+
+    texts = ["I love sushi.", "My old bicycle broke yesterday.", "How to brew tea: boil, then steep."]
+    return [
+        Batch(state={"observation": t}, questions=catalog.typing_questions(), purpose="typing") for t in texts
+    ]
+
+
+def test_llm_decide_many_equals_one_by_one(server: FakeOpenAIServer) -> None:
+    server.chat = hashed_logprobs
+    batches = _typing_batches()
+    with _llm(server) as ctl:
+        many = ctl.decide_many(batches)
+        server.requests.clear()
+        single = [ctl.decide(b) for b in batches]
+    assert many == single
+    assert len(single) == 3
+
+
+def test_jev_decide_many_equals_one_by_one() -> None:
+    batches = _typing_batches()
+    with JevMock(MockConfig()) as mock, JevController(api_key="k", base_url=mock.url) as ctl:
+        assert ctl.decide_many(batches) == [ctl.decide(b) for b in batches]
+
+
+def test_meter_uses_decide_many_and_counts_each_batch(server: FakeOpenAIServer) -> None:
+    from dualmem.control.meter import Meter
+
+    server.chat = hashed_logprobs
+    with _llm(server) as ctl:
+        meter = Meter(ctl)
+        meter.ask_many(_typing_batches())
+    assert meter.stats.calls_for("typing") == 3
+    assert len(server.chat_requests()) == 12  # one forward pass per question

@@ -12,7 +12,8 @@ is no second retry loop around them. Request bodies go uncompressed, which every
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, assert_never
 
@@ -63,6 +64,7 @@ class JevController:
         client: ts.TypeSafeClient | None = None,
     ) -> None:
         self.model = model
+        self.concurrency = 4  # requests in flight for decide_many
         self._retry = sdk_retry(retry) if retry is not None else None
         if client is not None:
             self._client = client
@@ -83,6 +85,13 @@ class JevController:
             )
         except ts.TypeSafeError as exc:
             raise ConfigError(f"invalid jev settings: {exc}") from exc
+
+    def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]:
+        """Independent requests sent concurrently (a write batch's typing or relation requests)."""
+        if len(batches) <= 1:
+            return [self.decide(b) for b in batches]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
+            return list(pool.map(self.decide, batches))
 
     def decide(self, batch: Batch) -> BatchResult:
         questions = {name: sdk_question(q) for name, q in batch.questions.items()}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import assert_never
@@ -88,16 +88,25 @@ class LLMController:
         self._http = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
     def decide(self, batch: Batch) -> BatchResult:
-        for question in batch.questions.values():
-            _tokens(question)  # fail before sending anything if a question cannot be asked
-        items = list(batch.questions.items())
+        return self.decide_many([batch])[0]
+
+    def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]:
+        """Every question of every batch concurrently (one forward pass each), regrouped per batch."""
+        for batch in batches:
+            for question in batch.questions.values():
+                _tokens(question)  # fail before sending anything if a question cannot be asked
+        items = [(i, name, q) for i, batch in enumerate(batches) for name, q in batch.questions.items()]
         workers = min(self.concurrency, len(items)) or 1
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dualmem-llm") as pool:
-            futures = [pool.submit(self._ask, batch.state, q) for _, q in items]
+            futures = [pool.submit(self._ask, batches[i].state, q) for i, _, q in items]
             results = [f.result() for f in futures]
-        answers = {name: answer for (name, _), (answer, _) in zip(items, results, strict=True)}
-        usage = _sum_usage([u for _, u in results])
-        return validate_result(batch, BatchResult(answers=answers, usage=usage), self.name)
+        out: list[BatchResult] = []
+        for i, batch in enumerate(batches):
+            mine = [(name, r) for (j, name, _), r in zip(items, results, strict=True) if j == i]
+            answers = {name: answer for name, (answer, _) in mine}
+            usage = _sum_usage([u for _, (_, u) in mine])
+            out.append(validate_result(batch, BatchResult(answers=answers, usage=usage), self.name))
+        return out
 
     def _ask(self, state: Mapping[str, JSONValue], question: Question) -> tuple[Answer, Usage]:
         payload: dict[str, JSONValue] = {
