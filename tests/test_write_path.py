@@ -183,3 +183,32 @@ def test_speaker_makes_own_turns_findable(minilm: Embedder, db_path: Path) -> No
         from dualmem.types import Tenant
 
         assert mem.store.vector_search(Tenant("u"), vec, 1)[0][0] == painted
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("before", ("old", "new", "before")),
+        ("after", ("new", "old", "before")),
+        ("during", ("new", "old", "contains")),
+        ("contains", ("old", "new", "contains")),
+        ("overlaps", ("old", "new", "overlaps")),
+        ("same_time", ("old", "new", "same_time")),
+        ("unknown", None),
+    ],
+)
+def test_implicit_time_labels_become_temporal_edges(
+    minilm: Embedder, db_path: Path, label: str, expected: tuple[str, str, str] | None
+) -> None:
+    ctl = ScriptedController(
+        {"relation.time": {label: 0.9, "unknown": 0.1} if label != "unknown" else "unknown"}, default=0.0
+    )
+    with Memory(_store(db_path), minilm, ctl) as mem:
+        ids = {"old": mem.add("Mira: I was cooking dinner.", user="u")}
+        ids["new"] = mem.add("Mira: The phone rang while I cooked dinner.", user="u")
+        got = {(e.source, e.target, e.label) for e in mem.store.edges_of(ids["new"]) if e.view == "temporal"}
+        if expected is None:
+            assert got == set()
+        else:
+            src, dst, lab = expected
+            assert got == {(ids[src], ids[dst], lab)}
