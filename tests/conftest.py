@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from dualmem.embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from fakes.fixtures import jev_server, openai_server  # noqa: F401
+
+# the machine is shared and noisy: Hypothesis judges properties, not speed
+settings.register_profile("dualmem", deadline=None)
+settings.load_profile("dualmem")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 LOCOMO_DIR = SHARED_DATA / "locomo"
