@@ -41,3 +41,12 @@ def test_extractive_abstains_without_support(minilm: Embedder, tmp_path: Path) -
         ans = mem.answer("What is the capital of Mongolia?", user="mira")
         assert ans.abstained
         assert ans.text == ABSTAIN_TEXT
+
+
+def test_extractive_does_not_repeat_the_speaker(minilm: Embedder, tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=minilm) as mem:
+        mem.add(
+            "Mira: I adopted a beagle named Biscuit.", user="u", speaker="Mira", at="2024-05-02T10:00:00Z"
+        )
+        ans = mem.answer("What is the name of Mira's dog?", user="u")
+        assert ans.text == 'Mira said on 2 May 2024: "I adopted a beagle named Biscuit."'

@@ -68,5 +68,7 @@ class ExtractiveAnswerer:
             if ref.expression and ref.expression in text:
                 text = text.replace(ref.expression, f"{ref.expression} [{describe(ref)}]", 1)
         who = ev.node.speaker or "someone"
+        if ev.node.speaker and text.lower().startswith(ev.node.speaker.lower() + ":"):
+            text = text[len(ev.node.speaker) + 1 :].lstrip()  # "Mira said: 'Mira: ...'" reads badly
         when = f" on {format_day(ev.node.at.date())}" if ev.node.at else ""
         return f'{who} said{when}: "{text}"'
