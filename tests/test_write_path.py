@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,16 @@ def test_implicit_time_labels_become_temporal_edges(
         else:
             src, dst, lab = expected
             assert got == {(ids[src], ids[dst], lab)}
+
+
+def test_chunked_pipelined_writes_keep_order_and_links(minilm: Embedder, tmp_path: Path) -> None:
+    turns = [
+        {"text": f"Turn {i}: Mira talks about her bicycle ride number {i}.", "session": "s1"}
+        for i in range(7)
+    ]
+    with Memory(_store(tmp_path / "a.db"), minilm, scripted(0.0)) as mem:
+        ids = mem.add_many(turns, user="u", chunk_size=2)  # four chunks, embedded ahead on a worker
+        assert [mem.get(i).content for i in ids] == [t["text"] for t in turns]
+        for first, second in itertools.pairwise(ids):  # the session chain crosses chunk borders
+            assert (first, second, "temporal", "before") in edges(mem, second)
+        assert mem.meter.stats.calls_for("typing") == 7

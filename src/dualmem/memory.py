@@ -156,7 +156,7 @@ class Memory:
         user: str,
         agent: str | None = None,
         run: str | None = None,
-        chunk_size: int = 512,
+        chunk_size: int = 256,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
         """Store observations in order, batching embedding and controller work per chunk.
@@ -166,8 +166,8 @@ class Memory:
         tenant = Tenant(user, agent, run)
         items = [_coerce(o) for o in observations]
         ids: list[str] = []
-        for start in range(0, len(items), chunk_size):
-            report = self._writer.write(items[start : start + chunk_size], tenant)
+        chunks = [items[start : start + chunk_size] for start in range(0, len(items), chunk_size)]
+        for report in self._writer.write_chunks(chunks, tenant):
             self._warn_pending(report)
             pending = set(report.pending)
             self._count_writes(tenant, [i for i in report.ids if i not in pending])

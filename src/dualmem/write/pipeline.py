@@ -8,14 +8,15 @@ node is still stored, with its deterministic edges, and marked ``pending`` for `
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from dualmem.config import WriteProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Decided, Meter
 from dualmem.control.questions import Batch
-from dualmem.embed.base import Embedder
+from dualmem.embed.base import Embedder, Matrix
 from dualmem.errors import ControllerError
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import extract_entities
@@ -57,7 +58,28 @@ class Writer:
         """Store ``observations`` (in order) and relate them to the memory."""
         if not observations:
             return WriteReport((), (), 0)
-        vectors = self.embedder.embed([embedding_text(o.content, o.speaker) for o in observations])
+        return self._write(observations, self._embed(observations), tenant)
+
+    def write_chunks(self, chunks: Sequence[Sequence[Observation]], tenant: Tenant) -> Iterator[WriteReport]:
+        """``write`` each chunk in order, embedding the next chunk on a worker thread meanwhile.
+
+        The embedder (onnxruntime) releases the GIL, so embedding chunk i+1 overlaps with relating
+        chunk i. Chunks are still written strictly in order.
+        """
+        if not chunks:
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dualmem-embed") as pool:
+            upcoming = pool.submit(self._embed, chunks[0])
+            for i, chunk in enumerate(chunks):
+                vectors = upcoming.result()
+                if i + 1 < len(chunks):
+                    upcoming = pool.submit(self._embed, chunks[i + 1])
+                yield self._write(chunk, vectors, tenant)
+
+    def _embed(self, observations: Sequence[Observation]) -> Matrix:
+        return self.embedder.embed([embedding_text(o.content, o.speaker) for o in observations])
+
+    def _write(self, observations: Sequence[Observation], vectors: Matrix, tenant: Tenant) -> WriteReport:
         nodes = [self._node(o, tenant, vectors[i]) for i, o in enumerate(observations)]
         with self.store.transaction():
             self.store.put_nodes(nodes)
