@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
+    from dualmem.cli import keys, mcp, serve
+
+    serve.register(sub)
+    keys.register(sub)
+    mcp.register(sub)
     return parser
 
 

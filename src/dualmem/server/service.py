@@ -1,0 +1,180 @@
+"""What the HTTP app and the MCP server share: one memory, one writer, one consolidation worker.
+
+Writes (add, update, forget, import, consolidation passes) run one at a time under the writer lock;
+reads (search, answer, get, list, export) run concurrently on the caller's thread. A write that
+meets a database held by another process is retried with backoff for ``lock_wait_s`` before the
+``DatabaseLocked`` reaches the caller. A write is acknowledged only after its transaction committed.
+
+Consolidation belongs to the service: every ``consolidate_every`` writes of a tenant (or after
+``consolidate_interval_s`` for a tenant with fewer waiting) the worker runs one pass, as a write.
+``stop()`` finishes the pass in progress and persists what is still waiting in the key database, so
+the next start picks it up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from dualmem.errors import DatabaseLocked, DualmemError
+from dualmem.memory import Memory
+from dualmem.server._scope import TenantScope, scope_of
+from dualmem.server.keys import KeyStore
+from dualmem.server.metrics import Metrics, file_bytes
+from dualmem.types import Tenant
+
+__all__ = ["Service"]
+
+log = logging.getLogger("dualmem.server")
+T = TypeVar("T")
+
+WRITE_PURPOSES = ("typing", "relations")
+
+
+class Service:
+    def __init__(
+        self,
+        memory: Memory,
+        keys: KeyStore,
+        *,
+        consolidate_every: int | None = None,
+        consolidate_interval_s: float = 30.0,
+        lock_wait_s: float = 30.0,
+    ) -> None:
+        self.memory = memory
+        self.keys = keys
+        self.metrics = Metrics()
+        self.metrics.add_gauges(self._gauges)
+        every = memory.profile.write.consolidate_every if consolidate_every is None else consolidate_every
+        self.consolidate_every = max(0, every)
+        self.consolidate_interval_s = consolidate_interval_s
+        self.lock_wait_s = lock_wait_s
+        self._writer = threading.RLock()  # re-entrant: a write may call service.add
+        self._wake = threading.Condition()
+        self._backlog: dict[Tenant, int] = {}
+        self._since: dict[Tenant, float] = {}
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def scope(self, tenant: Tenant) -> TenantScope:
+        return scope_of(self.memory, tenant)
+
+    # -- the one writer -----------------------------------------------------------------------
+    def write(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` as the only writer; retry it while another process holds the database."""
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.05
+        with self._writer:
+            while True:
+                try:
+                    return fn()
+                except DatabaseLocked:
+                    if time.monotonic() + delay > deadline:
+                        raise
+                    self.metrics.locked_retries.inc()
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+
+    def add(self, scope: TenantScope, observations: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Store observations as one write; count controller calls and the consolidation backlog."""
+
+        def run() -> tuple[list[str], dict[str, int]]:
+            before = self._write_calls()
+            ids = scope.add_many(observations)
+            after = self._write_calls()
+            return ids, {p: after[p] - before[p] for p in WRITE_PURPOSES}
+
+        ids, calls = self.write(run)
+        self.metrics.observe_write(len(ids), calls)
+        self.note_writes(scope.tenant, len(ids))
+        return ids
+
+    def _write_calls(self) -> dict[str, int]:
+        stats = self.memory.meter.stats
+        return {p: stats.calls_for(p) for p in WRITE_PURPOSES}
+
+    # -- consolidation ------------------------------------------------------------------------
+    def note_writes(self, tenant: Tenant, count: int) -> None:
+        if self.consolidate_every <= 0 or count <= 0:
+            return
+        with self._wake:
+            self._backlog[tenant] = self._backlog.get(tenant, 0) + count
+            self._since.setdefault(tenant, time.monotonic())
+            if self._backlog[tenant] >= self.consolidate_every:
+                self._wake.notify()
+
+    def backlog(self) -> dict[Tenant, int]:
+        with self._wake:
+            return dict(self._backlog)
+
+    def start(self) -> None:
+        """Load the persisted backlog and start the consolidation worker (idempotent)."""
+        if self._thread is not None:
+            return
+        for tenant, count in self.keys.load_backlog().items():
+            self.note_writes(tenant, count)
+        self._stopping = False
+        if self.consolidate_every > 0:
+            self._thread = threading.Thread(
+                target=self._work, name="dualmem-service-consolidate", daemon=True
+            )
+            self._thread.start()
+
+    def worker_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Finish the pass in progress, then persist the backlog (no queued work is lost)."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        with self._wake:
+            self.keys.save_backlog(self._backlog)
+
+    def _due(self) -> Tenant | None:
+        now = time.monotonic()
+        for tenant, count in self._backlog.items():
+            if count >= self.consolidate_every or now - self._since[tenant] >= self.consolidate_interval_s:
+                return tenant
+        return None
+
+    def _work(self) -> None:
+        while True:
+            with self._wake:
+                tenant = self._due()
+                while tenant is None and not self._stopping:
+                    self._wake.wait(timeout=min(self.consolidate_interval_s, 1.0))
+                    tenant = self._due()
+                if self._stopping:
+                    return
+                assert tenant is not None
+                count = self._backlog.pop(tenant)
+                self._since.pop(tenant, None)
+            trigger = "count" if count >= self.consolidate_every else "interval"
+            self.consolidate(tenant, trigger=trigger)
+
+    def consolidate(self, tenant: Tenant, *, trigger: str) -> None:
+        try:
+            self.write(lambda: self.scope(tenant).consolidate())
+            self.metrics.consolidations.labels(trigger).inc()
+        except DualmemError as exc:
+            log.warning("consolidation for %s failed: %s", tenant.user, exc.one_line())
+
+    # -- gauges -------------------------------------------------------------------------------
+    def _gauges(self) -> dict[str, float]:
+        stats = self.memory.store.stats(None)
+        backlog = self.backlog()
+        path = getattr(self.memory.store, "path", "")
+        return {
+            "store_nodes": float(stats.nodes),
+            "store_pending_nodes": float(stats.pending),
+            "store_bytes": file_bytes(path) if isinstance(path, str) and path != ":memory:" else 0.0,
+            "consolidation_backlog": float(sum(backlog.values())),
+            "consolidation_tenants_waiting": float(len(backlog)),
+        }
