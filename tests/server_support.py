@@ -12,9 +12,9 @@ import uvicorn
 
 
 @contextmanager
-def live_server(app: Any) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1 with an ephemeral port; yields the base URL; stops it gracefully."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+def live_server(app: Any, *, port: int = 0) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1 (an ephemeral port by default); yields the base URL; stops it gracefully."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
     thread.start()

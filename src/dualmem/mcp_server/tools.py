@@ -134,7 +134,12 @@ def build_mcp(service: Service, *, tenant: Tenant | None = None, http_url: str |
     auth = None
     verifier = None
     if http_url is not None:
-        auth = AuthSettings(issuer_url=http_url, resource_server_url=http_url, required_scopes=["memory"])  # type: ignore[arg-type]
+        auth = AuthSettings(
+            issuer_url=http_url,  # type: ignore[arg-type]
+            resource_server_url=http_url,  # type: ignore[arg-type]
+            required_scopes=["memory"],
+            validate_token_resource=False,  # keys are ours, checked by KeyVerifier; no audience
+        )
         verifier = KeyVerifier(service.keys)
     server = MCPServer(
         "dualmem", instructions=INSTRUCTIONS, token_verifier=verifier, auth=auth, log_level="WARNING"
