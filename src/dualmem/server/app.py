@@ -19,7 +19,7 @@ from dualmem.server import routes_memories, routes_ops
 from dualmem.server.auth import Authenticator, RateLimiter
 from dualmem.server.keys import KeyStore
 from dualmem.server.metrics import Metrics
-from dualmem.server.problems import install_handlers, problem_response
+from dualmem.server.problems import PROBLEM_TYPE, install_handlers, problem_response
 from dualmem.server.schemas import Status
 from dualmem.server.service import Service
 from dualmem.types import Tenant
@@ -92,7 +92,28 @@ def create_app(
         app.include_router(extra)
     app.add_middleware(BodyLimit, default=cfg.max_body_bytes, overrides=dict(cfg.body_limits))
     app.add_middleware(RequestMetrics, metrics=service.metrics)
+    _problem_media_types(app)
     return app
+
+
+def _problem_media_types(app: FastAPI) -> None:
+    """Document error responses as ``application/problem+json`` (FastAPI writes ``application/json``)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                for response in operation.get("responses", {}).values():
+                    content = response.get("content", {})
+                    if PROBLEM_TYPE in content and "application/json" in content:
+                        content[PROBLEM_TYPE] = content.pop("application/json")
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _ops_router() -> APIRouter:

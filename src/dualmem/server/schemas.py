@@ -290,13 +290,23 @@ class TraceSummary(_Model):
     latency_ms: float
 
 
+class AnchorOut(_Model):
+    node_id: str
+    score: float
+
+
+class SupersededOut(_Model):
+    old: str
+    new: str
+
+
 class TraceOut(_Model):
     query: str
     route: dict[str, float]
     active_views: list[str]
     budgets: dict[str, int]
     depth: int
-    anchors: list[tuple[str, float]]
+    anchors: list[AnchorOut]
     rounds: list[RoundOut]
     stop_reason: StopReason
     controller_calls: int
@@ -325,7 +335,7 @@ class ConsolidationOut(_Model):
     pairs: int
     calls: int
     links: int
-    superseded: list[tuple[str, str]]
+    superseded: list[SupersededOut]
     derived: list[str]
     representations: dict[str, int]
     seconds: float
@@ -484,7 +494,8 @@ def trace_out(t: Trace) -> TraceOut:
     ]
     return TraceOut(
         query=t.query, route=dict(t.route), active_views=list(t.active), budgets=dict(t.budgets),
-        depth=t.depth, anchors=[(i, s) for i, s in t.anchors], rounds=rounds, stop_reason=t.stop_reason,
+        depth=t.depth, anchors=[AnchorOut(node_id=i, score=s) for i, s in t.anchors], rounds=rounds,
+        stop_reason=t.stop_reason,
         controller_calls=t.controller_calls, calls_by_purpose=dict(t.calls_by_purpose), visited=t.visited,
         edges_inspected=t.edges_inspected, latency_ms=t.latency_ms,
     )  # fmt: skip
@@ -514,7 +525,7 @@ def answer_out(query: str, ans: Answer, *, with_trace: bool) -> AnswerOut:
 def consolidation_out(r: ConsolidationReport) -> ConsolidationOut:
     return ConsolidationOut(
         user=r.user, examined=r.examined, pairs=r.pairs, calls=r.calls, links=r.links,
-        superseded=[(a, b) for a, b in r.superseded], derived=list(r.derived),
+        superseded=[SupersededOut(old=a, new=b) for a, b in r.superseded], derived=list(r.derived),
         representations=dict(r.representations), seconds=r.seconds,
     )  # fmt: skip
 
@@ -592,7 +603,8 @@ def _trace_from(m: TraceOut) -> Trace:
     )
     return Trace(
         query=m.query, route=dict(m.route), active=tuple(m.active_views), budgets=dict(m.budgets),
-        depth=m.depth, anchors=tuple((i, s) for i, s in m.anchors), rounds=rounds, stop_reason=m.stop_reason,
+        depth=m.depth, anchors=tuple((a.node_id, a.score) for a in m.anchors), rounds=rounds,
+        stop_reason=m.stop_reason,
         controller_calls=m.controller_calls, calls_by_purpose=dict(m.calls_by_purpose), visited=m.visited,
         edges_inspected=m.edges_inspected, latency_ms=m.latency_ms,
     )  # fmt: skip
@@ -617,7 +629,7 @@ def answer_from(m: AnswerOut) -> Answer:
 def consolidation_from(m: ConsolidationOut) -> ConsolidationReport:
     return ConsolidationReport(
         user=m.user, examined=m.examined, pairs=m.pairs, calls=m.calls, links=m.links,
-        superseded=tuple((a, b) for a, b in m.superseded), derived=tuple(m.derived),
+        superseded=tuple((p.old, p.new) for p in m.superseded), derived=tuple(m.derived),
         representations=dict(m.representations), seconds=m.seconds,
     )  # fmt: skip
 
