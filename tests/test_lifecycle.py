@@ -40,7 +40,7 @@ def open_mem(
     summarizer: Summarizer | None = None,
 ) -> Memory:
     full = {"relation.time": "unknown", "consolidate.representation": "uncertain", **table}
-    prof = (profile or Profile.paper()).with_(write__consolidation=consolidation)
+    prof = (profile or Profile.dualmem()).with_(write__consolidation=consolidation)
     ctl = ScriptedController(full, default=0.2)  # type: ignore[arg-type]
     return Memory.open(path, embedder=embedder, controller=ctl, profile=prof, summarizer=summarizer)
 

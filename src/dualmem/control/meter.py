@@ -15,20 +15,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from dualmem.control.questions import Batch, BatchResult, Controller, validate_result
 from dualmem.errors import ControllerError, ControllerTimeout
 
 __all__ = ["CallCounts", "ControllerStats", "Decided", "Meter"]
-
-
-class _ManyController(Protocol):
-    name: str
-
-    def decide(self, batch: Batch) -> BatchResult: ...
-
-    def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]: ...
 
 
 @dataclass(slots=True)
