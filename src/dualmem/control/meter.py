@@ -138,6 +138,11 @@ class Meter:
                         self._cache.popitem(last=False)
         return [d for d in out if d is not None]
 
+    @property
+    def cached_answers(self) -> int:
+        """How many controller answers the cache holds now."""
+        return len(self._cache)
+
     def clear_cache(self) -> None:
         """Drop cached answers (after a forget, so no answer about a forgotten memory survives)."""
         self._cache.clear()
