@@ -400,3 +400,14 @@ def test_own_model_without_a_digest_is_not_checked(tmp_path: Path) -> None:
     copy.write_bytes(default_model_path().read_bytes())
     vectors = MiniLMEmbedder(model_path=copy).embed(["hello"])
     assert vectors.shape == (1, 384)
+
+
+def test_hashing_uses_the_one_tokenizer() -> None:
+    embedder = HashingEmbedder(dim=512)
+    same = embedder.embed(["Caroline's bike", "caroline bike", "CAROLINE’s BIKE!"])
+    np.testing.assert_array_equal(same[0], same[1])
+    np.testing.assert_array_equal(same[0], same[2])
+    # a contraction is one word, an underscore separates words
+    whole, parts = embedder.embed(["don't", "don t"])
+    assert float(whole @ parts) < 0.5
+    np.testing.assert_array_equal(*embedder.embed(["user_name", "user name"]))
