@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dualmem.bench._progress import Progress
 from dualmem.config import Profile
 from dualmem.embed import create_embedder
 from dualmem.errors import ConfigError, InvalidInput
@@ -167,28 +168,6 @@ def evidence_json(e: Evidence) -> dict[str, Any]:
         else None
     )
     return out
-
-
-class Progress:
-    """A minimal progress bar on stderr (only when stderr is a terminal or forced)."""
-
-    def __init__(self, label: str, *, enabled: bool) -> None:
-        self.label = label
-        self.enabled = enabled
-        self.started = time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        width = 30
-        filled = int(width * done / total)
-        rate = done / max(time.perf_counter() - self.started, 1e-9)
-        sys.stderr.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {rate:.0f}/s"
-        )
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
 
 
 # -- commands ----------------------------------------------------------------------------------
