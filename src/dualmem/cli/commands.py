@@ -142,20 +142,16 @@ def _default_db() -> str:
 
 
 # -- rendering ---------------------------------------------------------------------------------
+_NODE_FIELDS = (
+    *("id", "content", "speaker", "at", "session", "turn_id", "entities", "temporal_refs", "types"),
+    *("status", "valid_to"),
+)
+
+
 def node_json(node: Node) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "content": node.content,
-        "speaker": node.speaker,
-        "at": node.at.isoformat() if node.at else None,
-        "session": node.session,
-        "turn_id": node.turn_id,
-        "entities": list(node.entities),
-        "temporal_refs": [r.to_json() for r in node.temporal_refs],
-        "types": node.types.to_json() if node.types else None,
-        "status": node.status,
-        "valid_to": node.valid_to.isoformat() if node.valid_to else None,
-    }
+    """The CLI's view of a node: a projection of :meth:`Node.to_json`."""
+    full = node.to_json()
+    return {key: full[key] for key in _NODE_FIELDS}
 
 
 def evidence_json(e: Evidence) -> dict[str, Any]:
