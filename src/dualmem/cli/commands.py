@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dualmem.bench._progress import Progress
 from dualmem.config import Profile
 from dualmem.embed import create_embedder
 from dualmem.errors import ConfigError, InvalidInput
@@ -169,20 +170,16 @@ def _default_db() -> str:
 
 
 # -- rendering ---------------------------------------------------------------------------------
+_NODE_FIELDS = (
+    *("id", "content", "speaker", "at", "session", "turn_id", "entities", "temporal_refs", "types"),
+    *("status", "valid_to"),
+)
+
+
 def node_json(node: Node) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "content": node.content,
-        "speaker": node.speaker,
-        "at": node.at.isoformat() if node.at else None,
-        "session": node.session,
-        "turn_id": node.turn_id,
-        "entities": list(node.entities),
-        "temporal_refs": [r.to_json() for r in node.temporal_refs],
-        "types": node.types.to_json() if node.types else None,
-        "status": node.status,
-        "valid_to": node.valid_to.isoformat() if node.valid_to else None,
-    }
+    """The CLI's view of a node: a projection of :meth:`Node.to_json`."""
+    full = node.to_json()
+    return {key: full[key] for key in _NODE_FIELDS}
 
 
 def evidence_json(e: Evidence) -> dict[str, Any]:
@@ -195,28 +192,6 @@ def evidence_json(e: Evidence) -> dict[str, Any]:
         else None
     )
     return out
-
-
-class Progress:
-    """A minimal progress bar on stderr (only when stderr is a terminal or forced)."""
-
-    def __init__(self, label: str, *, enabled: bool) -> None:
-        self.label = label
-        self.enabled = enabled
-        self.started = time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        width = 30
-        filled = int(width * done / total)
-        rate = done / max(time.perf_counter() - self.started, 1e-9)
-        sys.stderr.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {rate:.0f}/s"
-        )
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
 
 
 # -- commands ----------------------------------------------------------------------------------
