@@ -17,7 +17,6 @@ from dualmem import ConfigError, InvalidInput, Memory, NotFound, Profile, Runtim
 from dualmem.client import Client
 from dualmem.embed import Embedder
 from dualmem.server import ServerSettings, create_app
-from dualmem.server._scope import scope_of
 from dualmem.server.keys import KeyStore
 from dualmem.write.lifecycle import Filter
 from server_support import live_server
@@ -92,7 +91,7 @@ def test_client_and_embedded_scope_give_the_same_results(
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     with Memory.open(tmp_path / "embedded.db", embedder="hashing", profile=QUIET) as mem:
-        embedded = scenario(scope_of(mem, Tenant("mira")), tmp_path / "a")
+        embedded = scenario(mem.scope("mira"), tmp_path / "a")
     with Client(url, token) as client:
         remote = scenario(client, tmp_path / "b")
         assert client.tenant == Tenant("mira")
@@ -135,12 +134,14 @@ def test_export_import_round_trip_through_the_client(
         ann.add_many(TURNS)
         lines = ann.export_jsonl(tmp_path / "ann.jsonl")
         assert lines > len(TURNS)
-        assert ann.forget_all() == len(TURNS)  # ids are kept by an import: move, not copy
-        report = ben.import_jsonl(tmp_path / "ann.jsonl")
+        assert ann.forget_all() == len(TURNS)
+        with pytest.raises(InvalidInput):
+            ben.import_jsonl(tmp_path / "ann.jsonl")  # another tenant's file
+        assert ben.count() == 0
+        report = ann.import_jsonl(tmp_path / "ann.jsonl")
         assert report.nodes == len(TURNS)
-        assert ben.count() == len(TURNS)
-        assert {n.tenant for n in ben.nodes()} == {Tenant("ben")}
-        assert ann.count() == 0
+        assert ann.count() == len(TURNS)
+        assert {n.tenant for n in ann.nodes()} == {Tenant("ann")}
 
 
 def test_concurrent_clients_lose_no_acknowledged_write(served: tuple[str, KeyStore, Memory]) -> None:

@@ -215,4 +215,4 @@ async def test_dualmem_mcp_over_stdio(tmp_path: Path) -> None:
         found = await call(c, "search", {"query": "cat name"})
         assert [e["id"] for e in found["evidence"]] == [node]
     with Memory.open(tmp_path / "stdio.db", embedder="hashing") as mem:
-        assert mem.get(node).tenant == Tenant("mira")  # the tenant came from DUALMEM_USER
+        assert mem.get(node, user="mira").tenant == Tenant("mira")  # the tenant came from DUALMEM_USER

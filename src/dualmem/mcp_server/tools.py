@@ -21,7 +21,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from dualmem.errors import DualmemError, InvalidInput
-from dualmem.server._scope import TenantScope
+from dualmem.scope import Scope as TenantScope
 from dualmem.server.keys import KeyStore
 from dualmem.server.schemas import ConsolidationOut, TraceSummary, consolidation_out, summary_of
 from dualmem.server.service import Service

@@ -14,7 +14,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from dualmem.server._scope import TenantScope
+from dualmem.scope import Scope as TenantScope
 from dualmem.server.keys import ApiKey, KeyStore
 from dualmem.server.problems import ApiProblem
 from dualmem.server.service import Service

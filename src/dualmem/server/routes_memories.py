@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from dualmem.server._scope import TenantScope
+from dualmem.scope import Scope as TenantScope
 from dualmem.server.auth import Principal, tenant_principal, tenant_scope
 from dualmem.server.keys import Replay
 from dualmem.server.problems import ApiProblem

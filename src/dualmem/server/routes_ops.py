@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import StreamingResponse
 
 from dualmem.errors import InvalidInput
-from dualmem.server._scope import TenantScope
+from dualmem.scope import Scope as TenantScope
 from dualmem.server.auth import Principal, admin_principal, principal, tenant_scope
 from dualmem.server.keys import ApiKey
 from dualmem.server.routes_memories import errors
@@ -38,7 +37,6 @@ from dualmem.server.schemas import (
 )
 from dualmem.server.service import Service
 from dualmem.text.timeparse import parse_time
-from dualmem.types import Tenant
 from dualmem.write.lifecycle import Filter
 
 __all__ = ["keys_router", "router"]
@@ -126,49 +124,29 @@ def export(scope: Scope, request: Request) -> StreamingResponse:
     return StreamingResponse(_stream(path), media_type=NDJSON)
 
 
-def _retenant(raw: bytes, tenant: Tenant) -> list[str]:
-    """The import's lines with every node moved into the caller's tenant (never the file's)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput("the import is not UTF-8 text") from exc
-    out = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {number} of the import is not JSON: {exc.msg}") from exc
-        if isinstance(doc, dict) and doc.get("kind") == "node":
-            doc["user"] = tenant.user
-            if tenant.agent is not None:
-                doc["agent"] = tenant.agent
-            if tenant.run is not None:
-                doc["run"] = tenant.run
-        out.append(json.dumps(doc, ensure_ascii=False))
-    return out
-
-
 @router.post(
     "/import",
     response_model=ImportOut,
     responses=errors(409),
     openapi_extra={"requestBody": {"required": True, "content": {NDJSON: {"schema": {"type": "string"}}}}},
-    summary="Load a JSON Lines export into the caller's tenant (all of it or nothing)",
+    summary="Load a JSON Lines export of the caller's tenant (all of it or nothing)",
 )
 async def import_jsonl(request: Request, scope: Scope) -> ImportOut:
     from starlette.concurrency import run_in_threadpool
 
-    lines = _retenant(await request.body(), scope.tenant)
+    raw = await request.body()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("the import is not UTF-8 text") from exc
     service = _service(request)
 
     def run() -> ImportOut:
         fd, name = tempfile.mkstemp(prefix="dualmem-import-", suffix=".jsonl")
         path = Path(name)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write("\n".join(lines) + "\n")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
             return import_out(service.write(lambda: scope.import_jsonl(path)))
         finally:
             path.unlink(missing_ok=True)

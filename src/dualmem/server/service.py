@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from dualmem.errors import DatabaseLocked, DualmemError
 from dualmem.memory import Memory
-from dualmem.server._scope import TenantScope, scope_of
+from dualmem.scope import Scope
 from dualmem.server.keys import KeyStore
 from dualmem.server.metrics import Metrics, file_bytes
 from dualmem.types import Tenant
@@ -59,8 +59,8 @@ class Service:
         self._thread: threading.Thread | None = None
         self._stopping = False
 
-    def scope(self, tenant: Tenant) -> TenantScope:
-        return scope_of(self.memory, tenant)
+    def scope(self, tenant: Tenant) -> Scope:
+        return self.memory.scope(tenant.user, tenant.agent, tenant.run)
 
     # -- the one writer -----------------------------------------------------------------------
     def write(self, fn: Callable[[], T]) -> T:
@@ -78,7 +78,7 @@ class Service:
                     time.sleep(delay)
                     delay = min(delay * 2, 1.0)
 
-    def add(self, scope: TenantScope, observations: Sequence[Mapping[str, Any]]) -> list[str]:
+    def add(self, scope: Scope, observations: Sequence[Mapping[str, Any]]) -> list[str]:
         """Store observations as one write; count controller calls and the consolidation backlog."""
 
         def run() -> tuple[list[str], dict[str, int]]:
