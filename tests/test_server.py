@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
-from dualmem import ConfigError, Memory, Profile, Tenant
+from dualmem import ConfigError, InvalidInput, Memory, Profile, Tenant
 from dualmem.control import create_controller
 from dualmem.control.questions import Controller
 from dualmem.embed import create_embedder
@@ -424,3 +424,37 @@ def test_consolidation_worker_runs_passes_and_persists_the_backlog(memory: Memor
     again.start()
     assert again.backlog() == {Tenant("alice"): 2}
     again.stop()
+
+
+def test_concurrent_adds_commit_together_and_a_bad_one_fails_alone(memory: Memory, keys: KeyStore) -> None:
+    service = Service(memory, keys, consolidate_every=0)
+    alice, bob = service.scope(Tenant("alice")), service.scope(Tenant("bob"))
+    jobs = [(alice, {"text": f"alice fact {i}"}) for i in range(4)]
+    jobs += [(bob, {"text": "bob fact"}), (alice, {"text": "bad", "at": "not a time"})]
+    results: dict[int, object] = {}
+
+    def run(n: int) -> None:
+        scope, obs = jobs[n]
+        try:
+            results[n] = service.add(scope, [obs])
+        except InvalidInput as exc:
+            results[n] = exc
+
+    with service._writer:  # hold the writer so that every add queues behind it
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(len(jobs))]
+        for t in threads:
+            t.start()
+        while len(service._queue) < len(jobs):
+            time.sleep(0.01)
+    for t in threads:
+        t.join()
+    assert isinstance(results[5], InvalidInput)
+    for n in range(5):
+        scope, obs = jobs[n]
+        (node_id,) = results[n]  # type: ignore[misc]
+        assert scope.get(node_id).content == obs["text"]
+    assert memory.count(user="alice") == 4
+    assert memory.count(user="bob") == 1
+    text = service.metrics.render().decode()
+    assert "dualmem_write_batch_requests_sum" in text
+    assert "dualmem_observations_written_total 5.0" in text

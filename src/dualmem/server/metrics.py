@@ -51,8 +51,13 @@ class Metrics:
         )  # fmt: skip
         self.writes = Counter("dualmem_observations_written", "observations stored", registry=r)
         self.write_calls = Histogram(
-            "dualmem_controller_calls_per_write", "System-One requests per write request, by purpose",
+            "dualmem_controller_calls_per_write", "System-One requests per committed write batch, by purpose "
+            "(divide the sum by dualmem_observations_written_total for calls per observation)",
             ["purpose"], buckets=CALL_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.write_batches = Histogram(
+            "dualmem_write_batch_requests", "add requests committed together (group commit)",
+            buckets=(1, 2, 4, 8, 16, 32, 64), registry=r,
         )  # fmt: skip
         self.query_calls = Histogram(
             "dualmem_controller_calls_per_query", "System-One requests per search/answer, by purpose",
@@ -77,8 +82,9 @@ class Metrics:
         for purpose in ("routing", "assessment", "scoring"):
             self.query_calls.labels(purpose).observe(calls_by_purpose.get(purpose, 0))
 
-    def observe_write(self, observations: int, calls_by_purpose: Mapping[str, int]) -> None:
+    def observe_write(self, observations: int, requests: int, calls_by_purpose: Mapping[str, int]) -> None:
         self.writes.inc(observations)
+        self.write_batches.observe(requests)
         for purpose in ("typing", "relations"):
             self.write_calls.labels(purpose).observe(calls_by_purpose.get(purpose, 0))
 

@@ -34,6 +34,24 @@ T = TypeVar("T")
 WRITE_PURPOSES = ("typing", "relations")
 
 
+class _AddJob:
+    """One caller's add waiting for the writer."""
+
+    def __init__(self, scope: Scope, observations: list[Mapping[str, Any]]) -> None:
+        self.scope = scope
+        self.observations = observations
+        self.ids: list[str] = []
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def finish(self, *, ids: list[str] | None = None, error: BaseException | None = None) -> None:
+        if self.done.is_set():
+            return
+        self.ids = ids or []
+        self.error = error
+        self.done.set()
+
+
 class Service:
     def __init__(
         self,
@@ -53,6 +71,8 @@ class Service:
         self.consolidate_interval_s = consolidate_interval_s
         self.lock_wait_s = lock_wait_s
         self._writer = threading.RLock()  # re-entrant: a write may call service.add
+        self._queue_lock = threading.Lock()
+        self._queue: list[_AddJob] = []
         self._wake = threading.Condition()
         self._backlog: dict[Tenant, int] = {}
         self._since: dict[Tenant, float] = {}
@@ -79,7 +99,49 @@ class Service:
                     delay = min(delay * 2, 1.0)
 
     def add(self, scope: Scope, observations: Sequence[Mapping[str, Any]]) -> list[str]:
-        """Store observations as one write; count controller calls and the consolidation backlog."""
+        """Store observations as one all-or-nothing write; returns their ids once committed.
+
+        Concurrent adds are committed together (group commit): whoever holds the writer stores every
+        add queued meanwhile, one ``add_many`` per tenant, so embedding and controller work is batched.
+        If a combined batch fails, its adds run one by one, so each caller gets its own result.
+        """
+        job = _AddJob(scope, list(observations))
+        with self._queue_lock:
+            self._queue.append(job)
+        with self._writer:
+            if not job.done.is_set():
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                self._commit(batch)
+        if job.error is not None:
+            raise job.error
+        return job.ids
+
+    def _commit(self, batch: list[_AddJob]) -> None:
+        groups: dict[Tenant, list[_AddJob]] = {}
+        for job in batch:
+            groups.setdefault(job.scope.tenant, []).append(job)
+        try:
+            for jobs in groups.values():
+                try:
+                    self._store(jobs)
+                except DualmemError as exc:
+                    if len(jobs) == 1:
+                        jobs[0].finish(error=exc)
+                        continue
+                    for one in jobs:  # find the culprit: everyone else still gets stored
+                        try:
+                            self._store([one])
+                        except DualmemError as own:
+                            one.finish(error=own)
+        except BaseException as exc:  # not a dualmem error: fail the waiters too, then re-raise
+            for job in batch:
+                job.finish(error=exc)
+            raise
+
+    def _store(self, jobs: list[_AddJob]) -> None:
+        observations = [o for job in jobs for o in job.observations]
+        scope = jobs[0].scope
 
         def run() -> tuple[list[str], dict[str, int]]:
             before = self._write_calls()
@@ -88,9 +150,12 @@ class Service:
             return ids, {p: after[p] - before[p] for p in WRITE_PURPOSES}
 
         ids, calls = self.write(run)
-        self.metrics.observe_write(len(ids), calls)
+        self.metrics.observe_write(len(ids), len(jobs), calls)
         self.note_writes(scope.tenant, len(ids))
-        return ids
+        start = 0
+        for job in jobs:
+            job.finish(ids=ids[start : start + len(job.observations)])
+            start += len(job.observations)
 
     def _write_calls(self) -> dict[str, int]:
         stats = self.memory.meter.stats
