@@ -11,6 +11,8 @@
    acknowledged write must be present.
 
 Prints JSON: requests/s, p50/p95/p99 per route, errors, acknowledged writes lost (target 0).
+With ``--think-ms 0`` (the default) every client sends its next request as soon as the last one
+answered (a closed loop that keeps the server saturated); ``--think-ms N`` pauses N ms on average.
 
     python bench/serve_load.py --data ../shared/data/locomo --conversation conv-26 --clients 16 --seconds 60
 """
@@ -103,7 +105,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def client_loop(url: str, token: str, queries: list[str], until: float, n: int, tally: Tally) -> None:
+def client_loop(
+    url: str, token: str, queries: list[str], until: float, n: int, tally: Tally, think: float
+) -> None:
     rng = random.Random(n)
     i = 0
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
@@ -131,16 +135,20 @@ def client_loop(url: str, token: str, queries: list[str], until: float, n: int, 
                 if add:
                     tally.acked[r.json()["ids"][0]] = text
             i += 1
+            if think:
+                time.sleep(rng.uniform(0, 2 * think))
 
 
-def run_phase(server: Server, tokens: list[str], queries: list[str], seconds: float, *, kill: bool) -> Tally:
+def run_phase(
+    server: Server, tokens: list[str], queries: list[str], seconds: float, *, kill: bool, think: float
+) -> Tally:
     tally = Tally()
     server.start()
     url = f"http://{HOST}:{server.port}"
     started = time.monotonic()
     until = started + seconds
     threads = [
-        threading.Thread(target=client_loop, args=(url, tok, queries, until, n, tally), daemon=True)
+        threading.Thread(target=client_loop, args=(url, tok, queries, until, n, tally, think), daemon=True)
         for n, tok in enumerate(tokens)
     ]
     for t in threads:
@@ -205,10 +213,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--phases", default="steady,kill", help="comma-separated: steady, kill")
+    ap.add_argument(
+        "--think-ms", type=float, default=0.0, help="mean pause between a client's requests (0: closed loop)"
+    )
     args = ap.parse_args()
     if not 1 <= args.clients <= 64 or not 1 <= args.seconds <= 600:
         raise SystemExit("--clients must be 1..64 and --seconds 1..600")
-    results: dict[str, Any] = {"clients": args.clients, "embedder": args.embedder, "cores": os.cpu_count()}
+    results: dict[str, Any] = {"clients": args.clients, "embedder": args.embedder, "think_ms": args.think_ms}
+    results["cores"] = os.cpu_count()
     with tempfile.TemporaryDirectory(prefix="dualmem-load-") as tmp:
         db = Path(tmp) / "load.db"
         started = time.perf_counter()
@@ -221,7 +233,9 @@ def main() -> None:
         server = Server(db, args.embedder, free_port(), Path(tmp) / "server.log")
         try:
             for phase in args.phases.split(","):
-                tally = run_phase(server, tokens, queries, args.seconds, kill=phase == "kill")
+                tally = run_phase(
+                    server, tokens, queries, args.seconds, kill=phase == "kill", think=args.think_ms / 1000
+                )
                 results[phase] = summary(tally, db, args.embedder)
                 print(f"{phase}: {json.dumps(results[phase])}", file=sys.stderr)
         finally:
