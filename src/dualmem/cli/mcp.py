@@ -34,7 +34,11 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
                           hint="pip install 'dualmem[mcp]'") from exc  # fmt: skip
     if args.http and not is_loopback(args.host):
         print(f"dualmem: warning: serving MCP on {args.host}; use TLS in front of it", file=sys.stderr)
-    keys = KeyStore.open(keys_file(args) if args.http else ":memory:", timeout=args.lock_timeout)
+    # stdio needs no keys, but the key file also keeps the consolidation backlog across restarts
+    from dualmem.cli.main import default_db
+
+    on_file = "://" not in str(args.db or default_db())
+    keys = KeyStore.open(keys_file(args) if args.http or on_file else ":memory:", timeout=args.lock_timeout)
     try:
         with open_service_memory(args) as mem:
             service = Service(mem, keys)
