@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from dualmem.errors import DatabaseLocked, DualmemError
+from dualmem.errors import DatabaseLocked, DualmemError, UserError
 from dualmem.memory import Memory
 from dualmem.scope import Scope
 from dualmem.server.keys import KeyStore
@@ -32,6 +32,7 @@ log = logging.getLogger("dualmem.server")
 T = TypeVar("T")
 
 WRITE_PURPOSES = ("typing", "relations")
+MAX_GROUP = 512  # observations committed together at most
 
 
 class _AddJob:
@@ -103,19 +104,30 @@ class Service:
 
         Concurrent adds are committed together (group commit): whoever holds the writer stores every
         add queued meanwhile, one ``add_many`` per tenant, so embedding and controller work is batched.
-        If a combined batch fails, its adds run one by one, so each caller gets its own result.
+        A batch refused for bad input is retried add by add, so only the bad add fails; up to
+        ``MAX_GROUP`` observations are written as one chunk (one node transaction).
         """
         job = _AddJob(scope, list(observations))
         with self._queue_lock:
             self._queue.append(job)
         with self._writer:
-            if not job.done.is_set():
-                with self._queue_lock:
-                    batch, self._queue = self._queue, []
-                self._commit(batch)
+            while not job.done.is_set():
+                self._commit(self._take())
         if job.error is not None:
             raise job.error
         return job.ids
+
+    def _take(self) -> list[_AddJob]:
+        """The queued adds, oldest first, up to ``MAX_GROUP`` observations (at least one add)."""
+        with self._queue_lock:
+            taken, total = 0, 0
+            for job in self._queue:
+                if taken and total + len(job.observations) > MAX_GROUP:
+                    break
+                taken += 1
+                total += len(job.observations)
+            batch, self._queue = self._queue[:taken], self._queue[taken:]
+        return batch
 
     def _commit(self, batch: list[_AddJob]) -> None:
         groups: dict[Tenant, list[_AddJob]] = {}
@@ -126,8 +138,11 @@ class Service:
                 try:
                     self._store(jobs)
                 except DualmemError as exc:
-                    if len(jobs) == 1:
-                        jobs[0].finish(error=exc)
+                    # a UserError is raised before anything is written (add_many validates first);
+                    # anything else may have stored part of the batch, so it fails every add in it
+                    if len(jobs) == 1 or not isinstance(exc, UserError):
+                        for job in jobs:
+                            job.finish(error=exc)
                         continue
                     for one in jobs:  # find the culprit: everyone else still gets stored
                         try:
@@ -145,7 +160,7 @@ class Service:
 
         def run() -> tuple[list[str], dict[str, int]]:
             before = self._write_calls()
-            ids = scope.add_many(observations)
+            ids = scope.add_many(observations, chunk_size=max(1, len(observations)))  # one chunk
             after = self._write_calls()
             return ids, {p: after[p] - before[p] for p in WRITE_PURPOSES}
 
