@@ -49,7 +49,7 @@ def _key_json(k: Any) -> dict[str, Any]:
 
 
 def cmd_create(args: argparse.Namespace) -> dict[str, Any]:
-    user = None if args.admin else (args.key_user or args.user)
+    user = args.key_user or (None if args.admin else args.user)
     store = _open(args)
     try:
         key, token = store.create(

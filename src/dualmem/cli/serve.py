@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,13 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
             )
             auth = "off" if args.no_auth else "on"
             print(f"dualmem: serving on http://{args.host}:{args.port} (auth {auth})", file=sys.stderr)
-            uvicorn.Server(config).run()
+            # uvicorn re-raises SIGTERM after its graceful shutdown; a no-op handler lets us go on to
+            # close the memory and the key file, then exit 0
+            previous = signal.signal(signal.SIGTERM, lambda *_: None)
+            try:
+                uvicorn.Server(config).run()
+            finally:
+                signal.signal(signal.SIGTERM, previous)
     finally:
         keys.close()
     return {"stopped": True}
