@@ -23,12 +23,12 @@ import math
 import string
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from types import TracebackType
 from typing import assert_never
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
+from dualmem.control.base import BaseController
 from dualmem.control.questions import (
     Answer,
     Batch,
@@ -65,7 +65,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class LLMController:
+class LLMController(BaseController):
     """A System-One backend over an OpenAI-compatible ``/chat/completions`` endpoint with logprobs."""
 
     name = "llm"
@@ -143,14 +143,6 @@ class LLMController:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> LLMController:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _tokens(question: Question) -> tuple[str, ...]:
