@@ -12,11 +12,13 @@ own names (``stats_all``, ``repair_all``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
 from dualmem.control import create_controller
 from dualmem.control.meter import Meter
@@ -39,7 +41,7 @@ from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summari
 from dualmem.write.lifecycle import Filter, check_import_tenant, forget_closure, history, select, supersede
 from dualmem.write.pipeline import Writer, WriteReport
 
-__all__ = ["Answer", "Filter", "Inspection", "Memory"]
+__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions"]
 
 log = logging.getLogger("dualmem")
 
@@ -77,6 +79,9 @@ class Memory:
         profile: Profile | None = None,
         summarizer: Summarizer | None = None,
     ) -> None:
+        """Wire ready parts. The memory takes over ``store`` (closed by :meth:`close`); the embedder,
+        controller and answerer stay the caller's to close. Nothing here touches the network: an
+        embedder whose dimension is not known yet is bound to the store on first use."""
         self.store = store
         self.embedder = embedder
         self.controller = controller
@@ -85,7 +90,10 @@ class Memory:
         self.meter = Meter(
             controller, timeout_s=self.profile.controller_timeout_s, cache_size=self.profile.controller_cache
         )
-        store.bind_embedder(embedder.name, embedder.dim)
+        self._bind_lock = threading.Lock()
+        self._bound = False
+        if _declared_dim(embedder) is not None:
+            self._bind()  # a mismatched database is refused at open
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
         self._consolidator = Consolidator(
@@ -94,6 +102,8 @@ class Memory:
         self._consolidation: ConsolidationMode = self.profile.write.consolidation
         self._cadence = Cadence(self.profile.write.consolidate_every)
         self._background = Background(self._consolidate_quietly)
+        self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
+        self._closed = False
 
     @classmethod
     def open(
@@ -105,35 +115,52 @@ class Memory:
         answerer: Answerer | str | None = "extractive",
         profile: Profile | str | None = None,
         summarizer: Summarizer | None = None,
+        options: OpenOptions | None = None,
     ) -> Memory:
         """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL).
 
-        Periodic consolidation follows ``profile.write.consolidation`` (``"background"`` by default:
-        passes run on a worker thread and writes never wait; ``"inline"``; ``"off"``). ``summarizer``
-        is the System-Two callable that may write derived nodes for approved merges/promotions.
+        Parts given by name are built here with ``options`` (e.g. ``controller="llm", options=
+        OpenOptions(controller={"base_url": ..., "model": ...})``; a missing setting is a
+        ``ConfigError`` with a hint) and closed by :meth:`close`; parts passed as objects are the
+        caller's to close. Periodic consolidation follows ``profile.write.consolidation``
+        (``"background"`` by default: passes run on a worker thread and writes never wait;
+        ``"inline"``; ``"off"``). ``summarizer`` is the System-Two callable that may write derived
+        nodes for approved merges/promotions.
         """
-        emb = create_embedder(embedder) if isinstance(embedder, str) else embedder
-        ctl = create_controller(controller) if isinstance(controller, str) else controller
-        ans = create_answerer(answerer) if isinstance(answerer, str) else answerer
-        prof = Profile.named(profile) if isinstance(profile, str) else profile
-        store = open_store(str(path))
+        opts = options or OpenOptions()
+        owned: list[object] = []
         try:
-            return cls(
-                store,
-                emb,
-                ctl,
-                answerer=ans,
-                profile=prof,
-                summarizer=summarizer,
-            )
+            emb = build(embedder, create_embedder, opts.embedder, what="embedder", owned=owned)
+            ctl = build(controller, create_controller, opts.controller, what="controller", owned=owned)
+            ans = build(answerer, create_answerer, opts.answerer, what="answerer", owned=owned)
+            prof = Profile.named(profile) if isinstance(profile, str) else profile
+            store = open_store(str(path), timeout=opts.lock_timeout)
+            owned.append(store)
+            mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)
         except BaseException:
-            store.close()
+            close_all(owned)
             raise
+        mem._owned = [part for part in owned if part is not store]
+        return mem
 
     def close(self) -> None:
-        self._background.close()
-        self.meter.close()
-        self.store.close()
+        """Stop background work and close the store and every part :meth:`open` built (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._background.close()
+        finally:
+            close_all([*self._owned, self.store, self.meter])
+
+    def _bind(self) -> None:
+        """Record (or check) the embedder in the store; the first call may ask a remote embedder its dim."""
+        if self._bound:
+            return
+        with self._bind_lock:
+            if not self._bound:
+                self.store.bind_embedder(self.embedder.name, self.embedder.dim)
+                self._bound = True
 
     def __enter__(self) -> Memory:
         return self
@@ -186,6 +213,7 @@ class Memory:
         on_progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
         items = [_coerce(o) for o in observations]
+        self._bind()
         ids: list[str] = []
         chunks = [items[start : start + chunk_size] for start in range(0, len(items), chunk_size)]
         for report in self._writer.write_chunks(chunks, tenant):
@@ -220,6 +248,7 @@ class Memory:
 
     def _repair(self, tenant: Tenant | None) -> WriteReport:
         report = self._writer.repair(tenant)
+        self._bind()
         self._warn_pending(report)
         return report
 
@@ -270,6 +299,7 @@ class Memory:
         """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found."""
         tenant = Tenant(user, agent, run)
         _check_query(query, k)
+        self._bind()
         return self._retriever.search(query, tenant, k=k)
 
     def answer(
@@ -289,7 +319,9 @@ class Memory:
         self, *, user: str, agent: str | None = None, run: str | None = None
     ) -> ConsolidationReport:
         """Run one consolidation pass over the tenant's recent memories now."""
-        return self._consolidator.run(Tenant(user, agent, run))
+        tenant = Tenant(user, agent, run)
+        self._bind()
+        return self._consolidator.run(tenant)
 
     def wait_for_consolidation(self, timeout: float | None = None) -> None:
         """Block until background consolidation passes queued so far are done."""
@@ -327,6 +359,7 @@ class Memory:
         The new version keeps the old one's tenant, speaker, provenance and (unless ``at`` is given) time.
         """
         old = self._find(node_id, Tenant(user, agent, run))
+        self._bind()
         if old.valid_to is not None:
             raise InvalidInput(f"memory {node_id!r} was already superseded", hint="update its newest version")
         obs = _observation(
@@ -405,9 +438,9 @@ class Memory:
         self, path: str | Path, *, user: str, agent: str | None = None, run: str | None = None
     ) -> int:
         """Write the tenant's whole memory (nodes, edges, decisions) as JSON Lines; returns lines written."""
-        lines = export_lines(
-            self.store, Tenant(user, agent, run), embedder=self.embedder.name, dim=self.embedder.dim
-        )
+        tenant = Tenant(user, agent, run)
+        self._bind()
+        lines = export_lines(self.store, tenant, embedder=self.embedder.name, dim=self.embedder.dim)
         count = 0
         with Path(path).open("w", encoding="utf-8") as fh:
             for line in lines:
@@ -430,6 +463,7 @@ class Memory:
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
         check_import_tenant(lines, tenant)
+        self._bind()
         return import_lines(self.store, lines, embedder=self.embedder.name, dim=self.embedder.dim)
 
     # -- introspection -----------------------------------------------------------------------
@@ -455,7 +489,19 @@ class Memory:
         }
 
     def controller_stats(self) -> dict[str, object]:
-        return self.meter.stats.to_json()
+        """System-One calls, questions, latency and tokens per purpose (a consistent snapshot)."""
+        return self.meter.snapshot().to_json()
+
+
+def _declared_dim(embedder: Embedder) -> int | None:
+    """The embedder's dimension when it is known without a request (see ``OpenAIEmbedder.declared_dim``)."""
+    inner = getattr(embedder, "inner", None)  # a CachedEmbedder around another embedder
+    if inner is not None and callable(getattr(inner, "embed", None)):  # not isinstance: it reads .dim
+        return _declared_dim(inner)
+    if hasattr(type(embedder), "declared_dim"):
+        declared: int | None = getattr(embedder, "declared_dim")  # noqa: B009 - not the protocol's dim
+        return declared
+    return embedder.dim
 
 
 def _check_query(query: object, k: object) -> None:
