@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
-from dualmem.errors import ConfigError, DualmemError, InvalidInput, NotFound
+from dualmem.errors import ConfigError, InvalidInput, NotFound
 from dualmem.plane import Decision, Store, open_store
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines
 from dualmem.read.loop import Retriever
@@ -35,8 +35,7 @@ from dualmem.reason.base import Answerer
 from dualmem.scope import Scope
 from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant
-from dualmem.write.background import Background, ConsolidationMode
-from dualmem.write.cadence import Cadence
+from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
 from dualmem.write.lifecycle import Filter, check_import_tenant, forget_closure, history, select, supersede
 from dualmem.write.pipeline import Writer, WriteReport
@@ -99,9 +98,11 @@ class Memory:
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
-        self._consolidation: ConsolidationMode = self.profile.write.consolidation
-        self._cadence = Cadence(self.profile.write.consolidate_every)
-        self._background = Background(self._consolidate_quietly)
+        self._periodic = Periodic(
+            self._consolidator.run,
+            mode=self.profile.write.consolidation,
+            every=self.profile.write.consolidate_every,
+        )
         self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
         self._closed = False
 
@@ -149,7 +150,7 @@ class Memory:
             return
         self._closed = True
         try:
-            self._background.close()
+            self._periodic.close()
         finally:
             close_all([*self._owned, self.store, self.meter])
 
@@ -219,7 +220,7 @@ class Memory:
         for report in self._writer.write_chunks(chunks, tenant):
             self._warn_pending(report)
             pending = set(report.pending)
-            self._count_writes(tenant, [i for i in report.ids if i not in pending])
+            self._periodic.wrote(tenant, [i for i in report.ids if i not in pending])
             ids.extend(report.ids)
             if on_progress is not None:
                 on_progress(len(ids), len(items))
@@ -325,23 +326,7 @@ class Memory:
 
     def wait_for_consolidation(self, timeout: float | None = None) -> None:
         """Block until background consolidation passes queued so far are done."""
-        self._background.join(timeout)
-
-    def _count_writes(self, tenant: Tenant, ids: list[str]) -> None:
-        """Run (or queue) the periodic passes that ``write/cadence`` says are due."""
-        if self._consolidation == "off":
-            return
-        for window in self._cadence.record(tenant, ids):
-            if self._consolidation == "inline":
-                self._consolidator.run(tenant, window)
-            else:
-                self._background.submit(tenant, window)
-
-    def _consolidate_quietly(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
-        try:
-            self._consolidator.run(tenant, node_ids)
-        except DualmemError as exc:
-            log.warning("background consolidation for %s failed: %s", tenant.user, exc.one_line())
+        self._periodic.join(timeout)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def update(
