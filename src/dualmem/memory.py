@@ -277,15 +277,18 @@ class Memory:
     def inspect(
         self, node_id: str, *, user: str, agent: str | None = None, run: str | None = None
     ) -> Inspection:
-        """A memory with its edges (to memories the tenant can see) and its recorded decisions."""
+        """A memory with its edges and recorded decisions, leaving out any that name a memory the
+        tenant cannot see (a user-wide consolidation may relate two agents' memories)."""
         tenant = Tenant(user, agent, run)
         node = self._find(node_id, tenant)
         edges = self.store.edges_of(node.id)
-        visible = self.store.get_nodes({e.other(node.id) for e in edges}, tenant)
+        decisions = self.store.decisions_of(node.id)
+        others = {e.other(node.id) for e in edges} | {d.other_id for d in decisions if d.other_id}
+        visible = self.store.get_nodes(others, tenant)
         return Inspection(
             node,
             tuple(e for e in edges if e.other(node.id) in visible),
-            tuple(self.store.decisions_of(node.id)),
+            tuple(d for d in decisions if d.other_id is None or d.other_id in visible),
         )
 
     def count(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
