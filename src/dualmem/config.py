@@ -77,6 +77,8 @@ class WriteProfile:
     supersede_threshold: float | None = 0.60
     consolidation_window: int = 20  # recent nodes examined per consolidation pass
     consolidation_pairs: int = 10  # max candidate pairs per consolidation request
+    #: entity extractor of new nodes: "regex" (no model), "spacy" / "spacy:MODEL" (the spacy extra)
+    entities: str = "regex"
 
 
 @dataclass(frozen=True, slots=True)
