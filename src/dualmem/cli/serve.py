@@ -12,7 +12,7 @@ from typing import Any
 from dualmem.cli.commands import answerer_options, controller_options, tenant_user
 from dualmem.config import Profile
 from dualmem.errors import ConfigError
-from dualmem.memory import Memory
+from dualmem.memory import Memory, OpenOptions
 from dualmem.types import Tenant
 
 __all__ = ["is_loopback", "open_service_memory", "register"]
@@ -47,29 +47,25 @@ def is_loopback(host: str) -> bool:
 def open_service_memory(args: argparse.Namespace) -> Memory:
     """The memory as ``open_memory`` builds it, but consolidation is the service's (profile "off")."""
     from dualmem.cli.main import default_db
-    from dualmem.control import create_controller
-    from dualmem.embed import create_embedder
-    from dualmem.plane import open_store
-    from dualmem.reason import create_answerer
 
     path = args.db or default_db()
     if path != ":memory:" and "://" not in path:
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    controller = create_controller(args.controller, **controller_options(args.controller))
-    answerer = create_answerer(args.answerer, **answerer_options(args.answerer))
-    base = Profile.named(args.profile) if args.profile else Profile.default_for(controller.name)
-    store = open_store(Path(path).expanduser() if "://" not in path else path, timeout=args.lock_timeout)
-    try:
-        return Memory(
-            store,
-            create_embedder(args.embedder),
-            controller,
-            answerer=answerer,
-            profile=base.with_(write__consolidation="off"),
-        )
-    except BaseException:
-        store.close()
-        raise
+        path = str(Path(path).expanduser())
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
+    options = OpenOptions(
+        controller=controller_options(args.controller),
+        answerer=answerer_options(args.answerer),
+        lock_timeout=args.lock_timeout,
+    )
+    return Memory.open(
+        path,
+        embedder=args.embedder,
+        controller=args.controller,
+        answerer=args.answerer,
+        profile=base.with_(write__consolidation="off"),
+        options=options,
+    )
 
 
 def keys_file(args: argparse.Namespace) -> str:
