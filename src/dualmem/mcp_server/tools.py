@@ -182,7 +182,7 @@ def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> 
     async def search(query: Query, k: K = 10) -> SearchResult:
         """Find the memories relevant to a question or topic, best first, with why retrieval stopped.
         Call it before answering anything that may depend on earlier conversations."""
-        found = await call(lambda s: s.search(query, k=k))
+        found = await call(lambda s: service.read(lambda: s.search(query, k=k)))
         t = found.trace
         service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
         return SearchResult(
@@ -193,7 +193,7 @@ def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> 
     async def answer(query: Query, k: K = 10) -> AnswerResult:
         """Answer a question from memory only, with the evidence used. ``abstained`` is true when
         memory has no answer; then tell the user you do not know rather than guess."""
-        ans = await call(lambda s: s.answer(query, k=k))
+        ans = await call(lambda s: service.read(lambda: s.answer(query, k=k)))
         t = ans.trace
         service.metrics.observe_query("answer", t.stop_reason, t.calls_by_purpose)
         return AnswerResult(
