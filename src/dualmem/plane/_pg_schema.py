@@ -110,15 +110,20 @@ _V1: tuple[str, ...] = (
     )""",
     "CREATE INDEX decisions_node ON decisions (user_id, node_id, seq)",
     "CREATE INDEX decisions_other ON decisions (user_id, other_id)",
-    # lexical index: one row per (user, stemmed term, node); BM25 statistics are per user
+    # lexical index: one row per (user, stemmed term, node), with what BM25 and the tenant filter need
+    # (the node's order, length, agent and run), so that a search reads postings only. A derived
+    # index, kept by the store: no foreign key (its row checks would dominate bulk writes).
     f"""CREATE TABLE postings (
         user_id {_K} NOT NULL,
         term {_K} NOT NULL,
         node_id {_K} NOT NULL,
+        seq bigint NOT NULL,
+        agent_id {_K},
+        run_id {_K},
+        dl integer NOT NULL,
         tf integer NOT NULL,
         positions integer[] NOT NULL,
-        PRIMARY KEY (user_id, term, node_id),
-        FOREIGN KEY (user_id, node_id) REFERENCES nodes (user_id, id) ON DELETE CASCADE
+        PRIMARY KEY (user_id, term, node_id)
     )""",
     "CREATE INDEX postings_node ON postings (user_id, node_id)",
     f"""CREATE TABLE lex_stats (

@@ -270,12 +270,15 @@ def tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[sql.Composed, l
 # -- BM25 ------------------------------------------------------------------------------------
 
 
+_HIT_COLS = "node_id, seq, agent_id, run_id, dl, tf"
+
+
 def _phrase_hits(index: int, phrase: tuple[str, ...], user: str) -> tuple[sql.Composed, list[Any]]:
-    """(phrase index, node id, phrase frequency) for the nodes of ``user`` containing ``phrase``."""
+    """(phrase, node, order, agent, run, length, frequency) for the nodes of ``user`` with ``phrase``."""
     if len(phrase) == 1:
         return (
-            sql.SQL("SELECT {} AS q, node_id, tf FROM postings WHERE user_id = %s AND term = %s").format(
-                sql.Literal(index)
+            sql.SQL("SELECT {} AS q, {} FROM postings WHERE user_id = %s AND term = %s").format(
+                sql.Literal(index), sql.SQL(_HIT_COLS)
             ),
             [user, phrase[0]],
         )
@@ -290,35 +293,37 @@ def _phrase_hits(index: int, phrase: tuple[str, ...], user: str) -> tuple[sql.Co
         for i in range(1, len(phrase))
     )
     statement = sql.SQL(
-        "SELECT {q} AS q, node_id, tf FROM (SELECT p0.node_id, "
+        "SELECT {q} AS q, {cols} FROM (SELECT p0.node_id, p0.seq, p0.agent_id, p0.run_id, p0.dl, "
         "(SELECT count(*) FROM unnest(p0.positions) AS x(pos) WHERE {follows})::integer AS tf "
         "FROM postings p0 {joins} WHERE p0.user_id = %s AND p0.term = %s) AS ph WHERE tf > 0"
-    ).format(q=sql.Literal(index), follows=follows, joins=joins)
+    ).format(q=sql.Literal(index), cols=sql.SQL(_HIT_COLS), follows=follows, joins=joins)
     return statement, [*phrase[1:], user, phrase[0]]
 
 
 def bm25_query(
     tenant: Tenant, phrases: Sequence[tuple[str, ...]], k: int, *, k1: float, b: float
 ) -> tuple[sql.Composed, list[Any]]:
-    """FTS5's ``bm25()`` over the postings of ``tenant.user`` (statistics per user), top ``k``."""
+    """FTS5's ``bm25()`` over the postings of ``tenant.user`` (statistics per user), top ``k``.
+
+    Document frequencies count every node of the user; the agent/run filter applies to the hits.
+    """
     user = cast(str, enc(tenant.user))
     parts, params = [], []
     for i, phrase in enumerate(phrases):
         part, part_params = _phrase_hits(i, phrase, user)
         parts.append(part)
         params.extend(part_params)
-    where, where_params = tenant_sql(tenant, "n")
+    where, where_params = tenant_sql(Tenant(tenant.user, tenant.agent, tenant.run), "h")
     statement = sql.SQL(
         "WITH st AS (SELECT docs::float8 AS total, tokens::float8 / GREATEST(docs, 1) AS avgdl "
         "FROM lex_stats WHERE user_id = %s), "
         "hits AS ({hits}), "
         "df AS (SELECT q, count(*)::float8 AS n FROM hits GROUP BY q), "
-        "idf AS (SELECT q, GREATEST(ln((st.total - df.n + 0.5) / (df.n + 0.5)), 0) AS w FROM df, st) "
-        "SELECT n.id, sum(CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END * h.tf * {k1p} "
-        "/ (h.tf + {k1} * (1 - {b} + {b} * n.lex_len / st.avgdl))) AS score "
-        "FROM hits h JOIN idf USING (q) CROSS JOIN st "
-        "JOIN nodes n ON n.user_id = %s AND n.id = h.node_id "
-        "WHERE {where} GROUP BY n.id, n.seq ORDER BY score DESC, n.seq LIMIT %s"
+        "idf AS (SELECT q, ln((st.total - df.n + 0.5) / (df.n + 0.5)) AS w FROM df, st) "
+        "SELECT h.node_id, sum(CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END * h.tf * {k1p} "
+        "/ (h.tf + {k1} * (1 - {b} + {b} * h.dl / st.avgdl))) AS score "
+        "FROM (SELECT %s AS user_id, * FROM hits) AS h JOIN idf USING (q) CROSS JOIN st WHERE {where} "
+        "GROUP BY h.node_id, h.seq ORDER BY score DESC, h.seq LIMIT %s"
     ).format(
         hits=sql.SQL(" UNION ALL ").join(parts),
         k1p=sql.Literal(k1 + 1.0),

@@ -219,15 +219,21 @@ class PostgresStore:
 
     @staticmethod
     def _index_text(
-        conn: _Conn, nodes: Sequence[Node], lexed: Sequence[tuple[int, dict[str, list[int]]]]
+        conn: _Conn,
+        nodes: Sequence[Node],
+        seqs: Sequence[int],
+        lexed: Sequence[tuple[int, dict[str, list[int]]]],
     ) -> None:
-        """Postings and entity links of freshly written nodes."""
+        """Postings and entity links of freshly written nodes (``seqs``: their row order)."""
         with conn.cursor() as cur:
-            with cur.copy("COPY postings (user_id, term, node_id, tf, positions) FROM STDIN") as copy:
-                for node, (_, terms) in zip(nodes, lexed, strict=True):
-                    user, node_id = sql.enc(node.tenant.user), sql.enc(node.id)
+            columns = "user_id, term, node_id, seq, agent_id, run_id, dl, tf, positions"
+            with cur.copy(f"COPY postings ({columns}) FROM STDIN") as copy:
+                for node, seq, (length, terms) in zip(nodes, seqs, lexed, strict=True):
+                    head = (sql.enc(node.tenant.user), sql.enc(node.id), seq)
+                    tail = (sql.enc(node.tenant.agent), sql.enc(node.tenant.run), length)
                     for term, positions in terms.items():
-                        copy.write_row((user, term, node_id, len(positions), positions))
+                        spots = "{" + ",".join(map(str, positions)) + "}"  # int[] in COPY's text form
+                        copy.write_row((head[0], term, head[1], seq, *tail, len(positions), spots))
             links = [
                 (sql.enc(node.tenant.user), sql.enc(node.id), sql.enc(key))
                 for node in nodes
@@ -268,13 +274,18 @@ class PostgresStore:
             if known or len(set(ids)) != len(ids):
                 raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
             with conn.cursor() as cur:
-                cur.executemany(sql.INSERT_NODE, rows)
+                cur.executemany(sql.INSERT_NODE + " RETURNING seq", rows, returning=True)
+                seqs = []
+                while True:
+                    seqs.append(int(cast(tuple[int], cur.fetchone())[0]))
+                    if not cur.nextset():
+                        break
                 cur.executemany(
                     "INSERT INTO vectors (user_id, node_id, seq, agent_id, run_id, embedding) "
-                    "SELECT user_id, id, seq, agent_id, run_id, %s FROM nodes WHERE user_id = %s AND id = %s",
-                    [(vec, row[1], row[0]) for vec, row in zip(vectors, rows, strict=True)],
+                    "VALUES (%s, %s, %s, %s, %s, %s)",
+                    [(r[1], r[0], seq, r[2], r[3], v) for r, seq, v in zip(rows, seqs, vectors, strict=True)],
                 )
-            self._index_text(conn, nodes, lexed)
+            self._index_text(conn, nodes, seqs, lexed)
             self._add_stats(conn, deltas)
 
     def update_node(self, node: Node) -> None:
@@ -283,7 +294,8 @@ class PostgresStore:
         vector = None if node.embedding is None else codec.as_vector(node)
         with self._write("update a node") as conn:
             old = conn.execute(
-                "SELECT user_id, agent_id, run_id, lex_len FROM nodes WHERE id = %s FOR UPDATE", (row[0],)
+                "SELECT user_id, agent_id, run_id, lex_len, seq FROM nodes WHERE id = %s FOR UPDATE",
+                (row[0],),
             ).fetchone()
             if old is None:
                 raise NotFound(f"no node {node.id}")
@@ -296,7 +308,7 @@ class PostgresStore:
             )
             conn.execute("DELETE FROM node_entities WHERE user_id = %s AND node_id = %s", key)
             conn.execute("DELETE FROM postings WHERE user_id = %s AND node_id = %s", key)
-            self._index_text(conn, [node], [(length, terms)])
+            self._index_text(conn, [node], [int(old[4])], [(length, terms)])
             self._add_stats(conn, {row[1]: (0, length - int(old[3]))})
             if vector is not None:
                 self._check_dims(conn, [vector])
@@ -338,6 +350,9 @@ class PostgresStore:
                     "DELETE FROM decisions WHERE user_id = ANY(%s) AND other_id = ANY(%s)", (users, chunk)
                 )
                 for user in users:
+                    conn.execute(
+                        "DELETE FROM postings WHERE user_id = %s AND node_id = ANY(%s)", (user, chunk)
+                    )
                     cur = conn.execute("DELETE FROM nodes WHERE user_id = %s AND id = ANY(%s)", (user, chunk))
                     removed += max(cur.rowcount, 0)
                 self._add_stats(conn, {row[0]: (-int(row[1]), -int(row[2])) for row in rows})
