@@ -11,13 +11,13 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["pg_dsn", "pg_store_factory", "postgres_disabled"]
+__all__ = ["memory_db", "pg_dsn", "pg_store_factory", "postgres_disabled", "with_schema"]
 
 _schemas = itertools.count()
 
@@ -68,9 +68,6 @@ def pg_dsn() -> Iterator[str]:
 @pytest.fixture
 def pg_store_factory(pg_dsn: str) -> Iterator[Callable[..., Any]]:
     """Open ``PostgresStore`` objects, each on a fresh schema; all closed and dropped afterwards."""
-    import psycopg
-    from psycopg import sql
-
     from dualmem.plane.postgres import PostgresStore
 
     opened: list[PostgresStore] = []
@@ -86,6 +83,38 @@ def pg_store_factory(pg_dsn: str) -> Iterator[Callable[..., Any]]:
     yield make
     for store in opened:
         store.close()
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        for schema in {store.schema for store in opened}:
+    _drop_schemas(pg_dsn, {store.schema for store in opened})
+
+
+def with_schema(dsn: str, schema: str) -> str:
+    """``dsn`` as a store URL that names a schema (``open_store`` reads ``schema=``)."""
+    return f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+
+
+def _drop_schemas(dsn: str, schemas: Iterable[str]) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for schema in schemas:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def memory_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], str]]:
+    """Where a test's ``Memory.open`` goes: ``memory_db("m.db")`` is a SQLite file or a PostgreSQL schema.
+
+    The same name gives the same place within a test (reopening works), another name another one.
+    """
+    if request.param == "sqlite":
+        yield lambda name: str(tmp_path / name)
+        return
+    dsn: str = request.getfixturevalue("pg_dsn")
+    schemas: dict[str, str] = {}
+
+    def locate(name: str) -> str:
+        schema = schemas.setdefault(name, f"m{os.getpid()}_{next(_schemas)}")
+        return with_schema(dsn, schema)
+
+    yield locate
+    _drop_schemas(dsn, schemas.values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dualmem.errors import ConfigError
 from dualmem.plane.base import Decision, Store, StoreStats
@@ -17,7 +18,8 @@ def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
 
     ``":memory:"`` -> an ``SQLiteStore`` on a private in-memory database; ``"sqlite:///path"`` or a
     plain path -> an ``SQLiteStore`` on that file; ``"postgresql://..."`` (or ``postgres://``) -> a
-    ``PostgresStore`` (needs the ``[postgres]`` extra) in the schema ``dualmem`` of that database.
+    ``PostgresStore`` (needs the ``[postgres]`` extra) in the schema ``dualmem`` of that database, or
+    the one named by a ``schema=`` query parameter (``postgresql://host/db?schema=team1``).
     """
     target = str(url_or_path)
     if not target.strip():
@@ -42,6 +44,10 @@ def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
 def _open_postgres(url: str, *, timeout: float) -> Store:
     if url.lower().startswith("postgresql+psycopg://"):
         url = "postgresql://" + url.split("://", 1)[1]
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in query if key == "schema"]
+    url = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "schema"])))
     try:
         from dualmem.plane.postgres import PostgresStore  # the optional [postgres] extra
     except ImportError as exc:
@@ -49,4 +55,6 @@ def _open_postgres(url: str, *, timeout: float) -> Store:
             f"the PostgreSQL backend needs psycopg ({exc.name} is not installed)",
             hint="pip install 'dualmem[postgres]'",
         ) from exc
+    if schemas:
+        return PostgresStore.open(url, timeout=timeout, schema=schemas[-1])
     return PostgresStore.open(url, timeout=timeout)
