@@ -44,7 +44,12 @@ def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
 def _open_postgres(url: str, *, timeout: float) -> Store:
     if url.lower().startswith("postgresql+psycopg://"):
         url = "postgresql://" + url.split("://", 1)[1]
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise ConfigError(
+            f"malformed PostgreSQL URL: {exc}", hint="write postgresql://user:password@host:port/database"
+        ) from exc
     query = parse_qsl(parts.query, keep_blank_values=True)
     schemas = [value for key, value in query if key == "schema"]
     url = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "schema"])))

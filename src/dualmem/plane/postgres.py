@@ -460,22 +460,36 @@ class PostgresStore:
         return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
 
     @staticmethod
-    def _approximate(conn: _Conn, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        """HNSW with a relaxed-order iterative scan: the tenant filter is applied while walking the index."""
+    def _ann(conn: _Conn, tenant: Tenant, query: Vector, k: int, *, explain: bool = False) -> list[Any]:
+        """HNSW with a relaxed-order iterative scan: the tenant filter is applied while walking the index.
+
+        Only called for tenants of at least ``exact_below`` nodes, so the planner is told to walk the
+        index rather than filter and sort (its estimates on freshly loaded tables are poor).
+        """
         where, params = sql.tenant_sql(tenant, "v")
         statement = pgsql.SQL(
-            "SELECT v.node_id, v.seq, -(v.embedding <#> %s) AS s FROM vectors v WHERE {} "
+            "{}SELECT v.node_id, v.seq, -(v.embedding <#> %s) AS s FROM vectors v WHERE {} "
             "ORDER BY v.embedding <=> %s LIMIT %s"
-        ).format(where)
+        ).format(pgsql.SQL("EXPLAIN " if explain else ""), where)
         with conn.transaction():
             conn.execute(
                 "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.ef_search', %s, true)",
+                "set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true), "
+                "set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
                 (str(min(1000, max(40, 2 * k))),),
             )
-            rows = conn.execute(statement, [query, *params, query, k]).fetchall()
-        rows.sort(key=lambda row: (-float(row[2]), int(row[1])))
+            return conn.execute(statement, [query, *params, query, k]).fetchall()
+
+    def _approximate(self, conn: _Conn, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        rows = self._ann(conn, tenant, query, k)
+        rows.sort(key=lambda row: (-float(row[2]), int(row[1])))  # relaxed order: re-rank exactly
         return [(cast(str, sql.dec(row[0])), float(row[2])) for row in rows]
+
+    def explain_vector_search(self, tenant: Tenant, query: Vector, k: int) -> str:
+        """The plan of the index (HNSW) search for ``tenant``, for operators and tests."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        with self._conn("explain a vector search") as conn:
+            return "\n".join(str(row[0]) for row in self._ann(conn, tenant, q, k, explain=True))
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
