@@ -294,7 +294,7 @@ class PostgresStore:
         vector = None if node.embedding is None else codec.as_vector(node)
         with self._write("update a node") as conn:
             old = conn.execute(
-                "SELECT user_id, agent_id, run_id, lex_len, seq FROM nodes WHERE id = %s FOR UPDATE",
+                "SELECT user_id, agent_id, run_id, lex_len, seq FROM nodes WHERE id = %s FOR NO KEY UPDATE",
                 (row[0],),
             ).fetchone()
             if old is None:
@@ -309,7 +309,8 @@ class PostgresStore:
             conn.execute("DELETE FROM node_entities WHERE user_id = %s AND node_id = %s", key)
             conn.execute("DELETE FROM postings WHERE user_id = %s AND node_id = %s", key)
             self._index_text(conn, [node], [int(old[4])], [(length, terms)])
-            self._add_stats(conn, {row[1]: (0, length - int(old[3]))})
+            if length != int(old[3]):  # most updates keep the text: no lock on the user's statistics row
+                self._add_stats(conn, {row[1]: (0, length - int(old[3]))})
             if vector is not None:
                 self._check_dims(conn, [vector])
                 conn.execute(
