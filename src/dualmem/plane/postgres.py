@@ -389,6 +389,12 @@ class PostgresStore:
         found = self.get_nodes(ids, tenant)
         return [found[i] for i in ids if i in found]
 
+    def users(self) -> list[str]:
+        """Every user id with stored nodes, sorted (admin use: migration)."""
+        with self._conn("list users") as conn:
+            rows = conn.execute("SELECT user_id FROM lex_stats WHERE docs > 0 ORDER BY user_id").fetchall()
+        return sorted(cast(str, sql.dec(row[0])) for row in rows)
+
     def count(self, tenant: Tenant | None = None) -> int:
         where, params = sql.tenant_sql(tenant)
         with self._conn("count nodes") as conn:
