@@ -218,3 +218,17 @@ def test_hnsw_with_a_tenant_filter_uses_the_index(pg_store_factory: Callable[...
     hits = approx.vector_search(Tenant("big", "a1"), queries[0], 10)
     assert all(n.tenant == Tenant("big", "a1") for n in approx.get_nodes([i for i, _ in hits]).values())
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+
+
+def test_cli_takes_a_postgres_url(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from dualmem.cli.main import main
+
+    url = with_schema(pg_dsn, "cli_url_test")
+    base = ["--db", url, "--embedder", "hashing:64", "--user", "u"]
+    try:
+        assert main([*base, "add", "Mira adopted a cat named Pepper."]) == 0
+        assert main([*base, "stats"]) == 0
+        assert '"nodes": 1' in capsys.readouterr().out
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA IF EXISTS cli_url_test CASCADE")

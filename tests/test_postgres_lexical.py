@@ -53,9 +53,9 @@ _EDGE_WORDS = (
 )
 
 
-def test_stemmer_matches_fts5_porter_token_for_token() -> None:
+def _check_against_fts5(sources: list[Path], minimum: int) -> None:
     words: set[str] = set(codec.tokens(_EDGE_WORDS))
-    for source in (SAMPLE, TINY):
+    for source in sources:
         for text in _strings(json.loads(source.read_text(encoding="utf-8"))):
             words.update(codec.tokens(text))
     ordered = sorted(words)
@@ -65,8 +65,17 @@ def test_stemmer_matches_fts5_porter_token_for_token() -> None:
         for i, w in enumerate(ordered, 1)
         if fts5.get(i, []) != [stem_fts5(t) for t in codec.tokens(w)]
     ]
-    assert len(ordered) > 300
+    assert len(ordered) > minimum
     assert mismatches == []
+
+
+def test_stemmer_matches_fts5_porter_token_for_token() -> None:
+    _check_against_fts5([SAMPLE, TINY], 300)
+
+
+@pytest.mark.locomo
+def test_stemmer_matches_fts5_porter_on_locomo(locomo_dir: Path) -> None:
+    _check_against_fts5(sorted(locomo_dir.glob("*.json")), 5000)
 
 
 def _node(i: int, text: str, speaker: str | None = None, tenant: Tenant = USER) -> Node:
