@@ -187,9 +187,12 @@ class PostgresStore:
 
     # -- nodes ------------------------------------------------------------------------------
     def _stored_dim(self, conn: _Conn) -> int | None:
-        if self._dim is None:
-            self._dim = vector_dim(conn)  # once fixed (committed), a dimension never changes
-        return self._dim
+        if self._dim is not None:
+            return self._dim
+        dim = vector_dim(conn)
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            self._dim = dim  # committed, and once fixed a dimension never changes: cache it
+        return dim
 
     def _check_dims(self, conn: _Conn, vectors: Sequence[Vector]) -> None:
         """Refuse mixed dimensions; fix the column's dimension on the first write."""
@@ -342,21 +345,23 @@ class PostgresStore:
         with self._write("delete nodes") as conn:
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
-                rows = conn.execute(
-                    "SELECT user_id, count(*), sum(lex_len) FROM nodes WHERE id = ANY(%s) GROUP BY user_id",
-                    (chunk,),
-                ).fetchall()
-                users = sorted(row[0] for row in rows)
-                conn.execute(
-                    "DELETE FROM decisions WHERE user_id = ANY(%s) AND other_id = ANY(%s)", (users, chunk)
-                )
-                for user in users:
+                gone = conn.execute(
+                    "DELETE FROM nodes WHERE id = ANY(%s) RETURNING user_id, id, lex_len", (chunk,)
+                ).fetchall()  # cascades to vectors, edges, entity links and the nodes' decisions
+                removed += len(gone)
+                deltas: dict[str, tuple[int, int]] = {}
+                for user, _, length in gone:
+                    docs, tokens = deltas.get(user, (0, 0))
+                    deltas[user] = (docs - 1, tokens - int(length))
+                for user in sorted(deltas):
+                    mine = [node_id for u, node_id, _ in gone if u == user]
                     conn.execute(
-                        "DELETE FROM postings WHERE user_id = %s AND node_id = ANY(%s)", (user, chunk)
+                        "DELETE FROM postings WHERE user_id = %s AND node_id = ANY(%s)", (user, mine)
                     )
-                    cur = conn.execute("DELETE FROM nodes WHERE user_id = %s AND id = ANY(%s)", (user, chunk))
-                    removed += max(cur.rowcount, 0)
-                self._add_stats(conn, {row[0]: (-int(row[1]), -int(row[2])) for row in rows})
+                    conn.execute(
+                        "DELETE FROM decisions WHERE user_id = %s AND other_id = ANY(%s)", (user, mine)
+                    )
+                self._add_stats(conn, deltas)
         return removed
 
     def _ids(self, statement: pgsql.Composed, params: Sequence[Any], what: str) -> list[str]:
