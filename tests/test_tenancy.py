@@ -102,6 +102,13 @@ def test_inspect_and_history_show_only_the_tenant(mem: Memory) -> None:
     # an edge into another tenant (a well-formed store never holds one) must not leak through by-id reads
     mem.store.put_edges([Edge(mine, theirs, "temporal", "superseded_by", 1.0)])
     assert all(theirs not in (e.source, e.target) for e in mem.inspect(mine, user="alice").edges)
+    from dualmem.plane import Decision
+
+    mem.store.put_decisions([Decision(mine, "consolidation", "pair_0_x", "consolidate.contradiction", 0.9)])
+    mem.store.put_decisions([Decision(mine, "consolidation", "pair_1_x", "x", 0.9, other_id=theirs)])
+    names = [d.name for d in mem.inspect(mine, user="alice").decisions]
+    assert "pair_0_x" in names
+    assert "pair_1_x" not in names  # it names Bob's memory
     assert [n.id for n in mem.history(mine, user="alice")] == [mine]
     assert mem.forget(mine, user="alice") == 1  # the forget closure stays inside the tenant too
     assert mem.get(theirs, user="bob").content.startswith("Bob")
@@ -256,6 +263,7 @@ def _check_no_leak(mem: Memory, t: Tenant, known: list[str], rng: random.Random,
             assert scope.get(node_id).id == node_id
             info = scope.inspect(node_id)
             assert {e.other(node_id) for e in info.edges} <= truth
+            assert {d.other_id for d in info.decisions if d.other_id} <= truth
             assert {n.id for n in scope.history(node_id)} <= truth
         else:
             for call in (scope.get, scope.inspect, scope.history):

@@ -36,6 +36,8 @@ EXTENSIONS: Mapping[str, str] = {
     "write.consolidation_window": "recent nodes examined per pass (the paper's 'bounded neighborhood'); "
     "paper: n/a",
     "write.consolidation_pairs": "candidate pairs per consolidation request; paper: n/a",
+    "write.entities": "entity extractor of new nodes: the regex heuristic, or spaCy (the spacy extra); "
+    "paper: n/a (it uses entities but does not say how they are found)",
     "read.anchors": "top RRF anchors that seed the frontier; paper: n/a (10 = W)",
     "read.anchor_pool": "per-ranking depth before RRF fusion; paper: n/a",
     "read.hop_decay": "a node reached over edges scores x hop_decay per hop; paper: 1.0 (off)",
@@ -77,6 +79,8 @@ class WriteProfile:
     supersede_threshold: float | None = 0.60
     consolidation_window: int = 20  # recent nodes examined per consolidation pass
     consolidation_pairs: int = 10  # max candidate pairs per consolidation request
+    #: entity extractor of new nodes: "regex" (no model), "spacy" / "spacy:MODEL" (the spacy extra)
+    entities: str = "regex"
 
 
 @dataclass(frozen=True, slots=True)

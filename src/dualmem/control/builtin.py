@@ -40,6 +40,7 @@ from dualmem.control.questions import (
     Question,
 )
 from dualmem.control.states import Purpose, WireFeatures, parse_state
+from dualmem.control.weights import read_weights
 from dualmem.errors import ConfigError, UnknownDecision
 
 __all__ = ["BuiltinController", "BuiltinWeights", "ChoiceWeights", "LinearWeights", "default_weights"]
@@ -121,7 +122,7 @@ class BuiltinWeights:
     def from_file(cls, path: Path) -> BuiltinWeights:
         """Read and validate a weights file."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_weights(path.read_text(encoding="utf-8"), source=str(path))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read builtin weights {path}: {exc}") from exc
         return cls.from_json(data, source=str(path))
@@ -168,7 +169,7 @@ def default_weights() -> BuiltinWeights:
     ref = resources.files("dualmem.control").joinpath(_WEIGHTS_FILE)
     try:
         text = ref.read_text(encoding="utf-8")
-        data = json.loads(text)
+        data = read_weights(text, source=_WEIGHTS_FILE)
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read the packaged {_WEIGHTS_FILE}: {exc}") from exc
     return BuiltinWeights.from_json(data, source=_WEIGHTS_FILE)
