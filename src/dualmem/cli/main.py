@@ -61,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
     migrate_command.register(sub)
+    from dualmem.cli import keys, mcp, serve
+
+    serve.register(sub)
+    keys.register(sub)
+    mcp.register(sub)
     return parser
 
 
