@@ -37,6 +37,8 @@ def stop(s: float, u: float, m: float, c: float) -> str | None:
 def test_stop_rule_golden() -> None:
     assert stop(0.95, 0.9, 0.14, 0.14) == "sufficient"  # s >= θ_suff (equality counts), m, c < θ_cont
     assert stop(0.99, 0.9, 0.0, 0.0) == "sufficient"
+    assert stop(0.99, 0.9, 0.5, 0.0) is None  # missing evidence above θ_cont blocks eq. 21
+    assert stop(0.50, 0.15, 0.0, 0.0) is None  # eq. 22 is strict: u_d = θ_cont continues
     assert stop(0.96, 0.9, 0.10, 0.20) is None  # an unresolved contradiction blocks eq. 21
     assert stop(0.96, 0.9, 0.15, 0.10) is None  # missing evidence at θ_cont blocks eq. 21
     assert stop(0.94, 0.9, 0.0, 0.0) is None
