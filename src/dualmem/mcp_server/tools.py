@@ -166,6 +166,11 @@ def build_mcp(service: Service, *, tenant: Tenant | None = None, http_url: str |
 
 
 def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
+    _register_writes(server, service, call)
+    _register_reads(server, service, call)
+
+
+def _register_writes(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
     @server.tool(annotations=WRITE)
     async def add(
         text: Annotated[str, Field(min_length=1, max_length=20000, description="the statement, verbatim")],
@@ -178,6 +183,46 @@ def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> 
         obs = {"text": text, "speaker": speaker, "at": at, "session": session}
         return AddResult(ids=await call(lambda s: service.add(s, [obs])))
 
+    @server.tool(annotations=WRITE)
+    async def update(id: ID, text: Annotated[str, Field(min_length=1, max_length=20000)]) -> UpdateResult:
+        """Correct a memory: the new text becomes current, the old one stays as history.
+        Call it when the user corrects something you remembered."""
+
+        def run(s: TenantScope) -> UpdateResult:
+            new = service.write(lambda: s.update(id, text))
+            service.note_writes(s.tenant, 1)
+            return UpdateResult(old=id, new=new, memory=_item(s.get(new)))
+
+        out: UpdateResult = await call(run)
+        return out
+
+    @server.tool(annotations=DESTROY)
+    async def forget(
+        id: ID | None = None,
+        speaker: Annotated[str | None, Field(max_length=512)] = None,
+        session: Annotated[str | None, Field(max_length=512)] = None,
+        since: Annotated[str | None, Field(max_length=100)] = None,
+        until: Annotated[str | None, Field(max_length=100)] = None,
+    ) -> ForgetResult:
+        """Delete memories for good: one by id, or every match of speaker/session/since/until.
+        Only when the user asks to forget something; it removes versions and derived summaries too."""
+
+        def run(s: TenantScope) -> int:
+            where = Filter(speaker=speaker, session=session, since=parse_time(since), until=parse_time(until))
+            if (id is None) == where.empty():
+                raise InvalidInput("give a memory id or filter fields, not both and not neither")
+            return service.write(lambda: s.forget(id) if id is not None else s.forget(where=where))
+
+        return ForgetResult(forgotten=await call(run))
+
+    @server.tool(annotations=WRITE)
+    async def consolidate() -> ConsolidationOut:
+        """Link, merge and supersede recent memories now (it also runs by itself in the background).
+        Rarely needed: call it after a large batch of adds when you need the links right away."""
+        return consolidation_out(await call(lambda s: service.write(s.consolidate)))
+
+
+def _register_reads(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
     @server.tool(annotations=READ)
     async def search(query: Query, k: K = 10) -> SearchResult:
         """Find the memories relevant to a question or topic, best first, with why retrieval stopped.
@@ -206,48 +251,10 @@ def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> 
         """Read one memory by id (from add or search)."""
         return _item(await call(lambda s: s.get(id)))
 
-    @server.tool(annotations=WRITE)
-    async def update(id: ID, text: Annotated[str, Field(min_length=1, max_length=20000)]) -> UpdateResult:
-        """Correct a memory: the new text becomes current, the old one stays as history.
-        Call it when the user corrects something you remembered."""
-
-        def run(s: TenantScope) -> UpdateResult:
-            new = service.write(lambda: s.update(id, text))
-            service.note_writes(s.tenant, 1)
-            return UpdateResult(old=id, new=new, memory=_item(s.get(new)))
-
-        out: UpdateResult = await call(run)
-        return out
-
     @server.tool(annotations=READ)
     async def history(id: ID) -> HistoryResult:
         """Every version of a memory, oldest first: how a fact changed over time."""
         return HistoryResult(versions=[_item(n) for n in await call(lambda s: s.history(id))])
-
-    @server.tool(annotations=DESTROY)
-    async def forget(
-        id: ID | None = None,
-        speaker: Annotated[str | None, Field(max_length=512)] = None,
-        session: Annotated[str | None, Field(max_length=512)] = None,
-        since: Annotated[str | None, Field(max_length=100)] = None,
-        until: Annotated[str | None, Field(max_length=100)] = None,
-    ) -> ForgetResult:
-        """Delete memories for good: one by id, or every match of speaker/session/since/until.
-        Only when the user asks to forget something; it removes versions and derived summaries too."""
-
-        def run(s: TenantScope) -> int:
-            where = Filter(speaker=speaker, session=session, since=parse_time(since), until=parse_time(until))
-            if (id is None) == where.empty():
-                raise InvalidInput("give a memory id or filter fields, not both and not neither")
-            return service.write(lambda: s.forget(id) if id is not None else s.forget(where=where))
-
-        return ForgetResult(forgotten=await call(run))
-
-    @server.tool(annotations=WRITE)
-    async def consolidate() -> ConsolidationOut:
-        """Link, merge and supersede recent memories now (it also runs by itself in the background).
-        Rarely needed: call it after a large batch of adds when you need the links right away."""
-        return consolidation_out(await call(lambda s: service.write(s.consolidate)))
 
     @server.tool(annotations=READ)
     async def stats() -> StatsResult:
