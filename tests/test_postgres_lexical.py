@@ -13,7 +13,7 @@ import pytest
 
 from dualmem.conversations import load_conversations
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _codec as codec
+from dualmem.text.lexical import fts5_tokens
 from dualmem.text.porter import stem_fts5
 from dualmem.types import Node, Tenant
 
@@ -54,16 +54,16 @@ _EDGE_WORDS = (
 
 
 def _check_against_fts5(sources: list[Path], minimum: int) -> None:
-    words: set[str] = set(codec.tokens(_EDGE_WORDS))
+    words: set[str] = set(fts5_tokens(_EDGE_WORDS))
     for source in sources:
         for text in _strings(json.loads(source.read_text(encoding="utf-8"))):
-            words.update(codec.tokens(text))
+            words.update(fts5_tokens(text))
     ordered = sorted(words)
     fts5 = _fts5_stems(ordered)
     mismatches = [
-        (w, fts5.get(i), [stem_fts5(t) for t in codec.tokens(w)])
+        (w, fts5.get(i), [stem_fts5(t) for t in fts5_tokens(w)])
         for i, w in enumerate(ordered, 1)
-        if fts5.get(i, []) != [stem_fts5(t) for t in codec.tokens(w)]
+        if fts5.get(i, []) != [stem_fts5(t) for t in fts5_tokens(w)]
     ]
     assert len(ordered) > minimum
     assert mismatches == []

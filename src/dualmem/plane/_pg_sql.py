@@ -21,6 +21,7 @@ from psycopg.pq import Format
 from dualmem.errors import DatabaseCorrupt, DatabaseLocked, InvalidInput, StoreError
 from dualmem.plane import _codec as codec
 from dualmem.plane.base import Decision
+from dualmem.text.lexical import fts5_tokens
 from dualmem.text.porter import stem_fts5
 from dualmem.types import Edge, JSONValue, Node, Tenant
 
@@ -178,7 +179,7 @@ def doc_terms(speaker: str | None, content: str) -> tuple[int, dict[str, list[in
     length = 0
     offset = 0
     for text in (speaker or "", content):
-        words = [stem_fts5(token) for token in codec.tokens(text)]
+        words = [stem_fts5(token) for token in fts5_tokens(text)]
         for i, term in enumerate(words):
             positions[term].append(offset + i)
         length += len(words)
