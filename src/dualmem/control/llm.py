@@ -129,6 +129,7 @@ class _Ask:
     question: Question
     order: tuple[int, ...]
     splits: int  # how often this question was re-fitted after a refusal
+    tokens: int  # the estimated prompt size
 
 
 class LLMController(BaseController):
@@ -268,7 +269,6 @@ class LLMController(BaseController):
                 retry: list[_Ask] = []
                 for ask, outcome in zip(asks, outcomes, strict=True):
                     if isinstance(outcome, ContextLengthExceeded) and ask.splits < MAX_SPLITS:
-                        self._learn_context(outcome.n_ctx)
                         retry.append(ask)
                     elif isinstance(outcome, ControllerError):
                         failed.setdefault(ask.slot, outcome)
@@ -299,8 +299,9 @@ class LLMController(BaseController):
         asks: list[_Ask] = []
         for group in groups:
             for name, question in group.questions.items():
+                size = _measure(group.state, question)
                 for order in self._orders(question):
-                    asks.append(_Ask(index[(i, name)], group.state, question, order, splits))
+                    asks.append(_Ask(index[(i, name)], group.state, question, order, splits, size))
         return asks
 
     def _refit(
@@ -328,6 +329,9 @@ class LLMController(BaseController):
         return [forward, forward[::-1]]
 
     def _send(self, ask: _Ask, deadline: float | None) -> tuple[list[float], Usage] | ControllerError:
+        known = self._context
+        if known is not None and ask.tokens > known:  # a refusal already taught us: do not send it
+            return ContextLengthExceeded(f"the prompt (~{ask.tokens} tokens) exceeds the context ({known})")
         payload: dict[str, JSONValue] = {
             "model": self.model,
             "messages": [
@@ -343,6 +347,9 @@ class LLMController(BaseController):
             body = self._http.post("chat/completions", payload, deadline=deadline, classify=classify_reply)
             completion = _parse(body)
             shown = _option_probs(completion.choices[0].logprobs.content[0], _tokens(ask.question))
+        except ContextLengthExceeded as exc:
+            self._learn_context(exc.n_ctx)  # at once: the asks still queued are not sent in vain
+            return exc
         except ControllerError as exc:
             return exc
         probs = [0.0] * len(shown)

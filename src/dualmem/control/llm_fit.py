@@ -3,12 +3,12 @@
 A batch whose largest prompt (state + one question) is within the token budget is sent as it is.
 Otherwise, in this order, until every prompt fits:
 
-1. long texts (every ``content``, ``query`` and ``observation`` string) are cut to a length that
-   halves at each step, ending in ``TRUNCATION_MARKER``;
-2. the per-target list (``candidates`` or ``pairs``) is split into groups, packed greedily in rank
+1. the per-target list (``candidates`` or ``pairs``) is split into groups, packed greedily in rank
    order (``similarity`` then ``edge_weight``, highest first; ties by index); each group is its own
    state, its questions re-indexed (``candidates[7]`` becomes ``candidates[0]``, ``target`` too);
-3. shared evidence is dropped from the lowest-ranked end (the read path lists it best first).
+2. long texts (every ``content``, ``query`` and ``observation`` string) are cut, ending in
+   ``TRUNCATION_MARKER``, and shared evidence is dropped from the lowest-ranked end (the read path
+   lists it best first), step by step (``_LEVELS``): texts are cut before evidence goes.
 
 Questions are independent (each prompt holds the state and one question), so splitting changes no
 answer's meaning. Token counts are estimated (``estimate_tokens``: UTF-8 bytes / 3, an
@@ -41,7 +41,6 @@ TRUNCATION_MARKER = " …[truncated]"
 MIN_TEXT = 60  # never cut a text shorter than this many characters
 _TEXT_KEYS = ("content", "query", "observation")
 _LIST_KEYS = ("candidates", "pairs")
-_FIRST_LIMIT = 1600
 
 
 def estimate_tokens(text: str) -> int:
@@ -115,23 +114,35 @@ def fit_batch(
     if _fits(state, questions, budget, measure):
         return [Group(state, questions)]
     list_key = next((k for k in _LIST_KEYS if isinstance(state.get(k), list)), None)
-    limit = _FIRST_LIMIT
     groups: list[Group] = []
-    while True:
-        trimmed = truncate_texts(dict(state), limit)
-        assert isinstance(trimmed, dict)
-        for shared in _evidence_cuts(trimmed):
-            if list_key is None:
-                if _fits(shared, questions, budget, measure):
-                    return [Group(shared, questions)]
-                groups = [Group(shared, questions)]
-                continue
-            groups = _split(shared, list_key, questions, budget, measure)
-            if all(_fits(g.state, g.questions, budget, measure) for g in groups):
+    for limit, share in _LEVELS:
+        shared = truncate_texts(_keep_evidence(dict(state), share), limit)
+        assert isinstance(shared, dict)
+        if list_key is None:
+            groups = [Group(shared, questions)]
+            if _fits(shared, questions, budget, measure):
                 return groups
-        if limit <= MIN_TEXT:
+            continue
+        groups = _split(shared, list_key, questions, budget, measure)
+        if all(_fits(g.state, g.questions, budget, measure) for g in groups):
             return groups
-        limit //= 2
+    return groups
+
+
+#: (text limit in characters, share of the evidence kept), tried in order: texts are cut before
+#: evidence goes, and the best-ranked evidence goes last
+_LEVELS: tuple[tuple[int, float], ...] = (
+    (1600, 1.0),
+    (800, 1.0),
+    (400, 1.0),
+    (200, 1.0),
+    (200, 0.5),
+    (200, 0.25),
+    (100, 0.25),
+    (100, 0.125),
+    (MIN_TEXT, 0.125),
+    (MIN_TEXT, 0.0),
+)
 
 
 def _fits(
@@ -140,18 +151,12 @@ def _fits(
     return all(measure(state, q) <= budget for q in questions.values())
 
 
-def _evidence_cuts(state: dict[str, JSONValue]) -> list[dict[str, JSONValue]]:
-    """The state with all its evidence, then with the lowest-ranked half dropped, ..., then none."""
+def _keep_evidence(state: dict[str, JSONValue], share: float) -> dict[str, JSONValue]:
+    """The state with the best-ranked ``share`` of its evidence (listed best first)."""
     evidence = state.get("evidence")
-    if not isinstance(evidence, list) or not evidence:
-        return [state]
-    cuts: list[dict[str, JSONValue]] = []
-    n = len(evidence)
-    while True:
-        cuts.append({**state, "evidence": evidence[:n]})
-        if n == 0:
-            return cuts
-        n //= 2
+    if not isinstance(evidence, list) or share >= 1.0:
+        return state
+    return {**state, "evidence": evidence[: int(len(evidence) * share)]}
 
 
 def _rank(items: Sequence[JSONValue]) -> list[int]:
