@@ -129,3 +129,25 @@ def test_agreement_table() -> None:
     assert table["a"]["agreement"] == 0.5
     assert table["all"]["n"] == 3.0
     assert table["b"]["agreement"] == 1.0
+
+
+def test_calibrate_backend_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    from importlib import resources
+
+    from dualmem.cli.main import main
+
+    data = resources.files("dualmem.data") / "sample_conversation.json"
+    out = tmp_path / "llm-calibration.json"
+    with FakeOpenAIServer(chat=position_biased(truth, bias=BIAS)) as server:
+        code = main(["--embedder", "hashing:64", "--llm-url", server.base_url, "--llm-model", "m",
+                     "--llm-debias", "none", "calibrate-backend", "--data", str(data), "--turns", "6",
+                     "--out", str(out), "--min-samples", "5"])  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["samples"] > 0
+    assert report["failed_batches"] == 0
+    cal = Calibration.load(out)
+    assert cal.model == "m"
+    assert cal.debias == "none"
+    assert "builtin" in cal.source

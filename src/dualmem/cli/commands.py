@@ -92,6 +92,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     lifecycle.register(sub, tenant)
     _register_bench(sub)
+    from dualmem.cli import calibrate
+
+    calibrate.register(sub)
 
 
 def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -26,7 +26,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dualmem.errors import ConfigError, InvalidInput
+from dualmem.control.base import BaseController
+from dualmem.control.questions import Batch, BatchResult, Controller, NoulAnswer
+from dualmem.errors import ConfigError, ControllerError, InvalidInput
 
 __all__ = [
     "EPS",
@@ -34,8 +36,10 @@ __all__ = [
     "Calibration",
     "Curve",
     "Method",
+    "Recorder",
     "Sample",
     "agreement",
+    "compare",
     "fit_calibration",
     "fit_isotonic",
     "fit_platt",
@@ -186,9 +190,9 @@ def fit_platt(scores: Sequence[float], labels: Sequence[bool], *, iterations: in
     neg = float(y.size - pos)
     t = np.where(y > 0.5, (pos + 1) / (pos + 2), 1 / (neg + 2))
     a, b = 1.0, 0.0
-    ridge = 1e-6
+    ridge = 1e-3
     for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-(a * z + b)))
+        p = 0.5 * (1.0 + np.tanh(0.5 * np.clip(a * z + b, -60.0, 60.0)))  # a stable sigmoid
         w = p * (1 - p)
         grad = np.array([np.sum((p - t) * z) + ridge * a, np.sum(p - t) + ridge * b])
         hess = np.array([[np.sum(w * z * z) + ridge, np.sum(w * z)], [np.sum(w * z), np.sum(w) + ridge]])
@@ -266,3 +270,44 @@ def agreement(samples: Iterable[Sample], *, theta: float = 0.5) -> dict[str, dic
             "true_rate": sum(s.label for s in group) / n,
         }
     return out
+
+
+class Recorder(BaseController):
+    """A controller that answers with ``inner`` and keeps every (batch, result) pair it answered.
+
+    Run a write or a search with it to collect the batches a backend is asked in real use; then
+    :func:`compare` another backend on them.
+    """
+
+    def __init__(self, inner: Controller) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.pairs: list[tuple[Batch, BatchResult]] = []
+
+    def decide(self, batch: Batch) -> BatchResult:
+        result = self.inner.decide(batch)
+        self.pairs.append((batch, result))
+        return result
+
+
+def compare(
+    pairs: Sequence[tuple[Batch, BatchResult]], candidate: Controller, *, theta: float = 0.5
+) -> tuple[list[Sample], int]:
+    """``candidate``'s Noul scores on recorded batches, labelled by the recorded answer ``>= theta``.
+
+    Returns the samples and the number of batches the candidate failed (left out). The batches are
+    asked one at a time, in order, so a rate measured around this call is the backend's own.
+    """
+    samples: list[Sample] = []
+    failed = 0
+    for batch, reference in pairs:
+        try:
+            result = candidate.decide(batch)
+        except ControllerError:
+            failed += 1
+            continue
+        for name, question in batch.questions.items():
+            ref, got = reference.answers[name], result.answers[name]
+            if isinstance(ref, NoulAnswer) and isinstance(got, NoulAnswer):
+                samples.append(Sample(question.key, got.score, ref.score >= theta))
+    return samples, failed
