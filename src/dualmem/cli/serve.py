@@ -54,7 +54,7 @@ def open_service_memory(args: argparse.Namespace) -> Memory:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
     options = OpenOptions(
-        controller=controller_options(args.controller),
+        controller=controller_options(args),
         answerer=answerer_options(args.answerer),
         lock_timeout=args.lock_timeout,
     )
