@@ -439,6 +439,36 @@ class SQLiteStore:
         found.sort(key=lambda item: (item[1], item[0]))
         return found[:k]
 
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
+        if window <= 0 or not out:
+            return out
+        where, params = sql.tenant_sql(tenant)
+        side = (
+            f"SELECT n.id FROM nodes n WHERE n.user_id = ? AND n.session = ? AND n.seq {{op}} ? AND {where} "
+            "ORDER BY n.seq {order} LIMIT ?"
+        )
+        before = side.format(op="<", order="DESC")
+        after = side.format(op=">", order="ASC")
+        with self._lock, sql.translated("read session neighbours"):
+            anchors: list[tuple[str, str, str, int]] = []
+            for chunk in sql.chunks(list(out)):
+                statement = (
+                    f"SELECT n.id, n.user_id, n.session, n.seq FROM nodes n "
+                    f"WHERE n.id IN ({sql.marks(len(chunk))}) AND n.session IS NOT NULL AND {where}"
+                )
+                anchors += self._conn.execute(statement, [*chunk, *params]).fetchall()
+            for node_id, user, session, seq in anchors:
+                args = [user, session, seq, *params, window]
+                prev = [r[0] for r in self._conn.execute(before, args)]
+                nxt = [r[0] for r in self._conn.execute(after, args)]
+                out[node_id] = tuple((i, -(j + 1)) for j, i in reversed(list(enumerate(prev)))) + tuple(
+                    (i, j + 1) for j, i in enumerate(nxt)
+                )
+        return out
+
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):
             row = self._conn.execute("SELECT entities FROM nodes WHERE id = ?", (node_id,)).fetchone()
