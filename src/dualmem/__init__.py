@@ -4,8 +4,9 @@ Importing dualmem has no side effects: no files, no network, no model loading, n
 
     from dualmem import Memory
     with Memory.open("memory.db") as mem:
-        mem.add("Mira: My old bicycle broke.", user="mira", at="2024-05-14T10:00:00Z")
-        print(mem.answer("Why did Mira buy a new bicycle?", user="mira").text)
+        mira = mem.scope("mira")  # or pass user="mira" to every call
+        mira.add("Mira: My old bicycle broke.", at="2024-05-14T10:00:00Z")
+        print(mira.answer("Why did Mira buy a new bicycle?").text)
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from dualmem.errors import (
     TenantRequired,
     UserError,
 )
-from dualmem.memory import Answer, Inspection, Memory
+from dualmem.memory import Answer, Inspection, Memory, OpenOptions
 from dualmem.read.trace import Retrieval, Trace
+from dualmem.scope import Scope
 from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant, TypeScores
 
 __version__ = "0.1.0"
@@ -48,9 +50,11 @@ __all__ = [
     "Node",
     "NotFound",
     "Observation",
+    "OpenOptions",
     "Profile",
     "Retrieval",
     "RuntimeFailure",
+    "Scope",
     "TemporalRef",
     "Tenant",
     "TenantRequired",

@@ -1,37 +1,46 @@
 """The facade: one ``Memory`` wires a Store, an Embedder, a System-One controller and an Answerer.
 
 Thin on purpose: validation of arguments, tenant scoping, and delegation to ``write/`` and ``read/``.
+
+Tenancy: every method that touches memories takes a required ``user=`` and optional ``agent=`` /
+``run=`` (or use :meth:`Memory.scope` for a handle bound to one tenant). A call scoped to a user sees
+all its agents and runs; with ``agent``/``run`` given it sees only those. By-id calls obey the same
+rule: an id of another user, agent or run is ``NotFound``. Operations over every tenant have their
+own names (``stats_all``, ``repair_all``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
 from dualmem.control import create_controller
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
-from dualmem.errors import ConfigError, DualmemError, InvalidInput, NotFound
+from dualmem.errors import ConfigError, InvalidInput, NotFound
 from dualmem.plane import Decision, Store, open_store
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines
 from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
+from dualmem.scope import Scope
 from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant
-from dualmem.write.background import Background, ConsolidationMode
+from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
-from dualmem.write.lifecycle import Filter, forget_closure, history, select, supersede
+from dualmem.write.lifecycle import Filter, check_import_tenant, forget_closure, history, select, supersede
 from dualmem.write.pipeline import Writer, WriteReport
 
-__all__ = ["Answer", "Filter", "Inspection", "Memory"]
+__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions"]
 
 log = logging.getLogger("dualmem")
 
@@ -69,6 +78,9 @@ class Memory:
         profile: Profile | None = None,
         summarizer: Summarizer | None = None,
     ) -> None:
+        """Wire ready parts. The memory takes over ``store`` (closed by :meth:`close`); the embedder,
+        controller and answerer stay the caller's to close. Nothing here touches the network: an
+        embedder whose dimension is not known yet is bound to the store on first use."""
         self.store = store
         self.embedder = embedder
         self.controller = controller
@@ -77,15 +89,22 @@ class Memory:
         self.meter = Meter(
             controller, timeout_s=self.profile.controller_timeout_s, cache_size=self.profile.controller_cache
         )
-        store.bind_embedder(embedder.name, embedder.dim)
+        self._bind_lock = threading.Lock()
+        self._bound = False
+        if _declared_dim(embedder) is not None:
+            self._bind()  # a mismatched database is refused at open
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
-        self._consolidation: ConsolidationMode = self.profile.write.consolidation
-        self._since_pass: dict[Tenant, list[str]] = {}  # written since the tenant's last periodic pass
-        self._background = Background(self._consolidate_quietly)
+        self._periodic = Periodic(
+            self._consolidator.run,
+            mode=self.profile.write.consolidation,
+            every=self.profile.write.consolidate_every,
+        )
+        self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
+        self._closed = False
 
     @classmethod
     def open(
@@ -97,41 +116,62 @@ class Memory:
         answerer: Answerer | str | None = "extractive",
         profile: Profile | str | None = None,
         summarizer: Summarizer | None = None,
+        options: OpenOptions | None = None,
     ) -> Memory:
         """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL).
 
-        Periodic consolidation follows ``profile.write.consolidation`` (``"background"`` by default:
-        passes run on a worker thread and writes never wait; ``"inline"``; ``"off"``). ``summarizer``
-        is the System-Two callable that may write derived nodes for approved merges/promotions.
+        Parts given by name are built here with ``options`` (e.g. ``controller="llm", options=
+        OpenOptions(controller={"base_url": ..., "model": ...})``; a missing setting is a
+        ``ConfigError`` with a hint) and closed by :meth:`close`; parts passed as objects are the
+        caller's to close. Periodic consolidation follows ``profile.write.consolidation``
+        (``"background"`` by default: passes run on a worker thread and writes never wait;
+        ``"inline"``; ``"off"``). ``summarizer`` is the System-Two callable that may write derived
+        nodes for approved merges/promotions.
         """
-        emb = create_embedder(embedder) if isinstance(embedder, str) else embedder
-        ctl = create_controller(controller) if isinstance(controller, str) else controller
-        ans = create_answerer(answerer) if isinstance(answerer, str) else answerer
-        prof = Profile.named(profile) if isinstance(profile, str) else profile
-        store = open_store(str(path))
+        opts = options or OpenOptions()
+        owned: list[object] = []
         try:
-            return cls(
-                store,
-                emb,
-                ctl,
-                answerer=ans,
-                profile=prof,
-                summarizer=summarizer,
-            )
+            emb = build(embedder, create_embedder, opts.embedder, what="embedder", owned=owned)
+            ctl = build(controller, create_controller, opts.controller, what="controller", owned=owned)
+            ans = build(answerer, create_answerer, opts.answerer, what="answerer", owned=owned)
+            prof = Profile.named(profile) if isinstance(profile, str) else profile
+            store = open_store(str(path), timeout=opts.lock_timeout)
+            owned.append(store)
+            mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)
         except BaseException:
-            store.close()
+            close_all(owned)
             raise
+        mem._owned = [part for part in owned if part is not store]
+        return mem
 
     def close(self) -> None:
-        self._background.close()
-        self.meter.close()
-        self.store.close()
+        """Stop background work and close the store and every part :meth:`open` built (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._periodic.close()
+        finally:
+            close_all([*self._owned, self.store, self.meter])
+
+    def _bind(self) -> None:
+        """Record (or check) the embedder in the store; the first call may ask a remote embedder its dim."""
+        if self._bound:
+            return
+        with self._bind_lock:
+            if not self._bound:
+                self.store.bind_embedder(self.embedder.name, self.embedder.dim)
+                self._bound = True
 
     def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def scope(self, user: str, agent: str | None = None, run: str | None = None) -> Scope:
+        """A handle bound to one tenant: the same methods without the tenant keywords."""
+        return Scope(self, Tenant(user, agent, run))
 
     # -- write -------------------------------------------------------------------------------
     def add(
@@ -146,8 +186,9 @@ class Memory:
         **provenance: Any,
     ) -> str:
         """Store one observation; returns its node id. ``provenance``: source, session, turn_id, metadata."""
+        tenant = Tenant(user, agent, run)
         obs = _observation(text, speaker=speaker, at=at, **provenance)
-        return self.add_many([obs], user=user, agent=agent, run=run)[0]
+        return self._add_many(tenant, [obs])[0]
 
     def add_many(
         self,
@@ -163,14 +204,23 @@ class Memory:
 
         Every observation is validated before anything is written: one bad item stores nothing.
         """
-        tenant = Tenant(user, agent, run)
+        return self._add_many(Tenant(user, agent, run), observations, chunk_size, on_progress)
+
+    def _add_many(
+        self,
+        tenant: Tenant,
+        observations: Iterable[Observation | str | Mapping[str, Any]],
+        chunk_size: int = 256,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> list[str]:
         items = [_coerce(o) for o in observations]
+        self._bind()
         ids: list[str] = []
         chunks = [items[start : start + chunk_size] for start in range(0, len(items), chunk_size)]
         for report in self._writer.write_chunks(chunks, tenant):
             self._warn_pending(report)
             pending = set(report.pending)
-            self._count_writes(tenant, [i for i in report.ids if i not in pending])
+            self._periodic.wrote(tenant, [i for i in report.ids if i not in pending])
             ids.extend(report.ids)
             if on_progress is not None:
                 on_progress(len(ids), len(items))
@@ -186,12 +236,20 @@ class Memory:
         on_progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
         """Load a conversation file (dualmem's JSON format or LoCoMo) and store every turn."""
-        observations = load_observations(Path(path))
-        return self.add_many(observations, user=user, agent=agent, run=run, on_progress=on_progress)
+        tenant = Tenant(user, agent, run)
+        return self._add_many(tenant, load_observations(Path(path)), on_progress=on_progress)
 
-    def repair(self, *, user: str | None = None) -> WriteReport:
-        """Complete the controller decisions of nodes left ``pending`` by a controller outage."""
-        report = self._writer.repair(Tenant(user) if user is not None else None)
+    def repair(self, *, user: str, agent: str | None = None, run: str | None = None) -> WriteReport:
+        """Complete the controller decisions of the tenant's nodes left ``pending`` by an outage."""
+        return self._repair(Tenant(user, agent, run))
+
+    def repair_all(self) -> WriteReport:
+        """Admin: :meth:`repair` over every tenant of the store."""
+        return self._repair(None)
+
+    def _repair(self, tenant: Tenant | None) -> WriteReport:
+        report = self._writer.repair(tenant)
+        self._bind()
         self._warn_pending(report)
         return report
 
@@ -204,21 +262,34 @@ class Memory:
             )
 
     # -- read --------------------------------------------------------------------------------
-    def get(self, node_id: str, *, user: str | None = None) -> Node:
-        node = self.store.get_node(node_id, Tenant(user) if user is not None else None)
+    def get(self, node_id: str, *, user: str, agent: str | None = None, run: str | None = None) -> Node:
+        """The memory ``node_id``; ``NotFound`` unless it belongs to the tenant (agent/run included)."""
+        return self._find(node_id, Tenant(user, agent, run))
+
+    def _find(self, node_id: str, tenant: Tenant) -> Node:
+        if not isinstance(node_id, str) or not node_id.strip():
+            raise InvalidInput(f"a memory id must be a non-empty string, got {node_id!r}")
+        node = self.store.get_node(node_id, tenant)
         if node is None:
-            raise NotFound(f"no memory with id {node_id!r}")
+            raise NotFound(f"no memory with id {node_id!r}", hint="ids are only visible to their own tenant")
         return node
 
-    def inspect(self, node_id: str, *, user: str | None = None) -> Inspection:
-        node = self.get(node_id, user=user)
-        return Inspection(node, tuple(self.store.edges_of(node.id)), tuple(self.store.decisions_of(node.id)))
-
-    def delete(self, node_id: str, *, user: str | None = None) -> None:
-        """Remove a node with its edges, entity links, lexical and vector entries."""
-        self.get(node_id, user=user)
-        with self.store.transaction():
-            self.store.delete_nodes([node_id])
+    def inspect(
+        self, node_id: str, *, user: str, agent: str | None = None, run: str | None = None
+    ) -> Inspection:
+        """A memory with its edges and recorded decisions, leaving out any that name a memory the
+        tenant cannot see (a user-wide consolidation may relate two agents' memories)."""
+        tenant = Tenant(user, agent, run)
+        node = self._find(node_id, tenant)
+        edges = self.store.edges_of(node.id)
+        decisions = self.store.decisions_of(node.id)
+        others = {e.other(node.id) for e in edges} | {d.other_id for d in decisions if d.other_id}
+        visible = self.store.get_nodes(others, tenant)
+        return Inspection(
+            node,
+            tuple(e for e in edges if e.other(node.id) in visible),
+            tuple(d for d in decisions if d.other_id is None or d.other_id in visible),
+        )
 
     def count(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
         return self.store.count(Tenant(user, agent, run))
@@ -230,8 +301,10 @@ class Memory:
         self, query: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
     ) -> Retrieval:
         """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found."""
+        tenant = Tenant(user, agent, run)
         _check_query(query, k)
-        return self._retriever.search(query, Tenant(user, agent, run), k=k)
+        self._bind()
+        return self._retriever.search(query, tenant, k=k)
 
     def answer(
         self, query: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
@@ -250,36 +323,31 @@ class Memory:
         self, *, user: str, agent: str | None = None, run: str | None = None
     ) -> ConsolidationReport:
         """Run one consolidation pass over the tenant's recent memories now."""
-        return self._consolidator.run(Tenant(user, agent, run))
+        tenant = Tenant(user, agent, run)
+        self._bind()
+        return self._consolidator.run(tenant)
 
     def wait_for_consolidation(self, timeout: float | None = None) -> None:
         """Block until background consolidation passes queued so far are done."""
-        self._background.join(timeout)
-
-    def _count_writes(self, tenant: Tenant, ids: list[str]) -> None:
-        """Every N successful writes of a tenant, one pass over exactly those N nodes."""
-        every = self.profile.write.consolidate_every
-        if self._consolidation == "off" or every <= 0 or not ids:
-            return
-        waiting = self._since_pass.setdefault(tenant, [])
-        waiting.extend(ids)
-        while len(waiting) >= every:
-            window, waiting[:] = waiting[:every], waiting[every:]
-            if self._consolidation == "inline":
-                self._consolidator.run(tenant, window)
-            else:
-                self._background.submit(tenant, window)
-
-    def _consolidate_quietly(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
-        try:
-            self._consolidator.run(tenant, node_ids)
-        except DualmemError as exc:
-            log.warning("background consolidation for %s failed: %s", tenant.user, exc.one_line())
+        self._periodic.join(timeout)
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def update(self, node_id: str, text: str, *, user: str | None = None, at: TimeInput = None) -> str:
-        """Correct a memory: the new text becomes a new current node; the old one stays as history."""
-        old = self.get(node_id, user=user)
+    def update(
+        self,
+        node_id: str,
+        text: str,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        at: TimeInput = None,
+    ) -> str:
+        """Correct a memory: the new text becomes a new current node; the old one stays as history.
+
+        The new version keeps the old one's tenant, speaker, provenance and (unless ``at`` is given) time.
+        """
+        old = self._find(node_id, Tenant(user, agent, run))
+        self._bind()
         if old.valid_to is not None:
             raise InvalidInput(f"memory {node_id!r} was already superseded", hint="update its newest version")
         obs = _observation(
@@ -292,13 +360,17 @@ class Memory:
             metadata=dict(old.metadata),
         )
         new_id_ = self._writer.write([obs], old.tenant).ids[0]
-        supersede(self.store, old, self.get(new_id_))
+        supersede(self.store, old, self._find(new_id_, old.tenant))
         self.meter.clear_cache()
+        self._retriever.clear_cache()
         return new_id_
 
-    def history(self, node_id: str, *, user: str | None = None) -> list[Node]:
-        """Every version of a memory (updates and superseded facts), oldest first."""
-        return history(self.store, self.get(node_id, user=user))
+    def history(
+        self, node_id: str, *, user: str, agent: str | None = None, run: str | None = None
+    ) -> list[Node]:
+        """Every version of a memory (updates and superseded facts) the tenant can see, oldest first."""
+        tenant = Tenant(user, agent, run)
+        return history(self.store, self._find(node_id, tenant), tenant)
 
     def forget(
         self,
@@ -309,25 +381,41 @@ class Memory:
         run: str | None = None,
         where: Filter | None = None,
     ) -> int:
-        """Remove memories for good: by id, or every match of ``where``; returns how many went.
+        """Remove memories for good: by id, or every match of ``where``; returns how many nodes went.
 
-        Edges, entity links, lexical and vector entries, recorded decisions, derived summaries built
-        from them and cached controller answers go too.
+        With each memory go every version in its supersession chain (what it superseded and what
+        superseded it), every derived summary built from any of them, their edges, entity links,
+        lexical and vector entries, recorded decisions, and every cached controller answer. Only the
+        tenant's own memories are touched: another tenant's (or agent's/run's) id is ``NotFound``.
         """
         tenant = Tenant(user, agent, run)
         if (node_id is None) == (where is None):
             raise InvalidInput("pass exactly one of a node id or where=Filter(...)")
-        ids = [self.get(node_id, user=user).id] if node_id is not None else select(self.store, tenant, where)  # type: ignore[arg-type]
-        return self._forget_ids(ids)
+        if where is not None:
+            return self._forget_ids(select(self.store, tenant, where), tenant)
+        return self._forget_ids([self._find(node_id, tenant).id], tenant)  # type: ignore[arg-type]
+
+    def delete(
+        self,
+        node_id: str | None = None,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        where: Filter | None = None,
+    ) -> int:
+        """An alias of :meth:`forget` (same arguments, same meaning)."""
+        return self.forget(node_id, user=user, agent=agent, run=run, where=where)
 
     def forget_all(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
-        """Remove every memory of a tenant."""
-        return self._forget_ids([n.id for n in self.store.iter_nodes(Tenant(user, agent, run))])
+        """Remove every memory of a tenant (as :meth:`forget` does for each); returns how many went."""
+        tenant = Tenant(user, agent, run)
+        return self._forget_ids([n.id for n in self.store.iter_nodes(tenant)], tenant)
 
-    def _forget_ids(self, ids: list[str]) -> int:
+    def _forget_ids(self, ids: list[str], tenant: Tenant) -> int:
         if not ids:
             return 0
-        closure = forget_closure(self.store, ids)
+        closure = forget_closure(self.store, ids, tenant)
         with self.store.transaction():
             removed = self.store.delete_nodes(closure)
         self.meter.clear_cache()
@@ -338,9 +426,9 @@ class Memory:
         self, path: str | Path, *, user: str, agent: str | None = None, run: str | None = None
     ) -> int:
         """Write the tenant's whole memory (nodes, edges, decisions) as JSON Lines; returns lines written."""
-        lines = export_lines(
-            self.store, Tenant(user, agent, run), embedder=self.embedder.name, dim=self.embedder.dim
-        )
+        tenant = Tenant(user, agent, run)
+        self._bind()
+        lines = export_lines(self.store, tenant, embedder=self.embedder.name, dim=self.embedder.dim)
         count = 0
         with Path(path).open("w", encoding="utf-8") as fh:
             for line in lines:
@@ -348,17 +436,35 @@ class Memory:
                 count += 1
         return count
 
-    def import_jsonl(self, path: str | Path) -> ImportReport:
-        """Load an export made by :meth:`export_jsonl`: all of it, or nothing on any error."""
+    def import_jsonl(
+        self, path: str | Path, *, user: str, agent: str | None = None, run: str | None = None
+    ) -> ImportReport:
+        """Load an export made by :meth:`export_jsonl` into the caller's tenant: all of it, or nothing.
+
+        A file holding any memory of a tenant the caller's does not cover (another user, or another
+        agent/run when those are given) is refused with ``InvalidInput``; nothing is remapped.
+        """
+        tenant = Tenant(user, agent, run)
         try:
             with Path(path).open(encoding="utf-8") as fh:
-                return import_lines(self.store, fh, embedder=self.embedder.name, dim=self.embedder.dim)
+                lines = fh.read().splitlines()
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
+        check_import_tenant(lines, tenant)
+        self._bind()
+        return import_lines(self.store, lines, embedder=self.embedder.name, dim=self.embedder.dim)
 
     # -- introspection -----------------------------------------------------------------------
-    def stats(self, *, user: str | None = None) -> dict[str, JSONValue]:
-        s = self.store.stats(Tenant(user) if user is not None else None)
+    def stats(self, *, user: str, agent: str | None = None, run: str | None = None) -> dict[str, JSONValue]:
+        """Counts for the tenant: nodes, pending, edges by view, entities; the embedder and controller."""
+        return self._stats(Tenant(user, agent, run))
+
+    def stats_all(self) -> dict[str, JSONValue]:
+        """Admin: :meth:`stats` over every tenant of the store."""
+        return self._stats(None)
+
+    def _stats(self, tenant: Tenant | None) -> dict[str, JSONValue]:
+        s = self.store.stats(tenant)
         return {
             "nodes": s.nodes,
             "pending": s.pending,
@@ -371,7 +477,19 @@ class Memory:
         }
 
     def controller_stats(self) -> dict[str, object]:
-        return self.meter.stats.to_json()
+        """System-One calls, questions, latency and tokens per purpose (a consistent snapshot)."""
+        return self.meter.snapshot().to_json()
+
+
+def _declared_dim(embedder: Embedder) -> int | None:
+    """The embedder's dimension when it is known without a request (see ``OpenAIEmbedder.declared_dim``)."""
+    inner = getattr(embedder, "inner", None)  # a CachedEmbedder around another embedder
+    if inner is not None and callable(getattr(inner, "embed", None)):  # not isinstance: it reads .dim
+        return _declared_dim(inner)
+    if hasattr(type(embedder), "declared_dim"):
+        declared: int | None = getattr(embedder, "declared_dim")  # noqa: B009 - not the protocol's dim
+        return declared
+    return embedder.dim
 
 
 def _check_query(query: object, k: object) -> None:

@@ -1,4 +1,4 @@
-"""Helpers shared by the store backends: JSON columns, timestamps, vectors, lexical tokens.
+"""Helpers shared by the store backends: JSON columns, timestamps, vectors, FTS5 query phrases.
 
 Private to ``dualmem.plane``; nothing outside the package imports this module.
 """
@@ -8,15 +8,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import cast
 
 import numpy as np
 
 from dualmem.errors import EmbedderMismatch, InvalidInput
-from dualmem.text.lexical import content_tokens
+from dualmem.text.lexical import content_tokens, fts5_tokens
 from dualmem.types import JSONValue, Node, TemporalRef, TypeScores, Vector
 
 __all__ = [
@@ -35,7 +33,6 @@ __all__ = [
     "refs_from_json",
     "refs_to_json",
     "to_iso",
-    "tokens",
     "types_from_json",
     "types_to_json",
 ]
@@ -43,8 +40,6 @@ __all__ = [
 #: FTS5's ``bm25()`` defaults; the in-memory store uses the same formula.
 BM25_K1 = 1.2
 BM25_B = 0.75
-
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def dump_json(value: object) -> str:
@@ -126,16 +121,6 @@ def entity_key(name: str) -> str:
     return " ".join(name.casefold().split())
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased, accent-folded word tokens (close to FTS5's ``unicode61`` tokenizer)."""
-    return _TOKEN.findall(_fold(text))
-
-
 def bm25_idf(total: int, hits: int) -> float:
     """FTS5's idf: ``log((N - n + 0.5) / (n + 0.5))``, floored at 1e-6."""
     idf = math.log((total - hits + 0.5) / (hits + 0.5))
@@ -145,7 +130,7 @@ def bm25_idf(total: int, hits: int) -> float:
 def query_phrases(text: str, *, max_terms: int = 32) -> list[tuple[str, ...]]:
     """The phrases ``dualmem.text.lexical.fts_query`` ORs together, as FTS5 tokenises each of them."""
     terms = list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)]
-    phrases = (tuple(tokens(term)) for term in terms)
+    phrases = (tuple(fts5_tokens(term)) for term in terms)
     return [phrase for phrase in phrases if phrase]  # repeats kept: FTS5 scores each OR-ed phrase
 
 

@@ -8,28 +8,33 @@ from __future__ import annotations
 from dualmem.text.cues import may_have_time
 from dualmem.text.entities import (
     DEFAULT_MAX_ENTITIES,
+    EXTRACTORS,
     EntityExtractor,
     RegexEntityExtractor,
     SpacyEntityExtractor,
+    create_extractor,
     extract_entities,
     normalize_entity,
     singularize,
 )
-from dualmem.text.lexical import STOPWORDS, content_tokens, fts_query, overlap, tokenize
+from dualmem.text.lexical import STOPWORDS, content_tokens, fts5_tokens, fts_query, overlap, tokenize
 from dualmem.text.temporal import describe, ground, mentions_time, query_time_focus
 from dualmem.text.timeparse import TimeInput, format_day, parse_time
 
 __all__ = [
     "DEFAULT_MAX_ENTITIES",
+    "EXTRACTORS",
     "STOPWORDS",
     "EntityExtractor",
     "RegexEntityExtractor",
     "SpacyEntityExtractor",
     "TimeInput",
     "content_tokens",
+    "create_extractor",
     "describe",
     "extract_entities",
     "format_day",
+    "fts5_tokens",
     "fts_query",
     "ground",
     "may_have_time",
