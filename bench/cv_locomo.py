@@ -16,7 +16,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from dualmem.bench.cv import ABLATIONS, CVConfig, run_cv  # noqa: E402
+from dualmem.bench.cv import ABLATIONS, VIEW_ABLATIONS, CVConfig, run_cv  # noqa: E402
 
 
 def main() -> None:
@@ -25,7 +25,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-cv"))
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--ablations", nargs="*", default=list(ABLATIONS), choices=list(ABLATIONS))
-    parser.add_argument("--no-handset", action="store_true", help="skip today's Memory.search baseline")
+    parser.add_argument("--no-handset", action="store_true", help="skip the hand-set System One baseline")
+    parser.add_argument(
+        "--views",
+        nargs="*",
+        default=list(VIEW_ABLATIONS),
+        choices=list(VIEW_ABLATIONS),
+        help="read-path ablations of the real Memory.search: a view left out, or no expansion",
+    )
+    parser.add_argument("--no-search", action="store_true", help="score the pool only (no Memory.search)")
     ns = parser.parse_args()
     cfg = CVConfig(
         data=ns.data,
@@ -33,6 +41,8 @@ def main() -> None:
         embedder=ns.embedder,
         ablations=tuple(ns.ablations),
         handset=not ns.no_handset,
+        search=not ns.no_search,
+        view_ablations=tuple(ns.views),
     )
     result = run_cv(cfg)
     assert result.report is not None

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dualmem.errors import ConfigError, InvalidInput
-from dualmem.learn import LinearRanker, fit_logistic
+from dualmem.learn import LinearRanker, default_ranker, fit_logistic
+from dualmem.read.pool import FEATURES
 
 
 def _data(seed: int = 0, n: int = 2000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -83,3 +85,15 @@ def test_ranker_errors(tmp_path: Path) -> None:
     bad.write_text("{", encoding="utf-8")
     with pytest.raises(ConfigError, match="cannot read"):
         LinearRanker.from_file(bad)
+
+
+def test_the_packaged_ranker_uses_pool_features_and_says_where_it_came_from() -> None:
+    r = default_ranker()
+    assert set(r.features) <= set(FEATURES)
+    prov = r.provenance
+    assert prov["command"].startswith("dualmem ")
+    assert " calibrate --data " in prov["command"]
+    assert prov["mode"] == "labels"
+    assert prov["queries"] > 500
+    data = json.dumps(prov["data"])
+    assert "locomo" in data

@@ -20,6 +20,7 @@ import pickle
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy.typing as npt
 from dualmem import __version__
 from dualmem.bench.locomo import BenchConfig
 from dualmem.bench.metrics import CATEGORY_NAMES, mrr, percentile, recall_at_k
+from dualmem.config import Lambdas
 from dualmem.conversations import QA, Conversation, load_conversations
 from dualmem.learn.fit import fit_logistic
 from dualmem.learn.ranker import LinearRanker
@@ -63,8 +65,10 @@ class CVConfig:
     pool: int = 50
     window: int = 2
     ablations: tuple[str, ...] = tuple(ABLATIONS)
-    handset: bool = True  # also run today's Memory.search (hand-set builtin System One)
+    handset: bool = True  # also run the hand-set builtin System One (RRF anchors) as a baseline
     limit: int | None = None
+    search: bool = True  # evaluate the real read path (Memory.search) with each fold's scorer
+    view_ablations: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "expansion")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +162,11 @@ def _baselines(
     return out, None
 
 
-def load_pools(cfg: CVConfig, *, progress: bool = True) -> dict[str, list[QueryPool]]:
-    """Build (or reuse) every conversation's memory and every question's pool."""
+def load_pools(
+    cfg: CVConfig, *, progress: bool = True, paths: dict[str, Path] | None = None
+) -> dict[str, list[QueryPool]]:
+    """Build (or reuse) every conversation's memory and every question's pool (``paths`` gets the
+    builds' files by conversation)."""
     from dualmem.bench import runner
 
     conversations = load_conversations(cfg.data)[: cfg.limit]
@@ -169,6 +176,8 @@ def load_pools(cfg: CVConfig, *, progress: bool = True) -> dict[str, list[QueryP
     pools: dict[str, list[QueryPool]] = {}
     for conv in conversations:
         path, _ = runner._ensure_build(conv, "full", ctx)
+        if paths is not None:
+            paths[conv.id] = path
         key = hashlib.sha256(
             json.dumps([path.name, cfg.pool, cfg.window, FEATURES, POOL_VERSION, cfg.handset]).encode()
         ).hexdigest()[:12]
@@ -177,7 +186,9 @@ def load_pools(cfg: CVConfig, *, progress: bool = True) -> dict[str, list[QueryP
             with cache.open("rb") as fh:
                 pools[conv.id] = pickle.load(fh)
             continue
-        with runner._open(path, ctx, ctx.base) as mem:
+        # the hand-set System One as it was before the pool: RRF anchors, eq. 23 with equal lambdas
+        handset = ctx.base.with_(read__pool_scoring=False, read__lambdas=Lambdas())
+        with runner._open(path, ctx, handset) as mem:
             pools[conv.id] = _collect(conv, mem, cfg)
         with cache.open("wb") as fh:
             pickle.dump(pools[conv.id], fh)
@@ -270,12 +281,51 @@ def _record(system: str, fold: str, p: QueryPool, ranked: Sequence[str]) -> dict
     }
 
 
+def _search_records(
+    system: str, held: str, path: Path, ranker: LinearRanker, test: Sequence[QueryPool], view_drop: str | None
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """The real read path (``Memory.search``) on the held-out build with this fold's scorer."""
+    from dualmem.config import Profile
+    from dualmem.control.builtin import BuiltinController
+
+    profile = Profile.builtin()
+    if view_drop is not None:
+        profile = profile.with_(read__views=tuple(v for v in profile.read.views if v != view_drop))
+    if view_drop == "expansion":
+        profile = profile.with_(read__views=profile.read.views, read__fixed_depth=0)
+    rows, ms = [], []
+    controller = BuiltinController(ranker=ranker)
+    with Memory.open(
+        path, embedder=_embedder(), controller=controller, answerer=None, profile=profile
+    ) as mem:
+        for p in test:
+            started = time.perf_counter()
+            found = mem.search(p.question, user=p.conversation, k=max(K_VALUES))
+            ms.append(1000 * (time.perf_counter() - started))
+            ranked = tuple(e.node.turn_id or f"node:{e.node.id}" for e in found.evidence)
+            rows.append(_record(system, held, p, ranked))
+    return rows, ms
+
+
+@cache
+def _embedder() -> Any:
+    from dualmem.embed import create_embedder
+
+    return create_embedder("minilm")
+
+
+#: read-path ablations of the real System One: a view left out, or no graph expansion at all
+VIEW_ABLATIONS: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "expansion")
+
+
 def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] = print) -> CVResult:
-    pools = load_pools(cfg, progress=progress)
+    paths: dict[str, Path] = {}
+    pools = load_pools(cfg, progress=progress, paths=paths)
     result = CVResult()
-    systems: dict[str, tuple[tuple[str, ...], bool]] = {"dualmem": ((), False)}
+    systems: dict[str, tuple[tuple[str, ...], bool]] = {"dualmem-pool": ((), False)}
     for name in cfg.ablations:
-        systems[f"dualmem {name}"] = (ABLATIONS[name], name == "no-neighbours")
+        systems[f"dualmem-pool {name}"] = (ABLATIONS[name], name == "no-neighbours")
+    search_ms: list[float] = []
     for held in pools:
         train = {c: ps for c, ps in pools.items() if c != held}
         flat = [p for ps in train.values() for p in ps]
@@ -287,14 +337,26 @@ def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] =
             fold[system] = {"l2": l2, "weights": dict(zip(ranker.features, ranker.weights, strict=True))}
             for p in test:
                 result.rows.append(_record(system, held, p, rank(ranker, p, drop_neighbours=no_nb)[0]))
-            if system == "dualmem":
+            if system == "dualmem-pool":
                 result.abstention[held] = _abstention(ranker, train, pools[held])
+                if cfg.search:
+                    rows, ms = _search_records("dualmem", held, paths[held], ranker, test, None)
+                    result.rows += rows
+                    search_ms += ms
+                    for view in cfg.view_ablations:
+                        name = "dualmem no-expansion" if view == "expansion" else f"dualmem no-{view}"
+                        result.rows += _search_records(name, held, paths[held], ranker, test, view)[0]
         for p in test:
             for base, ranked in p.baselines.items():
                 result.rows.append(_record(base, held, p, ranked))
         result.folds[held] = fold
         log(f"fold {held}: fitted {len(systems)} scorers")
     result.latency = _latency(pools)
+    if search_ms:
+        result.latency["dualmem (Memory.search)"] = {
+            "p50": percentile(search_ms, 50),
+            "p95": percentile(search_ms, 95),
+        }
     result.report = _write(cfg, result, pools)
     result.out_json = cfg.out / "cv-results.json"
     return result

@@ -39,11 +39,14 @@ from dualmem.control.questions import (
     NoulAnswer,
     Question,
 )
-from dualmem.control.states import Purpose, WireFeatures, parse_state
+from dualmem.control.states import Purpose, TraversalState, WireFeatures, parse_state
 from dualmem.control.weights import read_weights
 from dualmem.errors import ConfigError, UnknownDecision
+from dualmem.learn.ranker import CandidateRows, LinearRanker, default_ranker
 
 __all__ = ["BuiltinController", "BuiltinWeights", "ChoiceWeights", "LinearWeights", "default_weights"]
+
+_LEARNED_KEY = "traverse.relevance"
 
 _VERSION = "1"
 _WEIGHTS_FILE = "builtin_weights.json"
@@ -187,8 +190,16 @@ class BuiltinController(BaseController):
 
     name = "builtin"
 
-    def __init__(self, *, weights: BuiltinWeights | None = None) -> None:
+    def __init__(self, *, weights: BuiltinWeights | None = None, ranker: LinearRanker | None = None) -> None:
         self._weights = weights
+        self._ranker = ranker
+
+    @property
+    def ranker(self) -> LinearRanker:
+        """The learned candidate-relevance head (``dualmem calibrate``); the packaged one by default."""
+        if self._ranker is None:
+            self._ranker = default_ranker()
+        return self._ranker
 
     @property
     def weights(self) -> BuiltinWeights:
@@ -203,8 +214,24 @@ class BuiltinController(BaseController):
         features = features_of(batch)
         answers: dict[str, Answer] = {}
         for name, question in batch.questions.items():
-            answers[name] = self._answer(question, weights, features)
+            answers[name] = self._learned(question, batch) or self._answer(question, weights, features)
         return BatchResult(answers=answers)
+
+    def _learned(self, question: Question, batch: Batch) -> NoulAnswer | None:
+        """Candidate relevance from the learned head, when the batch's FeatureSource carries the
+        candidate's pool features (an in-process pooled retrieval); otherwise ``None`` (hand-set)."""
+        if question.key != _LEARNED_KEY or not isinstance(batch.typed, TraversalState):
+            return None
+        source: object = batch.features
+        target = question.target
+        if not isinstance(source, CandidateRows) or target is None:
+            return None
+        if not 0 <= target < len(batch.typed.candidates):
+            return None
+        row = source.candidate_row(batch.typed.candidates[target].memory.id)
+        if row is None:
+            return None
+        return NoulAnswer(score=float(self.ranker.score(row[None, :], source.feature_names)[0]))
 
     def _answer(self, question: Question, weights: BuiltinWeights, features: Features) -> Answer:
         key = question.key

@@ -21,17 +21,28 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from dualmem.errors import ConfigError
 
-__all__ = ["FORMAT", "LinearRanker", "default_ranker"]
+__all__ = ["FORMAT", "CandidateRows", "LinearRanker", "default_ranker"]
 
 FORMAT = "dualmem.ranker/1"
 _PACKAGED = "default_ranker.json"
+
+
+@runtime_checkable
+class CandidateRows(Protocol):
+    """A FeatureSource that also carries each candidate's pool features (dualmem.read.pool)."""
+
+    feature_names: tuple[str, ...]
+
+    def candidate_row(self, node_id: str) -> npt.NDArray[np.float64] | None:
+        """The candidate's feature row (columns ``feature_names``), or ``None`` if not pooled."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -442,31 +442,29 @@ class SQLiteStore:
     def session_neighbours(
         self, tenant: Tenant, node_ids: Collection[str], window: int
     ) -> dict[str, tuple[tuple[str, int], ...]]:
-        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
+        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(node_ids, ())
         if window <= 0 or not out:
             return out
         where, params = sql.tenant_sql(tenant)
-        side = (
-            f"SELECT n.id FROM nodes n WHERE n.user_id = ? AND n.session = ? AND n.seq {{op}} ? AND {where} "
-            "ORDER BY n.seq {order} LIMIT ?"
-        )
-        before = side.format(op="<", order="DESC")
-        after = side.format(op=">", order="ASC")
+        found: dict[str, list[tuple[int, str]]] = {}
         with self._lock, sql.translated("read session neighbours"):
-            anchors: list[tuple[str, str, str, int]] = []
             for chunk in sql.chunks(list(out)):
+                marks = sql.marks(len(chunk))
+                # positions within each session touched (write order), then the pairs within the window
                 statement = (
-                    f"SELECT n.id, n.user_id, n.session, n.seq FROM nodes n "
-                    f"WHERE n.id IN ({sql.marks(len(chunk))}) AND n.session IS NOT NULL AND {where}"
+                    "WITH s AS (SELECT DISTINCT n.user_id, n.session FROM nodes n "
+                    f"WHERE n.id IN ({marks}) AND n.session IS NOT NULL AND {where}), "
+                    "r AS (SELECT n.id, n.session, ROW_NUMBER() OVER (PARTITION BY n.session ORDER BY n.seq) "
+                    "AS pos FROM nodes n JOIN s ON n.user_id = s.user_id AND n.session = s.session "
+                    f"WHERE {where}) "
+                    "SELECT a.id, b.id, b.pos - a.pos FROM r a JOIN r b ON a.session = b.session "
+                    f"AND b.pos BETWEEN a.pos - ? AND a.pos + ? AND b.id != a.id WHERE a.id IN ({marks})"
                 )
-                anchors += self._conn.execute(statement, [*chunk, *params]).fetchall()
-            for node_id, user, session, seq in anchors:
-                args = [user, session, seq, *params, window]
-                prev = [r[0] for r in self._conn.execute(before, args)]
-                nxt = [r[0] for r in self._conn.execute(after, args)]
-                out[node_id] = tuple((i, -(j + 1)) for j, i in reversed(list(enumerate(prev)))) + tuple(
-                    (i, j + 1) for j, i in enumerate(nxt)
-                )
+                args = [*chunk, *params, *params, window, window, *chunk]
+                for a, b, offset in self._conn.execute(statement, args):
+                    found.setdefault(a, []).append((int(offset), b))
+        for a, pairs in found.items():
+            out[a] = tuple((b, offset) for offset, b in sorted(pairs))
         return out
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:

@@ -36,17 +36,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from dualmem.control.states import QUERY, EmbeddingFeatures
 from dualmem.embed.base import Embedder
 from dualmem.plane.base import Store
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
 
-__all__ = ["FEATURES", "POOL_VERSION", "Pool", "PoolSettings", "build_pool"]
+__all__ = ["FEATURES", "POOL_VERSION", "Pool", "PoolFeatures", "PoolSettings", "build_pool", "extend_pool"]
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
 POOL_VERSION = "1"
@@ -100,11 +101,29 @@ class Pool:
     nodes: Mapping[str, Node]
     features: npt.NDArray[np.float64]  # (len(ids), len(FEATURES))
     neighbours: Mapping[str, tuple[tuple[str, int], ...]]
+    context: _Query | None = None  # what extend_pool needs to add candidates
 
     def row(self, node_id: str) -> dict[str, float]:
         """One candidate's features by name."""
         i = self.ids.index(node_id)
         return {name: float(self.features[i, j]) for j, name in enumerate(FEATURES)}
+
+
+class PoolFeatures(EmbeddingFeatures):
+    """The FeatureSource of a pooled retrieval: pair signals, plus each candidate's pool features
+    (``candidate_row``) for an in-process learned scorer."""
+
+    feature_names: tuple[str, ...] = FEATURES
+
+    def __init__(self, pool: Pool, nodes: Sequence[Node]) -> None:
+        vectors: dict[str, Vector | None] = {n.id: n.embedding for n in nodes}
+        texts = {n.id: n.content for n in nodes}
+        vectors[QUERY], texts[QUERY] = pool.qvec, pool.query
+        super().__init__(vectors, texts)
+        self._rows = {i: pool.features[k] for k, i in enumerate(pool.ids)}
+
+    def candidate_row(self, node_id: str) -> npt.NDArray[np.float64] | None:
+        return self._rows.get(node_id)
 
 
 def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
@@ -137,8 +156,30 @@ def build_pool(
     nodes.update(store.get_nodes([i for i in wanted if i not in nodes], tenant))
     ids = tuple(i for i in (*base, *extra) if i in nodes)
     ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits))
-    features = _features(ids, nodes, near, _Query(qvec, analysis, ranks, len(base), 4 * n))
-    return Pool(query, analysis, qvec, ids, nodes, features, near)
+    q = _Query(qvec, analysis, ranks, len(base), 4 * n)
+    features = _features(ids, nodes, near, q)
+    return Pool(query, analysis, qvec, ids, nodes, features, near, q)
+
+
+def extend_pool(
+    store: Store, tenant: Tenant, pool: Pool, new: Sequence[Node], settings: PoolSettings | None = None
+) -> Pool:
+    """``pool`` with ``new`` nodes added as candidates (reached over a graph edge, say): their
+    features are computed as for any candidate; nodes already in the pool are left as they are."""
+    add = [n for n in new if n.id not in set(pool.ids)]
+    if not add or pool.context is None:
+        return pool
+    settings = settings or PoolSettings()
+    near = dict(pool.neighbours)
+    near.update(store.session_neighbours(tenant, [n.id for n in add if n.id not in near], settings.window))
+    nodes = dict(pool.nodes)
+    nodes.update({n.id: n for n in add})
+    wanted = {j for n in add for j, _ in near.get(n.id, ())} - nodes.keys()
+    nodes.update(store.get_nodes(list(wanted), tenant))
+    ids = (*pool.ids, *(n.id for n in add))
+    rows = _features([n.id for n in add], nodes, near, replace(pool.context, base_count=0))
+    rows[:, _COL["neighbour"]] = 0.0  # reached by an edge, not only as a session neighbour
+    return replace(pool, ids=ids, nodes=nodes, features=np.vstack([pool.features, rows]), neighbours=near)
 
 
 def _features(
