@@ -21,6 +21,7 @@ from typing import Any
 from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
 from dualmem.control import create_controller
+from dualmem.control.builtin import BuiltinController
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
@@ -94,7 +95,11 @@ class Memory:
         if _declared_dim(embedder) is not None:
             self._bind()  # a mismatched database is refused at open
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
-        self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
+        # one learned head: the builtin decider's ranks the anchors too (read on first use)
+        ranker = (lambda: controller.ranker) if isinstance(controller, BuiltinController) else None
+        self._retriever = Retriever(
+            store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read, ranker=ranker
+        )
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
@@ -211,6 +216,23 @@ class Memory:
         """
         return self._add_many(Tenant(user, agent, run), observations, chunk_size, on_progress)
 
+    def _chunks(self, tenant: Tenant, items: list[Observation], size: int) -> list[list[Observation]]:
+        """Chunks of at most ``size``; with inline consolidation they also end where a periodic pass
+        is due, so the pass sees the memory as it would after one ``add`` per observation."""
+        write = self.profile.write
+        every = write.consolidate_every if write.consolidation == "inline" else 0
+        if every <= 0:
+            return [items[start : start + size] for start in range(0, len(items), size)]
+        room = every - len(self._periodic.cadence.waiting(tenant)) % every
+        out: list[list[Observation]] = []
+        start = 0
+        while start < len(items):
+            take = max(1, min(size, room))
+            out.append(items[start : start + take])
+            start += take
+            room = room - take if room > take else every
+        return out
+
     def _add_many(
         self,
         tenant: Tenant,
@@ -221,7 +243,7 @@ class Memory:
         items = [_coerce(o) for o in observations]
         self._bind()
         ids: list[str] = []
-        chunks = [items[start : start + chunk_size] for start in range(0, len(items), chunk_size)]
+        chunks = self._chunks(tenant, items, chunk_size)
         for report in self._writer.write_chunks(chunks, tenant):
             self._warn_pending(report)
             pending = set(report.pending)

@@ -197,6 +197,13 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     add("--max-questions", type=int, default=None, help="at most N questions per conversation")
     add("--top-k", type=int, default=10, help="evidence items handed to the answerer")
     add("--no-cache", action="store_true", help="rebuild memories even when a cached build exists")
+    add(
+        "--cv",
+        action="store_true",
+        help="leave-one-conversation-out CV of the learned System-One scorer against bm25/dense/hybrid "
+        "(writes cv-report.md and cv-results.json; see dualmem.bench.cv)",
+    )
+    add("--cv-ablations", nargs="*", default=None, metavar="NAME", help="CV ablations (default: all)")
 
 
 def bench_from_args(ns: argparse.Namespace) -> BenchConfig:

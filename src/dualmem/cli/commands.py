@@ -95,6 +95,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from dualmem.cli import calibrate
 
     calibrate.register(sub)
+    from dualmem.cli import learn
+
+    learn.register(sub)
 
 
 def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -342,6 +345,11 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
     from dualmem.bench import bench_from_args, run_locomo
 
+    if args.cv:
+        from dualmem.bench.cv import cv_from_args, run_cv
+
+        cv = run_cv(cv_from_args(args), progress=not args.quiet, log=lambda m: print(m, file=sys.stderr))
+        return {"report": str(cv.report), "results": str(cv.out_json)}
     config = bench_from_args(args)
     result = run_locomo(config, progress=not args.quiet)
     return {

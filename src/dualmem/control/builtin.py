@@ -39,9 +39,10 @@ from dualmem.control.questions import (
     NoulAnswer,
     Question,
 )
-from dualmem.control.states import FeatureSource, Purpose, State, WireFeatures, parse_state
+from dualmem.control.states import FeatureSource, Purpose, State, TraversalState, WireFeatures, parse_state
 from dualmem.control.weights import read_weights
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
+from dualmem.learn.ranker import CandidateRows, LinearRanker, default_ranker
 
 __all__ = [
     "BuiltinController",
@@ -64,6 +65,8 @@ class Head(Protocol):
 
     def __call__(self, state: State, target: int | None, source: FeatureSource) -> float: ...
 
+
+_LEARNED_KEY = "traverse.relevance"
 
 _VERSION = "1"
 _WEIGHTS_FILE = "builtin_weights.json"
@@ -208,11 +211,24 @@ class BuiltinController(BaseController):
     name = "builtin"
 
     def __init__(
-        self, *, weights: BuiltinWeights | None = None, heads: Mapping[str, Head] | None = None
+        self,
+        *,
+        weights: BuiltinWeights | None = None,
+        heads: Mapping[str, Head] | None = None,
+        ranker: LinearRanker | None = None,
     ) -> None:
-        """``heads`` replaces the linear head of the named Noul decisions (``traverse.relevance``...)."""
+        """``heads`` replaces the linear head of the named Noul decisions (``traverse.relevance``...);
+        ``ranker`` is the learned candidate-relevance head of pooled retrieval (``dualmem calibrate``)."""
         self._weights = weights
         self.heads: Mapping[str, Head] = MappingProxyType(dict(heads or {}))
+        self._ranker = ranker
+
+    @property
+    def ranker(self) -> LinearRanker:
+        """The learned candidate-relevance head (``dualmem calibrate``); the packaged one by default."""
+        if self._ranker is None:
+            self._ranker = default_ranker()
+        return self._ranker
 
     @property
     def weights(self) -> BuiltinWeights:
@@ -227,8 +243,24 @@ class BuiltinController(BaseController):
         features = features_of(batch)
         answers: dict[str, Answer] = {}
         for name, question in batch.questions.items():
-            answers[name] = self._answer(question, weights, features)
+            answers[name] = self._learned(question, batch) or self._answer(question, weights, features)
         return BatchResult(answers=answers)
+
+    def _learned(self, question: Question, batch: Batch) -> NoulAnswer | None:
+        """Candidate relevance from the learned head, when the batch's FeatureSource carries the
+        candidate's pool features (an in-process pooled retrieval); otherwise ``None`` (hand-set)."""
+        if question.key != _LEARNED_KEY or not isinstance(batch.typed, TraversalState):
+            return None
+        source: object = batch.features
+        target = question.target
+        if not isinstance(source, CandidateRows) or target is None:
+            return None
+        if not 0 <= target < len(batch.typed.candidates):
+            return None
+        row = source.candidate_row(batch.typed.candidates[target].memory.id)
+        if row is None:
+            return None
+        return NoulAnswer(score=float(self.ranker.score(row[None, :], source.feature_names)[0]))
 
     def _answer(self, question: Question, weights: BuiltinWeights, features: Features) -> Answer:
         key = question.key

@@ -99,9 +99,14 @@ class Writer:
 
     def _write(self, observations: Sequence[Observation], vectors: Matrix, tenant: Tenant) -> WriteReport:
         nodes = [self._node(o, tenant, vectors[i]) for i, o in enumerate(observations)]
+        # each node is stored, then its candidates are found, before the next one is stored: the
+        # searches see exactly what one ``add`` per observation would see (same edges either way)
+        found: list[list[Candidate]] = []
         with self.store.transaction():
-            self.store.put_nodes(nodes)
-        return self._relate(nodes)
+            for node in nodes:
+                self.store.put_nodes([node])
+                found.append(discover(self.store, node, profile=self.profile))
+        return self._relate(nodes, found=found)
 
     def repair(self, tenant: Tenant | None) -> WriteReport:
         """Re-run the controller decisions of every ``pending`` node (after an outage)."""
@@ -128,12 +133,17 @@ class Writer:
             status="pending",
         )
 
-    def _relate(self, nodes: list[Node], *, repairing: bool = False) -> WriteReport:
+    def _relate(
+        self, nodes: list[Node], *, repairing: bool = False, found: Sequence[list[Candidate]] | None = None
+    ) -> WriteReport:
         batch_ids = [n.id for n in nodes]
         plans: list[tuple[Node, list[Candidate]]] = []
         edges: list[Edge] = []
         for i, node in enumerate(nodes):
-            cands = discover(self.store, node, profile=self.profile, exclude=batch_ids[i:])
+            if found is not None:
+                cands = found[i]
+            else:
+                cands = discover(self.store, node, profile=self.profile, exclude=batch_ids[i:])
             previous = None if repairing else self._previous(node)
             edges.extend(deterministic_edges(node, cands, previous))
             plans.append((node, cands))
