@@ -14,7 +14,7 @@ import pytest
 from dualmem.cli.main import main
 from dualmem.learn import LinearRanker
 from dualmem.read.pool import FEATURES
-from fakes.openai_server import FakeOpenAIServer, chat_logprobs
+from fakes.openai_server import FakeOpenAIServer, chat_logprobs, shown_options
 
 PETS = ["dog Pepper", "cat Miso", "parrot Kiwi", "hamster Nibbles", "rabbit Clover", "turtle Shelly"]
 FILLER = ["Nice weather today.", "How was work?", "I had pasta for lunch.", "The train was late again."]
@@ -114,7 +114,9 @@ def _teacher(request: dict[str, Any]) -> dict[str, Any]:
     i = int(re.search(r"candidates\[(\d+)\]", text).group(1))  # type: ignore[union-attr]
     yes = "adopted" in state["candidates"][i]["content"]
     p = 0.9 if yes else 0.1
-    return chat_logprobs({"A": math.log(p), "B": math.log(1 - p)}, request=request)
+    # it answers by meaning, whichever order the options are shown in (the backend asks both orders)
+    shown = {body.split(":", 1)[0]: tok for tok, body in shown_options(request)}
+    return chat_logprobs({shown["Yes"]: math.log(p), shown["No"]: math.log(1 - p)}, request=request)
 
 
 def test_calibrate_distils_a_teacher_and_records_its_decisions(
@@ -128,7 +130,9 @@ def test_calibrate_distils_a_teacher_and_records_its_decisions(
         asked = len(server.chat_requests())
     assert code == 0, capsys.readouterr().err
     decisions = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    assert asked == len(decisions) == 12 * 8  # one relevance question per shortlisted candidate
+    # one relevance question per shortlisted candidate, each read in both option orders (debiasing)
+    assert len(decisions) == 12 * 8
+    assert asked == 2 * len(decisions)
     assert {d["backend"] for d in decisions} == {"llm"}
     assert {round(d["relevance"], 2) for d in decisions} == {0.1, 0.9}
     ranker = LinearRanker.from_file(out)

@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # as given, for provenance records
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
         stream=sys.stderr,
