@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from dualmem.cli.check import Outcome
 from dualmem.errors import DualmemError, UserError
 
 __all__ = ["build_parser", "main"]
@@ -34,7 +35,7 @@ def default_db() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dualmem.cli import commands
+    from dualmem.cli import check, commands
 
     parser = argparse.ArgumentParser(
         prog="dualmem",
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
+    check.register(sub)
     return parser
 
 
@@ -82,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dualmem: interrupted", file=sys.stderr)
         return 130
+    if isinstance(result, Outcome):
+        emit(result.data)
+        return result.code
     if result is not None:
         emit(result)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dualmem.errors import ConfigError
+from dualmem.plane._sqlite_conn import Synchronous
 from dualmem.plane.base import Decision, Store, StoreStats
 from dualmem.plane.memory import InMemoryStore
 from dualmem.plane.sqlite import SQLiteStore
@@ -12,8 +13,14 @@ from dualmem.plane.sqlite import SQLiteStore
 __all__ = ["Decision", "InMemoryStore", "SQLiteStore", "Store", "StoreStats", "open_store"]
 
 
-def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
-    """Open a store from a URL or a path.
+def open_store(
+    url_or_path: str | Path,
+    *,
+    timeout: float = 5.0,
+    read_only: bool = False,
+    synchronous: Synchronous = "normal",
+) -> Store:
+    """Open a store from a URL or a path (``read_only`` and ``synchronous``: see ``SQLiteStore.open``).
 
     ``":memory:"`` -> an ``SQLiteStore`` on a private in-memory database; ``"sqlite:///path"`` or a
     plain path -> an ``SQLiteStore`` on that file; ``"postgresql://..."`` -> ``ConfigError`` (not
@@ -38,4 +45,4 @@ def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
         raise ConfigError(
             "the sqlite URL has no path", hint="write sqlite:///relative.db or sqlite:////abs.db"
         )
-    return SQLiteStore.open(target, timeout=timeout)
+    return SQLiteStore.open(target, timeout=timeout, read_only=read_only, synchronous=synchronous)
