@@ -50,3 +50,12 @@ def test_extractive_does_not_repeat_the_speaker(minilm: Embedder, tmp_path: Path
         )
         ans = mem.answer("Which beagle did Mira adopt?", user="u")
         assert ans.text == 'Mira said on 2 May 2024: "I adopted a beagle named Biscuit."'
+
+
+def test_one_abstain_text_for_every_answerer() -> None:
+    from dualmem.reason import ABSTAIN_TEXT, base, extractive, openai_chat
+
+    assert base.ABSTAIN_TEXT is ABSTAIN_TEXT
+    assert extractive.ABSTAIN_TEXT is ABSTAIN_TEXT
+    assert openai_chat.ABSTAIN_TEXT is ABSTAIN_TEXT
+    assert f'"{ABSTAIN_TEXT}"' in openai_chat.SYSTEM_PROMPT

@@ -158,9 +158,25 @@ def test_progress_line() -> None:
     bar.set(3)
     bar.close()
     lines = buf.getvalue().split("\r")
-    assert lines[-1].startswith("build x  3/3")
+    assert lines[1].startswith("build x [" + "#" * 10 + "." * 20 + "] 1/3 ")
+    assert lines[-1].startswith("build x [" + "#" * 30 + "] 3/3 ")
     assert buf.getvalue().count("3/3") == 1
     assert buf.getvalue().endswith("\n")
     silent = io.StringIO()
     Progress("q", 1, enabled=False, stream=silent).close()
     assert silent.getvalue() == ""
+
+
+def test_progress_as_an_on_progress_callback() -> None:
+    import io
+
+    from dualmem.bench._progress import Progress
+
+    buf = io.StringIO()
+    bar = Progress("ingest f", stream=buf, interval=0.0)
+    bar(2, 4)
+    bar(4, 4)  # done: the line is ended once
+    bar.close()
+    assert buf.getvalue().count("\n") == 1
+    assert "] 2/4 " in buf.getvalue()
+    assert buf.getvalue().rstrip("\n").split("\r")[-1].startswith("ingest f [" + "#" * 30 + "] 4/4")

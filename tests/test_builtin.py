@@ -50,6 +50,11 @@ M3 = {
 QUERY = "When did Mira buy a new bicycle, and why?"
 
 
+def mem(memory: dict[str, Any]) -> dict[str, Any]:
+    """A complete memory object (B.1): the fields a test leaves out get their empty values."""
+    return {"timestamp": None, "entities": [], **memory}
+
+
 def pair_cand(memory: dict[str, Any], **fields: Any) -> dict[str, Any]:
     base = {
         "similarity": 0.5,
@@ -58,16 +63,16 @@ def pair_cand(memory: dict[str, Any], **fields: Any) -> dict[str, Any]:
         "time_delta_days": None,
         "same_session": False,
     }
-    return {**memory, **base, **fields}
+    return {**mem(memory), **base, **fields}
 
 
 def pair_state(new: dict[str, Any], *cands: dict[str, Any]) -> dict[str, Any]:
-    return {"new_memory": new, "candidates": list(cands)}
+    return {"new_memory": mem(new), "candidates": list(cands)}
 
 
 def pairs_state(new: dict[str, Any], *cands: dict[str, Any]) -> dict[str, Any]:
     """A consolidation state: one (new_memory, candidate) entry per pair."""
-    return {"pairs": [{"new_memory": new, "candidate": c} for c in cands]}
+    return {"pairs": [{"new_memory": mem(new), "candidate": c} for c in cands]}
 
 
 def mira_pair_state() -> dict[str, Any]:
@@ -86,7 +91,7 @@ def mira_pair_state() -> dict[str, Any]:
 
 def evidence(memory: dict[str, Any], similarity: float) -> dict[str, Any]:
     return {
-        **memory,
+        **mem(memory),
         "similarity": similarity,
         "lexical_overlap": 0.2,
         "timestamp_role": "observation_time",
@@ -392,7 +397,9 @@ def test_answers_do_not_depend_on_names_order_or_other_questions() -> None:
         for name, question in items:  # each question alone
             alone = BuiltinController().decide(Batch(state=batch.state, questions={"x": question}))
             assert alone.answers["x"] == reference[(question.key, question.target)], name
-        extra = dict(renamed) | catalog.routing_questions() if "query" in batch.state else dict(renamed)
+        extra = dict(renamed) | {f"again_{k}": q for k, q in items}
+        if "query" in batch.state:
+            extra |= catalog.routing_questions()
         with_extra = answers_by_key(Batch(state=batch.state, questions=extra))
         assert {k: v for k, v in with_extra.items() if k in reference} == reference
 
@@ -444,22 +451,23 @@ def test_candidate_target_must_exist() -> None:
         BuiltinController().decide(Batch(state=traversal_state(), questions={"x": untargeted}))
 
 
-def test_sparse_states_still_get_answers() -> None:
-    """Optional fields missing (no similarity, no timestamps, no evidence) fall back to neutral values."""
+def test_missing_state_fields_are_errors_not_zeros() -> None:
+    """A state without a field its purpose needs is refused, naming the field (never read as 0)."""
     bare = {"new_memory": {"content": "I broke my arm."}, "candidates": [{"content": "I fell off my bike."}]}
     relation_qs = catalog.relation_questions(0, alias=True, implicit_time=True)
-    validate_result(
-        Batch(state=bare, questions=relation_qs),
-        BuiltinController().decide(Batch(state=bare, questions=relation_qs)),
-        "builtin",
-    )
-    for state, qs in [
-        ({}, catalog.routing_questions()),
-        ({"query": "why?"}, catalog.stopping_questions()),
-        ({}, catalog.typing_questions()),
+    with pytest.raises(InvalidInput, match="id"):
+        BuiltinController().decide(Batch(state=bare, questions=relation_qs))
+    no_sim = pair_state(M2, {k: v for k, v in pair_cand(M1).items() if k != "similarity"})
+    with pytest.raises(InvalidInput, match="similarity"):
+        BuiltinController().decide(Batch(state=no_sim, questions=relation_qs))
+    for state, qs, field in [
+        ({}, catalog.routing_questions(), "query"),
+        ({"query": "why?"}, catalog.stopping_questions(), "evidence"),
+        ({"query": "why?", "evidence": [], "depth": 1}, catalog.stopping_questions(), "max_depth"),
+        ({}, catalog.typing_questions(), "observation"),
     ]:
-        batch = Batch(state=state, questions=qs)
-        validate_result(batch, BuiltinController().decide(batch), "builtin")
+        with pytest.raises(InvalidInput, match=field):
+            BuiltinController().decide(Batch(state=state, questions=qs))
 
 
 def minimal_weights(**decisions: Any) -> dict[str, Any]:
@@ -533,11 +541,12 @@ def test_weights_are_immutable() -> None:
 
 def test_every_declared_feature_is_computed() -> None:
     """The weights file is validated against GROUPS, so GROUPS must be exactly what is computed."""
-    from dualmem.control.builtin_features import GROUPS, Features, group_of
+    from dualmem.control.builtin import features_of
+    from dualmem.control.builtin_features import GROUPS, group_of
 
     seen: set[str] = set()
     for batch in every_batch():
-        features = Features(batch.state)
+        features = features_of(batch)
         for question in batch.questions.values():
             group = group_of(question.key)
             assert group is not None

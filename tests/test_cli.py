@@ -188,3 +188,54 @@ def test_demo_runs_offline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert "15 May 2024" in bike["answer"]
     assert answers["What is the name of Mira's cat?"]["abstained"]
     assert "stored 40 turns" in err
+
+
+def test_every_tenant_command_takes_the_tenant_flags() -> None:
+    from dualmem.cli.main import build_parser
+
+    parser = build_parser()
+    tenant_commands = (
+        "add ingest search ask stats delete inspect repair consolidate update history forget export import"
+    )
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name in tenant_commands.split():
+        flags = {o for a in sub.choices[name]._actions for o in a.option_strings}  # type: ignore[union-attr]
+        assert {"--user", "--agent", "--run"} <= flags, name
+    helps = {a.dest: a.help for a in sub._choices_actions}  # type: ignore[attr-defined]
+    assert "alias of 'forget ID'" in helps["delete"]
+
+
+def test_tenant_flags_scope_every_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    base = ["-q", "--db", str(db), "--embedder", "hashing"]
+
+    def cli(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+        code = main([*base, *args])
+        out, _ = capsys.readouterr()
+        return code, (json.loads(out) if code == 0 else {})
+
+    code, mine = cli("add", "Alice's locker code is 4471.", "--user", "alice", "--agent", "helper")
+    assert code == 0
+    code, _ = cli("--user", "bob", "add", "Bob's bike is blue.")
+    assert code == 0
+    for command in ("inspect", "history", "delete"):
+        assert cli(command, mine["id"], "--user", "bob")[0] == 2
+        assert cli(command, mine["id"], "--user", "alice", "--agent", "other")[0] == 2
+    assert cli("update", mine["id"], "stolen", "--user", "bob")[0] == 2
+    assert cli("forget", mine["id"], "--user", "alice", "--run", "r9")[0] == 2
+    assert cli("stats", "--user", "alice")[1]["nodes"] == 1
+    assert cli("stats", "--user", "alice", "--agent", "other")[1]["nodes"] == 0
+    assert cli("stats", "--all-users")[1]["nodes"] == 2
+    assert cli("repair", "--all-users")[1] == {"repaired": 0, "still_pending": 0}
+    code, updated = cli("update", mine["id"], "Alice's locker code is 9902.", "--user", "alice")
+    assert code == 0
+    versions = cli("history", updated["new"], "--user", "alice", "--agent", "helper")[1]["versions"]
+    assert [v["id"] for v in versions] == [mine["id"], updated["new"]]
+    exported = tmp_path / "alice.jsonl"
+    assert cli("export", str(exported), "--user", "alice")[0] == 0
+    assert cli("import", str(exported), "--user", "bob")[0] == 2  # another tenant's file is refused
+    code, gone = cli("delete", mine["id"], "--user", "alice")  # the alias removes the whole chain
+    assert (code, gone["forgotten"]) == (0, 2)
+    assert cli("stats", "--user", "alice")[1]["nodes"] == 0
+    assert cli("import", str(exported), "--user", "alice")[1]["nodes"] == 2
+    assert cli("search", "locker code", "--user", "bob")[1]["evidence"][0]["content"] == "Bob's bike is blue."

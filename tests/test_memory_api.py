@@ -53,7 +53,7 @@ def test_accepts_observations_dicts_and_strings(mem: Memory) -> None:
         agent="a1",
         run="r1",
     )
-    node = mem.get(ids[1])
+    node = mem.get(ids[1], user="u")
     assert node.speaker == "Jon"
     assert node.at is not None
     assert node.at.isoformat() == "2023-05-08T00:00:00+00:00"
@@ -86,7 +86,7 @@ def test_delete_leaves_nothing_stale(mem: Memory) -> None:
         at="2024-05-16T10:00:00Z",
     )
     assert mem.store.edges_of(keep)
-    mem.delete(gone)
+    mem.delete(gone, user="u")
     t = Tenant("u")
     vec = mem.embedder.embed(["bought a new bicycle"])[0]
     assert gone not in [i for i, _ in mem.store.vector_search(t, vec, 10)]
@@ -96,7 +96,7 @@ def test_delete_leaves_nothing_stale(mem: Memory) -> None:
     assert mem.store.decisions_of(gone) == []
     assert gone not in mem.search("Why did Mira buy a new bicycle?", user="u").ids
     with pytest.raises(NotFound):
-        mem.get(gone)
+        mem.get(gone, user="u")
 
 
 def test_database_remembers_its_embedder(tmp_path: Path) -> None:

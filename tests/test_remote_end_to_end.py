@@ -52,7 +52,7 @@ def test_memory_over_a_remote_controller(minilm: Embedder, remote: tuple[Control
         assert mem.stats(user="u")["pending"] == 0
         assert mem.meter.stats.calls_for("typing") == 3
         assert mem.meter.stats.calls_for("relations") == 2
-        assert all(mem.inspect(i).node.types is not None for i in ids)
+        assert all(mem.inspect(i, user="u").node.types is not None for i in ids)
         found = mem.search("Why did Mira buy a new bicycle?", user="u", k=3)
         assert found.trace.calls_by_purpose["routing"] == 1
         assert len(found.evidence) == 3

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dualmem.text import STOPWORDS, content_tokens, fts_query, overlap, tokenize
+from dualmem.text import STOPWORDS, content_tokens, fts5_tokens, fts_query, overlap, tokenize
 
 
 def test_tokenize_lowercases_keeps_digits_and_scripts() -> None:
@@ -86,3 +86,32 @@ def test_fts_query_never_errors(fts: sqlite3.Connection, text: str) -> None:
         assert content_tokens(text) == []
         return
     fts.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (query,)).fetchall()
+
+
+# --- the FTS5 word split: the same as SQLite's unicode61 tokenizer on stored text -----------------
+
+
+def _sqlite_tokens(text: str) -> list[str]:
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
+        db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        db.execute("INSERT INTO t(body) VALUES (?)", (text,))
+        rows = db.execute("SELECT term FROM v ORDER BY offset").fetchall()
+        return [term for (term,) in rows]
+    finally:
+        db.close()
+
+
+def test_fts5_tokens_examples() -> None:
+    assert fts5_tokens("Zoë's café, it’s 2023_Q1!") == ["zoe", "s", "cafe", "it", "s", "2023", "q1"]
+    assert fts5_tokens("") == []
+
+
+_FTS_TEXT = st.text(alphabet=st.sampled_from("abcXYZ019 '’_-.,éüñÅ東京"), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_FTS_TEXT)
+def test_fts5_tokens_match_sqlite_unicode61(text: str) -> None:
+    assert fts5_tokens(text) == _sqlite_tokens(text)

@@ -38,7 +38,7 @@ def test_running_example_causal_edge_at_0_9(minilm: Embedder, db_path: Path) -> 
         assert (m1, m2, "temporal", "before") in got
         assert (m2, m1, "entity", "shared_entity") in got
         assert (m1, m2, "causal", "causes") in got
-        node2 = mem.get(m2)
+        node2 = mem.get(m2, user="u")
         assert {"mira", "bicycle"} <= set(node2.entities)
         assert node2.content == M2[0]  # kept verbatim
         assert node2.status == "complete"
@@ -123,7 +123,7 @@ class Down:
 def test_degraded_mode_then_repair(minilm: Embedder, db_path: Path) -> None:
     with Memory(_store(db_path), minilm, Down()) as mem:
         m1, m2 = write_mira(mem)
-        assert mem.get(m2).status == "pending"
+        assert mem.get(m2, user="u").status == "pending"
         got = edges(mem, m2)
         assert (m1, m2, "temporal", "before") in got  # deterministic edges are kept
         assert not any(view == "causal" for _, _, view, _ in got)
@@ -132,7 +132,7 @@ def test_degraded_mode_then_repair(minilm: Embedder, db_path: Path) -> None:
         report = mem.repair(user="u")
         assert set(report.ids) == {m1, m2}
         assert report.pending == ()
-        assert mem.get(m2).status == "complete"
+        assert mem.get(m2, user="u").status == "complete"
         assert mem.stats(user="u")["pending"] == 0
         assert any(view == "causal" for _, _, view, _ in edges(mem, m2))
 
@@ -140,7 +140,7 @@ def test_degraded_mode_then_repair(minilm: Embedder, db_path: Path) -> None:
 def test_decisions_are_traced(minilm: Embedder, db_path: Path) -> None:
     with Memory(_store(db_path), minilm, scripted(0.9)) as mem:
         _, m2 = write_mira(mem)
-        info = mem.inspect(m2)
+        info = mem.inspect(m2, user="u")
         keys = {d.key for d in info.decisions}
         assert {"typing.episodic", "relation.caused_by", "relation.semantic"} <= keys
         caused = next(d for d in info.decisions if d.key == "relation.caused_by")
@@ -222,7 +222,7 @@ def test_chunked_pipelined_writes_keep_order_and_links(minilm: Embedder, tmp_pat
     ]
     with Memory(_store(tmp_path / "a.db"), minilm, scripted(0.0)) as mem:
         ids = mem.add_many(turns, user="u", chunk_size=2)  # four chunks, embedded ahead on a worker
-        assert [mem.get(i).content for i in ids] == [t["text"] for t in turns]
+        assert [mem.get(i, user="u").content for i in ids] == [t["text"] for t in turns]
         for first, second in itertools.pairwise(ids):  # the session chain crosses chunk borders
             assert (first, second, "temporal", "before") in edges(mem, second)
         assert mem.meter.stats.calls_for("typing") == 7

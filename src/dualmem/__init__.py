@@ -4,8 +4,9 @@ Importing dualmem has no side effects: no files, no network, no model loading, n
 
     from dualmem import Memory
     with Memory.open("memory.db") as mem:
-        mem.add("Mira: My old bicycle broke.", user="mira", at="2024-05-14T10:00:00Z")
-        print(mem.answer("Why did Mira buy a new bicycle?", user="mira").text)
+        mira = mem.scope("mira")  # or pass user="mira" to every call
+        mira.add("Mira: My old bicycle broke.", at="2024-05-14T10:00:00Z")
+        print(mira.answer("Why did Mira buy a new bicycle?").text)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dualmem.errors import (
 )
 from dualmem.memory import Answer, Inspection, Memory
 from dualmem.read.trace import Retrieval, Trace
+from dualmem.scope import Scope
 from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant, TypeScores
 
 __version__ = "0.1.0"
@@ -51,6 +53,7 @@ __all__ = [
     "Profile",
     "Retrieval",
     "RuntimeFailure",
+    "Scope",
     "TemporalRef",
     "Tenant",
     "TenantRequired",

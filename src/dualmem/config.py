@@ -1,18 +1,55 @@
 """Explicit, immutable configuration: every threshold and budget lives in a ``Profile``.
 
-``Profile.paper()`` carries the numbers of the Jev-Mem paper's Appendix B. Values returned by a
+``Profile.paper()`` is strictly the Jev-Mem paper's Appendix B: its numbers, and every dualmem
+extension that the paper does not have switched off. The extensions are listed, with what each
+does and its value in the paper profile, in one place: :data:`EXTENSIONS`. ``Profile.dualmem()``
+(the dataclass defaults) is the paper's numbers with dualmem's extensions on. Values returned by a
 System-One backend are scores, not calibrated probabilities, so thresholds are set per backend:
 ``Profile.for_backend(name)`` gives the calibrated preset of a backend.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from dualmem.errors import ConfigError
 
-__all__ = ["Lambdas", "Limits", "Profile", "ReadProfile", "WriteProfile"]
+__all__ = ["EXTENSIONS", "Lambdas", "Limits", "Profile", "ReadProfile", "WriteProfile"]
+
+#: every Profile field that is dualmem's, not the paper's: what it does, and how Profile.paper()
+#: neutralises it ("n/a" where the paper names the mechanism but gives no number, so there is
+#: nothing to switch off and dualmem's value is used by both profiles)
+EXTENSIONS: Mapping[str, str] = {
+    "controller_timeout_s": "caller-side wall-clock bound per System-One request; paper: None (off)",
+    "controller_cache": "LRU cache of System-One answers by exact batch content; paper: 0 (off)",
+    "write.cand_vector": "weight of vector similarity in s_cand (eq. 8); paper: n/a (no weights given)",
+    "write.cand_lexical": "weight of the lexical (BM25) rank in s_cand (eq. 8); paper: n/a",
+    "write.cand_entity": "weight of shared entities in s_cand (eq. 8); paper: n/a",
+    "write.cand_time": "weight of temporal proximity in s_cand (eq. 8); paper: n/a",
+    "write.cand_pool": "per-signal shortlist size before s_cand fusion; paper: n/a",
+    "write.consolidation": "where periodic consolidation runs (background/inline/off); paper: n/a",
+    "write.supersede_threshold": "consolidation marks an older fact superseded (valid_to + a "
+    "superseded_by edge) when obsolescence or contradiction reaches it; paper: None (never; B.3 only "
+    "records decisions and links)",
+    "write.consolidation_window": "recent nodes examined per pass (the paper's 'bounded neighborhood'); "
+    "paper: n/a",
+    "write.consolidation_pairs": "candidate pairs per consolidation request; paper: n/a",
+    "read.anchors": "top RRF anchors that seed the frontier; paper: n/a (10 = W)",
+    "read.anchor_pool": "per-ranking depth before RRF fusion; paper: n/a",
+    "read.hop_decay": "a node reached over edges scores x hop_decay per hop; paper: 1.0 (off)",
+    "read.expansion_factor": "a round proposes up to expansion_factor x W neighbours, taken by the "
+    "expansion prior pi_e x reach x p_g(q); paper: n/a",
+    "read.prefer_current": "superseded facts score x superseded_factor unless the query asks about the "
+    "past; paper: False (off)",
+    "read.superseded_factor": "see read.prefer_current; paper: unused",
+    "read.top_k fill": "when the loop admits fewer than K, the K passed on are filled with scored "
+    "runners-up, then RRF anchors (read/scoring.py fill_top, anchor_fill); not a field, always on",
+    "read.controller_enabled": "ablation: False = plain RRF top-K; paper: True",
+    "read.views": "ablation: the views that may be used; paper: all four",
+    "read.fixed_depth": "ablation: run exactly this many rounds; paper: None (off)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +73,8 @@ class WriteProfile:
     consolidation: Literal["background", "inline", "off"] = "background"
     consolidation_gate: float = 0.85  # merge/promote probability needed to escalate to System Two
     contradiction_gate: float = 0.85  # contradiction must stay below this to escalate
-    supersede_threshold: float = 0.60  # obsolescence/contradiction score that marks a fact superseded
+    #: obsolescence/contradiction score that marks a fact superseded; None never supersedes (extension)
+    supersede_threshold: float | None = 0.60
     consolidation_window: int = 20  # recent nodes examined per consolidation pass
     consolidation_pairs: int = 10  # max candidate pairs per consolidation request
 
@@ -91,13 +129,17 @@ class ReadProfile:
     views: tuple[str, ...] = ("semantic", "temporal", "causal", "entity")  # views that may be used
     fixed_depth: int | None = None  # ablation: ignore D(q) and stopping, run exactly this many rounds
     prefer_current: bool = True  # superseded facts rank below current ones unless the query asks history
+    #: the factor a superseded fact's score is multiplied by when ``prefer_current`` (extension)
+    superseded_factor: float = 0.5
+    #: a round may propose up to ``expansion_factor`` x W neighbours for scoring (extension)
+    expansion_factor: int = 2
 
 
 @dataclass(frozen=True, slots=True)
 class Profile:
     """All knobs of a memory. Build one with a preset and ``with_`` to change a field."""
 
-    name: str = "paper"
+    name: str = "dualmem"
     controller_timeout_s: float | None = None  # caller-side wall-clock bound per System-One request
     controller_cache: int = 0  # > 0: LRU cache of that many System-One answers (repeated queries)
     write: WriteProfile = field(default_factory=WriteProfile)
@@ -105,13 +147,24 @@ class Profile:
 
     @classmethod
     def paper(cls) -> Profile:
-        """The Appendix B numbers, unchanged."""
+        """Strictly Appendix B: its numbers, and every extension of :data:`EXTENSIONS` switched off."""
+        return cls(
+            name="paper",
+            write=WriteProfile(supersede_threshold=None),
+            read=ReadProfile(prefer_current=False, hop_decay=1.0),
+        )
+
+    @classmethod
+    def dualmem(cls) -> Profile:
+        """The paper's numbers with dualmem's extensions on (supersession at 0.60, prefer_current)."""
         return cls()
 
     @classmethod
     def builtin(cls) -> Profile:
         """Calibrated for the builtin feature decider, whose scores are less extreme than a model's.
 
+        Its extensions beyond :meth:`dualmem`: ``read.anchors=30``, ``read.hop_decay=0.8`` and
+        ``write.supersede_threshold=0.85``; its θ_suff/θ_cont are recalibrated paper thresholds.
         The builtin decider rarely reports 0.95 sufficiency, so the evidence loop would run to its
         limits with the paper's θ_suff. It also scores anchors and graph neighbours less sharply
         than a model, so more anchors are scored (30) and scores decay by 0.8 per hop; its
@@ -128,7 +181,7 @@ class Profile:
 
     @classmethod
     def for_backend(cls, backend: str) -> Profile:
-        presets = {"builtin": cls.builtin, "scripted": cls.paper, "jev": cls.paper, "llm": cls.paper}
+        presets = {"builtin": cls.builtin, "scripted": cls.dualmem, "jev": cls.dualmem, "llm": cls.dualmem}
         try:
             return presets[backend]()
         except KeyError:
@@ -138,16 +191,18 @@ class Profile:
 
     @classmethod
     def default_for(cls, backend: str) -> Profile:
-        """The backend's calibrated preset, or the paper profile for a backend without one."""
+        """The backend's calibrated preset, or the dualmem profile for a backend without one."""
         try:
             return cls.for_backend(backend)
         except ConfigError:
-            return cls.paper()
+            return cls.dualmem()
 
     @classmethod
     def named(cls, name: str) -> Profile:
         if name == "paper":
             return cls.paper()
+        if name == "dualmem":
+            return cls.dualmem()
         return cls.for_backend(name)
 
     def with_(self, **changes: Any) -> Profile:

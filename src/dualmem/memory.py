@@ -1,6 +1,12 @@
 """The facade: one ``Memory`` wires a Store, an Embedder, a System-One controller and an Answerer.
 
 Thin on purpose: validation of arguments, tenant scoping, and delegation to ``write/`` and ``read/``.
+
+Tenancy: every method that touches memories takes a required ``user=`` and optional ``agent=`` /
+``run=`` (or use :meth:`Memory.scope` for a handle bound to one tenant). A call scoped to a user sees
+all its agents and runs; with ``agent``/``run`` given it sees only those. By-id calls obey the same
+rule: an id of another user, agent or run is ``NotFound``. Operations over every tenant have their
+own names (``stats_all``, ``repair_all``).
 """
 
 from __future__ import annotations
@@ -24,11 +30,13 @@ from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
+from dualmem.scope import Scope
 from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant
 from dualmem.write.background import Background, ConsolidationMode
+from dualmem.write.cadence import Cadence
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
-from dualmem.write.lifecycle import Filter, forget_closure, history, select, supersede
+from dualmem.write.lifecycle import Filter, check_import_tenant, forget_closure, history, select, supersede
 from dualmem.write.pipeline import Writer, WriteReport
 
 __all__ = ["Answer", "Filter", "Inspection", "Memory"]
@@ -84,7 +92,7 @@ class Memory:
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
         self._consolidation: ConsolidationMode = self.profile.write.consolidation
-        self._since_pass: dict[Tenant, list[str]] = {}  # written since the tenant's last periodic pass
+        self._cadence = Cadence(self.profile.write.consolidate_every)
         self._background = Background(self._consolidate_quietly)
 
     @classmethod
@@ -133,6 +141,10 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def scope(self, user: str, agent: str | None = None, run: str | None = None) -> Scope:
+        """A handle bound to one tenant: the same methods without the tenant keywords."""
+        return Scope(self, Tenant(user, agent, run))
+
     # -- write -------------------------------------------------------------------------------
     def add(
         self,
@@ -146,8 +158,9 @@ class Memory:
         **provenance: Any,
     ) -> str:
         """Store one observation; returns its node id. ``provenance``: source, session, turn_id, metadata."""
+        tenant = Tenant(user, agent, run)
         obs = _observation(text, speaker=speaker, at=at, **provenance)
-        return self.add_many([obs], user=user, agent=agent, run=run)[0]
+        return self._add_many(tenant, [obs])[0]
 
     def add_many(
         self,
@@ -163,7 +176,15 @@ class Memory:
 
         Every observation is validated before anything is written: one bad item stores nothing.
         """
-        tenant = Tenant(user, agent, run)
+        return self._add_many(Tenant(user, agent, run), observations, chunk_size, on_progress)
+
+    def _add_many(
+        self,
+        tenant: Tenant,
+        observations: Iterable[Observation | str | Mapping[str, Any]],
+        chunk_size: int = 256,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> list[str]:
         items = [_coerce(o) for o in observations]
         ids: list[str] = []
         chunks = [items[start : start + chunk_size] for start in range(0, len(items), chunk_size)]
@@ -186,12 +207,19 @@ class Memory:
         on_progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
         """Load a conversation file (dualmem's JSON format or LoCoMo) and store every turn."""
-        observations = load_observations(Path(path))
-        return self.add_many(observations, user=user, agent=agent, run=run, on_progress=on_progress)
+        tenant = Tenant(user, agent, run)
+        return self._add_many(tenant, load_observations(Path(path)), on_progress=on_progress)
 
-    def repair(self, *, user: str | None = None) -> WriteReport:
-        """Complete the controller decisions of nodes left ``pending`` by a controller outage."""
-        report = self._writer.repair(Tenant(user) if user is not None else None)
+    def repair(self, *, user: str, agent: str | None = None, run: str | None = None) -> WriteReport:
+        """Complete the controller decisions of the tenant's nodes left ``pending`` by an outage."""
+        return self._repair(Tenant(user, agent, run))
+
+    def repair_all(self) -> WriteReport:
+        """Admin: :meth:`repair` over every tenant of the store."""
+        return self._repair(None)
+
+    def _repair(self, tenant: Tenant | None) -> WriteReport:
+        report = self._writer.repair(tenant)
         self._warn_pending(report)
         return report
 
@@ -204,21 +232,31 @@ class Memory:
             )
 
     # -- read --------------------------------------------------------------------------------
-    def get(self, node_id: str, *, user: str | None = None) -> Node:
-        node = self.store.get_node(node_id, Tenant(user) if user is not None else None)
+    def get(self, node_id: str, *, user: str, agent: str | None = None, run: str | None = None) -> Node:
+        """The memory ``node_id``; ``NotFound`` unless it belongs to the tenant (agent/run included)."""
+        return self._find(node_id, Tenant(user, agent, run))
+
+    def _find(self, node_id: str, tenant: Tenant) -> Node:
+        if not isinstance(node_id, str) or not node_id.strip():
+            raise InvalidInput(f"a memory id must be a non-empty string, got {node_id!r}")
+        node = self.store.get_node(node_id, tenant)
         if node is None:
-            raise NotFound(f"no memory with id {node_id!r}")
+            raise NotFound(f"no memory with id {node_id!r}", hint="ids are only visible to their own tenant")
         return node
 
-    def inspect(self, node_id: str, *, user: str | None = None) -> Inspection:
-        node = self.get(node_id, user=user)
-        return Inspection(node, tuple(self.store.edges_of(node.id)), tuple(self.store.decisions_of(node.id)))
-
-    def delete(self, node_id: str, *, user: str | None = None) -> None:
-        """Remove a node with its edges, entity links, lexical and vector entries."""
-        self.get(node_id, user=user)
-        with self.store.transaction():
-            self.store.delete_nodes([node_id])
+    def inspect(
+        self, node_id: str, *, user: str, agent: str | None = None, run: str | None = None
+    ) -> Inspection:
+        """A memory with its edges (to memories the tenant can see) and its recorded decisions."""
+        tenant = Tenant(user, agent, run)
+        node = self._find(node_id, tenant)
+        edges = self.store.edges_of(node.id)
+        visible = self.store.get_nodes({e.other(node.id) for e in edges}, tenant)
+        return Inspection(
+            node,
+            tuple(e for e in edges if e.other(node.id) in visible),
+            tuple(self.store.decisions_of(node.id)),
+        )
 
     def count(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
         return self.store.count(Tenant(user, agent, run))
@@ -230,8 +268,9 @@ class Memory:
         self, query: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
     ) -> Retrieval:
         """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found."""
+        tenant = Tenant(user, agent, run)
         _check_query(query, k)
-        return self._retriever.search(query, Tenant(user, agent, run), k=k)
+        return self._retriever.search(query, tenant, k=k)
 
     def answer(
         self, query: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
@@ -257,14 +296,10 @@ class Memory:
         self._background.join(timeout)
 
     def _count_writes(self, tenant: Tenant, ids: list[str]) -> None:
-        """Every N successful writes of a tenant, one pass over exactly those N nodes."""
-        every = self.profile.write.consolidate_every
-        if self._consolidation == "off" or every <= 0 or not ids:
+        """Run (or queue) the periodic passes that ``write/cadence`` says are due."""
+        if self._consolidation == "off":
             return
-        waiting = self._since_pass.setdefault(tenant, [])
-        waiting.extend(ids)
-        while len(waiting) >= every:
-            window, waiting[:] = waiting[:every], waiting[every:]
+        for window in self._cadence.record(tenant, ids):
             if self._consolidation == "inline":
                 self._consolidator.run(tenant, window)
             else:
@@ -277,9 +312,21 @@ class Memory:
             log.warning("background consolidation for %s failed: %s", tenant.user, exc.one_line())
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def update(self, node_id: str, text: str, *, user: str | None = None, at: TimeInput = None) -> str:
-        """Correct a memory: the new text becomes a new current node; the old one stays as history."""
-        old = self.get(node_id, user=user)
+    def update(
+        self,
+        node_id: str,
+        text: str,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        at: TimeInput = None,
+    ) -> str:
+        """Correct a memory: the new text becomes a new current node; the old one stays as history.
+
+        The new version keeps the old one's tenant, speaker, provenance and (unless ``at`` is given) time.
+        """
+        old = self._find(node_id, Tenant(user, agent, run))
         if old.valid_to is not None:
             raise InvalidInput(f"memory {node_id!r} was already superseded", hint="update its newest version")
         obs = _observation(
@@ -292,13 +339,17 @@ class Memory:
             metadata=dict(old.metadata),
         )
         new_id_ = self._writer.write([obs], old.tenant).ids[0]
-        supersede(self.store, old, self.get(new_id_))
+        supersede(self.store, old, self._find(new_id_, old.tenant))
         self.meter.clear_cache()
+        self._retriever.clear_cache()
         return new_id_
 
-    def history(self, node_id: str, *, user: str | None = None) -> list[Node]:
-        """Every version of a memory (updates and superseded facts), oldest first."""
-        return history(self.store, self.get(node_id, user=user))
+    def history(
+        self, node_id: str, *, user: str, agent: str | None = None, run: str | None = None
+    ) -> list[Node]:
+        """Every version of a memory (updates and superseded facts) the tenant can see, oldest first."""
+        tenant = Tenant(user, agent, run)
+        return history(self.store, self._find(node_id, tenant), tenant)
 
     def forget(
         self,
@@ -309,25 +360,41 @@ class Memory:
         run: str | None = None,
         where: Filter | None = None,
     ) -> int:
-        """Remove memories for good: by id, or every match of ``where``; returns how many went.
+        """Remove memories for good: by id, or every match of ``where``; returns how many nodes went.
 
-        Edges, entity links, lexical and vector entries, recorded decisions, derived summaries built
-        from them and cached controller answers go too.
+        With each memory go every version in its supersession chain (what it superseded and what
+        superseded it), every derived summary built from any of them, their edges, entity links,
+        lexical and vector entries, recorded decisions, and every cached controller answer. Only the
+        tenant's own memories are touched: another tenant's (or agent's/run's) id is ``NotFound``.
         """
         tenant = Tenant(user, agent, run)
         if (node_id is None) == (where is None):
             raise InvalidInput("pass exactly one of a node id or where=Filter(...)")
-        ids = [self.get(node_id, user=user).id] if node_id is not None else select(self.store, tenant, where)  # type: ignore[arg-type]
-        return self._forget_ids(ids)
+        if where is not None:
+            return self._forget_ids(select(self.store, tenant, where), tenant)
+        return self._forget_ids([self._find(node_id, tenant).id], tenant)  # type: ignore[arg-type]
+
+    def delete(
+        self,
+        node_id: str | None = None,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        where: Filter | None = None,
+    ) -> int:
+        """An alias of :meth:`forget` (same arguments, same meaning)."""
+        return self.forget(node_id, user=user, agent=agent, run=run, where=where)
 
     def forget_all(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
-        """Remove every memory of a tenant."""
-        return self._forget_ids([n.id for n in self.store.iter_nodes(Tenant(user, agent, run))])
+        """Remove every memory of a tenant (as :meth:`forget` does for each); returns how many went."""
+        tenant = Tenant(user, agent, run)
+        return self._forget_ids([n.id for n in self.store.iter_nodes(tenant)], tenant)
 
-    def _forget_ids(self, ids: list[str]) -> int:
+    def _forget_ids(self, ids: list[str], tenant: Tenant) -> int:
         if not ids:
             return 0
-        closure = forget_closure(self.store, ids)
+        closure = forget_closure(self.store, ids, tenant)
         with self.store.transaction():
             removed = self.store.delete_nodes(closure)
         self.meter.clear_cache()
@@ -348,17 +415,34 @@ class Memory:
                 count += 1
         return count
 
-    def import_jsonl(self, path: str | Path) -> ImportReport:
-        """Load an export made by :meth:`export_jsonl`: all of it, or nothing on any error."""
+    def import_jsonl(
+        self, path: str | Path, *, user: str, agent: str | None = None, run: str | None = None
+    ) -> ImportReport:
+        """Load an export made by :meth:`export_jsonl` into the caller's tenant: all of it, or nothing.
+
+        A file holding any memory of a tenant the caller's does not cover (another user, or another
+        agent/run when those are given) is refused with ``InvalidInput``; nothing is remapped.
+        """
+        tenant = Tenant(user, agent, run)
         try:
             with Path(path).open(encoding="utf-8") as fh:
-                return import_lines(self.store, fh, embedder=self.embedder.name, dim=self.embedder.dim)
+                lines = fh.read().splitlines()
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
+        check_import_tenant(lines, tenant)
+        return import_lines(self.store, lines, embedder=self.embedder.name, dim=self.embedder.dim)
 
     # -- introspection -----------------------------------------------------------------------
-    def stats(self, *, user: str | None = None) -> dict[str, JSONValue]:
-        s = self.store.stats(Tenant(user) if user is not None else None)
+    def stats(self, *, user: str, agent: str | None = None, run: str | None = None) -> dict[str, JSONValue]:
+        """Counts for the tenant: nodes, pending, edges by view, entities; the embedder and controller."""
+        return self._stats(Tenant(user, agent, run))
+
+    def stats_all(self) -> dict[str, JSONValue]:
+        """Admin: :meth:`stats` over every tenant of the store."""
+        return self._stats(None)
+
+    def _stats(self, tenant: Tenant | None) -> dict[str, JSONValue]:
+        s = self.store.stats(tenant)
         return {
             "nodes": s.nodes,
             "pending": s.pending,

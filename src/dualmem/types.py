@@ -207,6 +207,34 @@ class Node:
     def __hash__(self) -> int:
         return hash(self.id)
 
+    def to_json(self) -> dict[str, JSONValue]:
+        """Every field but the embedding, as JSON values (times ISO 8601): the one full serialiser.
+
+        The JSONL export adds the embedding to it; the CLI shows a projection of it. Controllers and
+        answerers see :meth:`memory_json` instead.
+        """
+        return {
+            "id": self.id,
+            "user": self.tenant.user,
+            "agent": self.tenant.agent,
+            "run": self.tenant.run,
+            "content": self.content,
+            "at": _iso(self.at),
+            "speaker": self.speaker,
+            "source": self.source,
+            "session": self.session,
+            "turn_id": self.turn_id,
+            "metadata": dict(self.metadata),
+            "entities": list(self.entities),
+            "temporal_refs": [dict(ref.to_json()) for ref in self.temporal_refs],
+            "types": dict(self.types.to_json()) if self.types else None,
+            "created_at": _iso(self.created_at),
+            "status": self.status,
+            "valid_from": _iso(self.valid_from),
+            "valid_to": _iso(self.valid_to),
+            "derived": self.derived,
+        }
+
     def memory_json(self) -> dict[str, JSONValue]:
         """The memory object passed to System One (paper B.1): id, content, timestamp, entities."""
         out: dict[str, JSONValue] = {
@@ -218,6 +246,10 @@ class Node:
         if self.speaker:
             out["speaker"] = self.speaker
         return out
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
 
 
 def _node_key(n: Node) -> tuple[object, ...]:

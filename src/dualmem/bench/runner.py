@@ -291,7 +291,7 @@ def _retrieve(
             pool = max(k, mem.profile.read.anchor_pool)
             vec = [i for i, _ in mem.store.vector_search(tenant, qvec, pool)]
             lex = [i for i, _ in mem.store.lexical_search(tenant, question, pool)]
-            ranking = rrf([vec, lex], 60)[:k]
+            ranking = rrf([vec, lex], mem.profile.read.rrf_kappa)[:k]
     nodes = mem.store.get_nodes([i for i, _ in ranking], tenant)
     return [Evidence(nodes[i], s) for i, s in ranking if i in nodes], {}
 

@@ -11,19 +11,34 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dualmem.bench._progress import Progress
 from dualmem.config import Profile
 from dualmem.embed import create_embedder
 from dualmem.errors import ConfigError, InvalidInput
 from dualmem.memory import Memory
 from dualmem.plane import open_store
 from dualmem.read.trace import render_trace
+from dualmem.scope import Scope
 from dualmem.types import Evidence, Node
 
 __all__ = ["open_memory", "register"]
 
 
+def tenant_options() -> argparse.ArgumentParser:
+    """``--user``/``--agent``/``--run`` for a subcommand (they may also come before it)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("tenant")
+    group.add_argument(
+        "--user", default=argparse.SUPPRESS, help="tenant user id (env DUALMEM_USER; default 'local')"
+    )
+    group.add_argument("--agent", default=argparse.SUPPRESS, help="narrow to one agent of the user")
+    group.add_argument("--run", default=argparse.SUPPRESS, help="narrow to one run of the user")
+    return parent
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("add", help="store one observation")
+    tenant = [tenant_options()]
+    p = sub.add_parser("add", help="store one observation", parents=tenant)
     p.add_argument("text")
     p.add_argument("--speaker")
     p.add_argument("--at", help="when it was observed (ISO-8601, epoch seconds, '8 May 2023'...)")
@@ -31,36 +46,45 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--source")
     p.set_defaults(handler=cmd_add)
 
-    p = sub.add_parser("ingest", help="store every turn of a conversation file (dualmem JSON or LoCoMo)")
+    p = sub.add_parser(
+        "ingest", help="store every turn of a conversation file (dualmem JSON or LoCoMo)", parents=tenant
+    )
     p.add_argument("file", type=Path)
     p.set_defaults(handler=cmd_ingest)
 
-    p = sub.add_parser("search", help="adaptive retrieval: evidence for a query")
+    p = sub.add_parser("search", help="adaptive retrieval: evidence for a query", parents=tenant)
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--trace", action="store_true", help="print a readable trace to stdout instead of JSON")
     p.add_argument("--json", action="store_true", help="JSON with the full trace")
     p.set_defaults(handler=cmd_search)
 
-    p = sub.add_parser("ask", help="retrieve, then answer with System Two")
+    p = sub.add_parser("ask", help="retrieve, then answer with System Two", parents=tenant)
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--trace", action="store_true", help="include the retrieval trace")
     p.set_defaults(handler=cmd_ask)
 
-    p = sub.add_parser("stats", help="counts of nodes, edges by view, entities")
-    p.add_argument("--all-users", action="store_true", help="count every tenant")
+    p = sub.add_parser("stats", help="the tenant's counts of nodes, edges by view, entities", parents=tenant)
+    p.add_argument("--all-users", action="store_true", help="admin: count every tenant of the database")
     p.set_defaults(handler=cmd_stats)
 
-    p = sub.add_parser("delete", help="remove a memory and everything derived from it")
+    p = sub.add_parser(
+        "delete",
+        help="alias of 'forget ID': the memory, all its versions and everything derived from it",
+        parents=tenant,
+    )
     p.add_argument("id")
     p.set_defaults(handler=cmd_delete)
 
-    p = sub.add_parser("inspect", help="a memory with its edges and recorded decisions")
+    p = sub.add_parser("inspect", help="a memory with its edges and recorded decisions", parents=tenant)
     p.add_argument("id")
     p.set_defaults(handler=cmd_inspect)
 
-    p = sub.add_parser("repair", help="complete writes left pending by a controller outage")
+    p = sub.add_parser(
+        "repair", help="complete the tenant's writes left pending by a controller outage", parents=tenant
+    )
+    p.add_argument("--all-users", action="store_true", help="admin: repair every tenant of the database")
     p.set_defaults(handler=cmd_repair)
 
     p = sub.add_parser("demo", help="ingest the bundled sample conversation and answer questions over it")
@@ -69,7 +93,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     from dualmem.cli import lifecycle
 
-    lifecycle.register(sub)
+    lifecycle.register(sub, tenant)
     _register_bench(sub)
 
 
@@ -89,6 +113,11 @@ def tenant_user(args: argparse.Namespace) -> str:
     if not user.strip():
         raise InvalidInput("the user id is empty", hint="pass --user NAME or set DUALMEM_USER")
     return str(user)
+
+
+def scope_of(mem: Memory, args: argparse.Namespace) -> Scope:
+    """The tenant the flags name: ``--user`` (or DUALMEM_USER, or 'local'), ``--agent``, ``--run``."""
+    return mem.scope(tenant_user(args), agent=args.agent, run=args.run)
 
 
 def controller_options(name: str) -> dict[str, Any]:
@@ -141,20 +170,16 @@ def _default_db() -> str:
 
 
 # -- rendering ---------------------------------------------------------------------------------
+_NODE_FIELDS = (
+    *("id", "content", "speaker", "at", "session", "turn_id", "entities", "temporal_refs", "types"),
+    *("status", "valid_to"),
+)
+
+
 def node_json(node: Node) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "content": node.content,
-        "speaker": node.speaker,
-        "at": node.at.isoformat() if node.at else None,
-        "session": node.session,
-        "turn_id": node.turn_id,
-        "entities": list(node.entities),
-        "temporal_refs": [r.to_json() for r in node.temporal_refs],
-        "types": node.types.to_json() if node.types else None,
-        "status": node.status,
-        "valid_to": node.valid_to.isoformat() if node.valid_to else None,
-    }
+    """The CLI's view of a node: a projection of :meth:`Node.to_json`."""
+    full = node.to_json()
+    return {key: full[key] for key in _NODE_FIELDS}
 
 
 def evidence_json(e: Evidence) -> dict[str, Any]:
@@ -169,64 +194,35 @@ def evidence_json(e: Evidence) -> dict[str, Any]:
     return out
 
 
-class Progress:
-    """A minimal progress bar on stderr (only when stderr is a terminal or forced)."""
-
-    def __init__(self, label: str, *, enabled: bool) -> None:
-        self.label = label
-        self.enabled = enabled
-        self.started = time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        width = 30
-        filled = int(width * done / total)
-        rate = done / max(time.perf_counter() - self.started, 1e-9)
-        sys.stderr.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {rate:.0f}/s"
-        )
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 # -- commands ----------------------------------------------------------------------------------
 def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        node_id = mem.add(
-            args.text,
-            user=tenant_user(args),
-            agent=args.agent,
-            run=args.run,
-            speaker=args.speaker,
-            at=args.at,
-            session=args.session,
-            source=args.source,
+        scope = scope_of(mem, args)
+        node_id = scope.add(
+            args.text, speaker=args.speaker, at=args.at, session=args.session, source=args.source
         )
-        return node_json(mem.get(node_id))
+        return node_json(scope.get(node_id))
 
 
 def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
     progress = Progress(f"ingest {args.file.name}", enabled=not args.quiet and sys.stderr.isatty())
     with open_memory(args) as mem:
+        scope = scope_of(mem, args)
         started = time.perf_counter()
-        ids = mem.ingest(
-            args.file, user=tenant_user(args), agent=args.agent, run=args.run, on_progress=progress
-        )
+        ids = scope.ingest(args.file, on_progress=progress)
         elapsed = time.perf_counter() - started
         return {
             "file": str(args.file),
             "stored": len(ids),
             "seconds": round(elapsed, 3),
             "turns_per_s": round(len(ids) / elapsed, 1) if elapsed > 0 else None,
-            "pending": mem.stats(user=tenant_user(args))["pending"],
+            "pending": scope.stats()["pending"],
         }
 
 
 def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
     with open_memory(args) as mem:
-        found = mem.search(args.query, user=tenant_user(args), agent=args.agent, run=args.run, k=args.k)
+        found = scope_of(mem, args).search(args.query, k=args.k)
         if args.trace and not args.json:
             lines = [render_trace(found.trace), "", "evidence:"]
             for i, e in enumerate(found.evidence, 1):
@@ -247,7 +243,7 @@ def _trace_summary(trace: dict[str, Any]) -> dict[str, Any]:
 
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        ans = mem.answer(args.query, user=tenant_user(args), agent=args.agent, run=args.run, k=args.k)
+        ans = scope_of(mem, args).answer(args.query, k=args.k)
         out: dict[str, Any] = {
             "query": args.query,
             "answer": ans.text,
@@ -261,18 +257,18 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_stats(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        return mem.stats(user=None if args.all_users else tenant_user(args))
+        return mem.stats_all() if args.all_users else scope_of(mem, args).stats()
 
 
 def cmd_delete(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        mem.delete(args.id, user=tenant_user(args))
-        return {"deleted": args.id}
+        removed = scope_of(mem, args).delete(args.id)
+        return {"deleted": args.id, "forgotten": removed}
 
 
 def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        info = mem.inspect(args.id, user=tenant_user(args))
+        info = scope_of(mem, args).inspect(args.id)
         return {
             "node": node_json(info.node),
             "edges": [
@@ -297,7 +293,7 @@ def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        report = mem.repair(user=tenant_user(args))
+        report = mem.repair_all() if args.all_users else scope_of(mem, args).repair()
         return {"repaired": len(report.ids) - len(report.pending), "still_pending": len(report.pending)}
 
 

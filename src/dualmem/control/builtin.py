@@ -1,8 +1,9 @@
 """The builtin System-One backend: a transparent, deterministic, feature-based decider.
 
 This is NOT a language model. It answers every decision of :mod:`dualmem.control.catalog` from
-cheap features of the state (embedding similarity and lexical overlap supplied in the state, entity
-overlap, time deltas, regular-expression cues such as causal connectives, negations, preference and
+cheap features of the typed state (:mod:`dualmem.control.states`) and its FeatureSource (embedding
+similarity and lexical overlap by node id), entity overlap, time deltas,
+regular-expression cues such as causal connectives, negations, preference and
 procedural verbs, question words, evidence coverage of the query, depth). Each Noul is
 ``sigmoid(bias + sum(w_f * f))``; each Choice label gets a logit the same way and the answer is
 their softmax. The weights are data (``builtin_weights.json``), hand-set, and its outputs are
@@ -26,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from dualmem.control.base import BaseController
 from dualmem.control.builtin_features import GROUPS, Features, group_of
 from dualmem.control.questions import (
     Answer,
@@ -37,6 +39,7 @@ from dualmem.control.questions import (
     NoulAnswer,
     Question,
 )
+from dualmem.control.states import Purpose, WireFeatures, parse_state
 from dualmem.errors import ConfigError, UnknownDecision
 
 __all__ = ["BuiltinController", "BuiltinWeights", "ChoiceWeights", "LinearWeights", "default_weights"]
@@ -178,7 +181,7 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-class BuiltinController:
+class BuiltinController(BaseController):
     """Offline System-One backend: answers catalog decisions from state features (not a model)."""
 
     name = "builtin"
@@ -194,7 +197,9 @@ class BuiltinController:
 
     def decide(self, batch: Batch) -> BatchResult:
         weights = self.weights
-        features = Features(batch.state)
+        if not batch.questions:
+            return BatchResult(answers={})
+        features = features_of(batch)
         answers: dict[str, Answer] = {}
         for name, question in batch.questions.items():
             answers[name] = self._answer(question, weights, features)
@@ -224,6 +229,39 @@ class BuiltinController:
                 best = max(question.labels, key=lambda label: ordered[label])
                 return ChoiceAnswer(label=best, distribution=ordered)
         raise _unknown(key, question.kind, weights)
+
+
+_FAMILY_PURPOSE: Mapping[str, Purpose] = {
+    "typing": "typing",
+    "relation": "relations",
+    "consolidate": "consolidation",
+    "route": "routing",
+    "traverse": "scoring",
+    "stop": "assessment",
+}
+
+
+def features_of(batch: Batch) -> Features:
+    """The feature cache of a batch: its typed state and FeatureSource.
+
+    A batch built from JSON only (``typed`` unset) is parsed strictly by the purpose its decision
+    keys name; without a FeatureSource the signals are the state's documented signal fields.
+    """
+    state = batch.typed
+    if state is None:
+        families = {q.key.partition(".")[0] for q in batch.questions.values()}
+        purposes = {_FAMILY_PURPOSE.get(f) for f in families}
+        if len(purposes) > 1:
+            purposes.discard("routing")  # routing reads only the query, which every read state has
+        if len(purposes) != 1 or None in purposes:
+            raise UnknownDecision(
+                f"the builtin controller cannot tell the state of a batch with keys of {sorted(families)}",
+                hint="ask the decisions of one catalog family per batch",
+            )
+        (purpose,) = purposes
+        assert purpose is not None
+        state = parse_state(purpose, batch.state)
+    return Features(state, batch.features or WireFeatures.of(state))
 
 
 def _unknown(key: str, kind: str, weights: BuiltinWeights) -> UnknownDecision:

@@ -53,7 +53,6 @@ _CAUSAL_GATE = _words(
     leads lead resulted results made makes inspired motivated prompted encouraged pushed"""
 )
 _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _CLOCK = re.compile(r"\d:\d\d")
 _MAY_DATE = re.compile(r"\b(?:in|of|early|late|last|next|this|\d+(?:st|nd|rd|th)?) may\b|\bmay \d")
 _LIKE_VERB = re.compile(

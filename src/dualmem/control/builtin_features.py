@@ -1,8 +1,10 @@
-"""Feature groups of the builtin decider: numbers in [0, 1] read from a System-One state.
+"""Feature groups of the builtin decider: numbers in [0, 1] from a typed System-One state.
 
-Private to :mod:`dualmem.control.builtin`. Five groups, one per state shape of the contract
-(``typing``, ``pair`` for relations and consolidation, ``route``, ``traverse``, ``stop``). A group
-is computed once per batch and candidate index (``Features.get``), whatever the questions are.
+Private to :mod:`dualmem.control.builtin`. Five groups, one per state type of
+:mod:`dualmem.control.states` (``typing``, ``pair`` for relations and consolidation, ``route``,
+``traverse``, ``stop``). Text cues come from the typed memory fields; cosine and lexical signals
+only from the batch's :class:`~dualmem.control.states.FeatureSource` (by node id, ``QUERY`` for
+the query). A group is computed once per batch and candidate index (``Features.get``).
 """
 
 from __future__ import annotations
@@ -11,11 +13,24 @@ import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from itertools import combinations
-from typing import Any
+from typing import TypeVar
 
 from dualmem.control.builtin_cues import Cues, containment, cues, link, query_cues, stem_tokens, variant
+from dualmem.control.states import (
+    QUERY,
+    ConsolidationState,
+    FeatureSource,
+    MemoryState,
+    RelationCandidate,
+    RelationState,
+    RoutingState,
+    State,
+    StoppingState,
+    TraversalCandidate,
+    TraversalState,
+    TypingState,
+)
 from dualmem.errors import InvalidInput
-from dualmem.text.lexical import overlap
 
 __all__ = ["GROUPS", "Features", "group_of"]
 
@@ -67,52 +82,19 @@ def group_of(key: str) -> str | None:
     return _PREFIX_GROUP.get(key.partition(".")[0])
 
 
-# -- reading JSON state --------------------------------------------------------------------------
+# -- helpers -------------------------------------------------------------------------------------
 
 
-def _obj(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _text(m: Mapping[str, Any], key: str) -> str:
-    value = m.get(key)
-    return value if isinstance(value, str) else ""
-
-
-def _num(m: Mapping[str, Any], key: str) -> float | None:
-    value = m.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _unit(m: Mapping[str, Any], key: str) -> float:
-    value = _num(m, key)
-    return 0.0 if value is None else min(1.0, max(0.0, value))
-
-
-def _strs(m: Mapping[str, Any], key: str) -> frozenset[str]:
-    value = m.get(key)
-    if not isinstance(value, list):
-        return frozenset()
-    return frozenset(v.strip().lower() for v in value if isinstance(v, str) and v.strip())
-
-
-def _items(state: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = state.get(key)
-    return [_obj(v) for v in value] if isinstance(value, list) else []
-
-
-def _lexical(cand: Mapping[str, Any], other: str) -> float:
-    """The state's ``lexical_overlap``, or the same Jaccard computed from the texts when absent."""
-    value = _num(cand, "lexical_overlap")
-    if value is None:
-        return overlap(_text(cand, "content"), other)
+def _unit(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-def _speakers(m: Mapping[str, Any], c: Cues) -> frozenset[str]:
-    return _speaker_names(_text(m, "speaker").strip().lower(), c.speaker)
+def _lower(values: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(v.strip().lower() for v in values if v.strip())
+
+
+def _speakers(m: MemoryState, c: Cues) -> frozenset[str]:
+    return _speaker_names((m.speaker or "").strip().lower(), c.speaker)
 
 
 @lru_cache(maxsize=1024)
@@ -144,8 +126,8 @@ def _topic(a: frozenset[str], b: frozenset[str]) -> float:
 # -- groups ----------------------------------------------------------------------------------------
 
 
-def _typing(state: Mapping[str, Any]) -> dict[str, float]:
-    c = cues(_text(state, "observation"))
+def _typing(state: TypingState) -> dict[str, float]:
+    c = cues(state.observation)
     return {
         "past": c.past,
         "time_words": c.time_words,
@@ -166,9 +148,9 @@ def _typing(state: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-def _time_features(cand: Mapping[str, Any]) -> dict[str, float]:
-    delta = _num(cand, "time_delta_days")
-    same_session = 1.0 if cand.get("same_session") is True else 0.0
+def _time_features(cand: RelationCandidate) -> dict[str, float]:
+    delta = cand.time_delta_days
+    same_session = 1.0 if cand.same_session else 0.0
     close = 0.0
     if delta is not None:
         close = 1.0 if abs(delta) <= 0.1 else math.exp(-(abs(delta) - 0.1) / 0.25)
@@ -210,8 +192,8 @@ def _pair_semantics(n: Cues, c: Cues, speakers: frozenset[str]) -> dict[str, flo
     }
 
 
-def _alias(new: Mapping[str, Any], cand: Mapping[str, Any]) -> float:
-    a, b = _strs(new, "entities"), _strs(cand, "entities")
+def _alias(new: MemoryState, cand: MemoryState) -> float:
+    a, b = _lower(new.entities), _lower(cand.entities)
     only_a, only_b = sorted(a - b)[:8], sorted(b - a)[:8]
     best = 0.0
     for x in only_a:
@@ -223,15 +205,15 @@ def _alias(new: Mapping[str, Any], cand: Mapping[str, Any]) -> float:
     return best
 
 
-def _pair(state: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, float]:
-    new = _obj(state.get("new_memory"))
-    n, c = cues(_text(new, "content")), cues(_text(cand, "content"))
+def _pair(new: MemoryState, pair: RelationCandidate, source: FeatureSource) -> dict[str, float]:
+    cand = pair.memory
+    n, c = cues(new.content), cues(cand.content)
     new_speakers, cand_speakers = _speakers(new, n), _speakers(cand, c)
     speakers = new_speakers | cand_speakers
-    sim = _unit(cand, "similarity")
+    sim = _unit(source.cosine(new.id, cand.id))
     sim_c = _centred(sim, PAIR_SIM_FLOOR)
-    shared = _strs(cand, "shared_entities") - speakers
-    time = _time_features(cand)
+    shared = _lower(pair.shared_entities) - speakers
+    time = _time_features(pair)
     near = max(time["same_session"], time["close_time"])
     nt, ct = n.tokens - speakers, c.tokens - speakers
     mutual = min(containment(nt, ct), containment(ct, nt))
@@ -241,7 +223,7 @@ def _pair(state: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, float]
         "sim_c": sim_c,
         "mutual": mutual,
         "dup_score": near_dup * mutual,
-        "lex": _lexical(cand, _text(new, "content")),
+        "lex": _unit(source.lexical(new.id, cand.id)),
         "ent_shared": min(1.0, len(shared) / 2),
         "same_speaker": 1.0 if new_speakers and new_speakers == cand_speakers else 0.0,
         "near_x_sim": near * sim_c,
@@ -253,8 +235,8 @@ def _pair(state: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, float]
     }
 
 
-def _route(state: Mapping[str, Any]) -> dict[str, float]:
-    q = query_cues(_text(state, "query"))
+def _route(state: RoutingState) -> dict[str, float]:
+    q = query_cues(state.query)
     return {
         "temporal": q.temporal,
         "causal": q.causal,
@@ -265,42 +247,33 @@ def _route(state: Mapping[str, Any]) -> dict[str, float]:
         "conjunction": q.conjunction,
         "two_questions": 1.0 if q.question_words >= 2 else 0.0,
         "what": q.what,
-        "who": 1.0 if "who" in _text(state, "query").lower().split() else 0.0,
+        "who": 1.0 if "who" in state.query.lower().split() else 0.0,
     }
 
 
 class _EvidenceView:
     """What traversal and stopping read from the evidence list (computed once per batch)."""
 
-    def __init__(self, state: Mapping[str, Any]) -> None:
-        self.items = _items(state, "evidence")
-        self.cues = [cues(_text(e, "content")) for e in self.items]
-        self.ids = frozenset(_text(e, "id") for e in self.items) - {""}
+    def __init__(self, state: TraversalState | StoppingState, source: FeatureSource) -> None:
+        self.items = [e.memory for e in state.evidence]
+        self.source = source
+        self.cues = [cues(e.content) for e in self.items]
+        self.ids = frozenset(e.id for e in self.items)
         self.tokens = frozenset().union(*(c.tokens for c in self.cues))
-        self.entities = frozenset().union(*(_strs(e, "entities") for e in self.items))
-        self.query = query_cues(_text(state, "query"))
-        self.query_text = _text(state, "query")
+        self.entities = frozenset().union(*(_lower(e.entities) for e in self.items))
+        self.query = query_cues(state.query)
 
     def coverage(self) -> float:
         q = self.query.tokens
         return containment(q, self.tokens) if q else (1.0 if self.items else 0.0)
 
     def top_sim(self) -> float:
-        sims = [_num(e, "similarity") for e in self.items]
-        known = [s for s in sims if s is not None]
-        if known:
-            return min(1.0, max(0.0, max(known)))
-        lexical = [_num(e, "lexical_overlap") for e in self.items]
-        if any(v is not None for v in lexical):
-            return max((_unit(e, "lexical_overlap") for e in self.items), default=0.0)
-        return max((containment(self.query.tokens, c.tokens) for c in self.cues), default=0.0)
+        return _unit(max((self.source.cosine(QUERY, e.id) for e in self.items), default=0.0))
 
     def has_time(self) -> float:
-        refs = any(
-            isinstance(e.get("temporal_references"), list) and e["temporal_references"] for e in self.items
-        )
+        refs = any(e.temporal_references for e in self.items)
         words = max((c.time_words for c in self.cues), default=0.0)
-        stamped = any(_text(e, "timestamp") for e in self.items)
+        stamped = any(e.timestamp is not None for e in self.items)
         return min(1.0, 0.5 * stamped + 0.5 * max(words, float(refs)))
 
     def contradiction(self) -> float:
@@ -329,34 +302,33 @@ def _view_match(view: str, ev: _EvidenceView) -> float:
             return 0.0
 
 
-def _traverse(ev: _EvidenceView, cand: Mapping[str, Any]) -> dict[str, float]:
-    c = cues(_text(cand, "content"))
+def _traverse(ev: _EvidenceView, trav: TraversalCandidate) -> dict[str, float]:
+    cand = trav.memory
+    c = cues(cand.content)
     q = ev.query
-    sim = _unit(cand, "similarity")
+    sim = _unit(ev.source.cosine(QUERY, cand.id))
     sim_c = _centred(sim, QUERY_SIM_FLOOR)
     qcov = containment(q.tokens, c.tokens)
     qcov_new = containment(q.tokens - ev.tokens, c.tokens) if q.tokens - ev.tokens else 0.0
     speakers = _speakers(cand, c)
     own = c.tokens - speakers
-    if _text(cand, "id") in ev.ids:
-        overlap = 1.0
-    else:
-        overlap = max((containment(own, e.tokens) for e in ev.cues), default=0.0)
-    ents = _strs(cand, "entities") - speakers
-    match = _view_match(_text(cand, "view"), ev)
+    in_evidence = cand.id in ev.ids
+    overlap = 1.0 if in_evidence else max((containment(own, e.tokens) for e in ev.cues), default=0.0)
+    ents = _lower(cand.entities) - speakers
+    match = _view_match(trav.view, ev)
     return {
         "sim": sim,
         "sim_c": sim_c,
-        "lex": _lexical(cand, ev.query_text),
+        "lex": _unit(ev.source.lexical(QUERY, cand.id)),
         "qcov": qcov,
         "qcov_new": qcov_new,
         "ev_overlap": overlap,
         "rel_novel": (0.5 * sim_c + 0.5 * max(qcov, qcov_new)) * (1.0 - overlap),
-        "edge_weight": _unit(cand, "edge_weight"),
+        "edge_weight": _unit(trav.edge_weight),
         "view_match": match,
         "view_match_rel": match * max(sim_c, qcov),
-        "view_semantic": 1.0 if _text(cand, "view") == "semantic" else 0.0,
-        "connected": 1.0 if {_text(cand, "source"), _text(cand, "target")} & ev.ids else 0.0,
+        "view_semantic": 1.0 if trav.view == "semantic" else 0.0,
+        "connected": 1.0 if {trav.source, trav.target} & ev.ids else 0.0,
         "ev_entity": containment(ents, ev.entities),
         "ev_support": containment(own, ev.tokens),
         "time_match": q.temporal * max(c.time_words, c.past_ref),
@@ -364,9 +336,8 @@ def _traverse(ev: _EvidenceView, cand: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-def _stop(ev: _EvidenceView, state: Mapping[str, Any]) -> dict[str, float]:
-    depth = _num(state, "depth") or 0.0
-    max_depth = _num(state, "max_depth") or 0.0
+def _stop(ev: _EvidenceView, state: StoppingState) -> dict[str, float]:
+    depth, max_depth = float(state.depth), float(state.max_depth)
     q = ev.query
     ev_causal = max((c.causal for c in ev.cues), default=0.0)
     need_gap = min(1.0, q.temporal * (1.0 - ev.has_time()) + q.causal * (1.0 - ev_causal))
@@ -386,10 +357,16 @@ def _stop(ev: _EvidenceView, state: Mapping[str, Any]) -> dict[str, float]:
 
 
 class Features:
-    """Per-batch feature cache: one computation per (group, candidate index)."""
+    """Per-batch feature cache over a typed state and its FeatureSource.
 
-    def __init__(self, state: Mapping[str, Any]) -> None:
+    One computation per (group, candidate index). A group that does not fit the state (a
+    traversal question about a relation state) or an index outside the state's candidates is an
+    ``InvalidInput``; so is any signal the source does not have.
+    """
+
+    def __init__(self, state: State, source: FeatureSource) -> None:
         self._state = state
+        self._source = source
         self._cache: dict[tuple[str, int | None], Mapping[str, float]] = {}
         self._evidence: _EvidenceView | None = None
 
@@ -400,42 +377,41 @@ class Features:
             found = self._cache[key] = self._compute(group, key[1])
         return found
 
-    def _ev(self) -> _EvidenceView:
+    def _ev(self, state: TraversalState | StoppingState) -> _EvidenceView:
         if self._evidence is None:
-            self._evidence = _EvidenceView(self._state)
+            self._evidence = _EvidenceView(state, self._source)
         return self._evidence
 
-    def _candidate(self, target: int | None) -> Mapping[str, Any]:
-        cands: Sequence[object] = self._state.get("candidates") or []
-        if not isinstance(cands, list) or target is None or not 0 <= target < len(cands):
-            raise InvalidInput(
-                f"question targets candidate {target!r} but state has {len(cands)} candidates",
-                hint="set question.target to an index into state['candidates']",
-            )
-        return _obj(cands[target])
-
-    def _pair_entry(self, target: int | None) -> Mapping[str, Any]:
-        pairs: Sequence[object] = self._state.get("pairs") or []
-        if not isinstance(pairs, list) or target is None or not 0 <= target < len(pairs):
-            raise InvalidInput(
-                f"question targets pair {target!r} but state has {len(pairs)} pairs",
-                hint="set question.target to an index into state['pairs']",
-            )
-        return _obj(pairs[target])
-
     def _compute(self, group: str, target: int | None) -> Mapping[str, float]:
-        match group:
-            case "typing":
-                return _typing(self._state)
-            case "pair":
-                if "pairs" in self._state:  # a consolidation pass: one (new_memory, candidate) per pair
-                    pair = self._pair_entry(target)
-                    return _pair({"new_memory": pair.get("new_memory")}, _obj(pair.get("candidate")))
-                return _pair(self._state, self._candidate(target))
-            case "route":
-                return _route(self._state)
-            case "traverse":
-                return _traverse(self._ev(), self._candidate(target))
-            case "stop":
-                return _stop(self._ev(), self._state)
-        raise InvalidInput(f"unknown feature group {group!r}")
+        state = self._state
+        match group, state:
+            case "typing", TypingState():
+                return _typing(state)
+            case "pair", RelationState():
+                cand = _at(state.candidates, target, "candidates")
+                return _pair(state.new_memory, cand, self._source)
+            case "pair", ConsolidationState():
+                pair = _at(state.pairs, target, "pairs")
+                return _pair(pair.new_memory, pair.candidate, self._source)
+            case "route", RoutingState() | TraversalState() | StoppingState():
+                return _route(RoutingState(state.query))  # routing reads only the query
+            case "traverse", TraversalState():
+                return _traverse(self._ev(state), _at(state.candidates, target, "candidates"))
+            case "stop", StoppingState():
+                return _stop(self._ev(state), state)
+        raise InvalidInput(
+            f"a {group} decision cannot be answered from a {type(state).__name__}",
+            hint="ask each catalog family with the state of its purpose (dualmem.control.states)",
+        )
+
+
+_T = TypeVar("_T")
+
+
+def _at(items: Sequence[_T], target: int | None, name: str) -> _T:
+    if target is None or not 0 <= target < len(items):
+        raise InvalidInput(
+            f"question targets {name} {target!r} but state has {len(items)} {name}",
+            hint=f"set question.target to an index into state[{name!r}]",
+        )
+    return items[target]

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from types import TracebackType
 from typing import Any, assert_never
 
 import httpx2
 import typesafe_sdk as ts
 from typesafe_sdk.constants import DEFAULT_BASE_URL, DEFAULT_MODEL
 
+from dualmem.control.base import BaseController
 from dualmem.control.questions import (
     Answer,
     Batch,
@@ -44,7 +44,7 @@ __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "SUM_SLACK", "JevController", "s
 SUM_SLACK = 0.01
 
 
-class JevController:
+class JevController(BaseController):
     """A System-One backend calling ``TypeSafeClient.system_one``.
 
     Pass either ``api_key`` (and optionally ``base_url``, ``transport``) or a ready ``client``.
@@ -109,14 +109,6 @@ class JevController:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> JevController:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def sdk_retry(policy: RetryPolicy) -> ts.RetryPolicy:

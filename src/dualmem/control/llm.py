@@ -11,7 +11,8 @@ listed token, so it gets the least listed logprob minus ``MISSING_MARGIN`` (1 na
 token is listed at all the question fails with ``ControllerError``: no guessing, no parsing of free
 text. Works with OpenAI, vLLM, Ollama and llama.cpp servers that return ``top_logprobs``.
 
-Questions of a batch run concurrently on a thread pool sharing one ``httpx.Client``; each prompt
+Questions of a batch run concurrently on a thread pool sharing one :class:`dualmem.http.JSONClient`
+(bounded retries on transient failures); each prompt
 holds only the state and its own question, so answers cannot depend on the rest of the batch.
 """
 
@@ -22,12 +23,12 @@ import math
 import string
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from types import TracebackType
 from typing import assert_never
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
+from dualmem.control.base import BaseController
 from dualmem.control.questions import (
     Answer,
     Batch,
@@ -42,8 +43,8 @@ from dualmem.control.questions import (
     Usage,
     validate_result,
 )
-from dualmem.control.retry import RetryPolicy, post_json
 from dualmem.errors import ControllerError, ControllerTimeout
+from dualmem.http import JSONClient, RetryPolicy
 from dualmem.types import JSONValue
 
 __all__ = [
@@ -64,7 +65,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class LLMController:
+class LLMController(BaseController):
     """A System-One backend over an OpenAI-compatible ``/chat/completions`` endpoint with logprobs."""
 
     name = "llm"
@@ -80,12 +81,27 @@ class LLMController:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
-        self.url = base_url.rstrip("/") + "/chat/completions"
         self.concurrency = max(1, concurrency)
-        self.retry = retry or RetryPolicy()
-        self._http = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._http = JSONClient(
+            base_url,
+            api_key=api_key,
+            timeout=timeout,
+            retry=retry,
+            transport=transport,
+            error=ControllerError,
+            timeout_error=ControllerTimeout,
+        )
+        self.url = self._http.url("chat/completions")
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of the HTTP client (settable)."""
+        return self._http.retry
+
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        self._http.retry = policy
 
     def decide(self, batch: Batch) -> BatchResult:
         return self.decide_many([batch])[0]
@@ -119,14 +135,7 @@ class LLMController:
             "logprobs": True,
             "top_logprobs": TOP_LOGPROBS,
         }
-        body = post_json(
-            self._http,
-            self.url,
-            payload,
-            policy=self.retry,
-            error=ControllerError,
-            timeout_error=ControllerTimeout,
-        )
+        body = self._http.post("chat/completions", payload)
         completion = _parse(body)
         probs = _option_probs(completion.choices[0].logprobs.content[0], _tokens(question))
         usage = completion.usage or _Usage()
@@ -134,14 +143,6 @@ class LLMController:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> LLMController:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _tokens(question: Question) -> tuple[str, ...]:

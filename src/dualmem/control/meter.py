@@ -15,20 +15,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from dualmem.control.questions import Batch, BatchResult, Controller, validate_result
 from dualmem.errors import ControllerError, ControllerTimeout
 
 __all__ = ["CallCounts", "ControllerStats", "Decided", "Meter"]
-
-
-class _ManyController(Protocol):
-    name: str
-
-    def decide(self, batch: Batch) -> BatchResult: ...
-
-    def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]: ...
 
 
 @dataclass(slots=True)
@@ -146,6 +137,11 @@ class Meter:
                     while len(self._cache) > self.cache_size:
                         self._cache.popitem(last=False)
         return [d for d in out if d is not None]
+
+    @property
+    def cached_answers(self) -> int:
+        """How many controller answers the cache holds now."""
+        return len(self._cache)
 
     def clear_cache(self) -> None:
         """Drop cached answers (after a forget, so no answer about a forgotten memory survives)."""

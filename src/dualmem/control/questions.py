@@ -12,10 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
 
 from dualmem.errors import ControllerError
 from dualmem.types import JSONValue
+
+if TYPE_CHECKING:
+    from dualmem.control.states import FeatureSource, State
 
 __all__ = [
     "Answer",
@@ -24,6 +27,7 @@ __all__ = [
     "Choice",
     "ChoiceAnswer",
     "Controller",
+    "DecisionKey",
     "Noul",
     "NoulAnswer",
     "Question",
@@ -34,11 +38,45 @@ __all__ = [
 ]
 
 
+#: the closed set of decision keys of :mod:`dualmem.control.catalog` (a test pins it to the catalog)
+DecisionKey: TypeAlias = Literal[
+    "typing.episodic",
+    "typing.semantic",
+    "typing.procedural",
+    "typing.preference",
+    "relation.semantic",
+    "relation.caused_by",
+    "relation.causes",
+    "relation.same_episode",
+    "relation.alias",
+    "relation.time",
+    "route.semantic",
+    "route.temporal",
+    "route.causal",
+    "route.entity",
+    "route.multi_hop_need",
+    "route.recency_importance",
+    "traverse.relevance",
+    "traverse.relation_usefulness",
+    "traverse.new_information",
+    "traverse.supports_current_evidence",
+    "stop.evidence_sufficient",
+    "stop.continue_useful",
+    "stop.missing_evidence",
+    "stop.contradiction",
+    "consolidate.redundancy",
+    "consolidate.contradiction",
+    "consolidate.obsolescence",
+    "consolidate.link_usefulness",
+    "consolidate.representation",
+]
+
+
 @dataclass(frozen=True, slots=True)
 class Noul:
     """A binary proposition: the answer is a score in [0, 1] that it holds."""
 
-    key: str
+    key: DecisionKey
     instructions: str
     true: str
     false: str
@@ -50,7 +88,7 @@ class Noul:
 class Choice:
     """Mutually exclusive alternatives: the answer is a label and a distribution over the labels."""
 
-    key: str
+    key: DecisionKey
     instructions: str
     options: tuple[tuple[str, str], ...]  # (label, description) in order
     target: int | None = None
@@ -65,7 +103,7 @@ class Choice:
 class Score:
     """An ordered rubric: the answer is an expected level and a distribution over levels 0..L-1."""
 
-    key: str
+    key: DecisionKey
     instructions: str
     levels: tuple[str, ...]
     target: int | None = None
@@ -105,11 +143,31 @@ Answer: TypeAlias = NoulAnswer | ChoiceAnswer | ScoreAnswer
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """One System-One request: shared state plus named, independent questions."""
+    """One System-One request: shared state plus named, independent questions.
+
+    ``state`` is the JSON every backend is sent. The read and write paths build batches with
+    :meth:`of` from a typed state (:mod:`dualmem.control.states`): then ``typed`` is that state
+    (``state == typed.to_wire()``) and ``features`` the FeatureSource its signals came from. Neither
+    is sent anywhere; an in-process decider may use them instead of re-reading the JSON.
+    """
 
     state: Mapping[str, JSONValue]
     questions: Mapping[str, Question]
     purpose: str = ""  # what the batch is for (typing, relations, routing...): traces only, never sent
+    typed: State | None = field(default=None, compare=False, repr=False)
+    features: FeatureSource | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        state: State,
+        questions: Mapping[str, Question],
+        purpose: str,
+        *,
+        features: FeatureSource | None = None,
+    ) -> Batch:
+        """A batch whose wire state is ``state.to_wire()``."""
+        return cls(state.to_wire(), questions, purpose, typed=state, features=features)
 
 
 @dataclass(frozen=True, slots=True)

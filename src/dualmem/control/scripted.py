@@ -11,10 +11,13 @@ at probability 1) or a mapping (a Choice's distribution; missing labels get 0, i
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable, Mapping
 from typing import TypeAlias, assert_never
 
+from dualmem.control.base import BaseController
 from dualmem.control.questions import (
     Answer,
     Batch,
@@ -31,7 +34,7 @@ from dualmem.control.questions import (
 from dualmem.errors import ConfigError, UnknownDecision
 from dualmem.types import JSONValue
 
-__all__ = ["ScriptValue", "ScriptedController", "to_answer"]
+__all__ = ["AutoController", "ScriptValue", "ScriptedController", "to_answer"]
 
 ScriptValue: TypeAlias = float | str | Mapping[str, float]
 ScriptFn: TypeAlias = Callable[
@@ -39,7 +42,7 @@ ScriptFn: TypeAlias = Callable[
 ]
 
 
-class ScriptedController:
+class ScriptedController(BaseController):
     """Answers each question from ``fn(state, question)`` if given, else from ``table``.
 
     The table is looked up by ``"{key}@{target}"`` first, then by ``key``. A question with no
@@ -77,6 +80,45 @@ class ScriptedController:
             f"{self.name} has no answer for decision {question.key!r} (target {question.target})",
             hint=f"add {question.key!r} to the table or pass default=",
         )
+
+
+class AutoController(BaseController):
+    """Schema-valid answers for any batch, deterministic per (seed, key, target, state).
+
+    For tests that need *some* valid answer to every question without scripting each one: a Noul
+    gets a score in (0, 1), a Choice a full distribution over its labels, a Score one over its
+    levels, all from a hash of the seed, the decision key and target, and the wire state. Question
+    names, order and the other questions never matter (the System-One independence contract).
+    """
+
+    def __init__(self, seed: int = 0, *, name: str = "auto") -> None:
+        self.seed = seed
+        self.name = name
+
+    def decide(self, batch: Batch) -> BatchResult:
+        state = json.dumps(batch.state, sort_keys=True, default=str)
+        answers = {name: self._answer(state, q) for name, q in batch.questions.items()}
+        return validate_result(batch, BatchResult(answers=answers), self.name)
+
+    def _unit(self, state: str, question: Question, salt: str) -> float:
+        raw = f"{self.seed}\x00{question.key}\x00{question.target}\x00{salt}\x00{state}".encode()
+        digest = hashlib.blake2b(raw, digest_size=8).digest()
+        return (int.from_bytes(digest, "big") + 0.5) / 2**64  # strictly inside (0, 1)
+
+    def _answer(self, state: str, question: Question) -> Answer:
+        match question:
+            case Noul():
+                return NoulAnswer(score=self._unit(state, question, ""))
+            case Choice():
+                weights = {lb: self._unit(state, question, lb) for lb in question.labels}
+                return _choice_from(question, weights)
+            case Score():
+                levels = [self._unit(state, question, str(i)) for i in range(len(question.levels))]
+                total = sum(levels)
+                dist = tuple(v / total for v in levels)
+                return ScoreAnswer(value=sum(i * p for i, p in enumerate(dist)), distribution=dist)
+            case _:
+                assert_never(question)
 
 
 def to_answer(question: Question, value: Answer | ScriptValue) -> Answer:

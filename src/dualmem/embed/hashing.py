@@ -1,25 +1,25 @@
 """A deterministic feature-hashing embedder: offline, instant, for tests and tiny deployments.
 
-Lowercased word unigrams and bigrams are hashed (blake2b, so the same on every run and machine,
-unlike Python's salted ``hash``) into ``dim`` signed buckets; rows are L2-normalised. Texts that
-share words get a clearly higher cosine than unrelated texts. It is not a semantic model.
+The words of :func:`dualmem.text.lexical.tokenize` (lower case, inner apostrophes kept, a
+possessive ``'s`` dropped), as unigrams and bigrams, are hashed (blake2b, so the same on every run
+and machine, unlike Python's salted ``hash``) into ``dim`` signed buckets; rows are L2-normalised.
+Texts that share words get a clearly higher cosine than unrelated texts. It is not a semantic model.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from dualmem.embed.base import Matrix, normalize
 from dualmem.errors import ConfigError
+from dualmem.text.lexical import tokenize
 
 __all__ = ["HashingEmbedder"]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _BIGRAM_WEIGHT = 0.5
 
 
@@ -46,7 +46,7 @@ class HashingEmbedder:
             raise TypeError("embed() takes a sequence of texts, not one str")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            words = _WORD.findall(text.lower())
+            words = tokenize(text)
             features = [(word, 1.0) for word in words]
             features += [(f"{a} {b}", _BIGRAM_WEIGHT) for a, b in itertools.pairwise(words)]
             for feature, weight in features:

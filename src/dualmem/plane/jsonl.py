@@ -1,8 +1,10 @@
 """Export and import of one tenant's whole memory as JSON Lines: nodes, edges, decisions.
 
-The first line is a header naming the format version, the embedder and its dimension. Import
-checks everything before writing anything and applies it in one transaction. Round trip is exact:
-exporting an imported file gives the same lines.
+The first line is a header naming the format version, the embedder and its dimension. Each line
+is read through a pydantic model of its record kind (:mod:`dualmem.plane._records`), so a bad
+file fails with the line number and the field. Import checks everything before writing anything
+and applies it in one transaction. Round trip is exact: exporting an imported file gives the same
+lines. Nodes are written with :meth:`dualmem.types.Node.to_json` plus their embedding.
 """
 
 from __future__ import annotations
@@ -12,18 +14,22 @@ import datetime as dt
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import pydantic
 
 from dualmem.errors import EmbedderMismatch, InvalidInput
+from dualmem.plane._records import DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord, describe_error
 from dualmem.plane.base import Decision, Store
-from dualmem.types import Edge, Node, TemporalRef, Tenant, TypeScores
+from dualmem.types import Edge, Node, Tenant
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines"]
 
 EXPORT_FORMAT = "dualmem.export"
 EXPORT_VERSION = 1
+_HINT = "import a file written by dualmem's export, unedited"
+_R = TypeVar("_R", bound=pydantic.BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,32 +69,33 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
     nodes: list[Node] = []
     edges: list[Edge] = []
     decisions: list[Decision] = []
-    header: dict[str, Any] | None = None
+    header: HeaderRecord | None = None
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        doc = _parse(raw, number)
+        kind = doc.get("kind")
+        if header is None:
+            if kind != "header":
+                raise InvalidInput("the file does not start with a dualmem export header", hint=_HINT)
+            header = _checked(HeaderRecord, doc, number)
+            _check_header(header, embedder=embedder, dim=dim)
+            continue
         try:
-            doc = json.loads(raw)
-            if not isinstance(doc, dict):
-                raise TypeError("not an object")
-            kind = doc.pop("kind")
-            if header is None:
-                if kind != "header":
-                    raise InvalidInput("the file does not start with a dualmem export header")
-                header = doc
-                _check_header(header, embedder=embedder, dim=dim)
-            elif kind == "node":
-                nodes.append(_node_from(doc, dim))
+            if kind == "node":
+                nodes.append(_checked(NodeRecord, doc, number).to_node(dim))
             elif kind == "edge":
-                edges.append(_edge_from(doc))
+                edges.append(_checked(EdgeRecord, doc, number).to_edge())
             elif kind == "decision":
-                decisions.append(_decision_from(doc))
+                decisions.append(_checked(DecisionRecord, doc, number).to_decision())
             else:
-                raise InvalidInput(f"unknown record kind {kind!r}")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInput(f"line {number} of the import is malformed: {exc}") from exc
+                raise ValueError(f"unknown record kind {kind!r}")
+        except (ValueError, InvalidInput) as exc:  # a bad vector, an edge label outside its view
+            if isinstance(exc, InvalidInput) and str(exc).startswith("line "):
+                raise
+            raise InvalidInput(f"line {number} of the import is malformed: {exc}", hint=_HINT) from exc
     if header is None:
-        raise InvalidInput("the import file is empty")
+        raise InvalidInput("the import file is empty", hint=_HINT)
     clash = store.get_nodes([n.id for n in nodes])
     if clash:
         raise InvalidInput(
@@ -102,20 +109,39 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
     return ImportReport(len(nodes), len(edges), len(decisions))
 
 
-def _check_header(header: dict[str, Any], *, embedder: str, dim: int) -> None:
-    if header.get("format") != EXPORT_FORMAT:
-        raise InvalidInput(f"not a dualmem export (format {header.get('format')!r})")
-    version = header.get("version")
-    if not isinstance(version, int) or version > EXPORT_VERSION:
+def _checked(model: type[_R], doc: dict[str, Any], number: int) -> _R:
+    try:
+        return model.model_validate(doc)
+    except pydantic.ValidationError as exc:
         raise InvalidInput(
-            f"the export uses format version {version}, newer than this dualmem reads ({EXPORT_VERSION})",
+            f"line {number} of the import is malformed: {describe_error(exc)}", hint=_HINT
+        ) from exc
+
+
+def _parse(raw: str, number: int) -> dict[str, Any]:
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"line {number} of the import is malformed: not JSON ({exc})", hint=_HINT) from exc
+    if not isinstance(doc, dict):
+        raise InvalidInput(f"line {number} of the import is malformed: not a JSON object", hint=_HINT)
+    return doc
+
+
+def _check_header(header: HeaderRecord, *, embedder: str, dim: int) -> None:
+    if header.format != EXPORT_FORMAT:
+        raise InvalidInput(f"not a dualmem export (format {header.format!r})", hint=_HINT)
+    if header.version > EXPORT_VERSION:
+        raise InvalidInput(
+            f"the export uses format version {header.version}, "
+            f"newer than this dualmem reads ({EXPORT_VERSION})",
             hint="upgrade dualmem",
         )
-    if header.get("embedder") != embedder or header.get("dim") != dim:
+    if header.embedder != embedder or header.dim != dim:
         raise EmbedderMismatch(
-            f"the export was made with embedder {header.get('embedder')} ({header.get('dim')} dims), "
+            f"the export was made with embedder {header.embedder} ({header.dim} dims), "
             f"this database uses {embedder} ({dim} dims)",
-            hint=f"open the target with embedder={header.get('embedder')!r}",
+            hint=f"open the target with embedder={header.embedder!r}",
         )
 
 
@@ -127,74 +153,9 @@ def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _time(value: str | None) -> dt.datetime | None:
-    return dt.datetime.fromisoformat(value) if value is not None else None
-
-
 def _node_json(n: Node) -> dict[str, Any]:
     vec = None if n.embedding is None else base64.b64encode(np.asarray(n.embedding, "<f4").tobytes()).decode()
-    return {
-        "id": n.id,
-        "user": n.tenant.user,
-        "agent": n.tenant.agent,
-        "run": n.tenant.run,
-        "content": n.content,
-        "at": _iso(n.at),
-        "speaker": n.speaker,
-        "source": n.source,
-        "session": n.session,
-        "turn_id": n.turn_id,
-        "metadata": dict(n.metadata),
-        "entities": list(n.entities),
-        "temporal_refs": [r.to_json() for r in n.temporal_refs],
-        "types": n.types.to_json() if n.types else None,
-        "embedding": vec,
-        "created_at": _iso(n.created_at),
-        "status": n.status,
-        "valid_from": _iso(n.valid_from),
-        "valid_to": _iso(n.valid_to),
-        "derived": n.derived,
-    }
-
-
-def _node_from(d: dict[str, Any], dim: int) -> Node:
-    vec = None
-    if d["embedding"] is not None:
-        vec = np.frombuffer(base64.b64decode(d["embedding"]), dtype="<f4").astype(np.float32)
-        if vec.shape != (dim,):
-            raise ValueError(f"node {d['id']} has a {vec.shape[0]}-dim vector, expected {dim}")
-    refs = tuple(
-        TemporalRef(
-            r["expression"],
-            dt.date.fromisoformat(r["start"]),
-            dt.date.fromisoformat(r["end"]),
-            r["precision"],
-        )
-        for r in d["temporal_refs"]
-    )
-    created = _time(d["created_at"])
-    if created is None:
-        raise ValueError(f"node {d['id']} has no created_at")
-    return Node(
-        id=d["id"],
-        tenant=Tenant(d["user"], d["agent"], d["run"]),
-        content=d["content"],
-        at=_time(d["at"]),
-        speaker=d["speaker"],
-        source=d["source"],
-        session=d["session"],
-        turn_id=d["turn_id"],
-        metadata=d["metadata"],
-        entities=tuple(d["entities"]),
-        temporal_refs=refs,
-        types=TypeScores(**d["types"]) if d["types"] else None,
-        embedding=vec,
-        created_at=created,
-        status=d["status"],
-        valid_from=_time(d["valid_from"]),
-        valid_to=_time(d["valid_to"]),
-        derived=bool(d["derived"]),
-    )
+    return {**n.to_json(), "embedding": vec}
 
 
 def _edge_json(e: Edge) -> dict[str, Any]:
@@ -210,16 +171,6 @@ def _edge_json(e: Edge) -> dict[str, Any]:
     }
 
 
-def _edge_from(d: dict[str, Any]) -> Edge:
-    created = _time(d["created_at"])
-    if created is None:
-        raise ValueError("an edge has no created_at")
-    return Edge(
-        d["source"], d["target"], d["view"], d["label"], float(d["weight"]), created,
-        _time(d["valid_from"]), _time(d["valid_to"]),
-    )  # fmt: skip
-
-
 def _decision_json(d: Decision) -> dict[str, Any]:
     return {
         "node_id": d.node_id,
@@ -233,13 +184,3 @@ def _decision_json(d: Decision) -> dict[str, Any]:
         "other_id": d.other_id,
         "created_at": _iso(d.created_at),
     }
-
-
-def _decision_from(d: dict[str, Any]) -> Decision:
-    created = _time(d["created_at"])
-    if created is None:
-        raise ValueError("a decision has no created_at")
-    return Decision(
-        d["node_id"], d["purpose"], d["name"], d["key"], float(d["value"]), d["label"], d["backend"],
-        float(d["latency_ms"]), d["other_id"], created,
-    )  # fmt: skip

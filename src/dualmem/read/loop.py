@@ -12,23 +12,29 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from dualmem.config import ReadProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Batch, BatchResult
+from dualmem.control.states import (
+    QUERY,
+    EmbeddingFeatures,
+    EvidenceItem,
+    MemoryState,
+    RoutingState,
+    StoppingState,
+    TraversalCandidate,
+    TraversalState,
+)
 from dualmem.embed.base import Embedder
 from dualmem.plane.base import Store
+from dualmem.read import scoring
 from dualmem.read.route import active_views, allocate, depth, rrf
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
-from dualmem.text.lexical import overlap
 from dualmem.text.temporal import query_time_focus
-from dualmem.types import VIEWS, Edge, Evidence, JSONValue, Node, Tenant, Vector
+from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
 
 __all__ = ["Retriever"]
-
-_DAY_S = 86_400.0
 
 
 @dataclass(slots=True)
@@ -94,19 +100,12 @@ class Retriever:
         return Retrieval(query, self._top(run, fused, k), self._trace(run, anchors, max_depth, reason))
 
     def _top(self, run: _Run, fused: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
-        """The K best: admitted evidence by score; when the loop stopped with fewer than K, the
-        candidates it scored but did not admit, then the remaining RRF anchors."""
-        ranked = sorted(run.evidence.values(), key=lambda e: (-e.score, e.node.id))[:k]
-        if len(ranked) < k:
-            rest = [e for i, e in run.runners_up.items() if i not in run.evidence]
-            ranked += sorted(rest, key=lambda e: (-e.score, e.node.id))[: k - len(ranked)]
-        if len(ranked) < k:
-            seen = {e.node.id for e in ranked}
-            more = [(i, s) for i, s in fused if i not in seen][: k - len(ranked)]
+        """The K best: admitted evidence, then scored runners-up, then RRF anchors (K-fill)."""
+        ranked = scoring.fill_top(list(run.evidence.values()), list(run.runners_up.values()), k)
+        more = scoring.anchor_fill(ranked, fused, k)
+        if more:
             nodes = self.store.get_nodes([i for i, _ in more], run.tenant)
-            floor = min((e.score for e in ranked), default=1.0)
-            top = fused[0][1]
-            ranked += [Evidence(nodes[i], floor * s / top, "anchor") for i, s in more if i in nodes]
+            ranked += [Evidence(nodes[i], s, "anchor") for i, s in more if i in nodes]
         return tuple(ranked)
 
     def clear_cache(self) -> None:
@@ -123,9 +122,7 @@ class Retriever:
 
     # -- steps -------------------------------------------------------------------------------
     def _route(self, run: _Run) -> None:
-        res = self._ask(
-            run, Batch(state={"query": run.query}, questions=catalog.routing_questions(), purpose="routing")
-        )
+        res = self._ask(run, Batch.of(RoutingState(run.query), catalog.routing_questions(), "routing"))
         allowed = set(self.profile.views)
         run.need = {g: (res.noul(g) if g in allowed else 0.0) for g in VIEWS}
         run.need["multi_hop_need"] = res.noul("multi_hop_need")
@@ -158,7 +155,8 @@ class Retriever:
             assessment: Assessment | None = None
             if self.profile.fixed_depth is None:
                 assessment = self._assess(run, depth_done, max_depth)
-                reason = self._stop_rule(assessment)
+                p = self.profile
+                reason = scoring.stop_reason(assessment, theta_suff=p.theta_suff, theta_cont=p.theta_cont)
                 if reason is not None:
                     self._note_assessment(run, assessment)
                     return reason
@@ -194,26 +192,15 @@ class Retriever:
             return "edge_limit"
         return None
 
-    def _stop_rule(self, a: Assessment) -> StopReason | None:
-        p = self.profile
-        if a.sufficient >= p.theta_suff and a.missing < p.theta_cont and a.contradiction < p.theta_cont:
-            return "sufficient"
-        if a.continue_useful < p.theta_cont:
-            return "no_gain"
-        return None
-
     def _note_assessment(self, run: _Run, a: Assessment) -> None:
         run.rounds.append(RoundTrace(len(run.rounds), a, ()))
 
     def _assess(self, run: _Run, depth_done: int, max_depth: int) -> Assessment:
-        evidence = sorted(run.evidence.values(), key=lambda e: -e.score)[: self.profile.top_k]
-        state: dict[str, JSONValue] = {
-            "query": run.query,
-            "evidence": [self._evidence_json(run, e) for e in evidence],
-            "depth": depth_done,
-            "max_depth": max_depth,
-        }
-        res = self._ask(run, Batch(state=state, questions=catalog.stopping_questions(), purpose="assessment"))
+        evidence = self._selected(run)
+        source = self._features(run, [e.node for e in evidence])
+        state = StoppingState(run.query, self._evidence_items(run, evidence, source), depth_done, max_depth)
+        batch = Batch.of(state, catalog.stopping_questions(), "assessment", features=source)
+        res = self._ask(run, batch)
         return Assessment(
             sufficient=res.noul("evidence_sufficient"),
             continue_useful=res.noul("continue_useful"),
@@ -221,46 +208,46 @@ class Retriever:
             contradiction=res.noul("contradiction"),
         )
 
+    def _selected(self, run: _Run) -> list[Evidence]:
+        """The currently selected top-k evidence (what assessment and scoring are shown)."""
+        return sorted(run.evidence.values(), key=lambda e: -e.score)[: self.profile.top_k]
+
     def _expand(self, run: _Run, beam: Sequence[Node]) -> list[tuple[Node, Edge | None, float]]:
         """Neighbours of the beam along the active views, within the per-view budgets.
 
-        Every edge of the beam is inspected (up to the edge limit), each neighbour gets a prior
-        (source score x edge weight x the view's need) and the best ones are taken, each view
-        getting a share of the round's room in proportion to its remaining budget.
+        Every edge of the beam is inspected (up to the edge limit); each neighbour gets an expansion
+        prior and the best are picked within the round's room and the views' quotas and budgets
+        (``scoring.expansion_prior``, ``scoring.pick_expansion``).
         """
         lim = self.profile.limits
-        room = min(lim.max_visited - len(run.visited), 2 * self.profile.beam)
+        room = scoring.expansion_room(
+            max_visited=lim.max_visited, visited=len(run.visited), beam=self.profile.beam,
+            factor=self.profile.expansion_factor,
+        )  # fmt: skip
         views = [g for g in run.active if run.budgets.get(g, 0) > 0]
         if room <= 0 or not views:
             return []
         top = max((e.score for e in run.evidence.values()), default=1.0) or 1.0
-        options: list[tuple[float, str, Edge, float]] = []
+        options: list[scoring.ExpansionOption] = []
         for node in beam:
-            # support flows along the path: an edge from a weak node supports its neighbour less
             source = run.evidence.get(node.id)
-            reach = (source.score / top) if source is not None else 1.0
             for edge in self.store.edges_of(node.id, views):  # type: ignore[arg-type]
                 if run.edges_inspected >= lim.max_edges:
                     break
                 run.edges_inspected += 1
                 other = edge.other(node.id)
                 if other not in run.visited:
-                    weight = edge.weight * reach
-                    options.append((weight * run.need.get(edge.view, 0.0), other, edge, weight))
-        total = sum(run.budgets[g] for g in views)
-        quota = {g: max(1, round(room * run.budgets[g] / total)) for g in views}
-        picked: dict[str, tuple[Edge, float]] = {}
-        for _, other, edge, weight in sorted(options, key=lambda o: (-o[0], o[1], o[2].view, o[2].label)):
-            if len(picked) >= room:
-                break
-            g = edge.view
-            if other in picked or quota.get(g, 0) <= 0 or run.budgets.get(g, 0) <= 0:
-                continue
-            quota[g] -= 1
-            run.budgets[g] -= 1
-            picked[other] = (edge, weight)
-        nodes = self.store.get_nodes(list(picked), run.tenant)
-        return [(nodes[i], e, w) for i, (e, w) in picked.items() if i in nodes]
+                    prior, weight = scoring.expansion_prior(
+                        source_score=source.score if source is not None else None,
+                        top=top,
+                        edge_weight=edge.weight,
+                        need=run.need.get(edge.view, 0.0),
+                    )
+                    options.append(scoring.ExpansionOption(other, edge, prior, weight))
+        picked, left = scoring.pick_expansion(options, room=room, budgets={g: run.budgets[g] for g in views})
+        run.budgets.update(left)
+        nodes = self.store.get_nodes([o.node_id for o in picked], run.tenant)
+        return [(nodes[o.node_id], o.edge, o.weight) for o in picked if o.node_id in nodes]
 
     def _score(
         self,
@@ -273,32 +260,26 @@ class Retriever:
         """One batched scoring request; admit the top W by transition score (eq. 23-25)."""
         if not cands:
             return []
-        evidence = sorted(run.evidence.values(), key=lambda e: -e.score)[: self.profile.top_k]
-        sims = [self._sim(run, n) for n, _, _ in cands]
-        state: dict[str, JSONValue] = {
-            "query": run.query,
-            "evidence": [self._evidence_json(run, e) for e in evidence],
-            "candidates": [
-                self._candidate_json(run, n, e, w, s) for (n, e, w), s in zip(cands, sims, strict=True)
-            ],
-        }
+        evidence = self._selected(run)
+        source = self._features(run, [*(e.node for e in evidence), *(n for n, _, _ in cands)])
+        state = TraversalState(
+            run.query,
+            self._evidence_items(run, evidence, source),
+            tuple(self._candidate(run, n, e, w, source) for n, e, w in cands),
+        )
         questions = {}
         for i in range(len(cands)):
             questions.update(catalog.traversal_questions(i))
-        res = self._ask(run, Batch(state=state, questions=questions, purpose="scoring"))
+        res = self._ask(run, Batch.of(state, questions, "scoring", features=source))
         scored: list[tuple[float, ScoredCandidate, Node, Edge | None]] = []
-        for i, ((node, edge, weight), sim) in enumerate(zip(cands, sims, strict=True)):
+        for i, ((node, edge, weight), cand) in enumerate(zip(cands, state.candidates, strict=True)):
             a = res.noul(f"candidate_{i}_relevance")
             rel = res.noul(f"candidate_{i}_relation_usefulness")
             nov = res.noul(f"candidate_{i}_new_information")
             sup = res.noul(f"candidate_{i}_supports_current_evidence")
-            view = edge.view if edge else "anchor"
-            p_g = run.need.get(view, max((run.need[g] for g in run.active), default=1.0))
-            s = self._transition(sim, a, p_g * rel, nov, (weight + sup) / 2.0)
-            s = self._adjust(run, node, s) * (self.profile.hop_decay**round_no if edge is not None else 1.0)
-            sc = ScoredCandidate(
-                node.id, view, edge.label if edge else "rrf", s, sim, a, rel, nov, sup, False
-            )
+            j = scoring.Judgement(a, rel, nov, sup)
+            s = self._final_score(run, node, edge, cand.similarity, j, weight, round_no)
+            sc = ScoredCandidate(node.id, cand.view, cand.label, s, cand.similarity, a, rel, nov, sup, False)
             scored.append((s, sc, node, edge))
             run.visited.add(node.id)
         scored.sort(key=lambda t: (-t[0], t[2].id))
@@ -316,62 +297,62 @@ class Retriever:
         run.rounds.append(RoundTrace(round_no, assessment, trace))
         return [node for _, _, node, _ in admitted]
 
-    def _transition(self, z: float, a: float, rel: float, nov: float, sup: float) -> float:
-        lam = self.profile.lambdas
-        total = (
-            lam.similarity * z
-            + lam.relevance * a
-            + lam.relation * rel
-            + lam.novelty * nov
-            + lam.support * sup
+    def _final_score(
+        self,
+        run: _Run,
+        node: Node,
+        edge: Edge | None,
+        z: float,
+        j: scoring.Judgement,
+        weight: float,
+        round_no: int,
+    ) -> float:
+        """Eq. 23, eq. 24-25, then dualmem's superseded demotion and hop decay (``scoring``)."""
+        p = self.profile
+        p_g = scoring.graph_need(edge.view if edge else "anchor", run.need, run.active)
+        s = scoring.transition(z=z, j=j, p_g=p_g, pi_e=weight, lam=p.lambdas)
+        s = scoring.recency_adjusted(
+            s, run.recency, scoring.recency(run.now, node.at), weight=p.recency_weight
         )
-        return total / lam.total()
-
-    def _adjust(self, run: _Run, node: Node, s: float) -> float:
-        """Recency (eq. 24-25) and the preference for current over superseded facts."""
-        w = self.profile.recency_weight * run.recency
-        if w > 0 and node.at is not None and run.now is not None:
-            rho = 1.0 / (1.0 + max(0.0, (run.now - node.at).total_seconds()) / _DAY_S)
-            s = (s + w * rho) / (1.0 + w)
-        if (
-            node.valid_to is not None
-            and self.profile.prefer_current
-            and query_time_focus(run.query) != "past"
-        ):
-            s *= 0.5
-        return s
-
-    def _sim(self, run: _Run, node: Node) -> float:
-        if node.embedding is None:
-            return 0.0
-        return float(np.dot(run.qvec, node.embedding))
-
-    def _evidence_json(self, run: _Run, e: Evidence) -> dict[str, JSONValue]:
-        out = e.to_json() if run.temporal else e.node.memory_json()
-        out["similarity"] = round(self._sim(run, e.node), 4)
-        out["lexical_overlap"] = round(overlap(run.query, e.node.content), 4)
-        return out
-
-    def _candidate_json(
-        self, run: _Run, node: Node, edge: Edge | None, weight: float, sim: float
-    ) -> dict[str, JSONValue]:
-        out = (
-            Evidence(node, 0.0, "anchor", None, 0, node.temporal_refs).to_json()
-            if run.temporal
-            else node.memory_json()
+        s = scoring.demote_superseded(
+            s,
+            superseded=node.valid_to is not None,
+            asks_past=query_time_focus(run.query) == "past",
+            factor=p.superseded_factor if p.prefer_current else None,
         )
-        out.update(
-            {
-                "view": edge.view if edge else "anchor",
-                "label": edge.label if edge else "rrf",
-                "source": edge.source if edge else None,
-                "target": edge.target if edge else node.id,
-                "edge_weight": round(weight, 4),
-                "similarity": round(sim, 4),
-                "lexical_overlap": round(overlap(run.query, node.content), 4),
-            }
+        return scoring.hop_decayed(s, hops=round_no if edge is not None else 0, decay=p.hop_decay)
+
+    def _features(self, run: _Run, nodes: Sequence[Node]) -> EmbeddingFeatures:
+        return EmbeddingFeatures.of(nodes, query=run.query, qvec=run.qvec)
+
+    def _memory(self, run: _Run, node: Node) -> MemoryState:
+        return MemoryState.of(node, temporal=run.temporal)
+
+    def _evidence_items(
+        self, run: _Run, evidence: Sequence[Evidence], source: EmbeddingFeatures
+    ) -> tuple[EvidenceItem, ...]:
+        return tuple(
+            EvidenceItem(
+                self._memory(run, e.node),
+                source.cosine(QUERY, e.node.id),
+                source.lexical(QUERY, e.node.id),
+            )
+            for e in evidence
         )
-        return out
+
+    def _candidate(
+        self, run: _Run, node: Node, edge: Edge | None, weight: float, source: EmbeddingFeatures
+    ) -> TraversalCandidate:
+        return TraversalCandidate(
+            memory=self._memory(run, node),
+            view=edge.view if edge else "anchor",
+            label=edge.label if edge else "rrf",
+            source=edge.source if edge else None,
+            target=edge.target if edge else node.id,
+            edge_weight=weight,
+            similarity=source.cosine(QUERY, node.id),
+            lexical_overlap=source.lexical(QUERY, node.id),
+        )
 
     def _trace(
         self, run: _Run, anchors: list[tuple[str, float]], max_depth: int, reason: StopReason

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from dualmem.errors import ConfigError
-from dualmem.reason.base import Answerer, Draft
-from dualmem.reason.extractive import ABSTAIN_TEXT, ExtractiveAnswerer
+from dualmem.reason.base import ABSTAIN_TEXT, Answerer, Draft
+from dualmem.reason.extractive import ExtractiveAnswerer
 
 __all__ = ["ABSTAIN_TEXT", "ANSWERERS", "Answerer", "Draft", "ExtractiveAnswerer", "create_answerer"]
 

@@ -8,7 +8,10 @@ from typing import Protocol, runtime_checkable
 
 from dualmem.types import Evidence
 
-__all__ = ["Answerer", "Draft"]
+__all__ = ["ABSTAIN_TEXT", "Answerer", "Draft"]
+
+#: what every answerer says when the evidence does not hold the answer
+ABSTAIN_TEXT = "The memory does not contain the answer."
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """A small synchronous client for OpenAI-compatible chat endpoints (OpenAI, vLLM, Ollama, llama.cpp).
 
 ``base_url`` is the API root including the version, as in the OpenAI SDK: ``https://api.openai.com/v1``,
-``http://localhost:11434/v1``. The HTTP call and its bounded retries are ``dualmem.control.retry.post_json``,
-shared with the logprob controller.
+``http://localhost:11434/v1``. The HTTP call and its bounded retries are :class:`dualmem.http.JSONClient`,
+shared with the logprob controller and the embeddings client.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from types import TracebackType
 
 import httpx
 
-from dualmem.control.retry import RetryPolicy, post_json
 from dualmem.errors import AnswererError, RuntimeFailure
+from dualmem.http import JSONClient, RetryPolicy
 from dualmem.types import JSONValue
 
 __all__ = ["ChatClient", "ChatCompletion", "completion_text", "completion_usage"]
@@ -45,12 +45,21 @@ class ChatClient:
         transport: httpx.BaseTransport | None = None,
         error: type[RuntimeFailure] = AnswererError,
     ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.retry = retry or RetryPolicy()
         self.error = error
-        self._http = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._http = JSONClient(
+            base_url, api_key=api_key, timeout=timeout, retry=retry, transport=transport, error=error
+        )
+        self.url = self._http.url("chat/completions")
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of the HTTP client (settable)."""
+        return self._http.retry
+
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        self._http.retry = policy
 
     def complete(
         self, messages: Sequence[dict[str, str]], *, max_tokens: int, temperature: float
@@ -64,9 +73,7 @@ class ChatClient:
 
     def request(self, payload: dict[str, JSONValue]) -> dict[str, JSONValue]:
         """POST a raw chat-completions payload; returns the decoded JSON object."""
-        return post_json(
-            self._http, self.url, payload, policy=self.retry, error=self.error, timeout_error=self.error
-        )
+        return self._http.post("chat/completions", payload)
 
     def close(self) -> None:
         self._http.close()

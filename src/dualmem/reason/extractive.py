@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from dualmem.reason.base import Draft
+from dualmem.reason.base import ABSTAIN_TEXT, Draft
 from dualmem.text.lexical import content_tokens
 from dualmem.text.temporal import describe
 from dualmem.text.timeparse import format_day
@@ -17,7 +17,6 @@ from dualmem.types import Evidence
 
 __all__ = ["ABSTAIN_TEXT", "ExtractiveAnswerer"]
 
-ABSTAIN_TEXT = "The memory does not contain the answer."
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 

@@ -14,13 +14,12 @@ from collections.abc import Sequence
 
 import httpx
 
-from dualmem.reason.base import Draft
+from dualmem.reason.base import ABSTAIN_TEXT, Draft
 from dualmem.reason.chat_client import ChatClient
 from dualmem.types import Evidence, TemporalRef
 
 __all__ = ["ABSTAIN_TEXT", "SYSTEM_PROMPT", "ChatAnswerer", "build_messages", "is_abstention"]
 
-ABSTAIN_TEXT = "The memory does not contain the answer."
 
 SYSTEM_PROMPT = (
     "You answer questions about a user's past conversations using only the memories provided. "

@@ -1,11 +1,18 @@
-"""Word-level text helpers: tokens, stopwords, overlap, and safe SQLite FTS5 queries."""
+"""Word-level text helpers: tokens, stopwords, overlap, and safe SQLite FTS5 queries.
+
+The one tokenizer of dualmem: :func:`tokenize` (words with their inner apostrophes, possessive
+``'s`` dropped) is what BM25 queries, lexical overlap, the builtin decider's cues and the hashing
+embedder see; :func:`fts5_tokens` is the same word split as SQLite FTS5's ``unicode61`` tokenizer
+applies it to stored text (accents folded, apostrophes separate), for the in-memory store's BM25.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "content_tokens", "fts_query", "overlap", "tokenize"]
+__all__ = ["STOPWORDS", "content_tokens", "fts5_tokens", "fts_query", "overlap", "tokenize"]
 
 #: common English function words (and their contractions); lower case
 STOPWORDS: frozenset[str] = frozenset(
@@ -30,14 +37,32 @@ STOPWORDS: frozenset[str] = frozenset(
     """.split()  # noqa: SIM905
 )
 
+#: a word: letters or digits of any script (no underscore), with inner apostrophes ("don't")
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
+def _words(text: str) -> list[str]:
+    return _TOKEN.findall(text.translate(_APOSTROPHES))
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-case word tokens (any script, digits kept); a possessive ``'s`` is dropped."""
-    tokens = _TOKEN.findall(text.translate(_APOSTROPHES).lower())
+    tokens = _words(text.lower())
     return [t[:-2] if t.endswith("'s") and t[:-2] not in _KEEP_S else t for t in tokens]
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def fts5_tokens(text: str) -> list[str]:
+    """The words of ``text`` as FTS5's ``unicode61 remove_diacritics 2`` splits them (no stemming).
+
+    Case- and accent-folded, and split at apostrophes: ``"Zoë's"`` gives ``["zoe", "s"]``.
+    """
+    return [part for word in _TOKEN.findall(_fold(text)) for part in word.split("'")]
 
 
 # "it's", "that's" ... are contractions, not possessives: keep them whole so they stay stopwords

@@ -20,12 +20,19 @@ from dualmem.config import WriteProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Batch, Question
+from dualmem.control.states import (
+    ConsolidationPair,
+    ConsolidationState,
+    EmbeddingFeatures,
+    MemoryState,
+    RelationCandidate,
+)
 from dualmem.embed.base import Embedder
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import extract_entities
 from dualmem.types import Edge, JSONValue, Node, Tenant, new_id, utcnow
 from dualmem.write.candidates import Candidate, discover
-from dualmem.write.relations import candidate_json, decisions_from
+from dualmem.write.relations import decisions_from
 
 __all__ = ["ConsolidationReport", "Consolidator", "Summarizer"]
 
@@ -109,7 +116,7 @@ class Consolidator:
                 edges.append(
                     Edge(new.id, old.id, "semantic", "related", res.noul(f"pair_{i}_link_usefulness"))
                 )
-            if max(obsolete, contradiction) >= gate.supersede_threshold and old.id not in updates:
+            if _supersedes(gate.supersede_threshold, obsolete, contradiction) and old.id not in updates:
                 end = new.at or utcnow()
                 updates[old.id] = dataclasses.replace(old, valid_to=end)
                 edges.append(Edge(old.id, new.id, "temporal", "superseded_by", max(obsolete, contradiction)))
@@ -176,6 +183,12 @@ class Consolidator:
         )
 
 
+def _supersedes(threshold: float | None, obsolete: float, contradiction: float) -> bool:
+    """dualmem extension: an older fact is superseded when obsolescence or contradiction reaches the
+    threshold (``None``: never, as in the paper)."""
+    return threshold is not None and max(obsolete, contradiction) >= threshold
+
+
 def _live(node: Node) -> bool:
     return not node.derived and node.valid_to is None
 
@@ -191,12 +204,17 @@ def _batch(pairs: Sequence[tuple[Node, Candidate]]) -> Batch:
     questions: dict[str, Question] = {}
     for i in range(len(pairs)):
         questions.update(catalog.consolidation_questions(i))
-    state: dict[str, JSONValue] = {
-        "pairs": [
-            {"new_memory": new.memory_json(), "candidate": candidate_json(new, cand)} for new, cand in pairs
-        ]
-    }
-    return Batch(state=state, questions=questions, purpose="consolidation")
+    nodes = {n.id: n for new, cand in pairs for n in (new, cand.node)}
+    source = EmbeddingFeatures.of(list(nodes.values()))
+    state = ConsolidationState(
+        tuple(
+            ConsolidationPair(
+                MemoryState.of(new), RelationCandidate.of(new, cand.node, cand.shared_entities, source)
+            )
+            for new, cand in pairs
+        )
+    )
+    return Batch.of(state, questions, "consolidation", features=source)
 
 
 def _pair_decisions(

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Collection, Mapping
+import json
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from dualmem.errors import InvalidInput
+from dualmem.errors import DualmemError, InvalidInput
 from dualmem.plane.base import Store
 from dualmem.types import Edge, JSONValue, Node, Tenant, utcnow
 
-__all__ = ["Filter", "forget_closure", "history", "select", "supersede"]
+__all__ = ["Filter", "check_import_tenant", "forget_closure", "history", "select", "supersede"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,17 +50,28 @@ def select(store: Store, tenant: Tenant, flt: Filter) -> list[str]:
     return [n.id for n in store.iter_nodes(tenant) if flt.matches(n)]
 
 
-def forget_closure(store: Store, ids: Collection[str]) -> set[str]:
-    """``ids`` plus every derived node built (transitively) from them: a summary of a forgotten fact
-    would otherwise bring it back."""
-    out = set(ids)
-    frontier = list(ids)
+def forget_closure(store: Store, ids: Collection[str], tenant: Tenant) -> set[str]:
+    """What forgetting ``ids`` removes: the nodes, every version in their supersession chains (what
+    they superseded and what superseded them, transitively) and every derived node built from any of
+    those (a summary of a forgotten fact would otherwise bring it back).
+
+    Only nodes visible to ``tenant`` are ever included: an edge into another tenant's data (which a
+    well-formed store never holds) cannot widen a forget beyond the caller's scope.
+    """
+    out = set(store.get_nodes(list(ids), tenant))
+    frontier = list(out)
     while frontier:
         node_id = frontier.pop()
-        for e in store.edges_of(node_id, ["semantic"]):
-            if e.label == "derived_from" and e.target == node_id and e.source not in out:
-                out.add(e.source)
-                frontier.append(e.source)
+        linked: list[str] = []
+        for e in store.edges_of(node_id, ["semantic", "temporal"]):
+            if e.label == "superseded_by" or (e.label == "derived_from" and e.target == node_id):
+                other = e.other(node_id)
+                if other not in out:
+                    linked.append(other)
+        for other in store.get_nodes(linked, tenant):
+            if other not in out:
+                out.add(other)
+                frontier.append(other)
     return out
 
 
@@ -73,8 +85,8 @@ def supersede(
         store.put_edges([Edge(old.id, new.id, "temporal", "superseded_by", weight)])
 
 
-def history(store: Store, node: Node) -> list[Node]:
-    """Every version linked to ``node`` by ``superseded_by`` edges, oldest first."""
+def history(store: Store, node: Node, tenant: Tenant) -> list[Node]:
+    """Every version linked to ``node`` by ``superseded_by`` edges and visible to ``tenant``, oldest first."""
     seen: dict[str, Node] = {node.id: node}
     frontier = [node.id]
     while frontier:
@@ -84,8 +96,57 @@ def history(store: Store, node: Node) -> list[Node]:
                 continue
             other = e.other(current)
             if other not in seen:
-                found = store.get_node(other)
+                found = store.get_node(other, tenant)
                 if found is not None:
                     seen[other] = found
                     frontier.append(other)
     return sorted(seen.values(), key=lambda n: (n.valid_to is None, n.valid_to or n.created_at, n.created_at))
+
+
+def check_import_tenant(lines: Iterable[str], tenant: Tenant) -> None:
+    """Refuse an export file that holds records outside ``tenant``: import never writes another tenant.
+
+    Every node must belong to a tenant that ``tenant`` covers (same user; the same agent/run when
+    ``tenant`` names them), and every edge and decision must refer only to nodes in the file. Lines
+    that do not parse are left for the importer to report with their line number.
+    """
+    ids: set[str] = set()
+    refs: list[str] = []
+    for raw in lines:
+        try:
+            doc = json.loads(raw) if raw.strip() else None
+        except ValueError:
+            continue
+        if not isinstance(doc, dict):
+            continue
+        kind = doc.get("kind")
+        if kind == "node":
+            _check_owner(doc, tenant)
+            ids.add(str(doc.get("id")))
+        elif kind == "edge":
+            refs += [str(doc.get("source")), str(doc.get("target"))]
+        elif kind == "decision":
+            refs.append(str(doc.get("node_id")))
+    outside = sorted(set(refs) - ids)
+    if outside:
+        raise InvalidInput(
+            f"the import refers to {len(outside)} memory id(s) that are not in the file (e.g. {outside[0]})",
+            hint="import a complete export made by export_jsonl",
+        )
+
+
+def _check_owner(doc: Mapping[str, object], tenant: Tenant) -> None:
+    user, agent, run = doc.get("user"), doc.get("agent"), doc.get("run")
+    try:
+        owner = Tenant(user, agent, run)  # type: ignore[arg-type]
+    except DualmemError:
+        return  # malformed: the importer reports it with its line number
+    if not tenant.covers(owner):
+        found = f"user={owner.user!r}, agent={owner.agent!r}, run={owner.run!r}"
+        wanted = f"user={tenant.user!r}" + "".join(
+            f", {k}={v!r}" for k, v in (("agent", tenant.agent), ("run", tenant.run)) if v is not None
+        )
+        raise InvalidInput(
+            f"the import holds memories of another tenant ({found}); this import is for {wanted}",
+            hint="import a file exported by the same tenant, or pass that tenant's user/agent/run",
+        )

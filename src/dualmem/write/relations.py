@@ -12,14 +12,25 @@ from collections.abc import Sequence
 
 from dualmem.control import catalog
 from dualmem.control.questions import Batch, BatchResult, ChoiceAnswer, NoulAnswer, Question
+from dualmem.control.states import (
+    EmbeddingFeatures,
+    FeatureSource,
+    MemoryState,
+    RelationCandidate,
+    RelationState,
+)
 from dualmem.plane.base import Decision
-from dualmem.text.lexical import overlap
-from dualmem.types import Edge, JSONValue, Node
+from dualmem.types import Edge, Node
 from dualmem.write.candidates import Candidate
 
-__all__ = ["decisions_from", "deterministic_edges", "inferred_edges", "relation_batch"]
-
-_DAY_S = 86_400.0
+__all__ = [
+    "decisions_from",
+    "deterministic_edges",
+    "inferred_edges",
+    "pair_features",
+    "relation_batch",
+    "relation_state",
+]
 
 
 def deterministic_edges(node: Node, candidates: Sequence[Candidate], previous: Node | None) -> list[Edge]:
@@ -55,18 +66,17 @@ def _needs_alias(node: Node, cand: Candidate) -> bool:
     return bool(node.entities) and bool(cand.node.entities) and not cand.shared_entities
 
 
-def candidate_json(node: Node, cand: Candidate) -> dict[str, JSONValue]:
-    other = cand.node
-    out = other.memory_json()
-    delta: float | None = None
-    if node.at is not None and other.at is not None:
-        delta = round((node.at - other.at).total_seconds() / _DAY_S, 4)
-    out["similarity"] = round(cand.similarity, 4)
-    out["lexical_overlap"] = round(overlap(node.content, other.content), 4)
-    out["shared_entities"] = list(cand.shared_entities)
-    out["time_delta_days"] = delta
-    out["same_session"] = node.session is not None and node.session == other.session
-    return out
+def relation_state(node: Node, candidates: Sequence[Candidate], source: FeatureSource) -> RelationState:
+    """The typed relation state (B.2): the new memory and its candidates with their pair facts."""
+    return RelationState(
+        new_memory=MemoryState.of(node),
+        candidates=tuple(RelationCandidate.of(node, c.node, c.shared_entities, source) for c in candidates),
+    )
+
+
+def pair_features(node: Node, candidates: Sequence[Candidate]) -> EmbeddingFeatures:
+    """The FeatureSource of a relation request: the embeddings and texts of the pair's memories."""
+    return EmbeddingFeatures.of([node, *(c.node for c in candidates)])
 
 
 def relation_batch(node: Node, candidates: Sequence[Candidate]) -> Batch:
@@ -79,11 +89,8 @@ def relation_batch(node: Node, candidates: Sequence[Candidate]) -> Batch:
                 implicit_time=_needs_time_choice(node, cand.node),
             )
         )
-    state: dict[str, JSONValue] = {
-        "new_memory": node.memory_json(),
-        "candidates": [candidate_json(node, c) for c in candidates],
-    }
-    return Batch(state=state, questions=questions, purpose="relations")
+    source = pair_features(node, candidates)
+    return Batch.of(relation_state(node, candidates, source), questions, "relations", features=source)
 
 
 def inferred_edges(

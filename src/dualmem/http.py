@@ -1,0 +1,199 @@
+"""The one JSON-over-HTTP client of dualmem's remote backends, with bounded retries.
+
+The embeddings client (:class:`dualmem.embed.OpenAIEmbedder`), the logprob controller
+(:mod:`dualmem.control.llm`) and the chat answerer (:mod:`dualmem.reason.chat_client`) all POST
+through :class:`JSONClient` / :func:`post_json`. Only transient failures are retried: timeouts,
+connection errors, HTTP 408/429 and 5xx. A 4xx (bad request, bad key, unknown model) fails at
+once: sending it again cannot help. Every failure is the caller's ``RuntimeFailure`` subclass,
+one line, chained to the httpx error.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TypeVar
+
+import httpx
+
+from dualmem.errors import ConfigError, RuntimeFailure
+from dualmem.types import JSONValue
+
+__all__ = [
+    "TRANSIENT_STATUSES",
+    "JSONClient",
+    "RetryPolicy",
+    "TransientStatus",
+    "call_with_retry",
+    "post_json",
+]
+
+T = TypeVar("T")
+
+#: HTTP statuses worth another try: request timeout, rate limit, server errors.
+TRANSIENT_STATUSES = frozenset({408, 429, *range(500, 600)})
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently to retry a transient failure.
+
+    ``attempts`` counts every try (1 = no retry). The wait before try ``n + 1`` is
+    ``min(max_backoff_s, backoff_s * 2 ** (n - 1))``, less a deterministic fraction of at most
+    ``jitter`` of it (derived from ``seed`` and ``n``, so runs are reproducible).
+    """
+
+    attempts: int = 3
+    backoff_s: float = 0.2
+    max_backoff_s: float = 2.0
+    jitter: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attempts, int) or self.attempts < 1:
+            raise ConfigError(f"retry attempts must be a positive integer, got {self.attempts!r}")
+        if not (self.backoff_s >= 0 and self.max_backoff_s >= 0):
+            raise ConfigError("retry backoff_s and max_backoff_s must be non-negative")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ConfigError(f"retry jitter must be in [0, 1], got {self.jitter}")
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed try number ``attempt`` (1-based)."""
+        base = min(self.max_backoff_s, self.backoff_s * 2.0 ** (attempt - 1))
+        if self.jitter == 0.0 or base == 0.0:
+            return base
+        fraction = random.Random(self.seed * 1_000_003 + attempt).random()
+        return base * (1.0 - self.jitter * fraction)
+
+
+class TransientStatus(Exception):
+    """An HTTP response whose status is worth retrying (raised and caught inside ``post_json``)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+        self.body = body
+
+
+def call_with_retry(
+    fn: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    retry_on: tuple[type[BaseException], ...],
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``fn`` until it returns, at most ``policy.attempts`` times.
+
+    Exceptions of a ``retry_on`` type are retried after the policy's backoff; the last one is
+    re-raised when the attempts run out. Any other exception propagates at once.
+    """
+    attempt = 1
+    while True:
+        try:
+            return fn()
+        except retry_on:
+            if attempt >= policy.attempts:
+                raise
+            sleep(policy.delay(attempt))
+            attempt += 1
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def post_json(
+    client: httpx.Client,
+    url: str,
+    payload: Mapping[str, JSONValue],
+    *,
+    policy: RetryPolicy,
+    error: type[RuntimeFailure],
+    timeout_error: type[RuntimeFailure],
+) -> dict[str, JSONValue]:
+    """POST ``payload`` as JSON and return the decoded JSON object, with bounded retries.
+
+    Raises ``timeout_error`` when the last try timed out, ``error`` for everything else (connection
+    failures, non-2xx statuses, a body that is not a JSON object); one line, chained.
+    """
+
+    def once() -> httpx.Response:
+        response = client.post(url, json=payload)
+        if response.status_code in TRANSIENT_STATUSES:
+            raise TransientStatus(response.status_code, _short(response.text))
+        return response
+
+    try:
+        response = call_with_retry(once, policy, retry_on=(httpx.TransportError, TransientStatus))
+    except httpx.TimeoutException as exc:
+        raise timeout_error(f"{url} timed out after {policy.attempts} attempt(s)") from exc
+    except httpx.TransportError as exc:
+        raise error(f"{url} unreachable: {type(exc).__name__}: {_short(str(exc))}") from exc
+    except TransientStatus as exc:
+        raise error(f"{url} failed after {policy.attempts} attempt(s): {exc}") from exc
+    if not response.is_success:
+        raise error(f"{url} answered HTTP {response.status_code}: {_short(response.text)}")
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"{url} answered a body that is not JSON: {_short(response.text)}") from exc
+    if not isinstance(body, dict):
+        raise error(f"{url} answered JSON that is not an object")
+    return body
+
+
+class JSONClient:
+    """An ``httpx.Client`` bound to an API root, a retry policy and the caller's error types.
+
+    ``post(path, payload)`` returns the decoded JSON object of a 2xx reply; see :func:`post_json`
+    for what is retried and raised. ``api_key`` becomes a bearer ``Authorization`` header. The client
+    opens no connection until the first request. Thread-safe (one ``httpx.Client``).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        error: type[RuntimeFailure] = RuntimeFailure,
+        timeout_error: type[RuntimeFailure] | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self.error = error
+        self.timeout_error = timeout_error or error
+        self._http = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    def post(self, path: str, payload: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+        """POST ``payload`` to ``base_url/path``; the reply's JSON object."""
+        return post_json(
+            self._http,
+            self.url(path),
+            payload,
+            policy=self.retry,
+            error=self.error,
+            timeout_error=self.timeout_error,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> JSONClient:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

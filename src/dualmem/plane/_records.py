@@ -1,0 +1,169 @@
+"""Pydantic models of the JSONL export's records (a file boundary): header, node, edge, decision.
+
+Each model checks one line's fields (names, types, ISO 8601 times, base64 vectors) and builds the
+frozen dataclass the store takes. Unknown fields are refused. Private to ``dualmem.plane``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
+
+from dualmem.plane.base import Decision
+from dualmem.types import Edge, Node, NodeStatus, Precision, TemporalRef, Tenant, TypeScores, View
+
+__all__ = ["DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord", "describe_error"]
+
+
+def _time(value: Any) -> dt.datetime:
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 time string")
+    return dt.datetime.fromisoformat(value)
+
+
+def _date(value: Any) -> dt.date:
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 date string")
+    return dt.date.fromisoformat(value)
+
+
+#: parsed with ``fromisoformat`` (exactly what the export writes), never pydantic's looser rules
+IsoTime = Annotated[dt.datetime, PlainValidator(_time)]
+IsoDate = Annotated[dt.date, PlainValidator(_date)]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HeaderRecord(_Record):
+    kind: Literal["header"]
+    format: str
+    version: int
+    embedder: str
+    dim: int
+
+
+class _Ref(_Record):
+    expression: str
+    start: IsoDate
+    end: IsoDate
+    precision: Precision
+
+
+class _Types(_Record):
+    episodic: float
+    semantic: float
+    procedural: float
+    preference: float
+
+
+class NodeRecord(_Record):
+    kind: Literal["node"]
+    id: str
+    user: str
+    agent: str | None
+    run: str | None
+    content: str
+    at: IsoTime | None
+    speaker: str | None
+    source: str | None
+    session: str | None
+    turn_id: str | None
+    metadata: dict[str, Any]  # JSON values (json.loads made them)
+    entities: list[str]
+    temporal_refs: list[_Ref]
+    types: _Types | None
+    embedding: str | None
+    created_at: IsoTime
+    status: NodeStatus
+    valid_from: IsoTime | None
+    valid_to: IsoTime | None
+    derived: bool
+
+    def to_node(self, dim: int) -> Node:
+        return Node(
+            id=self.id,
+            tenant=Tenant(self.user, self.agent, self.run),
+            content=self.content,
+            at=self.at,
+            speaker=self.speaker,
+            source=self.source,
+            session=self.session,
+            turn_id=self.turn_id,
+            metadata=self.metadata,
+            entities=tuple(self.entities),
+            temporal_refs=tuple(
+                TemporalRef(r.expression, r.start, r.end, r.precision) for r in self.temporal_refs
+            ),
+            types=TypeScores(**self.types.model_dump()) if self.types else None,
+            embedding=self._vector(dim),
+            created_at=self.created_at,
+            status=self.status,
+            valid_from=self.valid_from,
+            valid_to=self.valid_to,
+            derived=self.derived,
+        )
+
+    def _vector(self, dim: int) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+        if self.embedding is None:
+            return None
+        try:
+            raw = base64.b64decode(self.embedding, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"node {self.id}: embedding is not base64") from exc
+        if len(raw) != 4 * dim:
+            raise ValueError(f"node {self.id} has a {len(raw) // 4}-dim vector, expected {dim}")
+        return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+class EdgeRecord(_Record):
+    kind: Literal["edge"]
+    source: str
+    target: str
+    view: View
+    label: str
+    weight: float
+    created_at: IsoTime
+    valid_from: IsoTime | None
+    valid_to: IsoTime | None
+
+    def to_edge(self) -> Edge:
+        return Edge(
+            self.source, self.target, self.view, self.label, self.weight, self.created_at,
+            self.valid_from, self.valid_to,
+        )  # fmt: skip
+
+
+class DecisionRecord(_Record):
+    kind: Literal["decision"]
+    node_id: str
+    purpose: str
+    name: str
+    key: str
+    value: float
+    label: str | None
+    backend: str
+    latency_ms: float
+    other_id: str | None
+    created_at: IsoTime
+
+    def to_decision(self) -> Decision:
+        return Decision(
+            self.node_id, self.purpose, self.name, self.key, self.value, self.label, self.backend,
+            self.latency_ms, self.other_id, self.created_at,
+        )  # fmt: skip
+
+
+def describe_error(exc: ValidationError) -> str:
+    """The first error of ``exc`` as ``field.path: message`` (and how many more there are)."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "record"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"

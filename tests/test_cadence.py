@@ -1,0 +1,70 @@
+"""The periodic-consolidation cadence owned by ``write/``: every N writes of a tenant, one window."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from dualmem.errors import ConfigError
+from dualmem.types import Tenant
+from dualmem.write.cadence import Cadence
+
+
+def test_windows_of_exactly_every_writes_per_tenant() -> None:
+    cadence = Cadence(3)
+    a, b = Tenant("a"), Tenant("b", "x")
+    assert cadence.record(a, ["1", "2"]) == []
+    assert cadence.record(b, ["x1"]) == []
+    assert cadence.record(a, ["3", "4", "5", "6", "7"]) == [("1", "2", "3"), ("4", "5", "6")]
+    assert cadence.waiting(a) == ("7",)
+    assert cadence.waiting(b) == ("x1",)
+    assert cadence.record(b, []) == []
+
+
+def test_off_and_bad_settings() -> None:
+    assert Cadence(0).record(Tenant("a"), ["1"] * 50) == []
+    with pytest.raises(ConfigError):
+        Cadence(2.5)  # type: ignore[arg-type]
+
+
+class DictBacklog:
+    """A backlog kept elsewhere (as a store would): the cadence only loads and saves it."""
+
+    def __init__(self) -> None:
+        self.saved: dict[Tenant, list[str]] = {}
+
+    def load(self, tenant: Tenant) -> list[str]:
+        return list(self.saved.get(tenant, []))
+
+    def save(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
+        self.saved[tenant] = list(node_ids)
+
+
+def test_backlog_survives_a_new_cadence() -> None:
+    backlog = DictBacklog()
+    Cadence(4, backlog=backlog).record(Tenant("a"), ["1", "2", "3"])
+    assert Cadence(4, backlog=backlog).record(Tenant("a"), ["4"]) == [("1", "2", "3", "4")]
+    assert backlog.saved[Tenant("a")] == []
+
+
+def test_concurrent_writers_lose_no_write() -> None:
+    cadence = Cadence(5)
+    due: list[tuple[str, ...]] = []
+    lock = threading.Lock()
+
+    def writer(w: int) -> None:
+        for i in range(200):
+            windows = cadence.record(Tenant("a"), [f"{w}-{i}"])
+            with lock:
+                due.extend(windows)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seen = [i for window in due for i in window] + list(cadence.waiting(Tenant("a")))
+    assert sorted(seen) == sorted(f"{w}-{i}" for w in range(4) for i in range(200))
+    assert all(len(window) == 5 for window in due)

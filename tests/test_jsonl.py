@@ -1,0 +1,184 @@
+"""The JSONL export format at its boundary: byte-exact output, pydantic-checked input, typed errors.
+
+``tests/fixtures/export_v1.jsonl`` was written by the hand-rolled serialiser this format started
+with; the export must keep producing exactly those bytes, and importing them must round-trip.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dualmem.errors import EmbedderMismatch, InvalidInput
+from dualmem.plane import Decision, InMemoryStore
+from dualmem.plane.jsonl import export_lines, import_lines
+from dualmem.types import Edge, Node, TemporalRef, Tenant, TypeScores
+
+GOLDEN = Path(__file__).parent / "fixtures" / "export_v1.jsonl"
+UTC = dt.UTC
+DIM = 4
+
+
+def _vec(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def _store() -> InMemoryStore:
+    store = InMemoryStore()
+    store.bind_embedder("fake-4", DIM)
+    t = Tenant("u", "a", None)
+    created = dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    first = Node(
+        id="n1", tenant=t, content="Zoë's café — “quoted” \\ slash\nnew line",
+        at=dt.datetime(2024, 1, 1, tzinfo=UTC),
+        speaker="Zoë", source="chat", session="s1", turn_id="t1",
+        metadata={"k": [1, "x", None, True, 2.5], "nested": {"deep": {}}},
+        entities=("Zoë", "café"),
+        temporal_refs=(TemporalRef("yesterday", dt.date(2023, 12, 31), dt.date(2023, 12, 31), "day"),),
+        types=TypeScores(0.9, 0.1, 0.0, 0.25), embedding=_vec(1, 2, 3, 4), created_at=created,
+        valid_from=dt.datetime(2024, 1, 1, tzinfo=UTC), valid_to=dt.datetime(2024, 2, 1, tzinfo=UTC),
+    )  # fmt: skip
+    second = Node(
+        id="n2", tenant=t, content="plain", at=None, embedding=_vec(4, 3, 2, 1), created_at=created,
+        status="pending", derived=True,
+    )  # fmt: skip
+    store.put_nodes([first, second])
+    store.put_edges(
+        [
+            Edge("n1", "n2", "temporal", "superseded_by", 0.75, created),
+            Edge("n2", "n1", "semantic", "derived_from", 1.0, created, created, None),
+        ]
+    )
+    store.put_decisions(
+        [
+            Decision(
+                "n1", "relations", "pair_0_caused_by", "caused_by", 0.125, None, "builtin", 1.5, "n2", created
+            ),
+            Decision("n2", "typing", "type", "type", 0.5, "episodic", "llm", 0.0, None, created),
+        ]
+    )  # fmt: skip
+    return store
+
+
+def _export(store: InMemoryStore) -> str:
+    tenant = Tenant("u", "a", None)
+    return "".join(line + "\n" for line in export_lines(store, tenant, embedder="fake-4", dim=DIM))
+
+
+def test_export_is_byte_identical_to_the_v1_golden_file() -> None:
+    assert _export(_store()) == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_golden_file_round_trips() -> None:
+    store = InMemoryStore()
+    store.bind_embedder("fake-4", DIM)
+    report = import_lines(store, GOLDEN.read_text(encoding="utf-8").splitlines(), embedder="fake-4", dim=DIM)
+    assert (report.nodes, report.edges, report.decisions) == (2, 2, 2)
+    assert _export(store) == GOLDEN.read_text(encoding="utf-8")
+    assert store.get_node("n1") == _store().get_node("n1")
+
+
+def _lines() -> list[str]:
+    return GOLDEN.read_text(encoding="utf-8").splitlines()
+
+
+def _import(lines: list[str]) -> InMemoryStore:
+    store = InMemoryStore()
+    store.bind_embedder("fake-4", DIM)
+    import_lines(store, lines, embedder="fake-4", dim=DIM)
+    return store
+
+
+def _edit(index: int, **changes: object) -> list[str]:
+    lines = _lines()
+    doc = json.loads(lines[index])
+    for key, value in changes.items():
+        if value is _DROP:
+            del doc[key]
+        else:
+            doc[key] = value
+    lines[index] = json.dumps(doc)
+    return lines
+
+
+_DROP = object()
+REF = {"expression": "x", "start": "2024-01-01", "end": "2024-01-01", "precision": "day"}
+
+
+@pytest.mark.parametrize(
+    ("index", "changes", "message"),
+    [
+        (1, {"created_at": "yesterday"}, r"line 2 .*created_at"),
+        (1, {"content": _DROP}, r"line 2 .*content: Field required"),
+        (1, {"status": "done"}, r"line 2 .*status"),
+        (1, {"surprise": 1}, r"line 2 .*surprise: Extra inputs"),
+        (1, {"embedding": "AAAAAA=="}, r"line 2 .*1-dim vector, expected 4"),
+        (1, {"embedding": "not base64!"}, r"line 2 .*not base64"),
+        (2, {"temporal_refs": [{**REF, "start": "2024-13-01"}]}, r"line 3 .*temporal_refs\.0\.start"),
+        (3, {"view": "spatial"}, r"line 4 .*view"),
+        (3, {"label": "causes"}, r"line 4 .*label 'causes' is not in view 'temporal'"),
+        (5, {"value": "high"}, r"line 6 .*value"),
+        (5, {"kind": "mystery"}, r"line 6 .*unknown record kind 'mystery'"),
+    ],
+)  # fmt: skip
+def test_bad_records_name_the_line_and_the_field(
+    index: int, changes: dict[str, object], message: str
+) -> None:
+    store = InMemoryStore()
+    store.bind_embedder("fake-4", DIM)
+    with pytest.raises(InvalidInput, match=message) as info:
+        import_lines(store, _edit(index, **changes), embedder="fake-4", dim=DIM)
+    assert info.value.hint
+    assert store.get_nodes(["n1", "n2"]) == {}  # nothing applied
+
+
+def test_bad_files_are_typed_errors() -> None:
+    with pytest.raises(InvalidInput, match=r"line 8 .*not JSON"):
+        _import([*_lines(), "{not json"])
+    with pytest.raises(InvalidInput, match=r"line 2 .*not a JSON object"):
+        _import([_lines()[0], "[1, 2]"])
+    with pytest.raises(InvalidInput, match="does not start with a dualmem export header"):
+        _import(_lines()[1:])
+    with pytest.raises(InvalidInput, match="empty"):
+        _import(["", "  "])
+    with pytest.raises(InvalidInput, match="not a dualmem export"):
+        _import(_edit(0, format="other"))
+    with pytest.raises(InvalidInput, match="newer") as info:
+        _import(_edit(0, version=2))
+    assert info.value.hint == "upgrade dualmem"
+    with pytest.raises(InvalidInput, match=r"line 1 .*dim"):
+        _import(_edit(0, dim="four"))
+    with pytest.raises(EmbedderMismatch):
+        _import(_edit(0, embedder="other"))
+
+
+def test_one_node_serialiser_feeds_the_export_and_the_cli() -> None:
+    from dualmem.cli.commands import node_json
+    from dualmem.plane._records import NodeRecord
+
+    node = _store().get_node("n1")
+    full = node.to_json()
+    assert set(NodeRecord.model_fields) == {*full, "kind", "embedding"}
+    assert json.loads(_export(_store()).splitlines()[1]) == {**full, "kind": "node", "embedding": ANY_B64}
+    shown = node_json(node)
+    assert shown == {key: full[key] for key in shown}
+    assert shown["at"] == "2024-01-01T00:00:00+00:00"
+    assert node.memory_json() == {
+        "id": "n1", "content": node.content, "timestamp": "2024-01-01T00:00:00+00:00",
+        "entities": ["Zoë", "café"], "speaker": "Zoë",
+    }  # fmt: skip
+
+
+class _AnyBase64:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and len(other) == 24
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+ANY_B64 = _AnyBase64()
