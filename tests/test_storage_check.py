@@ -141,7 +141,7 @@ def test_cli_check_exit_codes_and_repair(tmp_path: Path, capsys: pytest.CaptureF
     out = json.loads(capsys.readouterr().out)
     assert out["healthy"] is True
     assert "fts" in out["repaired"]
-    assert main(["--db", str(db), "check", "--read-only"]) == 0
+    assert main(["--db", str(db), "--read-only", "check"]) == 0
     capsys.readouterr()
 
 

@@ -95,15 +95,21 @@ def test_by_id_calls_work_inside_the_tenant(mem: Memory, insider: Tenant) -> Non
 
 
 def test_inspect_and_history_show_only_the_tenant(mem: Memory) -> None:
+    from dualmem.errors import InvalidInput
     from dualmem.types import Edge
 
-    mine = mem.add("Alice walks the dog at noon.", user="alice")
+    mine = mem.add("Alice walks the dog at noon.", user="alice", agent="a1")
+    sibling = mem.add("Alice's other agent walks the dog.", user="alice", agent="a2")
     theirs = mem.add("Bob walks the dog at noon.", user="bob")
-    # an edge into another tenant (a well-formed store never holds one) must not leak through by-id reads
-    mem.store.put_edges([Edge(mine, theirs, "temporal", "superseded_by", 1.0)])
-    assert all(theirs not in (e.source, e.target) for e in mem.inspect(mine, user="alice").edges)
-    assert [n.id for n in mem.history(mine, user="alice")] == [mine]
-    assert mem.forget(mine, user="alice") == 1  # the forget closure stays inside the tenant too
+    # the store refuses an edge between two users outright
+    with pytest.raises(InvalidInput):
+        mem.store.put_edges([Edge(mine, theirs, "temporal", "superseded_by", 1.0)])
+    # an edge into another agent of the same user must not leak through by-id reads scoped to one agent
+    mem.store.put_edges([Edge(mine, sibling, "temporal", "superseded_by", 1.0)])
+    assert all(sibling not in (e.source, e.target) for e in mem.inspect(mine, user="alice", agent="a1").edges)
+    assert [n.id for n in mem.history(mine, user="alice", agent="a1")] == [mine]
+    assert mem.forget(mine, user="alice", agent="a1") == 1  # the forget closure stays inside the tenant too
+    assert mem.get(sibling, user="alice", agent="a2").content.startswith("Alice's")
     assert mem.get(theirs, user="bob").content.startswith("Bob")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,12 +33,13 @@ from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
 from dualmem.scope import Scope
 from dualmem.text.timeparse import TimeInput, parse_time
-from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant
+from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text
 from dualmem.write.background import Background, ConsolidationMode
 from dualmem.write.cadence import Cadence
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
+from dualmem.write.durable import StoreBacklog, WorkQueue
 from dualmem.write.lifecycle import Filter, check_import_tenant, forget_closure, history, select, supersede
-from dualmem.write.pipeline import Writer, WriteReport
+from dualmem.write.pipeline import Writer, WriteReport, natural_key
 
 __all__ = ["Answer", "Filter", "Inspection", "Memory"]
 
@@ -92,8 +94,14 @@ class Memory:
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
         self._consolidation: ConsolidationMode = self.profile.write.consolidation
-        self._cadence = Cadence(self.profile.write.consolidate_every)
+        # the cadence's backlog and the due passes live in the store: no process loses them
+        self._cadence = Cadence(self.profile.write.consolidate_every, backlog=StoreBacklog(store))
+        self._queue = WorkQueue(store)
         self._background = Background(self._consolidate_quietly)
+        self.read_only = bool(getattr(store, "read_only", False))
+        if not self.read_only and self._consolidation != "off":
+            for tenant, window in self._queue.resumable():  # left by a process that died
+                self._run_due(tenant, [window])
 
     @classmethod
     def open(
@@ -105,18 +113,22 @@ class Memory:
         answerer: Answerer | str | None = "extractive",
         profile: Profile | str | None = None,
         summarizer: Summarizer | None = None,
+        read_only: bool = False,
     ) -> Memory:
         """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL).
 
         Periodic consolidation follows ``profile.write.consolidation`` (``"background"`` by default:
         passes run on a worker thread and writes never wait; ``"inline"``; ``"off"``). ``summarizer``
         is the System-Two callable that may write derived nodes for approved merges/promotions.
+        ``read_only`` opens an existing memory without ever writing it (writes raise
+        ``ReadOnlyStore``). Other store settings (``synchronous="full"``, the lock timeout): open the
+        store with :func:`dualmem.plane.open_store` and pass it to ``Memory(store, ...)``.
         """
         emb = create_embedder(embedder) if isinstance(embedder, str) else embedder
         ctl = create_controller(controller) if isinstance(controller, str) else controller
         ans = create_answerer(answerer) if isinstance(answerer, str) else answerer
         prof = Profile.named(profile) if isinstance(profile, str) else profile
-        store = open_store(str(path))
+        store = open_store(str(path), read_only=read_only)
         try:
             return cls(
                 store,
@@ -157,10 +169,21 @@ class Memory:
         at: TimeInput = None,
         **provenance: Any,
     ) -> str:
-        """Store one observation; returns its node id. ``provenance``: source, session, turn_id, metadata."""
+        """Store one observation; returns its node id. ``provenance``: source, session, turn_id, metadata,
+        and ``key``, an idempotency key.
+
+        Retrying is safe: an observation with a ``turn_id`` (keyed by agent, run, source, session and
+        turn id) or a caller's ``key`` that is already stored is not written again; its id is returned.
+        The write is one transaction: it is stored whole (edges and decisions too) or not at all.
+        """
         tenant = Tenant(user, agent, run)
+        key = provenance.pop("key", None)
+        if key is not None and (not isinstance(key, str) or not key.strip()):
+            raise InvalidInput("key must be a non-empty string", hint="an idempotency key, e.g. a request id")
+        if key is not None:
+            check_text(key, "key")
         obs = _observation(text, speaker=speaker, at=at, **provenance)
-        return self._add_many(tenant, [obs])[0]
+        return self._add_many(tenant, [obs], keys=[None if key is None else "key:" + key])[0]
 
     def add_many(
         self,
@@ -174,7 +197,9 @@ class Memory:
     ) -> list[str]:
         """Store observations in order, batching embedding and controller work per chunk.
 
-        Every observation is validated before anything is written: one bad item stores nothing.
+        All or nothing: every observation is validated before anything is written, and the whole
+        call is one transaction (a failure stores none of it). Observations with a ``turn_id`` that
+        is already stored are not written again (their stored ids are returned).
         """
         return self._add_many(Tenant(user, agent, run), observations, chunk_size, on_progress)
 
@@ -184,18 +209,38 @@ class Memory:
         observations: Iterable[Observation | str | Mapping[str, Any]],
         chunk_size: int = 256,
         on_progress: Callable[[int, int], None] | None = None,
+        *,
+        keys: Sequence[str | None] | None = None,
+        atomic: bool = True,
     ) -> list[str]:
+        if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+            raise InvalidInput(f"chunk_size must be a positive integer, got {chunk_size!r}")
         items = [_coerce(o) for o in observations]
-        ids: list[str] = []
-        chunks = [items[start : start + chunk_size] for start in range(0, len(items), chunk_size)]
-        for report in self._writer.write_chunks(chunks, tenant):
-            self._warn_pending(report)
-            pending = set(report.pending)
-            self._count_writes(tenant, [i for i in report.ids if i not in pending])
-            ids.extend(report.ids)
-            if on_progress is not None:
-                on_progress(len(ids), len(items))
-        return ids
+        wanted = [
+            given if given is not None else natural_key(obs, tenant)
+            for obs, given in zip(items, keys or [None] * len(items), strict=True)
+        ]
+        # a retry or a resumed ingest: what is stored already is neither embedded nor written again
+        found = self.store.find_keys(tenant.user, {k for k in wanted if k is not None})
+        ids: list[str | None] = [None if k is None else found.get(k) for k in wanted]
+        todo = [i for i, known in enumerate(ids) if known is None]
+        chunks = [todo[start : start + chunk_size] for start in range(0, len(todo), chunk_size)]
+        reports = self._writer.write_chunks(
+            [[items[i] for i in c] for c in chunks], tenant, [[wanted[i] for i in c] for c in chunks]
+        )
+        due: list[tuple[Tenant, tuple[str, ...]]] = []
+        with closing(reports), self.store.transaction() if atomic else nullcontext():
+            for chunk in chunks:
+                with self.store.transaction():  # one chunk: its nodes and the passes they make due
+                    report = next(reports)
+                    due += self._count_writes(tenant, report)
+                for i, node_id in zip(chunk, report.ids, strict=True):
+                    ids[i] = node_id
+                self._warn_pending(report)
+                if on_progress is not None:
+                    on_progress(sum(1 for i in ids if i is not None), len(items))
+        self._run_due_quietly(due)
+        return [i for i in ids if i is not None]
 
     def ingest(
         self,
@@ -206,9 +251,13 @@ class Memory:
         run: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
-        """Load a conversation file (dualmem's JSON format or LoCoMo) and store every turn."""
+        """Load a conversation file (dualmem's JSON format or LoCoMo) and store every turn.
+
+        Resumable: each chunk of 256 turns is one transaction and every turn is keyed by its turn
+        id, so running an interrupted ingest again stores the missing turns and nothing twice.
+        """
         tenant = Tenant(user, agent, run)
-        return self._add_many(tenant, load_observations(Path(path)), on_progress=on_progress)
+        return self._add_many(tenant, load_observations(Path(path)), on_progress=on_progress, atomic=False)
 
     def repair(self, *, user: str, agent: str | None = None, run: str | None = None) -> WriteReport:
         """Complete the controller decisions of the tenant's nodes left ``pending`` by an outage."""
@@ -295,21 +344,43 @@ class Memory:
         """Block until background consolidation passes queued so far are done."""
         self._background.join(timeout)
 
-    def _count_writes(self, tenant: Tenant, ids: list[str]) -> None:
-        """Run (or queue) the periodic passes that ``write/cadence`` says are due."""
+    def _count_writes(self, tenant: Tenant, report: WriteReport) -> list[tuple[Tenant, tuple[str, ...]]]:
+        """Record a write with the cadence and queue the passes now due (inside the write's
+        transaction, so both commit with it); the caller runs them after the commit."""
         if self._consolidation == "off":
-            return
-        for window in self._cadence.record(tenant, ids):
+            return []
+        skip = set(report.pending) | set(report.existing)
+        due = self._cadence.record(tenant, [i for i in report.ids if i not in skip])
+        for window in due:
+            self._queue.push(tenant, window)
+        return [(tenant, window) for window in due]
+
+    def _run_due_quietly(self, due: Sequence[tuple[Tenant, tuple[str, ...]]]) -> None:
+        for tenant, window in due:
+            self._run_due(tenant, [window])
+
+    def _run_due(self, tenant: Tenant, windows: Sequence[Sequence[str]]) -> None:
+        """Run (inline) or hand to the worker thread the queued passes; never raises."""
+        for window in windows:
             if self._consolidation == "inline":
-                self._consolidator.run(tenant, window)
+                self._consolidate_quietly(tenant, window)
             else:
                 self._background.submit(tenant, window)
 
     def _consolidate_quietly(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
+        """One queued pass: claimed, run, then removed from the store's queue (kept for a retry on
+        failure). The write that made it due has committed: a failure here is logged, not raised."""
         try:
+            if not self._queue.claim(tenant, node_ids):
+                return  # another live process runs it
             self._consolidator.run(tenant, node_ids)
+            self._queue.finish(tenant, node_ids)
         except DualmemError as exc:
-            log.warning("background consolidation for %s failed: %s", tenant.user, exc.one_line())
+            log.warning("consolidation for %s failed: %s", tenant.user, exc.one_line())
+            try:
+                self._queue.release(tenant, node_ids)
+            except DualmemError as again:
+                log.warning("could not requeue the pass: %s", again.one_line())
 
     # -- lifecycle ---------------------------------------------------------------------------
     def update(
@@ -326,20 +397,24 @@ class Memory:
 
         The new version keeps the old one's tenant, speaker, provenance and (unless ``at`` is given) time.
         """
-        old = self._find(node_id, Tenant(user, agent, run))
-        if old.valid_to is not None:
-            raise InvalidInput(f"memory {node_id!r} was already superseded", hint="update its newest version")
-        obs = _observation(
-            text,
-            speaker=old.speaker,
-            at=at if at is not None else old.at,
-            source=old.source,
-            session=old.session,
-            turn_id=old.turn_id,
-            metadata=dict(old.metadata),
-        )
-        new_id_ = self._writer.write([obs], old.tenant).ids[0]
-        supersede(self.store, old, self._find(new_id_, old.tenant))
+        tenant = Tenant(user, agent, run)
+        with self.store.transaction():  # the new version and the supersession commit together
+            old = self._find(node_id, tenant)
+            if old.valid_to is not None:
+                raise InvalidInput(
+                    f"memory {node_id!r} was already superseded", hint="update its newest version"
+                )
+            obs = _observation(
+                text,
+                speaker=old.speaker,
+                at=at if at is not None else old.at,
+                source=old.source,
+                session=old.session,
+                turn_id=old.turn_id,
+                metadata=dict(old.metadata),
+            )
+            new_id_ = self._writer.write([obs], old.tenant).ids[0]
+            supersede(self.store, old, self._find(new_id_, old.tenant))
         self.meter.clear_cache()
         self._retriever.clear_cache()
         return new_id_
@@ -394,8 +469,8 @@ class Memory:
     def _forget_ids(self, ids: list[str], tenant: Tenant) -> int:
         if not ids:
             return 0
-        closure = forget_closure(self.store, ids, tenant)
-        with self.store.transaction():
+        with self.store.transaction():  # the closure is read and deleted in one transaction
+            closure = forget_closure(self.store, ids, tenant)
             removed = self.store.delete_nodes(closure)
         self.meter.clear_cache()
         self._retriever.clear_cache()
@@ -429,6 +504,11 @@ class Memory:
                 lines = fh.read().splitlines()
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"cannot read {path}: it is not UTF-8 text (byte {exc.start})",
+                hint="import a file written by export_jsonl",
+            ) from exc
         check_import_tenant(lines, tenant)
         return import_lines(self.store, lines, embedder=self.embedder.name, dim=self.embedder.dim)
 
@@ -461,6 +541,7 @@ class Memory:
 def _check_query(query: object, k: object) -> None:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty", hint="pass a non-blank question")
+    check_text(query, "the query")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise InvalidInput(f"k must be a positive integer, got {k!r}")
 

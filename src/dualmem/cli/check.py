@@ -1,7 +1,9 @@
 """``dualmem check``: is the database healthy? JSON report on stdout; exit 0 healthy, 1 not.
 
 Opens the store directly (no embedder, no controller). ``--repair`` fixes what the store can (FTS5
-rebuild, links to missing nodes, stray vectors) and reports what was found before and after.
+rebuild, links to missing nodes, stray vectors), then completes pending nodes through the write path
+(with ``--embedder`` and ``--controller``), and reports what was found before and after. With the
+global ``--read-only`` nothing is written (the FTS5 check, which needs a writable connection, is skipped).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
-from dualmem.plane import open_store
+from dualmem.plane import Store, open_store
 from dualmem.plane.check import CheckReport, Problem
 
 __all__ = ["Outcome", "cmd_check", "register"]
@@ -28,7 +30,6 @@ class Outcome:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="check the database: SQLite, FTS5, vectors, links, pending writes")
     p.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
-    p.add_argument("--read-only", action="store_true", help="never write the file (skips the FTS5 check)")
     p.set_defaults(handler=cmd_check)
 
 
@@ -45,6 +46,24 @@ def cmd_check(args: argparse.Namespace) -> Outcome:
         return Outcome({"db": path, **report.to_json()}, 1)
     try:
         report = store.check(repair=args.repair)
+        if args.repair and "pending_nodes" in report.kinds():
+            report = _repair_pending(store, args, report)
     finally:
         store.close()
     return Outcome({"db": path, **report.to_json()}, 0 if report.healthy else 1)
+
+
+def _repair_pending(store: Store, args: argparse.Namespace, report: CheckReport) -> CheckReport:
+    """Pending nodes need the embedder and the controller: the write path's ``repair``."""
+    from dualmem.cli.commands import controller_options
+    from dualmem.control import create_controller
+    from dualmem.embed import create_embedder
+    from dualmem.memory import Memory
+
+    controller = create_controller(args.controller, **controller_options(args.controller))
+    memory = Memory(store, create_embedder(args.embedder), controller, answerer=None)
+    memory.repair_all()
+    memory.wait_for_consolidation()
+    after = store.check()
+    before = report.before or report.problems
+    return CheckReport(after.healthy, after.problems, (*report.repaired, "pending_nodes"), before)

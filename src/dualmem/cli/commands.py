@@ -44,6 +44,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--at", help="when it was observed (ISO-8601, epoch seconds, '8 May 2023'...)")
     p.add_argument("--session")
     p.add_argument("--source")
+    p.add_argument("--turn-id", help="the turn's id: adding the same turn again returns the stored one")
+    p.add_argument("--key", help="an idempotency key: a retried add with the same key stores nothing new")
     p.set_defaults(handler=cmd_add)
 
     p = sub.add_parser(
@@ -150,12 +152,18 @@ def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
     from dualmem.reason import create_answerer
 
     path = db or args.db or os.environ.get("DUALMEM_DB") or _default_db()
-    if path != ":memory:" and "://" not in path:
+    read_only = bool(getattr(args, "read_only", False))
+    if path != ":memory:" and "://" not in path and not read_only:
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     controller = create_controller(args.controller, **controller_options(args.controller))
     answerer = create_answerer(args.answerer, **answerer_options(args.answerer))
     profile = Profile.named(args.profile) if args.profile else None
-    store = open_store(Path(path).expanduser() if "://" not in path else path, timeout=args.lock_timeout)
+    store = open_store(
+        Path(path).expanduser() if "://" not in path else path,
+        timeout=args.lock_timeout,
+        read_only=read_only,
+        synchronous=getattr(args, "synchronous", "normal"),
+    )
     try:
         return Memory(store, create_embedder(args.embedder), controller, answerer=answerer, profile=profile)
     except BaseException:
@@ -199,7 +207,13 @@ def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
         node_id = scope.add(
-            args.text, speaker=args.speaker, at=args.at, session=args.session, source=args.source
+            args.text,
+            speaker=args.speaker,
+            at=args.at,
+            session=args.session,
+            source=args.source,
+            turn_id=args.turn_id,
+            key=args.key,
         )
         return node_json(scope.get(node_id))
 

@@ -45,7 +45,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", default=None, help="database path (env DUALMEM_DB; default ~/.local/share/dualmem/memory.db)"
     )
     parser.add_argument(
-        "--lock-timeout", type=float, default=5.0, help="seconds to wait for a locked database (default 5)"
+        "--lock-timeout",
+        type=_seconds,
+        default=5.0,
+        help="seconds to wait for a locked database (default 5)",
+    )
+    parser.add_argument(
+        "--read-only", action="store_true", help="open an existing database without ever writing it"
+    )
+    parser.add_argument(
+        "--synchronous",
+        choices=["normal", "full"],
+        default="normal",
+        help="full: every commit survives power loss (slower); normal (default): survives a killed process",
     )
     parser.add_argument("--user", default=None, help="tenant user id (env DUALMEM_USER; default 'local')")
     parser.add_argument("--agent", default=None, help="tenant agent id")
@@ -62,6 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands.register(sub)
     check.register(sub)
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,6 +12,8 @@ Protocol changes (issue 11, trustworthy storage), all additive:
 - ``find_keys`` / ``put_keys``: idempotency keys of writes (a caller key, or a natural key built by the
   write path from tenant, source, session and turn id), removed with their node.
 - ``check(repair=)``: a health report (:class:`dualmem.plane.check.CheckReport`).
+- ``entity_search`` / ``time_search`` break ties by write order (the earlier-written node first),
+  never by id (ids are random), so two builds of the same memory relate it the same way.
 - ``delete_nodes`` erases: once the deleting transaction commits, the deleted text and embeddings are
   not in the store's files any more as far as the backend can ensure it (docs/storage.md).
 """

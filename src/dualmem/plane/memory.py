@@ -314,11 +314,11 @@ class InMemoryStore:
         if not keys or k <= 0:
             return []
         found = []
-        for node in self._covered(tenant):
+        for node in self._covered(tenant):  # in write order: a stable sort keeps ties that way
             shared = len(keys & {codec.entity_key(e) for e in node.entities})
             if shared:
                 found.append((node.id, shared))
-        found.sort(key=lambda item: (-item[1], item[0]))
+        found.sort(key=lambda item: -item[1])
         return found[:k]
 
     def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
@@ -326,7 +326,7 @@ class InMemoryStore:
             return []
         when = codec.epoch(at)
         found = [(n.id, abs(codec.epoch(n.at) - when)) for n in self._covered(tenant) if n.at is not None]
-        found.sort(key=lambda item: (item[1], item[0]))
+        found.sort(key=lambda item: item[1])  # stable: ties stay in write order
         return found[:k]
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:

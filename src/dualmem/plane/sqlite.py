@@ -526,7 +526,7 @@ class SQLiteStore:
             "SELECT ne.node_id, COUNT(*) AS shared FROM entities e "
             "JOIN node_entities ne ON ne.entity_id = e.id JOIN nodes n ON n.id = ne.node_id "
             f"WHERE e.user_id = ? AND e.name IN ({sql.marks(len(keys))}) AND {where} "
-            "GROUP BY ne.node_id ORDER BY shared DESC, ne.node_id LIMIT ?"
+            "GROUP BY ne.node_id ORDER BY shared DESC, MIN(n.seq) LIMIT ?"
         )
         with self._lock, sql.translated("entity search"):
             rows = self._conn.execute(statement, [tenant.user, *keys, *params, k]).fetchall()
@@ -537,14 +537,14 @@ class SQLiteStore:
             return []
         when = codec.epoch(at)
         where, params = sql.tenant_sql(tenant)
-        base = f"SELECT n.id, n.at_ts FROM nodes n WHERE {where} AND n.at_ts IS NOT NULL AND n.at_ts "
+        base = f"SELECT n.id, n.at_ts, n.seq FROM nodes n WHERE {where} AND n.at_ts IS NOT NULL AND n.at_ts "
         with self._lock, self.snapshot(), sql.translated("time search"):
-            after = self._conn.execute(base + ">= ? ORDER BY n.at_ts, n.id LIMIT ?", [*params, when, k])
-            found = [(row[0], row[1] - when) for row in after]
-            before = self._conn.execute(base + "< ? ORDER BY n.at_ts DESC, n.id LIMIT ?", [*params, when, k])
-            found += [(row[0], when - row[1]) for row in before]
-        found.sort(key=lambda item: (item[1], item[0]))
-        return found[:k]
+            after = self._conn.execute(base + ">= ? ORDER BY n.at_ts, n.seq LIMIT ?", [*params, when, k])
+            found = [(row[0], row[1] - when, row[2]) for row in after]
+            before = self._conn.execute(base + "< ? ORDER BY n.at_ts DESC, n.seq LIMIT ?", [*params, when, k])
+            found += [(row[0], when - row[1], row[2]) for row in before]
+        found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
+        return [(node_id, delta) for node_id, delta, _ in found[:k]]
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):
