@@ -288,6 +288,7 @@ class Memory:
     def _find(self, node_id: str, tenant: Tenant) -> Node:
         if not isinstance(node_id, str) or not node_id.strip():
             raise InvalidInput(f"a memory id must be a non-empty string, got {node_id!r}")
+        check_text(node_id, "a memory id")
         node = self.store.get_node(node_id, tenant)
         if node is None:
             raise NotFound(f"no memory with id {node_id!r}", hint="ids are only visible to their own tenant")

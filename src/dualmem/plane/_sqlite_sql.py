@@ -110,6 +110,11 @@ def translated(what: str) -> Iterator[None]:
         yield
     except sqlite3.Error as exc:
         raise classify(what, exc) from exc
+    except UnicodeEncodeError as exc:  # sqlite3 binds str as UTF-8: a lone surrogate cannot be bound
+        raise InvalidInput(
+            f"{what}: the text is not valid Unicode (a lone surrogate at position {exc.start})",
+            hint="pass text decoded as UTF-8",
+        ) from None
 
 
 @contextmanager
