@@ -105,7 +105,7 @@ def work(op: str, db: Path, log: Log, files: Path, seed: int) -> None:
                 break
             ids = [json.loads(line)["id"] for line in path.read_text().splitlines() if '"node"' in line]
             log.write("begin", op, file=path.name, ids=ids)
-            memory.import_jsonl(path)
+            memory.import_jsonl(path, user=USER)
             log.write("ack", op, file=path.name, ids=ids)
     memory.close()
     log.write("done", op)
