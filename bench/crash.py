@@ -69,7 +69,10 @@ def work(op: str, db: Path, log: Log, files: Path, seed: int) -> None:
         memory.close()
         return
     seeded = [n.id for n in memory.nodes(user=USER)]
+    parent = os.getppid()
     for i in range(100_000):
+        if os.getppid() != parent:  # the harness is gone: stop rather than write forever
+            break
         marker = f"mk{seed}x{i}"
         if op == "add":
             log.write("begin", op, marker=marker)

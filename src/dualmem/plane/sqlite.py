@@ -14,11 +14,9 @@ it commits, and checkpoints and truncates the WAL after: see docs/storage.md for
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import sqlite3
-import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import cast
@@ -31,21 +29,19 @@ from dualmem.errors import (
     InvalidInput,
     NotFound,
     ReadOnlyStore,
-    StoreError,
 )
 from dualmem.plane import _codec as codec
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
 from dualmem.plane._sqlite_schema import check_version, migrate
+from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, StoreStats
 from dualmem.text.lexical import fts_query
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
-
-log = logging.getLogger("dualmem")
 
 
 class SQLiteStore:
@@ -55,13 +51,9 @@ class SQLiteStore:
         self._conn = conn
         self.path = path
         self.read_only = read_only
-        self._lock = threading.RLock()
-        self._depth = 0
-        self._reading = 0  # depth of snapshot() blocks
-        self._read_open = False  # snapshot() began a read transaction (no write may start inside)
-        self._erase = False  # the open transaction deleted text: clear FTS5 pages before COMMIT
-        self._wal_dirty = False  # a committed erase whose WAL frames could not be truncated yet
         self._vectors: dict[str, UserVectors] = {}
+        self._tx = Transactions(conn, path, read_only=read_only, on_rollback=self._vectors.clear)
+        self._lock = self._tx.lock
         self._data_version = -1
 
     @classmethod
@@ -96,8 +88,7 @@ class SQLiteStore:
     # -- lifecycle and metadata -------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
-            if self._wal_dirty:
-                self._checkpoint()
+            self._tx.close()
             self._vectors.clear()
             self._conn.close()
 
@@ -109,85 +100,18 @@ class SQLiteStore:
     ) -> None:
         self.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> AbstractContextManager[None]:
         """``BEGIN IMMEDIATE`` at the outermost level, a SAVEPOINT inside; any exception rolls back.
 
         An outermost transaction that deleted text also runs FTS5 ``optimize`` before it commits
         (the index pages holding deleted terms are rewritten) and truncates the WAL after.
         """
-        with self._lock:
-            if self.read_only:
-                raise ReadOnlyStore("this memory was opened read-only", hint="open it without read_only")
-            if self._read_open:
-                raise StoreError("a write cannot start inside a read snapshot")
-            depth = self._depth
-            savepoint = f"dualmem_sp{depth}"
-            with sql.translated("begin a transaction"):
-                self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
-            self._depth += 1
-            try:
-                yield
-                with sql.translated("commit"):
-                    if depth == 0 and self._erase:
-                        self._conn.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('optimize')")
-                    self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
-            except BaseException:
-                self._rollback(depth, savepoint)
-                raise
-            finally:
-                self._depth = depth
-            if depth == 0 and self._erase:
-                self._erase = False
-                self._wal_dirty = True
-                self._checkpoint()
+        return self._tx.write()
 
-    def _checkpoint(self) -> None:
-        """Copy the WAL into the database and truncate it (old frames may hold erased text)."""
-        try:
-            busy = int(self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
-        except sqlite3.Error as exc:
-            log.warning("could not truncate the WAL of %s after a delete: %s", self.path, exc)
-            return
-        if busy:
-            log.warning("readers kept the WAL of %s from being truncated; retried at close", self.path)
-        else:
-            self._wal_dirty = False
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
+    def snapshot(self) -> AbstractContextManager[None]:
         """Reads inside see one consistent state of the database (a read transaction). Re-entrant;
         inside a write transaction it adds nothing (the transaction already is one)."""
-        with self._lock:
-            if self._depth or self._reading:
-                self._reading += 1
-                try:
-                    yield
-                finally:
-                    self._reading -= 1
-                return
-            with sql.translated("begin a read"):
-                self._conn.execute("BEGIN")
-            self._reading, self._read_open = 1, True
-            try:
-                yield
-            finally:
-                self._reading, self._read_open = 0, False
-                if self._conn.in_transaction:
-                    with sql.translated("end a read"):
-                        self._conn.execute("COMMIT")
-
-    def _rollback(self, depth: int, savepoint: str) -> None:
-        self._vectors.clear()
-        if depth == 0:
-            self._erase = False
-        with sql.translated("roll back"):
-            if depth == 0:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-            else:
-                self._conn.execute(f"ROLLBACK TO {savepoint}")
-                self._conn.execute(f"RELEASE {savepoint}")
+        return self._tx.read()
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Check first; write (``BEGIN IMMEDIATE``) only for a store no embedder has bound yet."""
@@ -309,7 +233,7 @@ class SQLiteStore:
             if Tenant(*old[:3]) != node.tenant:
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
             if (old[3], old[4]) != (node.content, node.speaker):
-                self._erase = True  # the old text's FTS5 terms must not outlive it
+                self._tx.erase = True  # the old text's FTS5 terms must not outlive it
             self._conn.execute(
                 "UPDATE nodes SET content = ?, at = ?, at_ts = ?, speaker = ?, source = ?, session = ?, "
                 "turn_id = ?, metadata = ?, entities = ?, temporal_refs = ?, types = ?, status = ?, "
@@ -365,7 +289,7 @@ class SQLiteStore:
                 cur = self._conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
                 removed += max(cur.rowcount, 0)
             if removed:
-                self._erase = True
+                self._tx.erase = True
                 self._prune_entities()
                 gone = set(node_ids)
                 for vectors in self._vectors.values():
