@@ -33,14 +33,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from dualmem import Memory
+from dualmem import Memory, Profile
 from dualmem.errors import DualmemError, NotFound
 from dualmem.plane import SQLiteStore
 
 OPS = ("add", "add_many", "ingest", "update", "forget", "consolidate", "import")
 USER = "crash"
 EMBEDDER = "hashing:64"
-TURNS = 160  # turns of the ingested conversation
+TURNS = 600  # turns of the ingested conversation (three chunks of 256: a kill can fall between)
 SEED_NODES = 40
 MARKER = re.compile(r"^(mk|tm|im)\d")  # the unique word every written text carries
 
@@ -205,8 +205,12 @@ def verify(op: str, db: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
             for e in store.edges_of(node_id, ["temporal"])
             if e.label == "superseded_by" and e.source == node_id
         }
+        queue = store.get_meta("consolidation:queue")
+        out["passes_queued_at_kill"] = len(queue) if isinstance(queue, list) else 0
     finally:
         store.close()
+    if op == "ingest":
+        out["ingest_stored_at_kill"] = sum(1 for n in nodes.values() if MARKER.match(n.content.split()[1]))
     texts = Counter(word for n in nodes.values() for word in set(n.content.split()))
     acked = [e for e in events if e["kind"] == "ack"]
     begun = [e for e in events if e["kind"] == "begin"]
@@ -237,7 +241,17 @@ def verify(op: str, db: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
             out["duplicated"] += count - 1
     if op == "ingest":
         out["acknowledged"] = TURNS if acked else 0
+    out["passes_lost"] = _resume_passes(db) if out["passes_queued_at_kill"] else 0
     return dict(out)
+
+
+def _resume_passes(db: Path) -> int:
+    """Open the memory again (inline passes): every pass the killed process left queued must run."""
+    prof = Profile.named("builtin").with_(write__consolidation="inline")
+    Memory.open(db, embedder=EMBEDDER, controller="builtin", answerer=None, profile=prof).close()
+    with SQLiteStore.open(db) as store:
+        queue = store.get_meta("consolidation:queue")
+    return len(queue) if isinstance(queue, list) else 0
 
 
 def _unacked(events: list[dict[str, Any]]) -> bool:
@@ -287,7 +301,9 @@ def harness(runs: int, seed: int, workdir: Path) -> dict[str, Any]:
         op = OPS[run % len(OPS)]
         db, log = workdir / f"run{run}.db", workdir / f"run{run}.log"
         seed_db(db, op)
-        killed = run_worker(op, db, log, files, seed * 1000 + run, rng.uniform(0.05, 1.5))
+        # an ingest commits a chunk of 256 turns every few seconds: kill it anywhere in its run
+        delay = rng.uniform(0.5, 15.0) if op == "ingest" else rng.uniform(0.05, 1.5)
+        killed = run_worker(op, db, log, files, seed * 1000 + run, delay)
         result = verify(op, db, read_log(log))
         if op == "ingest":
             result.update(resume_ingest(db, log, files, seed * 1000 + run))
@@ -326,7 +342,9 @@ def main() -> int:
         result = harness(args.runs, args.seed, args.workdir or Path(tmp))
     print(json.dumps(result, indent=2))
     bad = result["total"]
-    failed = any(bad.get(k, 0) for k in ("open_failed", "integrity_problems", "lost", "half_applied"))
+    failed = any(
+        bad.get(k, 0) for k in ("open_failed", "integrity_problems", "lost", "half_applied", "passes_lost")
+    )
     return 1 if failed or bad.get("ingest_duplicated", 0) or bad.get("ingest_missing", 0) else 0
 
 
