@@ -64,7 +64,11 @@ def work(op: str, db: Path, log: Log, files: Path, seed: int) -> None:
     log.write("ready", op)
     if op == "ingest":
         log.write("begin", op)
-        ids = memory.ingest(files / "conversation.json", user=USER)
+
+        def chunk_done(done: int, total: int) -> None:  # after each chunk's commit
+            log.write("progress", op, done=done, total=total)
+
+        ids = memory.ingest(files / "conversation.json", user=USER, on_progress=chunk_done)
         log.write("ack", op, n=len(ids))
         memory.close()
         return
@@ -157,8 +161,10 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def run_worker(op: str, db: Path, log: Path, files: Path, seed: int, kill_after: float | None) -> bool:
-    """Run one worker; SIGKILL it ``kill_after`` seconds after it is ready. True if it was killed."""
+def run_worker(
+    op: str, db: Path, log: Path, files: Path, seed: int, kill_after: float | None, *, wait_for: str = "ready"
+) -> bool:
+    """Run one worker; SIGKILL it ``kill_after`` seconds after it logs ``wait_for``. True if killed."""
     cmd = [
         sys.executable,
         __file__,
@@ -176,7 +182,7 @@ def run_worker(op: str, db: Path, log: Path, files: Path, seed: int, kill_after:
         proc.wait(timeout=600)
         return False
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(e["kind"] == "ready" for e in read_log(log)):
+    while time.monotonic() < deadline and not any(e["kind"] == wait_for for e in read_log(log)):
         if proc.poll() is not None:
             break
         time.sleep(0.05)
@@ -210,7 +216,12 @@ def verify(op: str, db: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
     finally:
         store.close()
     if op == "ingest":
-        out["ingest_stored_at_kill"] = sum(1 for n in nodes.values() if MARKER.match(n.content.split()[1]))
+        out["ingest_stored_at_kill"] = stored = sum(
+            1 for n in nodes.values() if MARKER.match(n.content.split()[1])
+        )
+        chunks = [e["done"] for e in events if e["kind"] == "progress"]
+        out["ingest_acknowledged_at_kill"] = acked_turns = max(chunks, default=0)
+        out["lost"] += max(acked_turns - stored, 0)
     texts = Counter(word for n in nodes.values() for word in set(n.content.split()))
     acked = [e for e in events if e["kind"] == "ack"]
     begun = [e for e in events if e["kind"] == "begin"]
@@ -301,9 +312,11 @@ def harness(runs: int, seed: int, workdir: Path) -> dict[str, Any]:
         op = OPS[run % len(OPS)]
         db, log = workdir / f"run{run}.db", workdir / f"run{run}.log"
         seed_db(db, op)
-        # an ingest commits a chunk of 256 turns every few seconds: kill it anywhere in its run
-        delay = rng.uniform(0.5, 15.0) if op == "ingest" else rng.uniform(0.05, 1.5)
-        killed = run_worker(op, db, log, files, seed * 1000 + run, delay)
+        # an ingest is killed anywhere in its first seconds, or (every other one) after a chunk committed
+        mid_ingest = op == "ingest" and (run // len(OPS)) % 2 == 1
+        delay = rng.uniform(0.0, 4.0) if op == "ingest" else rng.uniform(0.05, 1.5)
+        wait_for = "progress" if mid_ingest else "ready"
+        killed = run_worker(op, db, log, files, seed * 1000 + run, delay, wait_for=wait_for)
         result = verify(op, db, read_log(log))
         if op == "ingest":
             result.update(resume_ingest(db, log, files, seed * 1000 + run))

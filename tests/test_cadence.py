@@ -68,3 +68,45 @@ def test_concurrent_writers_lose_no_write() -> None:
     seen = [i for window in due for i in window] + list(cadence.waiting(Tenant("a")))
     assert sorted(seen) == sorted(f"{w}-{i}" for w in range(4) for i in range(200))
     assert all(len(window) == 5 for window in due)
+
+
+def test_periodic_runs_due_windows_inline_in_the_background_or_not_at_all(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from dualmem.errors import ControllerError
+    from dualmem.write.background import Periodic
+
+    ran: list[tuple[str, tuple[str, ...]]] = []
+    worker: list[str] = []
+
+    def run(tenant: Tenant, ids: Sequence[str]) -> None:
+        worker.append(threading.current_thread().name)
+        ran.append((tenant.user, tuple(ids)))
+        if "boom" in ids:
+            raise ControllerError("controller down")
+
+    inline = Periodic(run, mode="inline", every=2)
+    inline.wrote(Tenant("a"), ["1", "2", "3"])
+    assert ran == [("a", ("1", "2"))]
+    assert worker == [threading.current_thread().name]  # on the writer's thread
+    with caplog.at_level("WARNING", logger="dualmem"):
+        inline.wrote(Tenant("a"), ["boom"])  # inline: the write has committed, the failure is logged
+    assert "controller down" in caplog.text
+    caplog.clear()
+    ran.clear()
+    worker.clear()
+
+    background = Periodic(run, mode="background", every=2)
+    background.wrote(Tenant("b"), ["x", "boom", "y", "z"])
+    background.join(timeout=10)
+    background.close()
+    assert ran == [("b", ("x", "boom")), ("b", ("y", "z"))]
+    assert set(worker) == {"dualmem-consolidate"}
+    assert "background consolidation for b failed" in caplog.text  # logged, never raised into a write
+    ran.clear()
+
+    off = Periodic(run, mode="off", every=2)
+    off.wrote(Tenant("c"), ["1", "2", "3", "4"])
+    off.close()
+    assert ran == []
+    assert off.cadence.waiting(Tenant("c")) == ()

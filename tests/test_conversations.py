@@ -115,7 +115,7 @@ def test_directory_loads_every_json(tmp_path: Path) -> None:
         ("{not json", "not valid JSON"),
         ('{"hello": 1}', "unknown conversation format"),
         ('{"format": "other/2", "sessions": []}', "unknown format"),
-        ('{"sessions": [{"turns": [{"speaker": "A", "text": "  "}]}]}', "has no text"),
+        ('{"sessions": [{"turns": [{"speaker": "A", "text": "  "}]}]}', r"sessions\[0\]\.turns\[0\]\.text"),
         ('{"speakers": ["A"], "sessions": [{"turns": [{"speaker": "B", "text": "x"}]}]}', "not in speakers"),
         ('{"sessions": [{"date": "someday", "turns": [{"speaker": "A", "text": "x"}]}]}', "date"),
         (
@@ -132,6 +132,53 @@ def test_errors_are_one_line_invalid_input(tmp_path: Path, content: str, message
     with pytest.raises(InvalidInput, match=message) as info:
         load_conversations(path)
     assert "\n" not in info.value.one_line()
+    assert info.value.hint
+
+
+_TURN = {"speaker": "A", "text": "x"}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"sessions": []}, r"n: sessions: List should have at least 1 item"),
+        ({"sessions": [{"turns": [{"text": "x"}]}]}, r"sessions\[0\]\.turns\[0\]\.speaker: Field required"),
+        ({"sessions": [{"turns": [{"speaker": 3, "text": "x"}]}]},
+         r"turns\[0\]\.speaker: Input should be a valid string"),
+        ({"sessions": [{"turns": "x"}]}, r"sessions\[0\]\.turns: Input should be a valid list"),
+        ({"sessions": [{"id": True, "turns": [_TURN]}]}, r"sessions\[0\]\.id: must be a non-empty string"),
+        ({"sessions": [{"turns": [{**_TURN, "at": "someday"}]}]}, r"turns\[0\]\.at: "),
+        ({"sessions": [{"turns": [_TURN]}], "questions": [{"question": " "}]}, r"questions\[0\]\.question"),
+        ({"sessions": [{"turns": [_TURN]}], "questions": [{"question": "q", "category": "4"}]},
+         r"questions\[0\]\.category: Input should be a valid integer"),
+        ({"sessions": [{"turns": [_TURN]}], "speakers": ["A", ""]}, r"speakers\[1\]"),
+        ({"speaker_a": "A", "session_1": [_TURN]}, r"session_1\[0\]\.dia_id: Field required"),
+        ({"speaker_a": "A", "session_1": {"a": 1}}, r"session_1: Input should be a valid list"),
+        ({"speaker_a": "A", "session_1": [{**_TURN, "dia_id": "D1", "text": " "}]}, r"turn D1 has no text"),
+        ({"speaker_a": "A", "session_1": [{**_TURN, "dia_id": "D1"}], "session_1_date_time": "later"},
+         r"session_1_date_time: "),
+        ({"speaker_a": "A", "session_1": [{**_TURN, "dia_id": "D1"}], "qa": [{"answer": "x"}]},
+         r"qa\[0\]\.question: Field required"),
+        ({"speaker_a": "A", "session_1": []}, r"has no turns"),
+    ],
+)  # fmt: skip
+def test_bad_fields_are_named_with_a_hint(data: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInput, match=message) as info:
+        parse_conversations(data, name="n")
+    assert info.value.hint
+
+
+def test_locomo_annotation_keys_and_extra_turn_fields_are_ignored() -> None:
+    data = {
+        "speaker_a": "A",
+        "session_1": [{**_TURN, "dia_id": " D1:1 ", "img_url": ["u"], "re-download": True}],
+        "session_1_summary": "ignored",
+        "qa": [{"question": "q?", "answer": 2022, "evidence": "D1:1", "category": 2}],
+    }
+    [conv] = parse_conversations(data, name="n")
+    assert conv.observations[0].turn_id == "D1:1"
+    assert conv.questions[0].answer == "2022"
+    assert conv.questions[0].evidence == ("D1:1",)
 
 
 def test_missing_file() -> None:

@@ -107,3 +107,52 @@ def test_memory_profile_turns_on_the_answer_cache(tmp_path: object) -> None:
         mem.search("Who walks by the canal?", user="u")
         assert len(ctl.batches) == calls  # the repeated query was answered from the cache
         assert mem.meter.stats.by_purpose["routing"].cache_hits == 1
+
+
+def test_shared_by_threads_counts_every_request_exactly() -> None:
+    """The write path and the background consolidation thread share one meter: nothing lost or raised.
+
+    Workers mostly hit the cache while another thread keeps clearing it (as a forget does); without
+    the meter's lock a hit can be evicted between the lookup and the read (a ``KeyError``).
+    """
+    import sys
+
+    meter = Meter(ScriptedController(default=0.5), cache_size=4)
+    queries = ["first question", "second question", "third question"]
+    per_thread, threads_n = 1500, 4
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def work(seed: int) -> None:
+        try:
+            for i in range(per_thread):
+                meter.ask(routing(queries[(seed + i) % len(queries)]))
+                if i % 50 == 0:
+                    snap = meter.snapshot()
+                    assert snap.calls + snap.by_purpose["routing"].cache_hits <= per_thread * threads_n
+        except BaseException as exc:
+            errors.append(exc)
+
+    def clear() -> None:
+        while not done.is_set():
+            meter.clear_cache()
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible to expose races
+    try:
+        clearer = threading.Thread(target=clear)
+        clearer.start()
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(threads_n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        done.set()
+        clearer.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == []
+    counts = meter.stats.by_purpose["routing"]
+    assert counts.calls + counts.cache_hits == per_thread * threads_n
+    assert counts.questions == counts.calls * len(catalog.routing_questions())
+    assert meter.cached_answers <= 4

@@ -242,7 +242,7 @@ from dualmem import Memory, Profile
 from dualmem.embed import HashingEmbedder
 prof = Profile.named("builtin").with_(write__consolidation="background", write__consolidate_every=5)
 m = Memory.open(sys.argv[1], embedder=HashingEmbedder(64), answerer=None, profile=prof)
-m._background._fn = lambda tenant, ids: None  # the worker thread never gets to run a pass
+m._periodic._background._fn = lambda tenant, ids: None  # the worker thread never gets to run a pass
 m.add_many([f"Mira fact {i} about tea" for i in range(15)], user="u")
 os._exit(0)  # no close(): the process ends with three passes queued
 """

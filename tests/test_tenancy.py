@@ -101,12 +101,21 @@ def test_inspect_and_history_show_only_the_tenant(mem: Memory) -> None:
     mine = mem.add("Alice walks the dog at noon.", user="alice", agent="a1")
     sibling = mem.add("Alice's other agent walks the dog.", user="alice", agent="a2")
     theirs = mem.add("Bob walks the dog at noon.", user="bob")
-    # the store refuses an edge between two users outright
+    # the store refuses an edge or a pair decision between two users outright
+    from dualmem.plane import Decision
+
     with pytest.raises(InvalidInput):
         mem.store.put_edges([Edge(mine, theirs, "temporal", "superseded_by", 1.0)])
-    # an edge into another agent of the same user must not leak through by-id reads scoped to one agent
+    with pytest.raises(InvalidInput):
+        mem.store.put_decisions([Decision(mine, "consolidation", "pair_1_x", "x", 0.9, other_id=theirs)])
+    # links into another agent of the same user must not leak through by-id reads scoped to one agent
     mem.store.put_edges([Edge(mine, sibling, "temporal", "superseded_by", 1.0)])
     assert all(sibling not in (e.source, e.target) for e in mem.inspect(mine, user="alice", agent="a1").edges)
+    mem.store.put_decisions([Decision(mine, "consolidation", "pair_0_x", "consolidate.contradiction", 0.9)])
+    mem.store.put_decisions([Decision(mine, "consolidation", "pair_1_x", "x", 0.9, other_id=sibling)])
+    names = [d.name for d in mem.inspect(mine, user="alice", agent="a1").decisions]
+    assert "pair_0_x" in names
+    assert "pair_1_x" not in names  # it names the other agent's memory
     assert [n.id for n in mem.history(mine, user="alice", agent="a1")] == [mine]
     assert mem.forget(mine, user="alice", agent="a1") == 1  # the forget closure stays inside the tenant too
     assert mem.get(sibling, user="alice", agent="a2").content.startswith("Alice's")
@@ -268,6 +277,7 @@ def _check_no_leak(
             assert scope.get(node_id).id == node_id
             info = scope.inspect(node_id)
             assert {e.other(node_id) for e in info.edges} <= truth
+            assert {d.other_id for d in info.decisions if d.other_id} <= truth
             assert {n.id for n in scope.history(node_id)} <= truth
         else:
             for call in (scope.get, scope.inspect, scope.history):

@@ -26,7 +26,7 @@ from dualmem.errors import (
     TenantRequired,
     UserError,
 )
-from dualmem.memory import Answer, Inspection, Memory
+from dualmem.memory import Answer, Inspection, Memory, OpenOptions
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.scope import Scope
 from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant, TypeScores
@@ -50,6 +50,7 @@ __all__ = [
     "Node",
     "NotFound",
     "Observation",
+    "OpenOptions",
     "Profile",
     "Retrieval",
     "RuntimeFailure",

@@ -36,6 +36,8 @@ EXTENSIONS: Mapping[str, str] = {
     "write.consolidation_window": "recent nodes examined per pass (the paper's 'bounded neighborhood'); "
     "paper: n/a",
     "write.consolidation_pairs": "candidate pairs per consolidation request; paper: n/a",
+    "write.entities": "entity extractor of new nodes: the regex heuristic, or spaCy (the spacy extra); "
+    "paper: n/a (it uses entities but does not say how they are found)",
     "read.anchors": "top RRF anchors that seed the frontier; paper: n/a (10 = W)",
     "read.anchor_pool": "per-ranking depth before RRF fusion; paper: n/a",
     "read.hop_decay": "a node reached over edges scores x hop_decay per hop; paper: 1.0 (off)",
@@ -44,8 +46,8 @@ EXTENSIONS: Mapping[str, str] = {
     "read.prefer_current": "superseded facts score x superseded_factor unless the query asks about the "
     "past; paper: False (off)",
     "read.superseded_factor": "see read.prefer_current; paper: unused",
-    "read.top_k fill": "when the loop admits fewer than K, the K passed on are filled with scored "
-    "runners-up, then RRF anchors (read/scoring.py fill_top, anchor_fill); not a field, always on",
+    "read.k_fill": "when the loop admits fewer than K, the K passed on are filled with scored "
+    "runners-up, then RRF anchors (read/scoring.py fill_top, anchor_fill); paper: False (off)",
     "read.controller_enabled": "ablation: False = plain RRF top-K; paper: True",
     "read.views": "ablation: the views that may be used; paper: all four",
     "read.fixed_depth": "ablation: run exactly this many rounds; paper: None (off)",
@@ -77,6 +79,8 @@ class WriteProfile:
     supersede_threshold: float | None = 0.60
     consolidation_window: int = 20  # recent nodes examined per consolidation pass
     consolidation_pairs: int = 10  # max candidate pairs per consolidation request
+    #: entity extractor of new nodes: "regex" (no model), "spacy" / "spacy:MODEL" (the spacy extra)
+    entities: str = "regex"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,9 @@ class ReadProfile:
     superseded_factor: float = 0.5
     #: a round may propose up to ``expansion_factor`` x W neighbours for scoring (extension)
     expansion_factor: int = 2
+    #: when the loop admitted fewer than K, fill the K with scored runners-up, then RRF anchors
+    #: (extension; the paper passes only the admitted evidence)
+    k_fill: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +158,7 @@ class Profile:
         return cls(
             name="paper",
             write=WriteProfile(supersede_threshold=None),
-            read=ReadProfile(prefer_current=False, hop_decay=1.0),
+            read=ReadProfile(prefer_current=False, hop_decay=1.0, k_fill=False),
         )
 
     @classmethod

@@ -39,6 +39,9 @@ unique within a conversation.
 ``Conversation.skipped_evidence``. Annotation keys (summaries, observations, events) are ignored.
 
 A directory loads every ``*.json`` file in it, sorted by name.
+
+Both formats are read through pydantic models (this is a file boundary); a bad file raises
+``InvalidInput`` naming the file and the field path (``sessions[0].turns[2].text``), with a hint.
 """
 
 from __future__ import annotations
@@ -49,8 +52,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
+import pydantic
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, StrictInt, StrictStr
+
+from dualmem._boundary import describe_error
 from dualmem.errors import InvalidInput
 from dualmem.text.timeparse import parse_time
 from dualmem.types import JSONValue, Observation
@@ -67,6 +74,97 @@ __all__ = [
 FORMAT = "dualmem.conversation/1"
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _ID_SPLIT = re.compile(r"[;,]")
+_SIMPLE_HINT = f"see the {FORMAT} format in the docs of dualmem.conversations"
+_LOCOMO_HINT = "a LoCoMo conversation has session_K lists of {speaker, dia_id, text} turns"
+
+
+# -- the file models ------------------------------------------------------------------------------
+
+
+def _nonblank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value
+
+
+def _opt_id(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+        return str(value).strip()
+    raise ValueError("must be a non-empty string")
+
+
+def _when(value: object) -> dt.datetime | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str | int | float):
+        raise ValueError("a time must be a string or a number")
+    try:
+        return parse_time(value)
+    except InvalidInput as exc:
+        raise ValueError(exc.message) from exc
+
+
+Text = Annotated[StrictStr, AfterValidator(_nonblank)]
+OptId = Annotated[str | None, PlainValidator(_opt_id)]
+When = Annotated[dt.datetime | None, PlainValidator(_when)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)  # annotation keys are ignored
+
+
+class _Turn(_Model):
+    speaker: Text
+    text: Text
+    id: OptId = None
+    at: When = None
+
+
+class _Session(_Model):
+    id: OptId = None
+    date: When = None
+    turns: list[_Turn]
+
+
+class _Question(_Model):
+    question: Text
+    answer: Any = None
+    evidence: Any = Field(default_factory=list)
+    category: StrictInt = 4
+    adversarial_answer: Any = None
+
+
+class _Simple(_Model):
+    format: StrictStr = FORMAT
+    id: OptId = None
+    speakers: list[Text] | None = None
+    sessions: Annotated[list[_Session], Field(min_length=1)]
+    questions: list[_Question] = Field(default_factory=list)
+
+
+class _LocomoTurn(_Model):
+    dia_id: Text
+    speaker: Text
+    text: StrictStr | None = None
+    blip_caption: StrictStr | None = None
+
+
+_M = TypeVar("_M")
+
+
+def _validate(adapter: pydantic.TypeAdapter[_M], value: object, *, label: str, path: str, hint: str) -> _M:
+    try:
+        return adapter.validate_python(value)
+    except pydantic.ValidationError as exc:
+        raise InvalidInput(f"{label}: {describe_error(exc, path)}", hint=hint) from exc
+
+
+_SIMPLE = pydantic.TypeAdapter(_Simple)
+_LOCOMO_TURNS = pydantic.TypeAdapter(list[_LocomoTurn])
+_QUESTIONS = pydantic.TypeAdapter(list[_Question])
+_WHEN = pydantic.TypeAdapter(When)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +201,7 @@ def load_conversations(path: str | Path) -> list[Conversation]:
     if path.is_dir():
         files = sorted(path.glob("*.json"))
         if not files:
-            raise InvalidInput(f"no .json files in {path}")
+            raise InvalidInput(f"no .json files in {path}", hint="point at a .json file or a folder of them")
         return [conv for file in files for conv in _load_file(file)]
     return _load_file(path)
 
@@ -117,12 +215,15 @@ def parse_conversations(data: object, *, name: str) -> list[Conversation]:
     """Conversations from already-decoded JSON; ``name`` is the default id and the error prefix."""
     items = data if isinstance(data, list) else [data]
     if not items:
-        raise InvalidInput(f"{name}: the file holds an empty list")
+        raise InvalidInput(f"{name}: the file holds an empty list", hint="put one conversation object in it")
     out: list[Conversation] = []
     for index, item in enumerate(items):
         label = name if len(items) == 1 else f"{name}[{index}]"
         if not isinstance(item, dict):
-            raise InvalidInput(f"{label}: expected a JSON object, got {type(item).__name__}")
+            raise InvalidInput(
+                f"{label}: expected a JSON object, got {type(item).__name__}",
+                hint="a conversation file holds an object or a list of objects",
+            )
         out.append(_parse_one(item, name=name if len(items) == 1 else f"{name}-{index}", label=label))
     return out
 
@@ -137,7 +238,9 @@ def _load_file(path: Path) -> list[Conversation]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{path.name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+        raise InvalidInput(
+            f"{path.name}: not valid JSON (line {exc.lineno}: {exc.msg})", hint="fix the JSON syntax there"
+        ) from exc
     return parse_conversations(data, name=path.stem)
 
 
@@ -163,53 +266,31 @@ def _parse_simple(item: dict[str, Any], *, name: str, label: str) -> Conversatio
     fmt = item.get("format", FORMAT)
     if fmt != FORMAT:
         raise InvalidInput(f"{label}: unknown format {fmt!r}", hint=f"expected {FORMAT!r}")
-    conv_id = _opt_str(item.get("id"), f"{label}: id") or name
-    speakers = item.get("speakers")
-    if speakers is not None and not (
-        isinstance(speakers, list) and all(isinstance(s, str) and s.strip() for s in speakers)
-    ):
-        raise InvalidInput(f"{label}: speakers must be a list of names")
-    sessions = item["sessions"]
-    if not isinstance(sessions, list) or not sessions:
-        raise InvalidInput(f"{label}: sessions must be a non-empty list")
+    conv = _validate(_SIMPLE, item, label=label, path="", hint=_SIMPLE_HINT)
+    conv_id = conv.id or name
     observations: list[Observation] = []
-    for position, session in enumerate(sessions, start=1):
-        if not isinstance(session, dict):
-            raise InvalidInput(f"{label}: session {position} is not an object")
-        observations.extend(
-            _simple_session(session, position=position, conv_id=conv_id, speakers=speakers, label=label)
-        )
+    for position, session in enumerate(conv.sessions, start=1):
+        sid = session.id or f"s{position}"
+        for n, turn in enumerate(session.turns, start=1):
+            if conv.speakers is not None and turn.speaker not in conv.speakers:
+                raise InvalidInput(
+                    f"{label}: sessions[{position - 1}].turns[{n - 1}].speaker {turn.speaker!r} "
+                    "is not in speakers",
+                    hint="list every speaker in speakers, or leave speakers out",
+                )
+            observations.append(
+                Observation(
+                    content=turn.text,
+                    at=turn.at or session.date,
+                    speaker=turn.speaker,
+                    source=conv_id,
+                    session=sid,
+                    turn_id=turn.id or f"{sid}:{n}",
+                )
+            )
     _check_unique(observations, label)
-    questions, skipped = _parse_questions(item.get("questions", []), observations, label=label)
+    questions, skipped = _questions(conv.questions, observations)
     return Conversation(conv_id, tuple(observations), questions, skipped)
-
-
-def _simple_session(
-    session: dict[str, Any], *, position: int, conv_id: str, speakers: list[str] | None, label: str
-) -> list[Observation]:
-    sid = _opt_str(session.get("id"), f"{label}: session {position} id") or f"s{position}"
-    where = f"{label}: session {sid}"
-    date = _time(session.get("date"), where=f"{where} date")
-    turns = session.get("turns")
-    if not isinstance(turns, list):
-        raise InvalidInput(f"{where}: turns must be a list")
-    out: list[Observation] = []
-    for n, turn in enumerate(turns, start=1):
-        if not isinstance(turn, dict):
-            raise InvalidInput(f"{where}: turn {n} is not an object")
-        text, speaker = turn.get("text"), turn.get("speaker")
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInput(f"{where}: turn {n} has no text")
-        if not isinstance(speaker, str) or not speaker.strip():
-            raise InvalidInput(f"{where}: turn {n} has no speaker")
-        if speakers is not None and speaker not in speakers:
-            raise InvalidInput(f"{where}: turn {n} speaker {speaker!r} is not in speakers")
-        turn_id = _opt_str(turn.get("id"), f"{where}: turn {n} id") or f"{sid}:{n}"
-        at = _time(turn.get("at"), where=f"{where} turn {turn_id}") or date
-        out.append(
-            Observation(content=text, at=at, speaker=speaker, source=conv_id, session=sid, turn_id=turn_id)
-        )
-    return out
 
 
 # -- LoCoMo ---------------------------------------------------------------------------------------
@@ -219,46 +300,39 @@ def _parse_locomo(conv: Mapping[str, Any], *, name: str, label: str) -> Conversa
     keys = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.fullmatch(key)) is not None)
     observations: list[Observation] = []
     for _, key in keys:
-        turns = conv[key]
-        if not isinstance(turns, list):
-            raise InvalidInput(f"{label}: {key} is not a list of turns")
-        date = _time(conv.get(f"{key}_date_time"), where=f"{label}: {key}_date_time")
+        turns = _validate(_LOCOMO_TURNS, conv[key], label=label, path=key, hint=_LOCOMO_HINT)
+        stamp = f"{key}_date_time"
+        date = _validate(_WHEN, conv.get(stamp), label=label, path=stamp, hint=_LOCOMO_HINT)
         observations.extend(
-            _locomo_turn(turn, session=key, at=date, source=name, where=f"{label}: {key}") for turn in turns
+            _locomo_turn(turn, session=key, at=date, source=name, where=f"{label}: {key}[{i}]")
+            for i, turn in enumerate(turns)
         )
     if not observations:
-        raise InvalidInput(f"{label}: the LoCoMo conversation has no turns")
+        raise InvalidInput(f"{label}: the LoCoMo conversation has no turns", hint=_LOCOMO_HINT)
     _check_unique(observations, label)
-    qa = conv.get("qa", [])
-    questions, skipped = _parse_questions(qa, observations, label=label)
+    qa = _validate(_QUESTIONS, conv.get("qa", []), label=label, path="qa", hint=_LOCOMO_HINT)
+    questions, skipped = _questions(qa, observations)
     return Conversation(name, tuple(observations), questions, skipped)
 
 
 def _locomo_turn(
-    turn: object, *, session: str, at: dt.datetime | None, source: str, where: str
+    turn: _LocomoTurn, *, session: str, at: dt.datetime | None, source: str, where: str
 ) -> Observation:
-    if not isinstance(turn, dict):
-        raise InvalidInput(f"{where}: a turn is not an object")
-    dia_id, speaker = turn.get("dia_id"), turn.get("speaker")
-    if not isinstance(dia_id, str) or not dia_id.strip():
-        raise InvalidInput(f"{where}: a turn has no dia_id")
-    if not isinstance(speaker, str) or not speaker.strip():
-        raise InvalidInput(f"{where}: turn {dia_id} has no speaker")
-    text = str(turn.get("text") or "").strip()
+    text = (turn.text or "").strip()
     metadata: dict[str, JSONValue] = {}
-    caption = turn.get("blip_caption")
-    if isinstance(caption, str) and caption.strip():
-        text = f"{text} [shared an image: {caption.strip()}]".strip()
-        metadata["image_caption"] = caption.strip()
+    caption = (turn.blip_caption or "").strip()
+    if caption:
+        text = f"{text} [shared an image: {caption}]".strip()
+        metadata["image_caption"] = caption
     if not text:
-        raise InvalidInput(f"{where}: turn {dia_id} has no text")
+        raise InvalidInput(f"{where}: turn {turn.dia_id} has no text", hint=_LOCOMO_HINT)
     return Observation(
         content=text,
         at=at,
-        speaker=speaker,
+        speaker=turn.speaker,
         source=source,
         session=session,
-        turn_id=dia_id.strip(),
+        turn_id=turn.dia_id.strip(),
         metadata=metadata,
     )
 
@@ -266,29 +340,20 @@ def _locomo_turn(
 # -- shared helpers -------------------------------------------------------------------------------
 
 
-def _parse_questions(
-    raw: object, observations: Sequence[Observation], *, label: str
-) -> tuple[tuple[QA, ...], int]:
-    if not isinstance(raw, list):
-        raise InvalidInput(f"{label}: questions must be a list")
+def _questions(raw: Sequence[_Question], observations: Sequence[Observation]) -> tuple[tuple[QA, ...], int]:
     known = {o.turn_id for o in observations}
     out: list[QA] = []
     skipped = 0
-    for n, q in enumerate(raw, start=1):
-        if not isinstance(q, dict) or not isinstance(q.get("question"), str) or not q["question"].strip():
-            raise InvalidInput(f"{label}: question {n} has no question text")
-        ids, dropped = _evidence_ids(q.get("evidence", []), known)
+    for q in raw:
+        ids, dropped = _evidence_ids(q.evidence, known)
         skipped += dropped
-        category = q.get("category", 4)
-        if not isinstance(category, int) or isinstance(category, bool):
-            raise InvalidInput(f"{label}: question {n} category must be an integer")
         out.append(
             QA(
-                question=q["question"].strip(),
-                answer=_answer(q.get("answer")),
+                question=q.question.strip(),
+                answer=_answer(q.answer),
                 evidence=ids,
-                category=category,
-                adversarial_answer=_answer(q.get("adversarial_answer")),
+                category=q.category,
+                adversarial_answer=_answer(q.adversarial_answer),
             )
         )
     return tuple(out), skipped
@@ -320,28 +385,11 @@ def _answer(value: object) -> str | None:
     return str(value)
 
 
-def _time(value: object, *, where: str) -> dt.datetime | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str | int | float):
-        raise InvalidInput(f"{where}: a time must be a string or a number")
-    try:
-        return parse_time(value)
-    except InvalidInput as exc:
-        raise InvalidInput(f"{where}: {exc.message}", hint=exc.hint) from exc
-
-
-def _opt_str(value: object, where: str) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-        return str(value).strip()
-    raise InvalidInput(f"{where} must be a non-empty string")
-
-
 def _check_unique(observations: Iterable[Observation], label: str) -> None:
     seen: set[str] = set()
     for obs in observations:
         if obs.turn_id in seen:
-            raise InvalidInput(f"{label}: turn id {obs.turn_id!r} appears twice")
+            raise InvalidInput(
+                f"{label}: turn id {obs.turn_id!r} appears twice", hint="give every turn its own id"
+            )
         seen.add(obs.turn_id or "")

@@ -12,19 +12,21 @@ own names (``stats_all``, ``repair_all``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
 from dualmem.control import create_controller
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
-from dualmem.errors import ConfigError, DualmemError, InvalidInput, NotFound
+from dualmem.errors import ConfigError, InvalidInput, NotFound
 from dualmem.plane import Decision, Store, open_store
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines
 from dualmem.read.loop import Retriever
@@ -34,14 +36,13 @@ from dualmem.reason.base import Answerer
 from dualmem.scope import Scope
 from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text
-from dualmem.write.background import Background, ConsolidationMode
-from dualmem.write.cadence import Cadence
+from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
 from dualmem.write.durable import StoreBacklog, WorkQueue
 from dualmem.write.lifecycle import Filter, check_import_tenant, forget_closure, history, select, supersede
 from dualmem.write.pipeline import Writer, WriteReport, natural_key
 
-__all__ = ["Answer", "Filter", "Inspection", "Memory"]
+__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions"]
 
 log = logging.getLogger("dualmem")
 
@@ -79,6 +80,9 @@ class Memory:
         profile: Profile | None = None,
         summarizer: Summarizer | None = None,
     ) -> None:
+        """Wire ready parts. The memory takes over ``store`` (closed by :meth:`close`); the embedder,
+        controller and answerer stay the caller's to close. Nothing here touches the network: an
+        embedder whose dimension is not known yet is bound to the store on first use."""
         self.store = store
         self.embedder = embedder
         self.controller = controller
@@ -87,24 +91,31 @@ class Memory:
         self.meter = Meter(
             controller, timeout_s=self.profile.controller_timeout_s, cache_size=self.profile.controller_cache
         )
-        store.bind_embedder(embedder.name, embedder.dim)
+        self._bind_lock = threading.Lock()
+        self._bound = False
+        if _declared_dim(embedder) is not None:
+            self._bind()  # a mismatched database is refused at open
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
-        self._consolidation: ConsolidationMode = self.profile.write.consolidation
         # the cadence's backlog and the due passes live in the store: no process loses them
-        self._cadence = Cadence(self.profile.write.consolidate_every, backlog=StoreBacklog(store))
-        self._queue = WorkQueue(store)
-        self._background = Background(self._consolidate_quietly)
+        self._periodic = Periodic(
+            self._consolidator.run,
+            mode=self.profile.write.consolidation,
+            every=self.profile.write.consolidate_every,
+            backlog=StoreBacklog(store),
+            queue=WorkQueue(store),
+        )
+        self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
+        self._closed = False
         self.read_only = bool(getattr(store, "read_only", False))
-        if not self.read_only and self._consolidation != "off":
-            for tenant, window in self._queue.resumable():  # left by a process that died
-                self._run_due(tenant, [window])
+        if not self.read_only:
+            self._periodic.resume()  # passes a process that died left queued
 
     @classmethod
-    def open(
+    def open(  # noqa: PLR0913 - keyword-only: the parts by name or object, their options, read-only
         cls,
         path: str | Path = ":memory:",
         *,
@@ -113,39 +124,57 @@ class Memory:
         answerer: Answerer | str | None = "extractive",
         profile: Profile | str | None = None,
         summarizer: Summarizer | None = None,
+        options: OpenOptions | None = None,
         read_only: bool = False,
     ) -> Memory:
         """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL).
 
-        Periodic consolidation follows ``profile.write.consolidation`` (``"background"`` by default:
-        passes run on a worker thread and writes never wait; ``"inline"``; ``"off"``). ``summarizer``
-        is the System-Two callable that may write derived nodes for approved merges/promotions.
-        ``read_only`` opens an existing memory without ever writing it (writes raise
-        ``ReadOnlyStore``). Other store settings (``synchronous="full"``, the lock timeout): open the
-        store with :func:`dualmem.plane.open_store` and pass it to ``Memory(store, ...)``.
+        Parts given by name are built here with ``options`` (e.g. ``controller="llm", options=
+        OpenOptions(controller={"base_url": ..., "model": ...})``; a missing setting is a
+        ``ConfigError`` with a hint) and closed by :meth:`close`; parts passed as objects are the
+        caller's to close. Periodic consolidation follows ``profile.write.consolidation``
+        (``"background"`` by default: passes run on a worker thread and writes never wait;
+        ``"inline"``; ``"off"``). ``summarizer`` is the System-Two callable that may write derived
+        nodes for approved merges/promotions. ``read_only`` opens an existing memory without ever
+        writing it (writes raise ``ReadOnlyStore``); ``options.synchronous="full"`` makes every commit
+        survive power loss.
         """
-        emb = create_embedder(embedder) if isinstance(embedder, str) else embedder
-        ctl = create_controller(controller) if isinstance(controller, str) else controller
-        ans = create_answerer(answerer) if isinstance(answerer, str) else answerer
-        prof = Profile.named(profile) if isinstance(profile, str) else profile
-        store = open_store(str(path), read_only=read_only)
+        opts = options or OpenOptions()
+        owned: list[object] = []
         try:
-            return cls(
-                store,
-                emb,
-                ctl,
-                answerer=ans,
-                profile=prof,
-                summarizer=summarizer,
+            emb = build(embedder, create_embedder, opts.embedder, what="embedder", owned=owned)
+            ctl = build(controller, create_controller, opts.controller, what="controller", owned=owned)
+            ans = build(answerer, create_answerer, opts.answerer, what="answerer", owned=owned)
+            prof = Profile.named(profile) if isinstance(profile, str) else profile
+            store = open_store(
+                str(path), timeout=opts.lock_timeout, read_only=read_only, synchronous=opts.synchronous
             )
+            owned.append(store)
+            mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)
         except BaseException:
-            store.close()
+            close_all(owned)
             raise
+        mem._owned = [part for part in owned if part is not store]
+        return mem
 
     def close(self) -> None:
-        self._background.close()
-        self.meter.close()
-        self.store.close()
+        """Stop background work and close the store and every part :meth:`open` built (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._periodic.close()
+        finally:
+            close_all([*self._owned, self.store, self.meter])
+
+    def _bind(self) -> None:
+        """Record (or check) the embedder in the store; the first call may ask a remote embedder its dim."""
+        if self._bound:
+            return
+        with self._bind_lock:
+            if not self._bound:
+                self.store.bind_embedder(self.embedder.name, self.embedder.dim)
+                self._bound = True
 
     def __enter__(self) -> Memory:
         return self
@@ -216,6 +245,7 @@ class Memory:
         if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
             raise InvalidInput(f"chunk_size must be a positive integer, got {chunk_size!r}")
         items = [_coerce(o) for o in observations]
+        self._bind()
         wanted = [
             given if given is not None else natural_key(obs, tenant)
             for obs, given in zip(items, keys or [None] * len(items), strict=True)
@@ -228,18 +258,19 @@ class Memory:
         reports = self._writer.write_chunks(
             [[items[i] for i in c] for c in chunks], tenant, [[wanted[i] for i in c] for c in chunks]
         )
-        due: list[tuple[Tenant, tuple[str, ...]]] = []
+        due: list[tuple[str, ...]] = []
         with closing(reports), self.store.transaction() if atomic else nullcontext():
             for chunk in chunks:
                 with self.store.transaction():  # one chunk: its nodes and the passes they make due
                     report = next(reports)
-                    due += self._count_writes(tenant, report)
+                    skip = set(report.pending) | set(report.existing)
+                    due += self._periodic.record(tenant, [i for i in report.ids if i not in skip])
                 for i, node_id in zip(chunk, report.ids, strict=True):
                     ids[i] = node_id
                 self._warn_pending(report)
                 if on_progress is not None:
                     on_progress(sum(1 for i in ids if i is not None), len(items))
-        self._run_due_quietly(due)
+        self._periodic.run_due(tenant, due)  # after the commit: never raises
         return [i for i in ids if i is not None]
 
     def ingest(
@@ -269,6 +300,7 @@ class Memory:
 
     def _repair(self, tenant: Tenant | None) -> WriteReport:
         report = self._writer.repair(tenant)
+        self._bind()
         self._warn_pending(report)
         return report
 
@@ -297,15 +329,18 @@ class Memory:
     def inspect(
         self, node_id: str, *, user: str, agent: str | None = None, run: str | None = None
     ) -> Inspection:
-        """A memory with its edges (to memories the tenant can see) and its recorded decisions."""
+        """A memory with its edges and recorded decisions, leaving out any that name a memory the
+        tenant cannot see (a user-wide consolidation may relate two agents' memories)."""
         tenant = Tenant(user, agent, run)
         node = self._find(node_id, tenant)
         edges = self.store.edges_of(node.id)
-        visible = self.store.get_nodes({e.other(node.id) for e in edges}, tenant)
+        decisions = self.store.decisions_of(node.id)
+        others = {e.other(node.id) for e in edges} | {d.other_id for d in decisions if d.other_id}
+        visible = self.store.get_nodes(others, tenant)
         return Inspection(
             node,
             tuple(e for e in edges if e.other(node.id) in visible),
-            tuple(self.store.decisions_of(node.id)),
+            tuple(d for d in decisions if d.other_id is None or d.other_id in visible),
         )
 
     def count(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
@@ -320,6 +355,7 @@ class Memory:
         """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found."""
         tenant = Tenant(user, agent, run)
         _check_query(query, k)
+        self._bind()
         return self._retriever.search(query, tenant, k=k)
 
     def answer(
@@ -339,49 +375,13 @@ class Memory:
         self, *, user: str, agent: str | None = None, run: str | None = None
     ) -> ConsolidationReport:
         """Run one consolidation pass over the tenant's recent memories now."""
-        return self._consolidator.run(Tenant(user, agent, run))
+        tenant = Tenant(user, agent, run)
+        self._bind()
+        return self._consolidator.run(tenant)
 
     def wait_for_consolidation(self, timeout: float | None = None) -> None:
         """Block until background consolidation passes queued so far are done."""
-        self._background.join(timeout)
-
-    def _count_writes(self, tenant: Tenant, report: WriteReport) -> list[tuple[Tenant, tuple[str, ...]]]:
-        """Record a write with the cadence and queue the passes now due (inside the write's
-        transaction, so both commit with it); the caller runs them after the commit."""
-        if self._consolidation == "off":
-            return []
-        skip = set(report.pending) | set(report.existing)
-        due = self._cadence.record(tenant, [i for i in report.ids if i not in skip])
-        for window in due:
-            self._queue.push(tenant, window)
-        return [(tenant, window) for window in due]
-
-    def _run_due_quietly(self, due: Sequence[tuple[Tenant, tuple[str, ...]]]) -> None:
-        for tenant, window in due:
-            self._run_due(tenant, [window])
-
-    def _run_due(self, tenant: Tenant, windows: Sequence[Sequence[str]]) -> None:
-        """Run (inline) or hand to the worker thread the queued passes; never raises."""
-        for window in windows:
-            if self._consolidation == "inline":
-                self._consolidate_quietly(tenant, window)
-            else:
-                self._background.submit(tenant, window)
-
-    def _consolidate_quietly(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
-        """One queued pass: claimed, run, then removed from the store's queue (kept for a retry on
-        failure). The write that made it due has committed: a failure here is logged, not raised."""
-        try:
-            if not self._queue.claim(tenant, node_ids):
-                return  # another live process runs it
-            self._consolidator.run(tenant, node_ids)
-            self._queue.finish(tenant, node_ids)
-        except DualmemError as exc:
-            log.warning("consolidation for %s failed: %s", tenant.user, exc.one_line())
-            try:
-                self._queue.release(tenant, node_ids)
-            except DualmemError as again:
-                log.warning("could not requeue the pass: %s", again.one_line())
+        self._periodic.join(timeout)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def update(
@@ -399,6 +399,7 @@ class Memory:
         The new version keeps the old one's tenant, speaker, provenance and (unless ``at`` is given) time.
         """
         tenant = Tenant(user, agent, run)
+        self._bind()
         with self.store.transaction():  # the new version and the supersession commit together
             old = self._find(node_id, tenant)
             if old.valid_to is not None:
@@ -481,9 +482,9 @@ class Memory:
         self, path: str | Path, *, user: str, agent: str | None = None, run: str | None = None
     ) -> int:
         """Write the tenant's whole memory (nodes, edges, decisions) as JSON Lines; returns lines written."""
-        lines = export_lines(
-            self.store, Tenant(user, agent, run), embedder=self.embedder.name, dim=self.embedder.dim
-        )
+        tenant = Tenant(user, agent, run)
+        self._bind()
+        lines = export_lines(self.store, tenant, embedder=self.embedder.name, dim=self.embedder.dim)
         count = 0
         with Path(path).open("w", encoding="utf-8") as fh:
             for line in lines:
@@ -511,6 +512,7 @@ class Memory:
                 hint="import a file written by export_jsonl",
             ) from exc
         check_import_tenant(lines, tenant)
+        self._bind()
         return import_lines(self.store, lines, embedder=self.embedder.name, dim=self.embedder.dim)
 
     # -- introspection -----------------------------------------------------------------------
@@ -536,7 +538,19 @@ class Memory:
         }
 
     def controller_stats(self) -> dict[str, object]:
-        return self.meter.stats.to_json()
+        """System-One calls, questions, latency and tokens per purpose (a consistent snapshot)."""
+        return self.meter.snapshot().to_json()
+
+
+def _declared_dim(embedder: Embedder) -> int | None:
+    """The embedder's dimension when it is known without a request (see ``OpenAIEmbedder.declared_dim``)."""
+    inner = getattr(embedder, "inner", None)  # a CachedEmbedder around another embedder
+    if inner is not None and callable(getattr(inner, "embed", None)):  # not isinstance: it reads .dim
+        return _declared_dim(inner)
+    if hasattr(type(embedder), "declared_dim"):
+        declared: int | None = getattr(embedder, "declared_dim")  # noqa: B009 - not the protocol's dim
+        return declared
+    return embedder.dim
 
 
 def _check_query(query: object, k: object) -> None:

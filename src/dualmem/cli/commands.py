@@ -12,11 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from dualmem.bench._progress import Progress
-from dualmem.config import Profile
-from dualmem.embed import create_embedder
 from dualmem.errors import ConfigError, InvalidInput
-from dualmem.memory import Memory
-from dualmem.plane import open_store
+from dualmem.memory import Memory, OpenOptions
 from dualmem.read.trace import render_trace
 from dualmem.scope import Scope
 from dualmem.types import Evidence, Node
@@ -148,27 +145,28 @@ def answerer_options(name: str) -> dict[str, Any]:
 
 
 def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
-    from dualmem.control import create_controller
-    from dualmem.reason import create_answerer
-
+    """A memory from the flags; backend settings come from the environment (this adapter only)."""
     path = db or args.db or os.environ.get("DUALMEM_DB") or _default_db()
     read_only = bool(getattr(args, "read_only", False))
-    if path != ":memory:" and "://" not in path and not read_only:
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    controller = create_controller(args.controller, **controller_options(args.controller))
-    answerer = create_answerer(args.answerer, **answerer_options(args.answerer))
-    profile = Profile.named(args.profile) if args.profile else None
-    store = open_store(
-        Path(path).expanduser() if "://" not in path else path,
-        timeout=args.lock_timeout,
-        read_only=read_only,
+    if path != ":memory:" and "://" not in path:
+        path = str(Path(path).expanduser())
+        if not read_only:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    options = OpenOptions(
+        controller=controller_options(args.controller),
+        answerer=answerer_options(args.answerer),
+        lock_timeout=args.lock_timeout,
         synchronous=getattr(args, "synchronous", "normal"),
     )
-    try:
-        return Memory(store, create_embedder(args.embedder), controller, answerer=answerer, profile=profile)
-    except BaseException:
-        store.close()
-        raise
+    return Memory.open(
+        path,
+        embedder=args.embedder,
+        controller=args.controller,
+        answerer=args.answerer,
+        profile=args.profile or None,
+        options=options,
+        read_only=read_only,
+    )
 
 
 def _default_db() -> str:

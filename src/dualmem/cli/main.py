@@ -36,6 +36,7 @@ def default_db() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from dualmem.cli import check, commands
+    from dualmem.cli import migrate as migrate_command
 
     parser = argparse.ArgumentParser(
         prog="dualmem",
@@ -73,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
     check.register(sub)
+    migrate_command.register(sub)
+    from dualmem.cli import keys, mcp, serve
+
+    serve.register(sub)
+    keys.register(sub)
+    mcp.register(sub)
     return parser
 
 

@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from dualmem.control.base import BaseController
 from dualmem.control.builtin_features import GROUPS, Features, group_of
@@ -39,10 +39,31 @@ from dualmem.control.questions import (
     NoulAnswer,
     Question,
 )
-from dualmem.control.states import Purpose, WireFeatures, parse_state
-from dualmem.errors import ConfigError, UnknownDecision
+from dualmem.control.states import FeatureSource, Purpose, State, WireFeatures, parse_state
+from dualmem.control.weights import read_weights
+from dualmem.errors import ConfigError, ControllerError, UnknownDecision
 
-__all__ = ["BuiltinController", "BuiltinWeights", "ChoiceWeights", "LinearWeights", "default_weights"]
+__all__ = [
+    "BuiltinController",
+    "BuiltinWeights",
+    "ChoiceWeights",
+    "Head",
+    "LinearWeights",
+    "default_weights",
+    "features_of",
+]
+
+
+class Head(Protocol):
+    """A scorer that replaces the builtin's linear head for one Noul decision (e.g. a learned model).
+
+    Called with the batch's typed state, the question's target (the candidate index, or ``None``)
+    and the batch's FeatureSource; returns a score, clipped to [0, 1]. It must depend on nothing
+    else, so the independence contract holds.
+    """
+
+    def __call__(self, state: State, target: int | None, source: FeatureSource) -> float: ...
+
 
 _VERSION = "1"
 _WEIGHTS_FILE = "builtin_weights.json"
@@ -121,7 +142,7 @@ class BuiltinWeights:
     def from_file(cls, path: Path) -> BuiltinWeights:
         """Read and validate a weights file."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_weights(path.read_text(encoding="utf-8"), source=str(path))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read builtin weights {path}: {exc}") from exc
         return cls.from_json(data, source=str(path))
@@ -168,7 +189,7 @@ def default_weights() -> BuiltinWeights:
     ref = resources.files("dualmem.control").joinpath(_WEIGHTS_FILE)
     try:
         text = ref.read_text(encoding="utf-8")
-        data = json.loads(text)
+        data = read_weights(text, source=_WEIGHTS_FILE)
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read the packaged {_WEIGHTS_FILE}: {exc}") from exc
     return BuiltinWeights.from_json(data, source=_WEIGHTS_FILE)
@@ -186,8 +207,12 @@ class BuiltinController(BaseController):
 
     name = "builtin"
 
-    def __init__(self, *, weights: BuiltinWeights | None = None) -> None:
+    def __init__(
+        self, *, weights: BuiltinWeights | None = None, heads: Mapping[str, Head] | None = None
+    ) -> None:
+        """``heads`` replaces the linear head of the named Noul decisions (``traverse.relevance``...)."""
         self._weights = weights
+        self.heads: Mapping[str, Head] = MappingProxyType(dict(heads or {}))
 
     @property
     def weights(self) -> BuiltinWeights:
@@ -210,6 +235,12 @@ class BuiltinController(BaseController):
         group = group_of(key)
         match question:
             case Noul():
+                head = self.heads.get(key)
+                if head is not None:
+                    value = float(head(features.state, question.target, features.source))
+                    if not math.isfinite(value):
+                        raise ControllerError(f"the builtin head for {key!r} returned {value}")
+                    return NoulAnswer(score=min(1.0, max(0.0, value)))
                 linear = weights.decisions.get(key)
                 if linear is None or group is None:
                     raise _unknown(key, "noul", weights)

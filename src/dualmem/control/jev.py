@@ -35,8 +35,8 @@ from dualmem.control.questions import (
     Usage,
     validate_result,
 )
-from dualmem.control.retry import RetryPolicy
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
+from dualmem.http import RetryPolicy
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "SUM_SLACK", "JevController", "sdk_question", "sdk_retry"]
 

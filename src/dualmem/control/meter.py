@@ -7,8 +7,10 @@ and the control-overhead bounds of paper §3.3 can be asserted.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -81,6 +83,9 @@ class Meter:
     ``timeout_s`` bounds each request from the caller's side (the request runs on a worker thread;
     remote backends also carry their own HTTP timeouts). ``cache_size`` > 0 caches answers by the
     exact batch content (state and questions), which pays off for repeated queries.
+
+    Thread-safe: the foreground and the background consolidation thread share one meter. Its cache,
+    counters and worker pool are guarded by one lock, never held while the controller works.
     """
 
     def __init__(
@@ -91,6 +96,7 @@ class Meter:
         self.cache_size = cache_size
         self._cache: OrderedDict[str, BatchResult] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
         self.stats = ControllerStats(backend=controller.name)
 
     @property
@@ -108,49 +114,65 @@ class Meter:
         """
         out: list[Decided | None] = [None] * len(batches)
         todo: list[int] = []
-        keys: list[str | None] = []
-        for i, batch in enumerate(batches):
-            key = _cache_key(batch) if self.cache_size else None
-            keys.append(key)
-            if key is not None and key in self._cache:
-                self._cache.move_to_end(key)
-                self._count(batch, 0.0, None, hit=True)
-                out[i] = Decided(self._cache[key], self.backend, 0.0, cached=True)
-            else:
-                todo.append(i)
-        if todo:
-            started = time.perf_counter()
-            try:
-                results = self._run([batches[i] for i in todo])
-            except ControllerError:
-                for i in todo:
-                    self._count(batches[i], 0.0, None, failed=True)
-                raise
-            elapsed = (time.perf_counter() - started) / len(todo)
-            for i, result in zip(todo, results, strict=True):
-                validate_result(batches[i], result, self.backend)
-                self._count(batches[i], elapsed, result)
-                out[i] = Decided(result, self.backend, elapsed * 1000.0)
+        keys = [_cache_key(batch) if self.cache_size else None for batch in batches]
+        with self._lock:
+            for i, batch in enumerate(batches):
                 key = keys[i]
+                hit = self._cache.get(key) if key is not None else None
+                if key is not None and hit is not None:
+                    self._cache.move_to_end(key)
+                    self._count(batch, 0.0, None, hit=True)
+                    out[i] = Decided(hit, self.backend, 0.0, cached=True)
+                else:
+                    todo.append(i)
+        if todo:
+            self._decide([batches[i] for i in todo], [keys[i] for i in todo], todo, out)
+        return [d for d in out if d is not None]
+
+    def _decide(
+        self, batches: list[Batch], keys: list[str | None], slots: list[int], out: list[Decided | None]
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            results = self._run(batches)
+        except ControllerError:
+            with self._lock:
+                for batch in batches:
+                    self._count(batch, 0.0, None, failed=True)
+            raise
+        elapsed = (time.perf_counter() - started) / len(batches)
+        for batch, result in zip(batches, results, strict=True):
+            validate_result(batch, result, self.backend)
+        with self._lock:
+            for batch, key, slot, result in zip(batches, keys, slots, results, strict=True):
+                self._count(batch, elapsed, result)
+                out[slot] = Decided(result, self.backend, elapsed * 1000.0)
                 if key is not None:
                     self._cache[key] = result
                     while len(self._cache) > self.cache_size:
                         self._cache.popitem(last=False)
-        return [d for d in out if d is not None]
 
     @property
     def cached_answers(self) -> int:
         """How many controller answers the cache holds now."""
-        return len(self._cache)
+        with self._lock:
+            return len(self._cache)
 
     def clear_cache(self) -> None:
         """Drop cached answers (after a forget, so no answer about a forgotten memory survives)."""
-        self._cache.clear()
+        with self._lock:
+            self._cache.clear()
+
+    def snapshot(self) -> ControllerStats:
+        """A consistent copy of the counters (safe to read while other threads are counting)."""
+        with self._lock:
+            return copy.deepcopy(self.stats)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _run(self, batches: list[Batch]) -> list[BatchResult]:
         def call() -> list[BatchResult]:
@@ -161,16 +183,20 @@ class Meter:
 
         if self.timeout_s is None:
             return call()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dualmem-s1")
-        future = self._pool.submit(call)
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dualmem-s1")
+            pool = self._pool
+        future = pool.submit(call)
         try:
             return future.result(timeout=self.timeout_s * len(batches))
         except FutureTimeout:
             future.cancel()
             # the worker may still be busy: give later calls a fresh one
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
             raise ControllerTimeout(
                 f"{self.backend} did not answer within {self.timeout_s:g} s", hint="raise the timeout"
             ) from None
@@ -184,6 +210,7 @@ class Meter:
         hit: bool = False,
         failed: bool = False,
     ) -> None:
+        """Update the counters; the caller holds ``self._lock``."""
         counts = self.stats.by_purpose.setdefault(batch.purpose or "other", CallCounts())
         if hit:
             counts.cache_hits += 1

@@ -36,9 +36,11 @@ SPECS = ("minilm", "default", "hashing", "hashing:DIM", "openai:MODEL")
 def create_embedder(spec: str = "minilm", *, cache_size: int = 0, **options: Any) -> Embedder:
     """Build an embedder from ``spec``; ``options`` go to its constructor.
 
-    ``"minilm"`` / ``"default"``: :class:`MiniLMEmbedder` (batch_size, max_length, threads);
+    ``"minilm"`` / ``"default"``: :class:`MiniLMEmbedder` (batch_size, max_length, threads, model_path,
+    tokenizer_path, model_sha256);
     ``"hashing"`` / ``"hashing:DIM"``: :class:`HashingEmbedder`;
-    ``"openai:MODEL"``: :class:`OpenAIEmbedder` (base_url, api_key, dim, batch_size, timeout, transport).
+    ``"openai:MODEL"``: :class:`OpenAIEmbedder` (base_url, api_key, dim, batch_size, timeout, retry,
+    transport).
     ``cache_size > 0`` wraps the result in a :class:`CachedEmbedder` of that size.
     """
     kind, _, argument = spec.strip().partition(":")

@@ -18,12 +18,20 @@ __all__ = ["CachedEmbedder"]
 class CachedEmbedder:
     """Wraps ``inner``; same ``name`` and ``dim``. Misses of one call are embedded in one batch."""
 
+    @property
+    def dim(self) -> int:
+        """The inner embedder's dimension, read when needed (a remote one may not know it yet)."""
+        return self.inner.dim
+
+    @dim.setter
+    def dim(self, value: int) -> None:
+        self.inner.dim = value
+
     def __init__(self, inner: Embedder, *, size: int = 4096) -> None:
         if size < 1:
             raise ConfigError(f"cache size must be >= 1, got {size}", hint="use e.g. 4096")
         self.inner = inner
         self.name: str = inner.name
-        self.dim: int = inner.dim
         self.size = size
         self._rows: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._lock = threading.Lock()

@@ -84,6 +84,11 @@ class OpenAIEmbedder:
     def dim(self, value: int) -> None:
         self._dim = value
 
+    @property
+    def declared_dim(self) -> int | None:
+        """The dimension if known without a request (given, or seen in a reply); else ``None``."""
+        return self._dim
+
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the store backends: JSON columns, timestamps, vectors, lexical tokens.
+"""Helpers shared by the store backends: JSON columns, timestamps, vectors, FTS5 query phrases.
 
 Private to ``dualmem.plane``; nothing outside the package imports this module.
 """
@@ -33,7 +33,6 @@ __all__ = [
     "refs_from_json",
     "refs_to_json",
     "to_iso",
-    "tokens",
     "types_from_json",
     "types_to_json",
 ]
@@ -122,11 +121,6 @@ def entity_key(name: str) -> str:
     return " ".join(name.casefold().split())
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-cased, accent-folded word tokens (close to FTS5's ``unicode61`` tokenizer)."""
-    return fts5_tokens(text)
-
-
 def bm25_idf(total: int, hits: int) -> float:
     """FTS5's idf: ``log((N - n + 0.5) / (n + 0.5))``, floored at 1e-6."""
     idf = math.log((total - hits + 0.5) / (hits + 0.5))
@@ -136,7 +130,7 @@ def bm25_idf(total: int, hits: int) -> float:
 def query_phrases(text: str, *, max_terms: int = 32) -> list[tuple[str, ...]]:
     """The phrases ``dualmem.text.lexical.fts_query`` ORs together, as FTS5 tokenises each of them."""
     terms = list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)]
-    phrases = (tuple(tokens(term)) for term in terms)
+    phrases = (tuple(fts5_tokens(term)) for term in terms)
     return [phrase for phrase in phrases if phrase]  # repeats kept: FTS5 scores each OR-ed phrase
 
 

@@ -12,12 +12,12 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
+from pydantic import BaseModel, ConfigDict, PlainValidator
 
 from dualmem.plane.base import Decision
 from dualmem.types import Edge, Node, NodeStatus, Precision, TemporalRef, Tenant, TypeScores, View
 
-__all__ = ["DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord", "describe_error"]
+__all__ = ["DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord"]
 
 
 def _time(value: Any) -> dt.datetime:
@@ -158,12 +158,3 @@ class DecisionRecord(_Record):
             self.node_id, self.purpose, self.name, self.key, self.value, self.label, self.backend,
             self.latency_ms, self.other_id, self.created_at,
         )  # fmt: skip
-
-
-def describe_error(exc: ValidationError) -> str:
-    """The first error of ``exc`` as ``field.path: message`` (and how many more there are)."""
-    errors = exc.errors()
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "record"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"

@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 import numpy as np
 import pydantic
 
+from dualmem._boundary import describe_error
 from dualmem.errors import EmbedderMismatch, InvalidInput
-from dualmem.plane._records import DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord, describe_error
+from dualmem.plane._records import DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord
 from dualmem.plane.base import Decision, Store
 from dualmem.types import Edge, Node, Tenant, check_json, check_text
 

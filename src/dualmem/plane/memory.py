@@ -23,6 +23,7 @@ from dualmem.plane import _codec as codec
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, StoreStats
 from dualmem.plane.check import CheckReport, Problem
+from dualmem.text.lexical import fts5_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["InMemoryStore"]
@@ -282,7 +283,7 @@ class InMemoryStore:
         text = f"{node.speaker or ''}\n{node.content}"
         cached = self._tokens.get(node.id)
         if cached is None or cached[0] != text:
-            toks = codec.tokens(text)
+            toks = fts5_tokens(text)
             cached = self._tokens[node.id] = (text, toks, Counter(toks))
         return cached[1], cached[2]
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 from dualmem.text.cues import may_have_time
 from dualmem.text.entities import (
     DEFAULT_MAX_ENTITIES,
+    EXTRACTORS,
     EntityExtractor,
     RegexEntityExtractor,
     SpacyEntityExtractor,
+    create_extractor,
     extract_entities,
     normalize_entity,
     singularize,
@@ -21,12 +23,14 @@ from dualmem.text.timeparse import TimeInput, format_day, parse_time
 
 __all__ = [
     "DEFAULT_MAX_ENTITIES",
+    "EXTRACTORS",
     "STOPWORDS",
     "EntityExtractor",
     "RegexEntityExtractor",
     "SpacyEntityExtractor",
     "TimeInput",
     "content_tokens",
+    "create_extractor",
     "describe",
     "extract_entities",
     "format_day",

@@ -3,7 +3,8 @@
 The default ``RegexEntityExtractor`` is a fast heuristic (no model): the speaker, capitalised
 names and multi-word proper nouns, and salient nouns (content words that are not stopwords nor
 common verbs/adjectives, lightly singularised). ``SpacyEntityExtractor`` uses spaCy when the
-``spacy`` extra is installed.
+``spacy`` extra is installed. ``create_extractor`` builds one from a spec (the write path's
+``WriteProfile.entities``: ``"regex"``, ``"spacy"`` or ``"spacy:MODEL"``).
 """
 
 from __future__ import annotations
@@ -18,15 +19,19 @@ from dualmem.text.lexical import STOPWORDS
 
 __all__ = [
     "DEFAULT_MAX_ENTITIES",
+    "EXTRACTORS",
     "EntityExtractor",
     "RegexEntityExtractor",
     "SpacyEntityExtractor",
+    "create_extractor",
     "extract_entities",
     "normalize_entity",
     "singularize",
 ]
 
 DEFAULT_MAX_ENTITIES = 12
+#: the spec forms :func:`create_extractor` understands
+EXTRACTORS = ("regex", "spacy", "spacy:MODEL")
 
 _WORD = re.compile(r"[^\W\d_](?:[^\W_]|['\-](?=[^\W_]))*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
@@ -229,3 +234,15 @@ class SpacyEntityExtractor:
         ]
         kept = [e for e in dict.fromkeys(ordered) if e and e not in _SKIP][: max(0, self.max_entities)]
         return tuple(sorted(kept))
+
+
+def create_extractor(spec: str = "regex", *, max_entities: int = DEFAULT_MAX_ENTITIES) -> EntityExtractor:
+    """``"regex"``: :class:`RegexEntityExtractor`; ``"spacy"`` / ``"spacy:MODEL"``: spaCy's pipeline
+    (default ``en_core_web_sm``), a ``ConfigError`` with an install hint when spaCy or the model is
+    missing."""
+    kind, _, model = spec.strip().partition(":")
+    if kind == "regex" and not model:
+        return RegexEntityExtractor(max_entities)
+    if kind == "spacy":
+        return SpacyEntityExtractor(model or "en_core_web_sm", max_entities=max_entities)
+    raise ConfigError(f"unknown entity extractor {spec!r}", hint=f"choose one of: {', '.join(EXTRACTORS)}")

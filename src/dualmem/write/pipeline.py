@@ -25,7 +25,7 @@ from dualmem.control.questions import Batch
 from dualmem.embed.base import Embedder, Matrix
 from dualmem.errors import ControllerError
 from dualmem.plane.base import Decision, Store
-from dualmem.text.entities import extract_entities
+from dualmem.text.entities import EntityExtractor, create_extractor
 from dualmem.text.temporal import ground
 from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
 from dualmem.write.candidates import Candidate, discover
@@ -61,11 +61,20 @@ class WriteReport:
 class Writer:
     """Turns observations into nodes and edges. Knows only the Store/Embedder/Meter protocols."""
 
-    def __init__(self, store: Store, embedder: Embedder, meter: Meter, profile: WriteProfile) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        meter: Meter,
+        profile: WriteProfile,
+        *,
+        extractor: EntityExtractor | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.meter = meter
         self.profile = profile
+        self.extractor = extractor if extractor is not None else create_extractor(profile.entities)
 
     # -- public ------------------------------------------------------------------------------
     def write(
@@ -154,7 +163,7 @@ class Writer:
             session=obs.session,
             turn_id=obs.turn_id,
             metadata=dict(obs.metadata),
-            entities=extract_entities(obs.content, speaker=obs.speaker),
+            entities=self.extractor.extract(obs.content, speaker=obs.speaker),
             temporal_refs=ground(obs.content, obs.at),
             embedding=vector,  # type: ignore[arg-type]
             status="pending",

@@ -1,0 +1,72 @@
+"""Building and closing the parts a :class:`~dualmem.memory.Memory` opens for itself.
+
+The ownership rule: a memory closes what it created (each part named by a string in ``Memory.open``,
+and the store it opened); a part the caller passed in as an object is the caller's to close. Options
+for named parts come in one typed :class:`OpenOptions`; this module never reads the environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dualmem.errors import ConfigError
+from dualmem.plane._sqlite_conn import Synchronous
+
+__all__ = ["OpenOptions", "build", "close_all"]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenOptions:
+    """Options for the parts ``Memory.open`` builds from names, and for the store it opens.
+
+    ``controller={"base_url": ..., "model": ...}`` goes to ``create_controller(name, **controller)``;
+    likewise ``answerer`` and ``embedder``. ``lock_timeout`` is how long a locked database is waited for;
+    ``synchronous="full"`` makes every SQLite commit survive power loss (``"normal"``: a killed process).
+    """
+
+    embedder: Mapping[str, Any] = field(default_factory=dict)
+    controller: Mapping[str, Any] = field(default_factory=dict)
+    answerer: Mapping[str, Any] = field(default_factory=dict)
+    lock_timeout: float = 5.0
+    synchronous: Synchronous = "normal"
+
+    def __post_init__(self) -> None:
+        for name in ("embedder", "controller", "answerer"):
+            if not isinstance(getattr(self, name), Mapping):
+                raise ConfigError(
+                    f"OpenOptions.{name} must be a mapping of keyword options",
+                    hint=f"e.g. OpenOptions({name}={{'base_url': ..., 'model': ...}})",
+                )
+        timeout = self.lock_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+            raise ConfigError(
+                f"lock_timeout must be a number of seconds >= 0, got {timeout!r}", hint="e.g. 5.0"
+            )
+
+
+def build(
+    part: object, name_factory: Callable[..., Any], options: Mapping[str, Any], *, what: str, owned: list[Any]
+) -> Any:
+    """``part`` itself when it is an object (the caller keeps it), else a new one from its name (ours)."""
+    if not isinstance(part, str):
+        if options:
+            raise ConfigError(
+                f"{what} options were given but the {what} was passed as an object",
+                hint=f"configure that object yourself, or pass the {what} by name",
+            )
+        return part
+    made = name_factory(part, **options)
+    owned.append(made)
+    return made
+
+
+def close_all(parts: Iterable[object]) -> None:
+    """Close every part that has a ``close()``, in reverse order; every one is tried even if one fails."""
+    with contextlib.ExitStack() as stack:
+        for part in parts:
+            close = getattr(part, "close", None)
+            if callable(close):
+                stack.callback(close)

@@ -1,0 +1,69 @@
+"""The builtin decider's weights file at its boundary: a pydantic model of its JSON.
+
+``read_weights`` checks the shape of a weights file (version, known top-level fields, every
+``bias`` and weight a finite number, every Choice with at least one label) and returns the
+validated document as plain JSON, in file order. :class:`dualmem.control.builtin.BuiltinWeights`
+then checks what only it knows (decision families, feature names) and builds its weights.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator
+
+from dualmem._boundary import describe_error
+from dualmem.errors import ConfigError
+
+__all__ = ["WEIGHTS_VERSION", "LinearSpec", "WeightsFile", "read_weights"]
+
+WEIGHTS_VERSION = "1"
+_HINT = "see dualmem/control/builtin_weights.json for the layout"
+
+
+def _finite(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return float(value)
+
+
+Finite = Annotated[float, PlainValidator(_finite)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LinearSpec(_Strict):
+    """``bias + sum(weights[f] * features[f])``."""
+
+    bias: Finite = 0.0
+    weights: dict[str, Finite] = Field(default_factory=dict)
+
+
+class WeightsFile(_Strict):
+    """A whole weights file: Noul decisions and Choice decisions (label -> linear logit) by key."""
+
+    version: Literal["1"]
+    comment: str | None = None
+    decisions: dict[str, LinearSpec] = Field(default_factory=dict)
+    choices: dict[str, Annotated[dict[str, LinearSpec], Field(min_length=1)]] = Field(default_factory=dict)
+
+
+def read_weights(text: str, *, source: str) -> dict[str, Any]:
+    """Parse and validate the JSON ``text`` of a weights file; ``ConfigError`` names the bad field."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"cannot read builtin weights {source}: not JSON (line {exc.lineno}: {exc.msg})", hint=_HINT
+        ) from exc
+    try:
+        model = WeightsFile.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_error(exc)}", hint=_HINT) from exc
+    dumped: dict[str, Any] = model.model_dump(exclude_none=True)
+    return dumped
