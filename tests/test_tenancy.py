@@ -95,22 +95,30 @@ def test_by_id_calls_work_inside_the_tenant(mem: Memory, insider: Tenant) -> Non
 
 
 def test_inspect_and_history_show_only_the_tenant(mem: Memory) -> None:
+    from dualmem.errors import InvalidInput
     from dualmem.types import Edge
 
-    mine = mem.add("Alice walks the dog at noon.", user="alice")
+    mine = mem.add("Alice walks the dog at noon.", user="alice", agent="a1")
+    sibling = mem.add("Alice's other agent walks the dog.", user="alice", agent="a2")
     theirs = mem.add("Bob walks the dog at noon.", user="bob")
-    # an edge into another tenant (a well-formed store never holds one) must not leak through by-id reads
-    mem.store.put_edges([Edge(mine, theirs, "temporal", "superseded_by", 1.0)])
-    assert all(theirs not in (e.source, e.target) for e in mem.inspect(mine, user="alice").edges)
+    # the store refuses an edge or a pair decision between two users outright
     from dualmem.plane import Decision
 
+    with pytest.raises(InvalidInput):
+        mem.store.put_edges([Edge(mine, theirs, "temporal", "superseded_by", 1.0)])
+    with pytest.raises(InvalidInput):
+        mem.store.put_decisions([Decision(mine, "consolidation", "pair_1_x", "x", 0.9, other_id=theirs)])
+    # links into another agent of the same user must not leak through by-id reads scoped to one agent
+    mem.store.put_edges([Edge(mine, sibling, "temporal", "superseded_by", 1.0)])
+    assert all(sibling not in (e.source, e.target) for e in mem.inspect(mine, user="alice", agent="a1").edges)
     mem.store.put_decisions([Decision(mine, "consolidation", "pair_0_x", "consolidate.contradiction", 0.9)])
-    mem.store.put_decisions([Decision(mine, "consolidation", "pair_1_x", "x", 0.9, other_id=theirs)])
-    names = [d.name for d in mem.inspect(mine, user="alice").decisions]
+    mem.store.put_decisions([Decision(mine, "consolidation", "pair_1_x", "x", 0.9, other_id=sibling)])
+    names = [d.name for d in mem.inspect(mine, user="alice", agent="a1").decisions]
     assert "pair_0_x" in names
-    assert "pair_1_x" not in names  # it names Bob's memory
-    assert [n.id for n in mem.history(mine, user="alice")] == [mine]
-    assert mem.forget(mine, user="alice") == 1  # the forget closure stays inside the tenant too
+    assert "pair_1_x" not in names  # it names the other agent's memory
+    assert [n.id for n in mem.history(mine, user="alice", agent="a1")] == [mine]
+    assert mem.forget(mine, user="alice", agent="a1") == 1  # the forget closure stays inside the tenant too
+    assert mem.get(sibling, user="alice", agent="a2").content.startswith("Alice's")
     assert mem.get(theirs, user="bob").content.startswith("Bob")
 
 
@@ -242,22 +250,28 @@ def _random_tenant(rng: random.Random, *, write: bool = False) -> Tenant:
 
 
 def _visible_truth(mem: Memory, t: Tenant) -> set[str]:
-    return {n.id for n in mem.store.iter_nodes(None) if t.covers(n.tenant)}
+    """The ground truth, read with SQL straight from the file (not through the code under test)."""
+    rows = mem.store._conn.execute("SELECT id, user_id, agent_id, run_id FROM nodes").fetchall()  # type: ignore[attr-defined]
+    return {row[0] for row in rows if t.covers(Tenant(row[1], row[2], row[3]))}
 
 
-def _check_no_leak(mem: Memory, t: Tenant, known: list[str], rng: random.Random, tmp: Path) -> int:
-    """Every read surface shows exactly (or only) the memories ``t`` covers. Returns checks made."""
+def _check_no_leak(
+    mem: Memory, t: Tenant, known: list[str], rng: random.Random, tmp: Path, *, export: bool = True
+) -> int:
+    """Every read surface shows exactly (or only) the memories ``t`` covers. Returns the read calls made."""
     scope = mem.scope(t.user, t.agent, t.run)
     truth = _visible_truth(mem, t)
     query = rng.choice(["locker code", "bike colour", "where does she live", "tea or coffee"])
     assert {e.node.id for e in scope.search(query, k=5).evidence} <= truth
     assert {e.node.id for e in scope.answer(query, k=5).evidence} <= truth
     assert scope.stats()["nodes"] == len(truth) == scope.count()
-    out = tmp / "x.jsonl"
-    scope.export_jsonl(out)
-    exported = [json.loads(line) for line in out.read_text().splitlines()[1:]]
-    assert {d["id"] for d in exported if d["kind"] == "node"} == truth
     checks = 4
+    if export:
+        out = tmp / "x.jsonl"
+        scope.export_jsonl(out)
+        exported = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+        assert {d["id"] for d in exported if d["kind"] == "node"} == truth
+        checks += 1
     for node_id in rng.sample(known, min(4, len(known))):
         if node_id in truth:
             assert scope.get(node_id).id == node_id
@@ -269,11 +283,14 @@ def _check_no_leak(mem: Memory, t: Tenant, known: list[str], rng: random.Random,
             for call in (scope.get, scope.inspect, scope.history):
                 with pytest.raises(NotFound):
                     call(node_id)
-        checks += 1
+        checks += 3
     return checks
 
 
 def test_random_operations_never_leak(tmp_path: Path) -> None:
+    """Over 1,000 random operations (writes, corrections, forgets, passes, imports, and reads:
+    search, answer, stats, count, export, get, inspect, history) across 3 users x 3 agents x 3 runs,
+    no read shows a memory its scope does not cover. ``checks`` counts the read calls made."""
     rng = random.Random(20261201)
     prof = Profile.paper().with_(
         write__consolidation="inline", write__consolidate_every=7, controller_cache=64
@@ -289,11 +306,13 @@ def test_random_operations_never_leak(tmp_path: Path) -> None:
     known: list[str] = []
     checks = 0
     with Memory.open(tmp_path / "m.db", embedder=HashingEmbedder(128), controller=ctl, profile=prof) as mem:
-        for step in range(260):
+        for step in range(650):
             op = rng.random()
             t = _random_tenant(rng, write=op < 0.6)
-            if op < 0.45:
+            if op < 0.4:
                 known.append(mem.add(rng.choice(texts).format(n=step), **_kw(t)))
+            elif op < 0.45:
+                known += mem.add_many([rng.choice(texts).format(n=f"{step}.{i}") for i in range(3)], **_kw(t))
             elif op < 0.6 and known:
                 target = rng.choice(known)
                 try:
@@ -308,12 +327,44 @@ def test_random_operations_never_leak(tmp_path: Path) -> None:
                     assert visible
                 except NotFound:
                     assert not visible
-            elif op < 0.75:
+            elif op < 0.73:
                 mem.consolidate(**_kw(t))
+            elif op < 0.76:
+                _import_never_crosses(mem, t, _random_tenant(rng), tmp_path)
+            elif op < 0.92:
+                checks += _check_reads(mem, t, known, rng)
             else:
-                checks += _check_no_leak(mem, t, known, rng, tmp_path)
+                checks += _check_no_leak(mem, t, known, rng, tmp_path, export=rng.random() < 0.3)
         for user in USERS:
             for agent in AGENTS:
                 for run in RUNS:
                     checks += _check_no_leak(mem, Tenant(user, agent, run), known, rng, tmp_path)
-    assert checks > 300
+    assert 650 + checks >= 1300  # operations: the 650 random steps plus the read calls checked
+
+
+def _check_reads(mem: Memory, t: Tenant, known: list[str], rng: random.Random) -> int:
+    """The cheap half of ``_check_no_leak``: search and by-id reads only."""
+    scope = mem.scope(t.user, t.agent, t.run)
+    truth = _visible_truth(mem, t)
+    assert {e.node.id for e in scope.search(rng.choice(["locker code", "bike"]), k=5).evidence} <= truth
+    sample = rng.sample(known, min(3, len(known)))
+    for node_id in sample:
+        if node_id in truth:
+            assert {e.other(node_id) for e in scope.inspect(node_id).edges} <= truth
+        else:
+            with pytest.raises(NotFound):
+                scope.get(node_id)
+    return 1 + len(sample)
+
+
+def _import_never_crosses(mem: Memory, source: Tenant, target: Tenant, tmp: Path) -> None:
+    """An export imported by another scope is refused (another tenant, or ids already stored)."""
+    out = tmp / "move.jsonl"
+    mem.scope(source.user, source.agent, source.run).export_jsonl(out)
+    before = mem.store.count(None)
+    exported = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+    if not any(d["kind"] == "node" for d in exported):
+        return
+    with pytest.raises(InvalidInput):
+        mem.import_jsonl(out, **_kw(target))
+    assert mem.store.count(None) == before

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dualmem.errors import ConfigError
+from dualmem.plane._sqlite_conn import Synchronous
 
 __all__ = ["OpenOptions", "build", "close_all"]
 
@@ -25,12 +26,14 @@ class OpenOptions:
     documented way) or a mapping of keyword options for ``create_controller(name, **controller)``;
     ``answerer`` and ``embedder`` are mappings. ``lock_timeout`` is how long a locked database is
     waited for. Nothing here reads the environment: adapters call ``LLMConfig.from_env()``.
+    ``synchronous="full"`` makes every SQLite commit survive power loss (``"normal"``: a killed process).
     """
 
     embedder: Mapping[str, Any] = field(default_factory=dict)
     controller: Mapping[str, Any] | Any = field(default_factory=dict)
     answerer: Mapping[str, Any] = field(default_factory=dict)
     lock_timeout: float = 5.0
+    synchronous: Synchronous = "normal"
 
     def __post_init__(self) -> None:
         for name in ("embedder", "controller", "answerer"):

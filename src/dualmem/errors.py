@@ -19,6 +19,7 @@ __all__ = [
     "EmbedderMismatch",
     "InvalidInput",
     "NotFound",
+    "ReadOnlyStore",
     "RuntimeFailure",
     "StoreError",
     "TenantRequired",
@@ -68,6 +69,12 @@ class NotFound(UserError):
     """An id that does not exist (or belongs to another tenant)."""
 
     code = "not-found"
+
+
+class ReadOnlyStore(UserError):
+    """A write was attempted on a memory opened read-only (or on a file the process cannot write)."""
+
+    code = "read-only"
 
 
 class ConfigError(UserError):

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
@@ -35,15 +36,18 @@ from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
 from dualmem.scope import Scope
 from dualmem.text.timeparse import TimeInput, parse_time
-from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant
+from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text
 from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
+from dualmem.write.durable import StoreBacklog, WorkQueue
 from dualmem.write.lifecycle import Filter, check_import_tenant, forget_closure, history, select, supersede
-from dualmem.write.pipeline import Writer, WriteReport
+from dualmem.write.pipeline import Writer, WriteReport, natural_key
 
 __all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions"]
 
 log = logging.getLogger("dualmem")
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,16 +107,22 @@ class Memory:
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
+        # the cadence's backlog and the due passes live in the store: no process loses them
         self._periodic = Periodic(
             self._consolidator.run,
             mode=self.profile.write.consolidation,
             every=self.profile.write.consolidate_every,
+            backlog=StoreBacklog(store),
+            queue=WorkQueue(store),
         )
         self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
         self._closed = False
+        self.read_only = bool(getattr(store, "read_only", False))
+        if not self.read_only:
+            self._periodic.resume()  # passes a process that died left queued
 
     @classmethod
-    def open(
+    def open(  # noqa: PLR0913 - keyword-only: the parts by name or object, their options, read-only
         cls,
         path: str | Path = ":memory:",
         *,
@@ -122,6 +132,7 @@ class Memory:
         profile: Profile | str | None = None,
         summarizer: Summarizer | None = None,
         options: OpenOptions | None = None,
+        read_only: bool = False,
     ) -> Memory:
         """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL).
 
@@ -136,7 +147,9 @@ class Memory:
         hint. Periodic consolidation follows ``profile.write.consolidation``
         (``"background"`` by default: passes run on a worker thread and writes never wait;
         ``"inline"``; ``"off"``). ``summarizer`` is the System-Two callable that may write derived
-        nodes for approved merges/promotions.
+        nodes for approved merges/promotions. ``read_only`` opens an existing memory without ever
+        writing it (writes raise ``ReadOnlyStore``); ``options.synchronous="full"`` makes every commit
+        survive power loss.
         """
         opts = options or OpenOptions()
         owned: list[object] = []
@@ -145,7 +158,9 @@ class Memory:
             ctl = build(controller, create_controller, opts.controller, what="controller", owned=owned)
             ans = build(answerer, create_answerer, opts.answerer, what="answerer", owned=owned)
             prof = Profile.named(profile) if isinstance(profile, str) else profile
-            store = open_store(str(path), timeout=opts.lock_timeout)
+            store = open_store(
+                str(path), timeout=opts.lock_timeout, read_only=read_only, synchronous=opts.synchronous
+            )
             owned.append(store)
             mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)
         except BaseException:
@@ -195,10 +210,21 @@ class Memory:
         at: TimeInput = None,
         **provenance: Any,
     ) -> str:
-        """Store one observation; returns its node id. ``provenance``: source, session, turn_id, metadata."""
+        """Store one observation; returns its node id. ``provenance``: source, session, turn_id, metadata,
+        and ``key``, an idempotency key.
+
+        Retrying is safe: an observation with a ``turn_id`` (keyed by agent, run, source, session and
+        turn id) or a caller's ``key`` that is already stored is not written again; its id is returned.
+        The write is one transaction: it is stored whole (edges and decisions too) or not at all.
+        """
         tenant = Tenant(user, agent, run)
+        key = provenance.pop("key", None)
+        if key is not None and (not isinstance(key, str) or not key.strip()):
+            raise InvalidInput("key must be a non-empty string", hint="an idempotency key, e.g. a request id")
+        if key is not None:
+            check_text(key, "key")
         obs = _observation(text, speaker=speaker, at=at, **provenance)
-        return self._add_many(tenant, [obs])[0]
+        return self._add_many(tenant, [obs], keys=[None if key is None else "key:" + key])[0]
 
     def add_many(
         self,
@@ -212,11 +238,13 @@ class Memory:
     ) -> list[str]:
         """Store observations in order, batching embedding and controller work per chunk.
 
-        Every observation is validated before anything is written: one bad item stores nothing.
+        All or nothing: every observation is validated before anything is written, and the whole
+        call is one transaction (a failure stores none of it). Observations with a ``turn_id`` that
+        is already stored are not written again (their stored ids are returned).
         """
         return self._add_many(Tenant(user, agent, run), observations, chunk_size, on_progress)
 
-    def _chunks(self, tenant: Tenant, items: list[Observation], size: int) -> list[list[Observation]]:
+    def _chunks(self, tenant: Tenant, items: list[_T], size: int) -> list[list[_T]]:
         """Chunks of at most ``size``; with inline consolidation they also end where a periodic pass
         is due, so the pass sees the memory as it would after one ``add`` per observation."""
         write = self.profile.write
@@ -224,7 +252,7 @@ class Memory:
         if every <= 0:
             return [items[start : start + size] for start in range(0, len(items), size)]
         room = every - len(self._periodic.cadence.waiting(tenant)) % every
-        out: list[list[Observation]] = []
+        out: list[list[_T]] = []
         start = 0
         while start < len(items):
             take = max(1, min(size, room))
@@ -239,19 +267,40 @@ class Memory:
         observations: Iterable[Observation | str | Mapping[str, Any]],
         chunk_size: int = 256,
         on_progress: Callable[[int, int], None] | None = None,
+        *,
+        keys: Sequence[str | None] | None = None,
+        atomic: bool = True,
     ) -> list[str]:
+        if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+            raise InvalidInput(f"chunk_size must be a positive integer, got {chunk_size!r}")
         items = [_coerce(o) for o in observations]
         self._bind()
-        ids: list[str] = []
-        chunks = self._chunks(tenant, items, chunk_size)
-        for report in self._writer.write_chunks(chunks, tenant):
-            self._warn_pending(report)
-            pending = set(report.pending)
-            self._periodic.wrote(tenant, [i for i in report.ids if i not in pending])
-            ids.extend(report.ids)
-            if on_progress is not None:
-                on_progress(len(ids), len(items))
-        return ids
+        wanted = [
+            given if given is not None else natural_key(obs, tenant)
+            for obs, given in zip(items, keys or [None] * len(items), strict=True)
+        ]
+        # a retry or a resumed ingest: what is stored already is neither embedded nor written again
+        found = self.store.find_keys(tenant.user, {k for k in wanted if k is not None})
+        ids: list[str | None] = [None if k is None else found.get(k) for k in wanted]
+        todo = [i for i, known in enumerate(ids) if known is None]
+        chunks = self._chunks(tenant, todo, chunk_size)
+        reports = self._writer.write_chunks(
+            [[items[i] for i in c] for c in chunks], tenant, [[wanted[i] for i in c] for c in chunks]
+        )
+        due: list[tuple[str, ...]] = []
+        with closing(reports), self.store.transaction() if atomic else nullcontext():
+            for chunk in chunks:
+                with self.store.transaction():  # one chunk: its nodes and the passes they make due
+                    report = next(reports)
+                    skip = set(report.pending) | set(report.existing)
+                    due += self._periodic.record(tenant, [i for i in report.ids if i not in skip])
+                for i, node_id in zip(chunk, report.ids, strict=True):
+                    ids[i] = node_id
+                self._warn_pending(report)
+                if on_progress is not None:
+                    on_progress(sum(1 for i in ids if i is not None), len(items))
+        self._periodic.run_due(tenant, due)  # after the commit: never raises
+        return [i for i in ids if i is not None]
 
     def ingest(
         self,
@@ -262,9 +311,13 @@ class Memory:
         run: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
-        """Load a conversation file (dualmem's JSON format or LoCoMo) and store every turn."""
+        """Load a conversation file (dualmem's JSON format or LoCoMo) and store every turn.
+
+        Resumable: each chunk of 256 turns is one transaction and every turn is keyed by its turn
+        id, so running an interrupted ingest again stores the missing turns and nothing twice.
+        """
         tenant = Tenant(user, agent, run)
-        return self._add_many(tenant, load_observations(Path(path)), on_progress=on_progress)
+        return self._add_many(tenant, load_observations(Path(path)), on_progress=on_progress, atomic=False)
 
     def repair(self, *, user: str, agent: str | None = None, run: str | None = None) -> WriteReport:
         """Complete the controller decisions of the tenant's nodes left ``pending`` by an outage."""
@@ -296,6 +349,7 @@ class Memory:
     def _find(self, node_id: str, tenant: Tenant) -> Node:
         if not isinstance(node_id, str) or not node_id.strip():
             raise InvalidInput(f"a memory id must be a non-empty string, got {node_id!r}")
+        check_text(node_id, "a memory id")
         node = self.store.get_node(node_id, tenant)
         if node is None:
             raise NotFound(f"no memory with id {node_id!r}", hint="ids are only visible to their own tenant")
@@ -373,21 +427,25 @@ class Memory:
 
         The new version keeps the old one's tenant, speaker, provenance and (unless ``at`` is given) time.
         """
-        old = self._find(node_id, Tenant(user, agent, run))
+        tenant = Tenant(user, agent, run)
         self._bind()
-        if old.valid_to is not None:
-            raise InvalidInput(f"memory {node_id!r} was already superseded", hint="update its newest version")
-        obs = _observation(
-            text,
-            speaker=old.speaker,
-            at=at if at is not None else old.at,
-            source=old.source,
-            session=old.session,
-            turn_id=old.turn_id,
-            metadata=dict(old.metadata),
-        )
-        new_id_ = self._writer.write([obs], old.tenant).ids[0]
-        supersede(self.store, old, self._find(new_id_, old.tenant))
+        with self.store.transaction():  # the new version and the supersession commit together
+            old = self._find(node_id, tenant)
+            if old.valid_to is not None:
+                raise InvalidInput(
+                    f"memory {node_id!r} was already superseded", hint="update its newest version"
+                )
+            obs = _observation(
+                text,
+                speaker=old.speaker,
+                at=at if at is not None else old.at,
+                source=old.source,
+                session=old.session,
+                turn_id=old.turn_id,
+                metadata=dict(old.metadata),
+            )
+            new_id_ = self._writer.write([obs], old.tenant).ids[0]
+            supersede(self.store, old, self._find(new_id_, old.tenant))
         self.meter.clear_cache()
         self._retriever.clear_cache()
         return new_id_
@@ -442,8 +500,8 @@ class Memory:
     def _forget_ids(self, ids: list[str], tenant: Tenant) -> int:
         if not ids:
             return 0
-        closure = forget_closure(self.store, ids, tenant)
-        with self.store.transaction():
+        with self.store.transaction():  # the closure is read and deleted in one transaction
+            closure = forget_closure(self.store, ids, tenant)
             removed = self.store.delete_nodes(closure)
         self.meter.clear_cache()
         self._retriever.clear_cache()
@@ -477,6 +535,11 @@ class Memory:
                 lines = fh.read().splitlines()
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"cannot read {path}: it is not UTF-8 text (byte {exc.start})",
+                hint="import a file written by export_jsonl",
+            ) from exc
         check_import_tenant(lines, tenant)
         self._bind()
         return import_lines(self.store, lines, embedder=self.embedder.name, dim=self.embedder.dim)
@@ -522,6 +585,7 @@ def _declared_dim(embedder: Embedder) -> int | None:
 def _check_query(query: object, k: object) -> None:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty", hint="pass a non-blank question")
+    check_text(query, "the query")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise InvalidInput(f"k must be a positive integer, got {k!r}")
 

@@ -40,7 +40,7 @@ class Scope:
         return f"Scope(user={t.user!r}, agent={t.agent!r}, run={t.run!r})"
 
     # -- write -------------------------------------------------------------------------------
-    def add(
+    def add(  # noqa: PLR0913 - keyword-only: the observation's fields and its idempotency key
         self,
         text: str,
         *,
@@ -50,8 +50,9 @@ class Scope:
         session: str | None = None,
         turn_id: str | None = None,
         metadata: Mapping[str, JSONValue] | None = None,
+        key: str | None = None,
     ) -> str:
-        """Store one observation; returns its node id."""
+        """Store one observation; returns its node id (the stored one for a known ``key``/turn)."""
         return self.memory.add(
             text,
             speaker=speaker,
@@ -60,6 +61,7 @@ class Scope:
             session=session,
             turn_id=turn_id,
             metadata=metadata,
+            key=key,
             **self._kw,
         )
 

@@ -7,6 +7,7 @@ as UTC by the constructors in ``dualmem.text.timeparse``).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from dualmem.errors import InvalidInput, TenantRequired
 
 __all__ = [
     "EDGE_LABELS",
+    "MAX_JSON_DEPTH",
     "VIEWS",
     "Edge",
     "Evidence",
@@ -32,6 +34,8 @@ __all__ = [
     "TypeScores",
     "Vector",
     "View",
+    "check_json",
+    "check_text",
     "new_id",
     "utcnow",
 ]
@@ -54,6 +58,48 @@ EDGE_LABELS: Mapping[View, frozenset[str]] = {
 
 Precision = Literal["day", "week", "month", "year"]
 NodeStatus = Literal["complete", "pending"]
+
+
+#: how deeply metadata may nest (JSON encoders and decoders recurse)
+MAX_JSON_DEPTH = 64
+
+
+def check_text(value: str, what: str) -> None:
+    """``InvalidInput`` unless ``value`` is text UTF-8 can store (no lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{what} is not valid Unicode text (a lone surrogate at position {exc.start})",
+            hint="pass text decoded as UTF-8; replace or drop undecodable characters",
+        ) from None
+
+
+def check_json(value: object, what: str) -> None:
+    """``InvalidInput`` unless ``value`` is JSON made of str keys, text, finite numbers, bools,
+    ``None``, lists and mappings, nested at most ``MAX_JSON_DEPTH`` deep. Iterative: no recursion."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidInput(f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, str):
+            check_text(item, what)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidInput(f"{what} holds a number JSON cannot store ({item!r})")
+        elif item is None or isinstance(item, bool | int):
+            continue
+        elif isinstance(item, Mapping):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise InvalidInput(f"{what} has a key that is not a string ({type(key).__name__})")
+                check_text(key, what)
+                stack.append((inner, depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((inner, depth + 1) for inner in item)
+        else:
+            raise InvalidInput(f"{what} holds a {type(item).__name__}, which JSON cannot store")
 
 
 def utcnow() -> dt.datetime:
@@ -85,6 +131,9 @@ class Tenant:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInput(f"{name} must be a non-empty string or None")
+        for value in (self.user, self.agent, self.run):
+            if value is not None:
+                check_text(value, "a tenant id")
 
     def covers(self, other: Tenant) -> bool:
         """True when a read scoped to ``self`` may see a record written as ``other``."""
@@ -154,6 +203,7 @@ class Observation:
             raise InvalidInput(f"content must be a string, not {type(self.content).__name__}")
         if not self.content.strip():
             raise InvalidInput("content is empty", hint="an observation needs some non-blank text")
+        check_text(self.content, "content")
         if self.at is not None:
             if not isinstance(self.at, dt.datetime):
                 raise InvalidInput(f"at must be a datetime, not {type(self.at).__name__}")
@@ -163,8 +213,11 @@ class Observation:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidInput(f"{name} must be a string or None")
+            if value is not None:
+                check_text(value, name)
         if not isinstance(self.metadata, Mapping):
             raise InvalidInput("metadata must be a mapping")
+        check_json(self.metadata, "metadata")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--at", help="when it was observed (ISO-8601, epoch seconds, '8 May 2023'...)")
     p.add_argument("--session")
     p.add_argument("--source")
+    p.add_argument("--turn-id", help="the turn's id: adding the same turn again returns the stored one")
+    p.add_argument("--key", help="an idempotency key: a retried add with the same key stores nothing new")
     p.set_defaults(handler=cmd_add)
 
     p = sub.add_parser(
@@ -146,13 +148,16 @@ def answerer_options(name: str) -> dict[str, Any]:
 def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
     """A memory from the flags; backend settings come from the environment (this adapter only)."""
     path = db or args.db or os.environ.get("DUALMEM_DB") or _default_db()
+    read_only = bool(getattr(args, "read_only", False))
     if path != ":memory:" and "://" not in path:
         path = str(Path(path).expanduser())
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if not read_only:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
     options = OpenOptions(
         controller=controller_options(args),
         answerer=answerer_options(args.answerer),
         lock_timeout=args.lock_timeout,
+        synchronous=getattr(args, "synchronous", "normal"),
     )
     return Memory.open(
         path,
@@ -161,6 +166,7 @@ def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
         answerer=args.answerer,
         profile=args.profile or None,
         options=options,
+        read_only=read_only,
     )
 
 
@@ -200,7 +206,13 @@ def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
         node_id = scope.add(
-            args.text, speaker=args.speaker, at=args.at, session=args.session, source=args.source
+            args.text,
+            speaker=args.speaker,
+            at=args.at,
+            session=args.session,
+            source=args.source,
+            turn_id=args.turn_id,
+            key=args.key,
         )
         return node_json(scope.get(node_id))
 

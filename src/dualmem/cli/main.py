@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from dualmem.cli.check import Outcome
 from dualmem.errors import DualmemError, UserError
 
 __all__ = ["build_parser", "main"]
@@ -34,7 +35,7 @@ def default_db() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dualmem.cli import commands
+    from dualmem.cli import check, commands
     from dualmem.cli import migrate as migrate_command
 
     parser = argparse.ArgumentParser(
@@ -45,7 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", default=None, help="database path (env DUALMEM_DB; default ~/.local/share/dualmem/memory.db)"
     )
     parser.add_argument(
-        "--lock-timeout", type=float, default=5.0, help="seconds to wait for a locked database (default 5)"
+        "--lock-timeout",
+        type=_seconds,
+        default=5.0,
+        help="seconds to wait for a locked database (default 5)",
+    )
+    parser.add_argument(
+        "--read-only", action="store_true", help="open an existing database without ever writing it"
+    )
+    parser.add_argument(
+        "--synchronous",
+        choices=["normal", "full"],
+        default="normal",
+        help="full: every commit survives power loss (slower); normal (default): survives a killed process",
     )
     parser.add_argument("--user", default=None, help="tenant user id (env DUALMEM_USER; default 'local')")
     parser.add_argument("--agent", default=None, help="tenant agent id")
@@ -63,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
+    check.register(sub)
     migrate_command.register(sub)
     from dualmem.cli import keys, mcp, serve
 
@@ -70,6 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     keys.register(sub)
     mcp.register(sub)
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dualmem: interrupted", file=sys.stderr)
         return 130
+    if isinstance(result, Outcome):
+        emit(result.data)
+        return result.code
     if result is not None:
         emit(result)
     return 0

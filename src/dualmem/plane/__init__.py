@@ -6,6 +6,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dualmem.errors import ConfigError
+from dualmem.plane._sqlite_conn import Synchronous
 from dualmem.plane.base import Decision, Store, StoreStats
 from dualmem.plane.memory import InMemoryStore
 from dualmem.plane.sqlite import SQLiteStore
@@ -13,8 +14,14 @@ from dualmem.plane.sqlite import SQLiteStore
 __all__ = ["Decision", "InMemoryStore", "SQLiteStore", "Store", "StoreStats", "open_store"]
 
 
-def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
-    """Open a store from a URL or a path.
+def open_store(
+    url_or_path: str | Path,
+    *,
+    timeout: float = 5.0,
+    read_only: bool = False,
+    synchronous: Synchronous = "normal",
+) -> Store:
+    """Open a store from a URL or a path (``read_only`` and ``synchronous``: see ``SQLiteStore.open``).
 
     ``":memory:"`` -> an ``SQLiteStore`` on a private in-memory database; ``"sqlite:///path"`` or a
     plain path -> an ``SQLiteStore`` on that file; ``"postgresql://..."`` (or ``postgres://``) -> a
@@ -26,6 +33,10 @@ def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
         raise ConfigError("no store given", hint="pass a file path, 'sqlite:///path' or ':memory:'")
     scheme = target.split("://", 1)[0].lower() if "://" in target else ""
     if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
+        if read_only:
+            raise ConfigError(
+                "read_only is a SQLite option", hint="connect to PostgreSQL as a role that may only read"
+            )
         return _open_postgres(target, timeout=timeout)
     if scheme == "sqlite":
         target = target[len("sqlite://") :]  # SQLAlchemy style: sqlite:///rel.db, sqlite:////abs.db
@@ -38,7 +49,7 @@ def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
         raise ConfigError(
             "the sqlite URL has no path", hint="write sqlite:///relative.db or sqlite:////abs.db"
         )
-    return SQLiteStore.open(target, timeout=timeout)
+    return SQLiteStore.open(target, timeout=timeout, read_only=read_only, synchronous=synchronous)
 
 
 def _open_postgres(url: str, *, timeout: float) -> Store:

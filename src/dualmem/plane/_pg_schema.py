@@ -134,7 +134,19 @@ _V1: tuple[str, ...] = (
 )
 
 #: ordered migrations: (version, statements). Append only; never edit a released one.
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1),)
+# v2 (issue 11): idempotency keys of writes, removed with their node
+_V2: tuple[str, ...] = (
+    f"""CREATE TABLE write_keys (
+        user_id {_K} NOT NULL,
+        key text NOT NULL,
+        node_id {_K} NOT NULL,
+        PRIMARY KEY (user_id, key),
+        FOREIGN KEY (user_id, node_id) REFERENCES nodes (user_id, id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX write_keys_node ON write_keys (user_id, node_id)",
+)
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _HNSW_M = 16

@@ -7,7 +7,7 @@ import sqlite3
 from dualmem.errors import ConfigError, DatabaseCorrupt
 from dualmem.types import utcnow
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "check_version", "migrate"]
 
 _V1: tuple[str, ...] = (
     """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
@@ -103,11 +103,36 @@ _V1: tuple[str, ...] = (
     END""",
 )
 
-#: ordered migrations: (version, statements). Append only; never edit a released one.
-#: v2: session order, for ``session_neighbours`` (neighbour context of retrieval)
-_V2: tuple[str, ...] = ("CREATE INDEX nodes_user_session ON nodes (user_id, session, seq)",)
+# v2: the store enforces tenancy (an edge or a pair decision never links two users' nodes) and keeps
+# idempotency keys (a retried write or a re-run ingest finds the node it already stored).
+_SAME_USER = (
+    "(SELECT user_id FROM nodes WHERE id = new.{a}) IS NOT (SELECT user_id FROM nodes WHERE id = new.{b})"
+)
+_V2: tuple[str, ...] = (
+    f"""CREATE TRIGGER edges_same_user_insert BEFORE INSERT ON edges
+        WHEN {_SAME_USER.format(a="source", b="target")}
+        BEGIN SELECT RAISE(ABORT, 'dualmem: an edge cannot link two users'' memories'); END""",
+    f"""CREATE TRIGGER edges_same_user_update BEFORE UPDATE OF source, target ON edges
+        WHEN {_SAME_USER.format(a="source", b="target")}
+        BEGIN SELECT RAISE(ABORT, 'dualmem: an edge cannot link two users'' memories'); END""",
+    f"""CREATE TRIGGER decisions_same_user_insert BEFORE INSERT ON decisions
+        WHEN new.other_id IS NOT NULL AND EXISTS (SELECT 1 FROM nodes WHERE id = new.other_id)
+        AND {_SAME_USER.format(a="node_id", b="other_id")}
+        BEGIN SELECT RAISE(ABORT, 'dualmem: a decision cannot link two users'' memories'); END""",
+    """CREATE TABLE write_keys (
+        user_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        node_id TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+        PRIMARY KEY (user_id, key)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX write_keys_node ON write_keys (node_id)",
+)
 
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2))
+#: v3: session order, for ``session_neighbours`` (neighbour context of retrieval)
+_V3: tuple[str, ...] = ("CREATE INDEX nodes_user_session ON nodes (user_id, session, seq)",)
+
+#: ordered migrations: (version, statements). Append only; never edit a released one.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, _V3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -153,4 +178,17 @@ def migrate(conn: sqlite3.Connection) -> int:
                 conn.execute("ROLLBACK")
             raise
         version = target
+    return version
+
+
+def check_version(conn: sqlite3.Connection) -> int:
+    """For a read-only open: the file's schema version, which must be one this dualmem reads."""
+    version = _current_version(conn)
+    if version == 0:
+        raise ConfigError("the database is empty: there is nothing to read", hint="open it writable once")
+    if version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"the database has schema version {version}; this dualmem knows up to {SCHEMA_VERSION}",
+            hint="upgrade dualmem to open this file",
+        )
     return version

@@ -10,7 +10,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from dualmem.errors import DatabaseCorrupt, DatabaseLocked, StoreError
+from dualmem.errors import (
+    ConfigError,
+    DatabaseCorrupt,
+    DatabaseLocked,
+    DualmemError,
+    InvalidInput,
+    ReadOnlyStore,
+    StoreError,
+)
 from dualmem.plane import _codec as codec
 from dualmem.plane.base import Decision
 from dualmem.types import Edge, JSONValue, Node, Tenant
@@ -21,7 +29,10 @@ __all__ = [
     "EDGE_COLS",
     "NODE_COLS",
     "NODE_FROM",
+    "TRIGGER_PREFIX",
     "chunks",
+    "classify",
+    "decoding",
     "marks",
     "node_row",
     "tenant_sql",
@@ -32,6 +43,8 @@ __all__ = [
 ]
 
 CHUNK = 500
+#: the message prefix of the schema's RAISE() triggers, mapped to ``InvalidInput``
+TRIGGER_PREFIX = "dualmem:"
 NODE_COLS = (
     "n.id, n.user_id, n.agent_id, n.run_id, n.content, n.at, n.speaker, n.source, n.session, "
     "n.turn_id, n.metadata, n.entities, n.temporal_refs, n.types, n.created_at, n.status, "
@@ -42,30 +55,77 @@ EDGE_COLS = "source, target, view, label, weight, created_at, valid_from, valid_
 DEC_COLS = "node_id, purpose, name, key, value, label, backend, latency_ms, other_id, created_at"
 
 
+_CORRUPT_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+_LOCK_CODES = {"SQLITE_BUSY", "SQLITE_LOCKED"}
+
+
+def _code(exc: sqlite3.Error) -> str:
+    """The primary result code's name (``SQLITE_BUSY`` for ``SQLITE_BUSY_SNAPSHOT``), or ``""``."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    parts = name.split("_")
+    return "_".join(parts[:2]) if len(parts) >= 2 else name
+
+
+def classify(what: str, exc: sqlite3.Error) -> DualmemError:
+    """The dualmem error for one sqlite3 error, by result code first and message second."""
+    code, text = _code(exc), str(exc)
+    if code in _CORRUPT_CODES or "malformed" in text or "not a database" in text or "decode to UTF-8" in text:
+        return DatabaseCorrupt(
+            f"{what}: the file is damaged or not a dualmem database ({text})",
+            hint="run 'dualmem check', restore a backup, or point dualmem at another file",
+        )
+    if code in _LOCK_CODES or "database is locked" in text or "database table is locked" in text:
+        return DatabaseLocked(
+            f"{what}: the database is locked by another connection",
+            hint="another process is writing; retry, or raise the timeout",
+        )
+    if code == "SQLITE_READONLY" or "readonly database" in text:
+        return ReadOnlyStore(
+            f"{what}: the database is read-only", hint="open it without read_only, from a writable folder"
+        )
+    if code == "SQLITE_CANTOPEN" or "unable to open" in text:
+        return ConfigError(f"{what}: cannot open the database file ({text})", hint="check the path")
+    if code == "SQLITE_FULL" or "disk is full" in text:
+        return StoreError(f"{what}: the disk is full", hint="free some space and retry")
+    if "no such table" in text or "no such column" in text:
+        return DatabaseCorrupt(f"{what}: the file is not a complete dualmem database ({text})")
+    if code == "SQLITE_CONSTRAINT" and TRIGGER_PREFIX in text:
+        return InvalidInput(f"{what}: {text.split(TRIGGER_PREFIX, 1)[1].strip()}")
+    if isinstance(exc, sqlite3.ProgrammingError):
+        return StoreError(f"{what}: {text}", hint="the store may be closed")
+    if isinstance(exc, sqlite3.OperationalError | sqlite3.IntegrityError):
+        return StoreError(f"{what}: {text}")
+    if isinstance(exc, sqlite3.DatabaseError):  # DataError, InternalError, plain DatabaseError
+        return DatabaseCorrupt(
+            f"{what}: the file is damaged or not a dualmem database ({text})",
+            hint="run 'dualmem check', restore a backup, or point dualmem at another file",
+        )
+    return StoreError(f"{what}: {text}")
+
+
 @contextmanager
 def translated(what: str) -> Iterator[None]:
     """Turn sqlite3 errors into dualmem's store errors (the only place that does)."""
     try:
         yield
-    except sqlite3.OperationalError as exc:
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text = str(exc)
-        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
-            raise DatabaseLocked(
-                f"{what}: the database is locked by another connection",
-                hint="another process is writing; retry, or raise the timeout",
-            ) from exc
-        if "no such table" in text or "no such column" in text:
-            raise DatabaseCorrupt(f"{what}: the file is not a complete dualmem database ({text})") from exc
-        raise StoreError(f"{what}: {text}") from exc
-    except sqlite3.ProgrammingError as exc:
-        raise StoreError(f"{what}: {exc}", hint="the store may be closed") from exc
-    except sqlite3.IntegrityError as exc:
-        raise StoreError(f"{what}: {exc}") from exc
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
+        raise classify(what, exc) from exc
+    except UnicodeEncodeError as exc:  # sqlite3 binds str as UTF-8: a lone surrogate cannot be bound
+        raise InvalidInput(
+            f"{what}: the text is not valid Unicode (a lone surrogate at position {exc.start})",
+            hint="pass text decoded as UTF-8",
+        ) from None
+
+
+@contextmanager
+def decoding(what: str) -> Iterator[None]:
+    """Rows that do not decode (bad JSON, timestamps, ids) mean a damaged file: ``DatabaseCorrupt``."""
+    try:
+        yield
+    except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError, InvalidInput) as exc:
         raise DatabaseCorrupt(
-            f"{what}: the file is damaged or not a dualmem database ({exc})",
-            hint="restore it from a backup or point dualmem at another file",
+            f"{what}: a stored row does not decode ({type(exc).__name__}: {exc})",
+            hint="run 'dualmem check'; restore a backup if it reports damage",
         ) from exc
 
 

@@ -2,17 +2,34 @@
 
 Every implementation passes ``tests/contract/test_store_contract.py``. Backend facts (SQL, files,
 caches) stay inside the backend's module.
+
+Protocol changes (issue 11, trustworthy storage), all additive:
+
+- ``snapshot()``: a read-consistency block. Reads inside see one committed state (SQLite: a read
+  transaction; PostgreSQL: a ``REPEATABLE READ, READ ONLY`` transaction). Multi-statement reads use it.
+- ``put_edges`` / ``put_decisions`` refuse to link two users' nodes (``InvalidInput``); the schema
+  enforces it as well where it can (a trigger or constraint).
+- ``find_keys`` / ``put_keys``: idempotency keys of writes (a caller key, or a natural key built by the
+  write path from tenant, source, session and turn id), removed with their node.
+- ``check(repair=)``: a health report (:class:`dualmem.plane.check.CheckReport`).
+- ``entity_search`` / ``time_search`` break ties by write order (the earlier-written node first),
+  never by id (ids are random), so two builds of the same memory relate it the same way.
+- ``delete_nodes`` erases: once the deleting transaction commits, the deleted text and embeddings are
+  not in the store's files any more as far as the backend can ensure it (docs/storage.md).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dualmem.types import Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View, utcnow
+
+if TYPE_CHECKING:
+    from dualmem.plane.check import CheckReport
 
 __all__ = ["Decision", "Store", "StoreStats"]
 
@@ -53,8 +70,15 @@ class Store(Protocol):
         """All writes inside commit together or not at all. Re-entrant (inner blocks join the outer)."""
         ...
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one consistent committed state. Re-entrant; inside ``transaction`` a no-op."""
+        ...
+
     def bind_embedder(self, name: str, dim: int) -> None:
-        """Record the embedder on first use; raise ``EmbedderMismatch`` if another one built the store."""
+        """Record the embedder on first use; raise ``EmbedderMismatch`` if another one built the store.
+
+        Writes only when nothing is bound yet: opening a bound store takes no write lock.
+        """
         ...
 
     def get_meta(self, key: str) -> JSONValue: ...
@@ -77,7 +101,8 @@ class Store(Protocol):
     def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]: ...
 
     def delete_nodes(self, node_ids: Collection[str]) -> int:
-        """Remove nodes with their edges, entity links, lexical and vector entries and decisions."""
+        """Remove nodes with their edges, entity links, lexical and vector entries, decisions and
+        write keys; the text and embeddings are erased from the store's files (module docstring)."""
         ...
 
     def iter_nodes(self, tenant: Tenant | None = None, *, status: NodeStatus | None = None) -> Iterator[Node]:
@@ -92,7 +117,10 @@ class Store(Protocol):
 
     # -- edges ------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge]) -> None:
-        """Insert edges; an edge with the same (source, target, view, label) is replaced."""
+        """Insert edges; an edge with the same (source, target, view, label) is replaced.
+
+        ``NotFound`` for an unknown end; ``InvalidInput`` for an edge between two users' nodes.
+        """
         ...
 
     def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
@@ -139,3 +167,17 @@ class Store(Protocol):
     def decisions_of(self, node_id: str) -> list[Decision]: ...
 
     def stats(self, tenant: Tenant | None = None) -> StoreStats: ...
+
+    # -- idempotency keys -------------------------------------------------------------------
+    def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
+        """The node id stored under each of ``keys`` of ``user`` (absent keys are left out)."""
+        ...
+
+    def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
+        """Record ``key -> node id`` for nodes of ``user``; ``InvalidInput`` if a key is taken."""
+        ...
+
+    # -- health -----------------------------------------------------------------------------
+    def check(self, *, repair: bool = False) -> CheckReport:
+        """What is damaged or inconsistent; with ``repair``, fix what the store can and re-check."""
+        ...

@@ -23,7 +23,7 @@ from dualmem._boundary import describe_error
 from dualmem.errors import EmbedderMismatch, InvalidInput
 from dualmem.plane._records import DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord
 from dualmem.plane.base import Decision, Store
-from dualmem.types import Edge, Node, Tenant
+from dualmem.types import Edge, Node, Tenant, check_json, check_text
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines"]
 
@@ -84,7 +84,7 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
             continue
         try:
             if kind == "node":
-                nodes.append(_checked(NodeRecord, doc, number).to_node(dim))
+                nodes.append(_valid(_checked(NodeRecord, doc, number).to_node(dim)))
             elif kind == "edge":
                 edges.append(_checked(EdgeRecord, doc, number).to_edge())
             elif kind == "decision":
@@ -108,6 +108,25 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
         store.put_edges(edges)
         store.put_decisions(decisions)
     return ImportReport(len(nodes), len(edges), len(decisions))
+
+
+def _valid(node: Node) -> Node:
+    """What an observation must satisfy holds for an imported node too (text, times, metadata)."""
+    if not node.content.strip():
+        raise InvalidInput("content is empty")
+    for what, text in (("id", node.id), ("content", node.content), *(("entity", e) for e in node.entities)):
+        check_text(text, what)
+    for what, value in (("speaker", node.speaker), ("source", node.source), ("session", node.session)):
+        if value is not None:
+            check_text(value, what)
+    if node.turn_id is not None:
+        check_text(node.turn_id, "turn_id")
+    check_json(node.metadata, "metadata")
+    times = (("at", node.at), ("created_at", node.created_at), ("valid_from", node.valid_from))
+    for what, when in (*times, ("valid_to", node.valid_to)):
+        if when is not None and when.utcoffset() is None:
+            raise InvalidInput(f"{what} has no time zone (write it as ISO 8601 with an offset, e.g. +00:00)")
+    return node
 
 
 def _checked(model: type[_R], doc: dict[str, Any], number: int) -> _R:

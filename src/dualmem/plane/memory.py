@@ -11,7 +11,7 @@ import datetime as dt
 import json
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import cast
@@ -22,6 +22,7 @@ from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
 from dualmem.plane import _codec as codec
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, StoreStats
+from dualmem.plane.check import CheckReport, Problem
 from dualmem.text.lexical import fts5_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -49,6 +50,7 @@ class InMemoryStore:
         self._edges: dict[_EdgeKey, Edge] = {}
         self._decisions: list[Decision] = []
         self._meta: dict[str, str] = {}
+        self._keys: dict[tuple[str, str], str] = {}
         self._lock = threading.RLock()
         self._depth = 0
         self._vectors: dict[str, UserVectors] = {}
@@ -71,16 +73,24 @@ class InMemoryStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self._lock:
-            snapshot = (dict(self._nodes), dict(self._edges), list(self._decisions), dict(self._meta))
+            snapshot = (
+                dict(self._nodes), dict(self._edges), list(self._decisions), dict(self._meta),
+                dict(self._keys),
+            )  # fmt: skip
             self._depth += 1
             try:
                 yield
             except BaseException:
-                self._nodes, self._edges, self._decisions, self._meta = snapshot
+                self._nodes, self._edges, self._decisions, self._meta, self._keys = snapshot
                 self._vectors.clear()
                 raise
             finally:
                 self._depth -= 1
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        with self._lock:
+            yield
 
     def bind_embedder(self, name: str, dim: int) -> None:
         with self._lock:
@@ -197,6 +207,7 @@ class InMemoryStore:
                 key: e for key, e in self._edges.items() if e.source not in gone and e.target not in gone
             }
             self._decisions = [d for d in self._decisions if d.node_id not in gone and d.other_id not in gone]
+            self._keys = {key: node_id for key, node_id in self._keys.items() if node_id not in gone}
             for vectors in self._vectors.values():
                 vectors.remove(gone)
             return len(gone)
@@ -233,6 +244,9 @@ class InMemoryStore:
             missing -= self._nodes.keys()
             if missing:
                 raise NotFound(f"edges refer to unknown nodes: {sorted(missing)[:5]}")
+            for e in edges:
+                if self._nodes[e.source].tenant.user != self._nodes[e.target].tenant.user:
+                    raise InvalidInput(f"an edge cannot link two users' memories: {e.source} -> {e.target}")
             for edge in edges:
                 self._edges[_edge_key(edge)] = edge
 
@@ -301,11 +315,11 @@ class InMemoryStore:
         if not keys or k <= 0:
             return []
         found = []
-        for node in self._covered(tenant):
+        for node in self._covered(tenant):  # in write order: a stable sort keeps ties that way
             shared = len(keys & {codec.entity_key(e) for e in node.entities})
             if shared:
                 found.append((node.id, shared))
-        found.sort(key=lambda item: (-item[1], item[0]))
+        found.sort(key=lambda item: -item[1])
         return found[:k]
 
     def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
@@ -313,7 +327,7 @@ class InMemoryStore:
             return []
         when = codec.epoch(at)
         found = [(n.id, abs(codec.epoch(n.at) - when)) for n in self._covered(tenant) if n.at is not None]
-        found.sort(key=lambda item: (item[1], item[0]))
+        found.sort(key=lambda item: item[1])  # stable: ties stay in write order
         return found[:k]
 
     def session_neighbours(
@@ -350,6 +364,10 @@ class InMemoryStore:
             missing = {d.node_id for d in decisions} - self._nodes.keys()
             if missing:
                 raise NotFound(f"decisions refer to unknown nodes: {sorted(missing)[:5]}")
+            for d in decisions:
+                other = self._nodes.get(d.other_id) if d.other_id is not None else None
+                if other is not None and other.tenant.user != self._nodes[d.node_id].tenant.user:
+                    raise InvalidInput(f"a decision cannot link two users' memories: {d.node_id}")
             self._decisions.extend(decisions)
 
     def decisions_of(self, node_id: str) -> list[Decision]:
@@ -376,4 +394,60 @@ class InMemoryStore:
             entities=len(entities),
             embedder=name if isinstance(name, str) else None,
             dim=dim if isinstance(dim, int) else None,
+        )
+
+    # -- idempotency keys -------------------------------------------------------------------
+    def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
+        with self._lock:
+            return {key: self._keys[(user, key)] for key in keys if (user, key) in self._keys}
+
+    def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
+        with self._lock:
+            wrong = [i for i in keys.values() if i not in self._nodes or self._nodes[i].tenant.user != user]
+            if wrong:
+                raise NotFound(f"write keys refer to nodes {user!r} does not have: {sorted(wrong)[:5]}")
+            taken = self.find_keys(user, keys)
+            if taken:
+                raise InvalidInput(f"write keys already used: {sorted(taken)[:5]}")
+            for key, node_id in keys.items():
+                self._keys[(user, key)] = node_id
+
+    # -- health -----------------------------------------------------------------------------
+    def check(self, *, repair: bool = False) -> CheckReport:
+        """Links and vectors agree with the nodes; ``repair`` drops links to missing nodes."""
+        with self._lock:
+            report = self._check()
+            if not repair or report.healthy:
+                return report
+            self._edges = {
+                k: e for k, e in self._edges.items() if e.source in self._nodes and e.target in self._nodes
+            }
+            self._decisions = [d for d in self._decisions if d.node_id in self._nodes]
+            after = self._check()
+            return CheckReport(
+                after.healthy, after.problems, repaired=("orphan_edges",), before=report.problems
+            )
+
+    def _check(self) -> CheckReport:
+        nodes = self._nodes
+        dims = {int(n.embedding.shape[0]) for n in nodes.values() if n.embedding is not None}
+        orphans = [
+            f"{e.source} -> {e.target}"
+            for e in self._edges.values()
+            if not {e.source, e.target} <= nodes.keys()
+        ]
+        return CheckReport.of(
+            [
+                Problem(
+                    "nodes_without_vector",
+                    sum(1 for n in nodes.values() if n.embedding is None),
+                    repairable=False,
+                ),
+                Problem("vectors_bad_size", len(dims) - 1 if dims else 0, repairable=False),
+                Problem("orphan_edges", len(orphans), tuple(orphans[:5])),
+                Problem("orphan_decisions", sum(1 for d in self._decisions if d.node_id not in nodes)),
+                Problem(
+                    "pending_nodes", sum(1 for n in nodes.values() if n.status == "pending"), repairable=False
+                ),
+            ]
         )

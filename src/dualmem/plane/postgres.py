@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, cast
@@ -28,6 +28,7 @@ from dualmem.plane import _codec as codec
 from dualmem.plane import _pg_sql as sql
 from dualmem.plane._pg_schema import fix_dimension, migrate, vector_dim
 from dualmem.plane.base import Decision, StoreStats
+from dualmem.plane.check import CheckReport, Problem
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["DEFAULT_EXACT_BELOW", "DEFAULT_SCHEMA", "PostgresStore"]
@@ -153,6 +154,22 @@ class PostgresStore:
                         yield
                 finally:
                     self._local.conn = None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A ``REPEATABLE READ, READ ONLY`` transaction pinned to this thread (inside one: nothing)."""
+        pinned: _Conn | None = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield
+            return
+        with sql.translated("read a snapshot"), self._pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield
+            finally:
+                self._local.conn = None
 
     def bind_embedder(self, name: str, dim: int) -> None:
         with self._write("bind the embedder") as conn:
@@ -539,8 +556,8 @@ class PostgresStore:
             "SELECT ne.node_id, count(*) AS shared FROM node_entities ne "
             "JOIN nodes n ON n.user_id = ne.user_id AND n.id = ne.node_id "
             "WHERE ne.user_id = %s AND ne.name = ANY(%s) AND {} "
-            "GROUP BY ne.node_id ORDER BY shared DESC, ne.node_id LIMIT %s"
-        ).format(where)
+            "GROUP BY ne.node_id ORDER BY shared DESC, min(n.seq) LIMIT %s"
+        ).format(where)  # ties: the earlier-written node first (the Store contract)
         with self._conn("entity search") as conn:
             rows = conn.execute(statement, [sql.enc(tenant.user), keys, *params, k]).fetchall()
         return [(cast(str, sql.dec(row[0])), int(row[1])) for row in rows]
@@ -550,14 +567,14 @@ class PostgresStore:
             return []
         when = codec.epoch(at)
         where, params = sql.tenant_sql(tenant)
-        base = "SELECT n.id, n.at_ts FROM nodes n WHERE {} AND n.at_ts IS NOT NULL AND n.at_ts "
-        after = pgsql.SQL(base + ">= %s ORDER BY n.at_ts, n.id LIMIT %s").format(where)
-        before = pgsql.SQL(base + "< %s ORDER BY n.at_ts DESC, n.id LIMIT %s").format(where)
-        with self._conn("time search") as conn:
-            found = [(row[0], row[1] - when) for row in conn.execute(after, [*params, when, k])]
-            found += [(row[0], when - row[1]) for row in conn.execute(before, [*params, when, k])]
-        found.sort(key=lambda item: (item[1], item[0]))
-        return [(cast(str, sql.dec(node_id)), float(delta)) for node_id, delta in found[:k]]
+        base = "SELECT n.id, n.at_ts, n.seq FROM nodes n WHERE {} AND n.at_ts IS NOT NULL AND n.at_ts "
+        after = pgsql.SQL(base + ">= %s ORDER BY n.at_ts, n.seq LIMIT %s").format(where)
+        before = pgsql.SQL(base + "< %s ORDER BY n.at_ts DESC, n.seq LIMIT %s").format(where)
+        with self.snapshot(), self._conn("time search") as conn:
+            found = [(row[0], row[1] - when, row[2]) for row in conn.execute(after, [*params, when, k])]
+            found += [(row[0], when - row[1], row[2]) for row in conn.execute(before, [*params, when, k])]
+        found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
+        return [(cast(str, sql.dec(node_id)), float(delta)) for node_id, delta, _ in found[:k]]
 
     def session_neighbours(
         self, tenant: Tenant, node_ids: Collection[str], window: int
@@ -596,10 +613,16 @@ class PostgresStore:
         if not decisions:
             return
         with self._write("store decisions") as conn:
-            users = self._users_of(conn, {cast(str, sql.enc(d.node_id)) for d in decisions})
+            ids = {cast(str, sql.enc(d.node_id)) for d in decisions}
+            others = {cast(str, sql.enc(d.other_id)) for d in decisions if d.other_id is not None}
+            users = self._users_of(conn, ids | others)
             missing = sorted({d.node_id for d in decisions if sql.enc(d.node_id) not in users})
             if missing:
                 raise NotFound(f"decisions refer to unknown nodes: {missing[:5]}")
+            for d in decisions:
+                other = None if d.other_id is None else users.get(cast(str, sql.enc(d.other_id)))
+                if other is not None and other != users[cast(str, sql.enc(d.node_id))]:
+                    raise InvalidInput(f"a decision cannot link two users' memories: {d.node_id}")
             rows = [
                 (users[cast(str, sql.enc(d.node_id))], sql.enc(d.node_id), sql.enc(d.purpose),
                  sql.enc(d.name), sql.enc(d.key), float(d.value), sql.enc(d.label), sql.enc(d.backend),
@@ -662,4 +685,50 @@ class PostgresStore:
             entities=int(entities),
             embedder=name if isinstance(name, str) else None,
             dim=dim if isinstance(dim, int) else None,
+        )
+
+    # -- idempotency keys -------------------------------------------------------------------
+    def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
+        if not keys:
+            return {}
+        with self._conn("read write keys") as conn:
+            rows = conn.execute(
+                "SELECT key, node_id FROM write_keys WHERE user_id = %s AND key = ANY(%s)",
+                (sql.enc(user), [sql.enc(k) for k in keys]),
+            ).fetchall()
+        return {cast(str, sql.dec(row[0])): cast(str, sql.dec(row[1])) for row in rows}
+
+    def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
+        if not keys:
+            return
+        with self._write("store write keys") as conn:
+            users = self._users_of(conn, {cast(str, sql.enc(i)) for i in keys.values()})
+            wrong = sorted(i for i in keys.values() if users.get(cast(str, sql.enc(i))) != sql.enc(user))
+            if wrong:
+                raise NotFound(f"write keys refer to nodes {user!r} does not have: {wrong[:5]}")
+            taken = self.find_keys(user, keys)
+            if taken:
+                raise InvalidInput(f"write keys already used: {sorted(taken)[:5]}")
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO write_keys (user_id, key, node_id) VALUES (%s, %s, %s)",
+                    [(sql.enc(user), sql.enc(k), sql.enc(i)) for k, i in keys.items()],
+                )
+
+    # -- health -----------------------------------------------------------------------------
+    def check(self, *, repair: bool = False) -> CheckReport:
+        """Pending nodes and nodes without a vector (foreign keys keep every other link whole);
+        nothing here is repairable by the store (``repair`` is accepted and changes nothing)."""
+        del repair
+        with self.snapshot(), self._conn("check the database") as conn:
+            pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()
+            bare = conn.execute(
+                "SELECT count(*) FROM nodes n WHERE NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.user_id = n.user_id AND v.node_id = n.id)"
+            ).fetchone()
+        return CheckReport.of(
+            [
+                Problem("pending_nodes", int(cast(tuple[int], pending)[0]), repairable=False),
+                Problem("nodes_without_vector", int(cast(tuple[int], bare)[0]), repairable=False),
+            ]
         )

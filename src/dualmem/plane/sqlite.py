@@ -1,17 +1,22 @@
 """The embedded default store: one SQLite file (WAL, FTS5 bm25, float32 vector blobs + numpy top-k).
 
 sqlite3 errors are translated at this backend's boundary (``_sqlite_sql.translated``) and nowhere
-else: a held lock -> ``DatabaseLocked``, a damaged or foreign file -> ``DatabaseCorrupt``, anything
-else -> ``StoreError``.
+else: a held lock -> ``DatabaseLocked``, a damaged or foreign file -> ``DatabaseCorrupt``, a write
+to a read-only file -> ``ReadOnlyStore``, anything else -> ``StoreError``. Rows that do not decode
+are damage too (``DatabaseCorrupt``).
+
+Reads that take several statements run inside one read transaction (:meth:`SQLiteStore.snapshot`),
+so a commit by another process between them is either wholly visible or not at all. A transaction
+that deleted rows (a forget) also clears the FTS5 index pages that held them (``optimize``) before
+it commits, and checkpoints and truncates the WAL after: see docs/storage.md for what that erases.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-import threading
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import cast
@@ -19,15 +24,18 @@ from typing import cast
 import numpy as np
 
 from dualmem.errors import (
-    ConfigError,
     DatabaseCorrupt,
     EmbedderMismatch,
     InvalidInput,
     NotFound,
+    ReadOnlyStore,
 )
 from dualmem.plane import _codec as codec
 from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane._sqlite_schema import migrate
+from dualmem.plane import check as checks
+from dualmem.plane._sqlite_conn import Synchronous, connect
+from dualmem.plane._sqlite_schema import check_version, migrate
+from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, StoreStats
 from dualmem.text.lexical import fts_query
@@ -39,36 +47,48 @@ __all__ = ["SQLiteStore"]
 class SQLiteStore:
     """A ``Store`` in one SQLite file. Open with :meth:`SQLiteStore.open`; safe to share across threads."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str, *, read_only: bool = False) -> None:
         self._conn = conn
         self.path = path
-        self._lock = threading.RLock()
-        self._depth = 0
+        self.read_only = read_only
         self._vectors: dict[str, UserVectors] = {}
+        self._tx = Transactions(conn, path, read_only=read_only, on_rollback=self._vectors.clear)
+        self._lock = self._tx.lock
         self._data_version = -1
 
     @classmethod
-    def open(cls, path: str | Path, *, timeout: float = 5.0) -> SQLiteStore:
-        """Open (creating and migrating if needed) the database at ``path`` (``":memory:"`` works)."""
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        timeout: float = 5.0,
+        read_only: bool = False,
+        synchronous: Synchronous = "normal",
+    ) -> SQLiteStore:
+        """Open (creating and migrating if needed) the database at ``path`` (``":memory:"`` works).
+
+        ``read_only=True`` opens an existing file without ever writing it (``mode=ro``; as immutable
+        when its folder cannot be written, e.g. a read-only mount); writes raise ``ReadOnlyStore``.
+        ``synchronous="full"`` syncs every commit to disk (see ``_sqlite_conn``): slower writes, no
+        commit lost on power loss; the default ``"normal"`` loses nothing when a process is killed.
+        """
         target = str(path)
-        if target != ":memory:" and not Path(target).parent.is_dir():
-            raise ConfigError(f"cannot create {target}: its folder does not exist", hint="create it first")
-        with sql.translated(f"open {target}"):
-            conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
+        conn = connect(target, timeout=timeout, read_only=read_only, synchronous=synchronous)
         try:
             with sql.translated(f"open {target}"):
-                conn.execute("PRAGMA foreign_keys = ON")
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-                migrate(conn)
+                if read_only:
+                    check_version(conn)
+                else:
+                    migrate(conn)
         except BaseException:
             conn.close()
             raise
-        return cls(conn, target)
+        return cls(conn, target, read_only=read_only)
 
     # -- lifecycle and metadata -------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
+            self._tx.close()
             self._vectors.clear()
             self._conn.close()
 
@@ -80,47 +100,40 @@ class SQLiteStore:
     ) -> None:
         self.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """``BEGIN IMMEDIATE`` at the outermost level, a SAVEPOINT inside; any exception rolls back."""
-        with self._lock:
-            depth = self._depth
-            savepoint = f"dualmem_sp{depth}"
-            with sql.translated("begin a transaction"):
-                self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
-            self._depth += 1
-            try:
-                yield
-                with sql.translated("commit"):
-                    self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
-            except BaseException:
-                self._rollback(depth, savepoint)
-                raise
-            finally:
-                self._depth = depth
+    def transaction(self) -> AbstractContextManager[None]:
+        """``BEGIN IMMEDIATE`` at the outermost level, a SAVEPOINT inside; any exception rolls back.
 
-    def _rollback(self, depth: int, savepoint: str) -> None:
-        self._vectors.clear()
-        with sql.translated("roll back"):
-            if depth == 0:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-            else:
-                self._conn.execute(f"ROLLBACK TO {savepoint}")
-                self._conn.execute(f"RELEASE {savepoint}")
+        An outermost transaction that deleted text also runs FTS5 ``optimize`` before it commits
+        (the index pages holding deleted terms are rewritten) and truncates the WAL after.
+        """
+        return self._tx.write()
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one consistent state of the database (a read transaction). Re-entrant;
+        inside a write transaction it adds nothing (the transaction already is one)."""
+        return self._tx.read()
 
     def bind_embedder(self, name: str, dim: int) -> None:
-        with self._lock, self.transaction():
+        """Check first; write (``BEGIN IMMEDIATE``) only for a store no embedder has bound yet."""
+        with self._lock:
             bound = self.get_meta("embedder")
-            if bound is None:
-                self.set_meta("embedder", {"name": name, "dim": int(dim)})
+            if bound is not None:
+                codec.check_embedder(bound, name, dim)
                 return
-            codec.check_embedder(bound, name, dim)
+            if self.read_only:  # nothing was ever embedded into it: any embedder reads it
+                return
+            with self.transaction():
+                bound = self.get_meta("embedder")
+                if bound is None:
+                    self.set_meta("embedder", {"name": name, "dim": int(dim)})
+                    return
+                codec.check_embedder(bound, name, dim)
 
     def get_meta(self, key: str) -> JSONValue:
         with self._lock, sql.translated("read meta"):
             row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else codec.load_json(row[0])
+        with sql.decoding(f"read meta {key!r}"):
+            return None if row is None else codec.load_json(row[0])
 
     def set_meta(self, key: str, value: JSONValue) -> None:
         text = codec.dump_json(value)
@@ -198,10 +211,14 @@ class SQLiteStore:
             self._cache_append(nodes, vectors)
 
     def _existing(self, ids: Collection[str]) -> set[str]:
-        found: set[str] = set()
+        return set(self._users(ids))
+
+    def _users(self, ids: Collection[str]) -> dict[str, str]:
+        """The user of each stored node among ``ids``."""
+        found: dict[str, str] = {}
         for chunk in sql.chunks(ids):
-            statement = f"SELECT id FROM nodes WHERE id IN ({sql.marks(len(chunk))})"
-            found.update(row[0] for row in self._conn.execute(statement, chunk))
+            statement = f"SELECT id, user_id FROM nodes WHERE id IN ({sql.marks(len(chunk))})"
+            found.update((row[0], row[1]) for row in self._conn.execute(statement, chunk))
         return found
 
     def update_node(self, node: Node) -> None:
@@ -209,12 +226,14 @@ class SQLiteStore:
         vector = None if node.embedding is None else codec.as_vector(node)
         with self._lock, self.transaction(), sql.translated("update a node"):
             old = self._conn.execute(
-                "SELECT user_id, agent_id, run_id FROM nodes WHERE id = ?", (node.id,)
+                "SELECT user_id, agent_id, run_id, content, speaker FROM nodes WHERE id = ?", (node.id,)
             ).fetchone()
             if old is None:
                 raise NotFound(f"no node {node.id}")
-            if Tenant(*old) != node.tenant:
+            if Tenant(*old[:3]) != node.tenant:
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
+            if (old[3], old[4]) != (node.content, node.speaker):
+                self._tx.erase = True  # the old text's FTS5 terms must not outlive it
             self._conn.execute(
                 "UPDATE nodes SET content = ?, at = ?, at_ts = ?, speaker = ?, source = ?, session = ?, "
                 "turn_id = ?, metadata = ?, entities = ?, temporal_refs = ?, types = ?, status = ?, "
@@ -239,6 +258,7 @@ class SQLiteStore:
                 f"SELECT {sql.NODE_COLS} FROM {sql.NODE_FROM} WHERE n.id = ?", (node_id,)
             )
             found = row.fetchone()
+        with sql.decoding(f"read node {node_id}"):
             node = None if found is None else sql.to_node(found)
         if node is None or (tenant is not None and not tenant.covers(node.tenant)):
             return None
@@ -246,15 +266,18 @@ class SQLiteStore:
 
     def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]:
         found: dict[str, Node] = {}
-        with self._lock, sql.translated("read nodes"):
+        rows: list[tuple[object, ...]] = []
+        with self._lock, self.snapshot(), sql.translated("read nodes"):
             for chunk in sql.chunks(node_ids):
                 statement = (
                     f"SELECT {sql.NODE_COLS} FROM {sql.NODE_FROM} WHERE n.id IN ({sql.marks(len(chunk))})"
                 )
-                for row in self._conn.execute(statement, chunk):
-                    node = sql.to_node(row)
-                    if tenant is None or tenant.covers(node.tenant):
-                        found[node.id] = node
+                rows.extend(self._conn.execute(statement, chunk))
+        with sql.decoding("read nodes"):
+            for row in rows:
+                node = sql.to_node(row)
+                if tenant is None or tenant.covers(node.tenant):
+                    found[node.id] = node
         return {node_id: found[node_id] for node_id in dict.fromkeys(node_ids) if node_id in found}
 
     def delete_nodes(self, node_ids: Collection[str]) -> int:
@@ -266,6 +289,7 @@ class SQLiteStore:
                 cur = self._conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
                 removed += max(cur.rowcount, 0)
             if removed:
+                self._tx.erase = True
                 self._prune_entities()
                 gone = set(node_ids)
                 for vectors in self._vectors.values():
@@ -292,7 +316,7 @@ class SQLiteStore:
 
     def recent_nodes(self, tenant: Tenant, k: int) -> list[Node]:
         where, params = sql.tenant_sql(tenant)
-        with self._lock, sql.translated("list recent nodes"):
+        with self._lock, self.snapshot(), sql.translated("list recent nodes"):
             ids = [
                 row[0]
                 for row in self._conn.execute(
@@ -300,7 +324,7 @@ class SQLiteStore:
                     [*params, max(k, 0)],
                 )
             ]
-        found = self.get_nodes(ids, tenant)
+            found = self.get_nodes(ids, tenant)
         return [found[i] for i in ids if i in found]
 
     def count(self, tenant: Tenant | None = None) -> int:
@@ -320,10 +344,15 @@ class SQLiteStore:
             for e in edges
         ]  # fmt: skip
         with self._lock, self.transaction(), sql.translated("store edges"):
-            ends = {e.source for e in edges} | {e.target for e in edges}
-            missing = ends - self._existing(ends)
+            users = self._users({e.source for e in edges} | {e.target for e in edges})
+            missing = ({e.source for e in edges} | {e.target for e in edges}) - users.keys()
             if missing:
                 raise NotFound(f"edges refer to unknown nodes: {sorted(missing)[:5]}")
+            crossing = [e for e in edges if users[e.source] != users[e.target]]
+            if crossing:
+                raise InvalidInput(
+                    f"an edge cannot link two users' memories: {crossing[0].source} -> {crossing[0].target}"
+                )
             self._conn.executemany(
                 f"INSERT INTO edges ({sql.EDGE_COLS}) VALUES ({sql.marks(8)}) "
                 "ON CONFLICT (source, target, view, label) DO UPDATE SET weight = excluded.weight, "
@@ -339,7 +368,8 @@ class SQLiteStore:
                 (node_id, node_id),
             ).fetchall()
         wanted = set(VIEWS if views is None else views)
-        return [sql.to_edge(row) for row in rows if row[2] in wanted]
+        with sql.decoding(f"read the edges of {node_id}"):
+            return [sql.to_edge(row) for row in rows if row[2] in wanted]
 
     def delete_edges(self, edges: Sequence[Edge]) -> None:
         with self._lock, self.transaction(), sql.translated("delete edges"):
@@ -350,7 +380,8 @@ class SQLiteStore:
 
     # -- indexes ----------------------------------------------------------------------------
     def _fresh(self) -> None:
-        """Drop caches when another connection committed since we last looked."""
+        """Drop caches when another connection committed since we last looked (call in a snapshot)."""
+        self._conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # pins the snapshot first
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
             self._vectors.clear()
@@ -360,21 +391,21 @@ class SQLiteStore:
         cached = self._vectors.get(user)
         if cached is not None:
             return cached
+        # one statement (a join inside the caller's snapshot): vectors and their nodes always agree
         rows = self._conn.execute(
-            "SELECT node_id, dim, blob FROM vectors WHERE user_id = ? ORDER BY rowid", (user,)
+            "SELECT v.node_id, v.dim, v.blob, n.agent_id, n.run_id FROM vectors v "
+            "JOIN nodes n ON n.id = v.node_id WHERE v.user_id = ? ORDER BY v.rowid",
+            (user,),
         ).fetchall()
         if not rows:
             return None
         dim = int(rows[0][1])
-        if any(int(row[1]) != dim for row in rows):
+        if any(int(row[1]) != dim or len(row[2]) != 4 * dim for row in rows):
             raise DatabaseCorrupt(f"user {user!r} has embeddings of several dimensions")
-        scopes = {
-            row[0]: Tenant(user, row[1], row[2])
-            for row in self._conn.execute("SELECT id, agent_id, run_id FROM nodes WHERE user_id = ?", (user,))
-        }
         matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dim)
         vectors = UserVectors(dim)
-        vectors.append([row[0] for row in rows], [scopes[row[0]] for row in rows], matrix)
+        with sql.decoding(f"read the vectors of {user!r}"):
+            vectors.append([row[0] for row in rows], [Tenant(user, row[3], row[4]) for row in rows], matrix)
         self._vectors[user] = vectors
         return vectors
 
@@ -391,7 +422,7 @@ class SQLiteStore:
             )
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        with self._lock, sql.translated("vector search"):
+        with self._lock, self.snapshot(), sql.translated("vector search"):
             self._fresh()
             vectors = self._user_vectors(tenant.user)
             return [] if vectors is None else vectors.search(tenant, query, k)
@@ -419,7 +450,7 @@ class SQLiteStore:
             "SELECT ne.node_id, COUNT(*) AS shared FROM entities e "
             "JOIN node_entities ne ON ne.entity_id = e.id JOIN nodes n ON n.id = ne.node_id "
             f"WHERE e.user_id = ? AND e.name IN ({sql.marks(len(keys))}) AND {where} "
-            "GROUP BY ne.node_id ORDER BY shared DESC, ne.node_id LIMIT ?"
+            "GROUP BY ne.node_id ORDER BY shared DESC, MIN(n.seq) LIMIT ?"
         )
         with self._lock, sql.translated("entity search"):
             rows = self._conn.execute(statement, [tenant.user, *keys, *params, k]).fetchall()
@@ -430,14 +461,14 @@ class SQLiteStore:
             return []
         when = codec.epoch(at)
         where, params = sql.tenant_sql(tenant)
-        base = f"SELECT n.id, n.at_ts FROM nodes n WHERE {where} AND n.at_ts IS NOT NULL AND n.at_ts "
-        with self._lock, sql.translated("time search"):
-            after = self._conn.execute(base + ">= ? ORDER BY n.at_ts, n.id LIMIT ?", [*params, when, k])
-            found = [(row[0], row[1] - when) for row in after]
-            before = self._conn.execute(base + "< ? ORDER BY n.at_ts DESC, n.id LIMIT ?", [*params, when, k])
-            found += [(row[0], when - row[1]) for row in before]
-        found.sort(key=lambda item: (item[1], item[0]))
-        return found[:k]
+        base = f"SELECT n.id, n.at_ts, n.seq FROM nodes n WHERE {where} AND n.at_ts IS NOT NULL AND n.at_ts "
+        with self._lock, self.snapshot(), sql.translated("time search"):
+            after = self._conn.execute(base + ">= ? ORDER BY n.at_ts, n.seq LIMIT ?", [*params, when, k])
+            found = [(row[0], row[1] - when, row[2]) for row in after]
+            before = self._conn.execute(base + "< ? ORDER BY n.at_ts DESC, n.seq LIMIT ?", [*params, when, k])
+            found += [(row[0], when - row[1], row[2]) for row in before]
+        found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
+        return [(node_id, delta) for node_id, delta, _ in found[:k]]
 
     def session_neighbours(
         self, tenant: Tenant, node_ids: Collection[str], window: int
@@ -470,7 +501,8 @@ class SQLiteStore:
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):
             row = self._conn.execute("SELECT entities FROM nodes WHERE id = ?", (node_id,)).fetchone()
-        return () if row is None else tuple(cast(list[str], codec.load_json(row[0])))
+        with sql.decoding(f"read the entities of {node_id}"):
+            return () if row is None else tuple(cast(list[str], codec.load_json(row[0])))
 
     # -- decisions --------------------------------------------------------------------------
     def put_decisions(self, decisions: Sequence[Decision]) -> None:
@@ -483,9 +515,13 @@ class SQLiteStore:
         ]  # fmt: skip
         with self._lock, self.transaction(), sql.translated("store decisions"):
             ids = {d.node_id for d in decisions}
-            missing = ids - self._existing(ids)
+            users = self._users(ids | {d.other_id for d in decisions if d.other_id is not None})
+            missing = ids - users.keys()
             if missing:
                 raise NotFound(f"decisions refer to unknown nodes: {sorted(missing)[:5]}")
+            for d in decisions:
+                if d.other_id in users and users[d.other_id] != users[d.node_id]:
+                    raise InvalidInput(f"a decision cannot link two users' memories: {d.node_id}")
             self._conn.executemany(f"INSERT INTO decisions ({sql.DEC_COLS}) VALUES ({sql.marks(10)})", rows)
 
     def decisions_of(self, node_id: str) -> list[Decision]:
@@ -493,11 +529,12 @@ class SQLiteStore:
             rows = self._conn.execute(
                 f"SELECT {sql.DEC_COLS} FROM decisions WHERE node_id = ? ORDER BY seq", (node_id,)
             ).fetchall()
-        return [sql.to_decision(row) for row in rows]
+        with sql.decoding(f"read the decisions of {node_id}"):
+            return [sql.to_decision(row) for row in rows]
 
     def stats(self, tenant: Tenant | None = None) -> StoreStats:
         where, params = sql.tenant_sql(tenant)
-        with self._lock, sql.translated("read stats"):
+        with self._lock, self.snapshot(), sql.translated("read stats"):
             nodes, pending = self._conn.execute(
                 f"SELECT COUNT(*), COALESCE(SUM(n.status = 'pending'), 0) FROM nodes n WHERE {where}", params
             ).fetchone()
@@ -513,7 +550,7 @@ class SQLiteStore:
                 f"JOIN nodes n ON n.id = ne.node_id WHERE {where}",
                 params,
             ).fetchone()[0]
-        bound = self.get_meta("embedder")
+            bound = self.get_meta("embedder")
         info = bound if isinstance(bound, dict) else {}
         name, dim = info.get("name"), info.get("dim")
         return StoreStats(
@@ -537,3 +574,46 @@ class SQLiteStore:
             rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
         if rows != ["ok"]:
             raise DatabaseCorrupt(f"the database is damaged: {'; '.join(rows[:3])}")
+
+    # -- idempotency keys -------------------------------------------------------------------
+    def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self._lock, self.snapshot(), sql.translated("read write keys"):
+            for chunk in sql.chunks(keys):
+                marks = sql.marks(len(chunk))
+                statement = f"SELECT key, node_id FROM write_keys WHERE user_id = ? AND key IN ({marks})"
+                found.update((row[0], row[1]) for row in self._conn.execute(statement, [user, *chunk]))
+        return found
+
+    def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
+        if not keys:
+            return
+        with self._lock, self.transaction(), sql.translated("store write keys"):
+            users = self._users(set(keys.values()))
+            wrong = [node_id for node_id in keys.values() if users.get(node_id) != user]
+            if wrong:
+                raise NotFound(f"write keys refer to nodes {user!r} does not have: {sorted(wrong)[:5]}")
+            taken = self.find_keys(user, keys)
+            if taken:
+                raise InvalidInput(f"write keys already used: {sorted(taken)[:5]}")
+            self._conn.executemany(
+                "INSERT INTO write_keys (user_id, key, node_id) VALUES (?, ?, ?)",
+                [(user, key, node_id) for key, node_id in keys.items()],
+            )
+
+    # -- health -----------------------------------------------------------------------------
+    def check(self, *, repair: bool = False) -> checks.CheckReport:
+        """Integrity of the file, the FTS5 index, vectors and links (see ``plane.check``)."""
+        with self._lock:
+            if repair and self.read_only:
+                raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
+            report = checks.sqlite_check(self._conn, repair=False)
+            if not repair or report.healthy:
+                return report
+            with self.transaction(), sql.translated("repair the database"):
+                repaired = checks.sqlite_repair(self._conn, report)
+            self._vectors.clear()
+            after = checks.sqlite_check(self._conn, repair=False)
+            return checks.CheckReport(
+                after.healthy, after.problems, repaired=repaired, before=report.problems
+            )

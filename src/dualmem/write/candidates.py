@@ -61,7 +61,8 @@ def discover(
             add(node_id, profile.cand_time * math.exp(-delta_s / 86_400.0))
     if not scores:
         return []
-    top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: profile.k_candidates]
+    # stable: equal scores keep the order the signals found them in (store order), not random ids
+    top = sorted(scores.items(), key=lambda kv: -kv[1])[: profile.k_candidates]
     nodes = store.get_nodes([node_id for node_id, _ in top], tenant)
     own = set(node.entities)
     out: list[Candidate] = []

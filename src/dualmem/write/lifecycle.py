@@ -10,20 +10,39 @@ from dataclasses import dataclass
 
 from dualmem.errors import DualmemError, InvalidInput
 from dualmem.plane.base import Store
-from dualmem.types import Edge, JSONValue, Node, Tenant, utcnow
+from dualmem.text.timeparse import parse_time
+from dualmem.types import Edge, JSONValue, Node, Tenant, check_json, check_text, utcnow
 
 __all__ = ["Filter", "check_import_tenant", "forget_closure", "history", "select", "supersede"]
 
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """Which memories of a tenant to select: every given condition must hold."""
+    """Which memories of a tenant to select: every given condition must hold.
+
+    ``since``/``until`` take whatever ``add(at=...)`` takes (an aware or naive datetime — naive is
+    UTC —, a date, epoch seconds, ISO 8601 or a written date); anything else is ``InvalidInput``.
+    """
 
     speaker: str | None = None
     since: dt.datetime | None = None  # observation time >= since
     until: dt.datetime | None = None  # observation time < until
     metadata: Mapping[str, JSONValue] | None = None  # key == value for every pair
     session: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("since", "until"):
+            object.__setattr__(self, name, parse_time(getattr(self, name)))
+        for name in ("speaker", "session"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f"Filter {name} must be a string, not {type(value).__name__}")
+            if value is not None:
+                check_text(value, f"Filter {name}")
+        if self.metadata is not None:
+            if not isinstance(self.metadata, Mapping):
+                raise InvalidInput("Filter metadata must be a mapping")
+            check_json(self.metadata, "Filter metadata")
 
     def empty(self) -> bool:
         return all(v is None for v in (self.speaker, self.since, self.until, self.metadata, self.session))

@@ -4,12 +4,18 @@ Every valid observation becomes one canonical node; there is no store-or-discard
 write costs at most one typing request and one relation request. When the controller fails the
 node is still stored, with its deterministic edges, and marked ``pending`` for ``repair``; in a
 batch of writes only the nodes whose own requests failed stay pending, the others are completed.
+
+One write is one store transaction: the nodes, their idempotency keys, deterministic and inferred
+edges, decisions and final status commit together or not at all (the controller is asked inside
+it, so a slow remote controller holds the write lock that long; readers are never blocked). An
+observation whose idempotency key is already stored is not written again: its stored id is returned.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -26,7 +32,7 @@ from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
 from dualmem.write.candidates import Candidate, discover
 from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
 
-__all__ = ["WriteReport", "Writer", "embedding_text"]
+__all__ = ["WriteReport", "Writer", "embedding_text", "natural_key"]
 
 
 def _failure(typed: object, related: object) -> ControllerError | None:
@@ -44,12 +50,21 @@ def embedding_text(content: str, speaker: str | None) -> str:
     return f"{speaker}: {content}"
 
 
+def natural_key(obs: Observation, tenant: Tenant) -> str | None:
+    """The idempotency key of a conversation turn: (agent, run, source, session, turn id) within a
+    user; ``None`` for an observation without a turn id."""
+    if obs.turn_id is None:
+        return None
+    return "turn:" + json.dumps([tenant.agent, tenant.run, obs.source, obs.session, obs.turn_id])
+
+
 @dataclass(frozen=True, slots=True)
 class WriteReport:
-    ids: tuple[str, ...]
+    ids: tuple[str, ...]  # one per observation, in order (a stored id for an already-stored key)
     pending: tuple[str, ...]  # nodes stored without their controller decisions
     edges: int
     error: str | None = None  # the controller failure that left nodes pending, if any
+    existing: tuple[str, ...] = ()  # ids returned for keys already stored (nothing was written)
 
 
 class Writer:
@@ -69,17 +84,26 @@ class Writer:
         self.meter = meter
         self.profile = profile
         self.extractor = extractor if extractor is not None else create_extractor(profile.entities)
-        self._last_in_session: dict[tuple[Tenant, str], str] = {}
 
     # -- public ------------------------------------------------------------------------------
-    def write(self, observations: Sequence[Observation], tenant: Tenant) -> WriteReport:
-        """Store ``observations`` (in order) and relate them to the memory."""
+    def write(
+        self, observations: Sequence[Observation], tenant: Tenant, keys: Sequence[str | None] | None = None
+    ) -> WriteReport:
+        """Store ``observations`` (in order) and relate them to the memory, in one transaction.
+
+        ``keys`` (one per observation, ``None`` for none) are idempotency keys.
+        """
         if not observations:
             return WriteReport((), (), 0)
-        return self._write(observations, self._embed(observations), tenant)
+        return self._write(observations, self._embed(observations), tenant, keys)
 
-    def write_chunks(self, chunks: Sequence[Sequence[Observation]], tenant: Tenant) -> Iterator[WriteReport]:
-        """``write`` each chunk in order, embedding the next chunk on a worker thread meanwhile.
+    def write_chunks(
+        self,
+        chunks: Sequence[Sequence[Observation]],
+        tenant: Tenant,
+        keys: Sequence[Sequence[str | None]] | None = None,
+    ) -> Generator[WriteReport, None, None]:
+        """``write`` each chunk in order (one transaction each), embedding the next chunk meanwhile.
 
         The embedder (onnxruntime) releases the GIL, so embedding chunk i+1 overlaps with relating
         chunk i. Chunks are still written strictly in order.
@@ -92,28 +116,54 @@ class Writer:
                 vectors = upcoming.result()
                 if i + 1 < len(chunks):
                     upcoming = pool.submit(self._embed, chunks[i + 1])
-                yield self._write(chunk, vectors, tenant)
+                yield self._write(chunk, vectors, tenant, None if keys is None else keys[i])
 
     def _embed(self, observations: Sequence[Observation]) -> Matrix:
         return self.embedder.embed([embedding_text(o.content, o.speaker) for o in observations])
 
-    def _write(self, observations: Sequence[Observation], vectors: Matrix, tenant: Tenant) -> WriteReport:
-        nodes = [self._node(o, tenant, vectors[i]) for i, o in enumerate(observations)]
-        # each node is stored, then its candidates are found, before the next one is stored: the
-        # searches see exactly what one ``add`` per observation would see (same edges either way)
-        found: list[list[Candidate]] = []
+    def _write(
+        self,
+        observations: Sequence[Observation],
+        vectors: Matrix,
+        tenant: Tenant,
+        keys: Sequence[str | None] | None,
+    ) -> WriteReport:
+        wanted = [None] * len(observations) if keys is None else list(keys)
         with self.store.transaction():
+            stored = self.store.find_keys(tenant.user, {k for k in wanted if k is not None})
+            ids: list[str] = []
+            nodes: list[Node] = []
+            fresh: dict[str, str] = {}
+            for i, obs in enumerate(observations):
+                key = wanted[i]
+                known = None if key is None else stored.get(key, fresh.get(key))
+                if known is not None:
+                    ids.append(known)
+                    continue
+                node = self._node(obs, tenant, vectors[i])
+                nodes.append(node)
+                ids.append(node.id)
+                if key is not None:
+                    fresh[key] = node.id
+            # each node is stored, then its candidates are found, before the next one is stored: the
+            # searches see exactly what one ``add`` per observation would see (same edges either way)
+            found: list[list[Candidate]] = []
             for node in nodes:
                 self.store.put_nodes([node])
                 found.append(discover(self.store, node, profile=self.profile))
-        return self._relate(nodes, found=found)
+            self.store.put_keys(tenant.user, fresh)
+            report = self._relate(nodes, found=found) if nodes else WriteReport((), (), 0)
+        written = {n.id for n in nodes}
+        existing = tuple(i for i in ids if i not in written)
+        return dataclasses.replace(report, ids=tuple(ids), existing=existing)
 
     def repair(self, tenant: Tenant | None) -> WriteReport:
         """Re-run the controller decisions of every ``pending`` node (after an outage)."""
         nodes = list(self.store.iter_nodes(tenant, status="pending"))
         if not nodes:
             return WriteReport((), (), 0)
-        return self._relate(nodes, repairing=True)
+        with self.store.transaction():
+            return self._relate(nodes, repairing=True)
 
     # -- steps -------------------------------------------------------------------------------
     def _node(self, obs: Observation, tenant: Tenant, vector: object) -> Node:
@@ -147,8 +197,7 @@ class Writer:
             previous = None if repairing else self._previous(node)
             edges.extend(deterministic_edges(node, cands, previous))
             plans.append((node, cands))
-        with self.store.transaction():
-            self.store.put_edges(edges)
+        self.store.put_edges(edges)  # in the caller's transaction, with the nodes
         typed = self._typing([n for n, _ in plans])
         related = self._relations(plans)
         failures = [_failure(t, r) for t, r in zip(typed, related, strict=True)]
@@ -158,22 +207,24 @@ class Writer:
             [typed[i] for i in done],  # type: ignore[misc]
             [related[i] for i in done],  # type: ignore[misc]
         )
-        with self.store.transaction():
-            self.store.put_edges(inferred)
-            self.store.put_decisions(decisions)
-            for node in updated:
-                self.store.update_node(node)
+        self.store.put_edges(inferred)
+        self.store.put_decisions(decisions)
+        for node in updated:
+            self.store.update_node(node)
         pending = tuple(batch_ids[i] for i, f in enumerate(failures) if f is not None)
         error = next((f.one_line() for f in failures if f is not None), None)
         return WriteReport(tuple(batch_ids), pending, len(edges) + len(inferred), error)
 
     def _previous(self, node: Node) -> Node | None:
+        """The node written just before ``node`` in its session, by any process (kept in the store)."""
         if node.session is None:
             return None
-        key = (node.tenant, node.session)
-        prev_id = self._last_in_session.get(key)
-        self._last_in_session[key] = node.id
-        if prev_id is None:
+        key = "session-last:" + json.dumps(
+            [node.tenant.user, node.tenant.agent, node.tenant.run, node.session]
+        )
+        prev_id = self.store.get_meta(key)
+        self.store.set_meta(key, node.id)
+        if not isinstance(prev_id, str):
             return None
         return self.store.get_node(prev_id)
 

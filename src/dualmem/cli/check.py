@@ -1,0 +1,69 @@
+"""``dualmem check``: is the database healthy? JSON report on stdout; exit 0 healthy, 1 not.
+
+Opens the store directly (no embedder, no controller). ``--repair`` fixes what the store can (FTS5
+rebuild, links to missing nodes, stray vectors), then completes pending nodes through the write path
+(with ``--embedder`` and ``--controller``), and reports what was found before and after. With the
+global ``--read-only`` nothing is written (the FTS5 check, which needs a writable connection, is skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from dualmem.errors import ConfigError, DatabaseCorrupt
+from dualmem.plane import Store, open_store
+from dualmem.plane.check import CheckReport, Problem
+
+__all__ = ["Outcome", "cmd_check", "register"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A command's JSON result with the exit code it chose (the CLI prints ``data`` and exits ``code``)."""
+
+    data: object
+    code: int
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="check the database: SQLite, FTS5, vectors, links, pending writes")
+    p.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
+    p.set_defaults(handler=cmd_check)
+
+
+def cmd_check(args: argparse.Namespace) -> Outcome:
+    from dualmem.cli.main import default_db
+
+    path = args.db or default_db()
+    if "://" not in path and path != ":memory:" and not Path(path).is_file():
+        raise ConfigError(f"no database at {path}", hint="pass --db PATH or set DUALMEM_DB")
+    try:
+        store = open_store(path, timeout=args.lock_timeout, read_only=args.read_only and not args.repair)
+    except DatabaseCorrupt as exc:
+        report = CheckReport(False, (Problem("open", 1, (exc.one_line(),), repairable=False),))
+        return Outcome({"db": path, **report.to_json()}, 1)
+    try:
+        report = store.check(repair=args.repair)
+        if args.repair and "pending_nodes" in report.kinds():
+            report = _repair_pending(store, args, report)
+    finally:
+        store.close()
+    return Outcome({"db": path, **report.to_json()}, 0 if report.healthy else 1)
+
+
+def _repair_pending(store: Store, args: argparse.Namespace, report: CheckReport) -> CheckReport:
+    """Pending nodes need the embedder and the controller: the write path's ``repair``."""
+    from dualmem.cli.commands import controller_options
+    from dualmem.control import create_controller
+    from dualmem.embed import create_embedder
+    from dualmem.memory import Memory
+
+    controller = create_controller(args.controller, **controller_options(args.controller))
+    memory = Memory(store, create_embedder(args.embedder), controller, answerer=None)
+    memory.repair_all()
+    memory.wait_for_consolidation()
+    after = store.check()
+    before = report.before or report.problems
+    return CheckReport(after.healthy, after.problems, (*report.repaired, "pending_nodes"), before)

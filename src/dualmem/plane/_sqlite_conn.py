@@ -1,0 +1,104 @@
+"""Opening the SQLite file: connection settings, durability, read-only and immutable modes.
+
+Settings applied to every writable connection (they are per connection, so every process sets them):
+
+- ``journal_mode = WAL``: readers never block the writer, the writer never blocks readers.
+- ``synchronous = NORMAL`` (default) or ``FULL``: in WAL mode NORMAL survives a killed process but may
+  lose the last commits on power loss or an OS crash; FULL syncs the WAL on every commit.
+- ``secure_delete = ON``: deleted rows are overwritten with zeros, not left in free pages.
+- ``journal_size_limit``: the WAL is truncated back to this size after a checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+from typing import Literal
+from urllib.parse import quote
+
+from dualmem.errors import ConfigError, DualmemError, ReadOnlyStore
+from dualmem.plane import _sqlite_sql as sql
+
+__all__ = ["JOURNAL_SIZE_LIMIT", "Synchronous", "connect"]
+
+log = logging.getLogger("dualmem")
+
+Synchronous = Literal["normal", "full"]
+#: bytes the WAL keeps after a checkpoint (larger WALs are truncated back to this)
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
+
+
+def _writable(target: str, *, timeout: float, synchronous: Synchronous) -> sqlite3.Connection:
+    if synchronous not in ("normal", "full"):
+        raise ConfigError(f"unknown synchronous setting {synchronous!r}", hint="use 'normal' or 'full'")
+    if target != ":memory:" and not Path(target).parent.is_dir():
+        raise ConfigError(f"cannot create {target}: its folder does not exist", hint="create it first")
+    try:
+        conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise _open_error(target, exc) from exc
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _open_error(target, exc) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open_error(target: str, exc: sqlite3.Error) -> DualmemError:
+    error = sql.classify(f"open {target}", exc)
+    if error.code in ("read-only", "config-error") and Path(target).is_file():
+        return ReadOnlyStore(
+            f"cannot open {target} for writing: the file or its folder is read-only",
+            hint="open it read-only (read_only=True, --read-only) or fix the permissions",
+        )
+    return error
+
+
+def _uri(path: Path, *, immutable: bool) -> str:
+    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def _probe(uri: str, timeout: float) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _read_only(target: str, *, timeout: float) -> sqlite3.Connection:
+    path = Path(target)
+    if target == ":memory:" or not path.is_file():
+        raise ConfigError(f"no database at {target} to open read-only", hint="check the path")
+    try:
+        return _probe(_uri(path, immutable=False), timeout)
+    except sqlite3.OperationalError as exc:
+        # a WAL database whose folder we cannot write (no -shm to create): open it as immutable
+        if sql.classify("open", exc).code not in ("read-only", "config-error", "store-error"):
+            raise sql.classify(f"open {target}", exc) from exc
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        log.warning("%s is read-only and has a WAL; commits not yet checkpointed are not visible", target)
+    with sql.translated(f"open {target} read-only"):
+        return _probe(_uri(path, immutable=True), timeout)
+
+
+def connect(
+    target: str, *, timeout: float, read_only: bool = False, synchronous: Synchronous = "normal"
+) -> sqlite3.Connection:
+    """A connection with dualmem's settings (module docstring); ``read_only`` never writes the file."""
+    if read_only:
+        return _read_only(target, timeout=timeout)
+    return _writable(target, timeout=timeout, synchronous=synchronous)

@@ -1,0 +1,186 @@
+"""Health checks of a store (``dualmem check``): what is damaged or inconsistent, and what repair fixed.
+
+A check reports problems by kind, each with a count, a few details and whether a store-level repair
+can fix it. ``pending`` nodes (written without their controller decisions) are repaired by the
+write path (``Memory.repair``), not here; nodes without an embedding need the embedder too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dualmem.types import JSONValue
+
+__all__ = ["CheckReport", "Problem", "sqlite_check", "sqlite_repair"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One kind of damage: ``count`` instances, the first few described in ``details``."""
+
+    kind: str
+    count: int
+    details: tuple[str, ...] = ()
+    repairable: bool = True
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "kind": self.kind,
+            "count": self.count,
+            "details": list(self.details),
+            "repairable": self.repairable,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """``healthy`` when there is no problem; after a repair, ``before`` holds what was found first."""
+
+    healthy: bool
+    problems: tuple[Problem, ...]
+    repaired: tuple[str, ...] = ()
+    before: tuple[Problem, ...] = ()
+
+    @classmethod
+    def of(cls, problems: list[Problem]) -> CheckReport:
+        found = tuple(p for p in problems if p.count)
+        return cls(not found, found)
+
+    def kinds(self) -> set[str]:
+        return {p.kind for p in self.problems}
+
+    def to_json(self) -> dict[str, JSONValue]:
+        out: dict[str, JSONValue] = {
+            "healthy": self.healthy,
+            "problems": [p.to_json() for p in self.problems],
+        }
+        if self.repaired or self.before:
+            out["repaired"] = list(self.repaired)
+            out["before"] = [p.to_json() for p in self.before]
+        return out
+
+
+#: kind -> (SQL selecting one row per instance with a description, SQL deleting them or None)
+_COUNTED: dict[str, tuple[str, str | None]] = {
+    "vectors_without_node": (
+        "SELECT v.node_id FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = v.node_id)",
+        "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = vectors.node_id)",
+    ),
+    "vectors_wrong_user": (
+        "SELECT v.node_id FROM vectors v JOIN nodes n ON n.id = v.node_id WHERE v.user_id != n.user_id",
+        "UPDATE vectors SET user_id = (SELECT n.user_id FROM nodes n WHERE n.id = vectors.node_id) "
+        "WHERE user_id != (SELECT n.user_id FROM nodes n WHERE n.id = vectors.node_id)",
+    ),
+    "vectors_bad_size": (
+        "SELECT node_id FROM vectors WHERE length(blob) != 4 * dim OR dim != "
+        "(SELECT dim FROM vectors ORDER BY rowid LIMIT 1)",
+        None,
+    ),
+    "nodes_without_vector": (
+        "SELECT n.id FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.node_id = n.id)",
+        None,
+    ),
+    "orphan_edges": (
+        "SELECT e.source || ' -> ' || e.target FROM edges e "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = e.source) "
+        "OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = e.target)",
+        "DELETE FROM edges WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = edges.source) "
+        "OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = edges.target)",
+    ),
+    "cross_user_edges": (
+        "SELECT e.source || ' -> ' || e.target FROM edges e JOIN nodes a ON a.id = e.source "
+        "JOIN nodes b ON b.id = e.target WHERE a.user_id != b.user_id",
+        "DELETE FROM edges WHERE (SELECT user_id FROM nodes WHERE id = edges.source) "
+        "!= (SELECT user_id FROM nodes WHERE id = edges.target)",
+    ),
+    "orphan_entity_links": (
+        "SELECT ne.node_id FROM node_entities ne "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = ne.node_id) "
+        "OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = ne.entity_id)",
+        "DELETE FROM node_entities WHERE NOT EXISTS "
+        "(SELECT 1 FROM nodes n WHERE n.id = node_entities.node_id) "
+        "OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = node_entities.entity_id)",
+    ),
+    "unlinked_entities": (
+        "SELECT e.name FROM entities e WHERE NOT EXISTS "
+        "(SELECT 1 FROM node_entities ne WHERE ne.entity_id = e.id)",
+        "DELETE FROM entities WHERE NOT EXISTS "
+        "(SELECT 1 FROM node_entities ne WHERE ne.entity_id = entities.id)",
+    ),
+    "orphan_decisions": (
+        "SELECT d.node_id FROM decisions d WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = d.node_id) "
+        "OR (d.other_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = d.other_id))",
+        "DELETE FROM decisions WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = decisions.node_id) "
+        "OR (other_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = decisions.other_id))",
+    ),
+    "orphan_write_keys": (
+        "SELECT k.key FROM write_keys k WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = k.node_id)",
+        "DELETE FROM write_keys WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = write_keys.node_id)",
+    ),
+    "pending_nodes": ("SELECT id FROM nodes WHERE status = 'pending'", None),
+}
+_DETAILS = 5
+
+
+def _integrity(conn: sqlite3.Connection) -> Problem:
+    try:
+        rows = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(100)")]
+    except sqlite3.DatabaseError as exc:
+        return Problem("integrity", 1, (str(exc),), repairable=False)
+    if rows == ["ok"]:
+        return Problem("integrity", 0)
+    return Problem("integrity", len(rows), tuple(rows[:_DETAILS]), repairable=True)
+
+
+def _fts(conn: sqlite3.Connection) -> Problem:
+    """FTS5's own check, comparing the index with the ``nodes`` table too (``rank = 1``)."""
+    try:
+        conn.execute("INSERT INTO nodes_fts (nodes_fts, rank) VALUES ('integrity-check', 1)")
+    except sqlite3.OperationalError as exc:
+        if "readonly" in str(exc):
+            return Problem("fts_unchecked", 0)
+        return Problem("fts", 1, (str(exc),))
+    except sqlite3.DatabaseError as exc:
+        return Problem("fts", 1, (str(exc),))
+    return Problem("fts", 0)
+
+
+def _counted(conn: sqlite3.Connection, kind: str) -> Problem:
+    select, fix = _COUNTED[kind]
+    try:
+        rows = [str(row[0]) for row in conn.execute(select)]
+    except sqlite3.DatabaseError as exc:
+        return Problem(kind, 1, (f"could not check: {exc}",), repairable=False)
+    return Problem(kind, len(rows), tuple(rows[:_DETAILS]), repairable=fix is not None)
+
+
+def sqlite_check(conn: sqlite3.Connection, *, repair: bool = False) -> CheckReport:
+    """Every check over one SQLite connection (``repair`` is accepted for symmetry and ignored)."""
+    del repair
+    problems = [_integrity(conn), _fts(conn)]
+    problems += [_counted(conn, kind) for kind in _COUNTED]
+    return CheckReport.of(problems)
+
+
+def sqlite_repair(conn: sqlite3.Connection, report: CheckReport) -> tuple[str, ...]:
+    """Fix what ``report`` found that SQL can fix (call inside a write transaction); kinds repaired."""
+    steps: dict[str, Callable[[], object]] = {
+        "integrity": lambda: conn.execute("REINDEX"),
+        "fts": lambda: conn.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('rebuild')"),
+    }
+    done: list[str] = []
+    for problem in report.problems:
+        fix = _COUNTED.get(problem.kind, ("", None))[1]
+        step = steps.get(problem.kind)
+        if fix is not None:
+            conn.execute(fix)
+        elif step is not None:
+            step()
+        else:
+            continue
+        done.append(problem.kind)
+    if "integrity" in done and "fts" not in done:  # a reindexed file gets a fresh FTS5 index too
+        steps["fts"]()
+    return tuple(done)

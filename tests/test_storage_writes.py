@@ -1,0 +1,288 @@
+"""Findings 3 and 5: one call one transaction, idempotent retries and ingests, durable consolidation
+work, repair equal to a clean build, pending nodes repaired by ``dualmem check --repair``."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dualmem import Memory, Profile
+from dualmem.cli.main import main
+from dualmem.control import create_controller
+from dualmem.control.base import BaseController
+from dualmem.control.questions import Batch, BatchResult
+from dualmem.control.scripted import ScriptedController
+from dualmem.embed import HashingEmbedder
+from dualmem.errors import ControllerError, DatabaseLocked, ReadOnlyStore, UnknownDecision
+from dualmem.plane import SQLiteStore
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Flaky(BaseController):
+    """The builtin controller behind a switch: ``down`` makes every request fail (an outage)."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.inner = create_controller("builtin")
+        self.down = False
+
+    def decide(self, batch: Batch) -> BatchResult:
+        if self.down:
+            raise ControllerError("the controller is down")
+        return self.inner.decide(batch)
+
+
+WORDS = [
+    "tea",
+    "harbor",
+    "bike",
+    "garden",
+    "river",
+    "violin",
+    "market",
+    "lantern",
+    "pebble",
+    "orchard",
+    "meadow",
+    "kettle",
+    "ferry",
+]
+
+
+def conversation(path: Path, turns: int) -> Path:
+    """Distinct times and words per turn: no ties in candidate search, so builds compare exactly."""
+    rng = random.Random(turns)
+    rows = [
+        {
+            "speaker": "Mira" if i % 2 else "Sam",
+            "text": f"turn {i}: " + " ".join(rng.sample(WORDS, 5)),
+            "id": f"t{i}",
+            "at": f"2024-05-14T{10 + i // 60:02d}:{i % 60:02d}:00Z",
+        }
+        for i in range(turns)
+    ]
+    doc = {"id": "c", "sessions": [{"id": "s1", "date": "2024-05-14T10:00:00Z", "turns": rows}]}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def open_mem(db: Path, controller: BaseController | str = "builtin", **changes: object) -> Memory:
+    prof = Profile.named("builtin").with_(**{"write__consolidation": "off", **changes})
+    return Memory.open(db, embedder=HashingEmbedder(64), controller=controller, answerer=None, profile=prof)
+
+
+def graph(db: Path) -> tuple[set[tuple[str, ...]], dict[str, int]]:
+    """Edges as (turn, turn, view, label) and node counts per turn: comparable across builds."""
+    with SQLiteStore.open(db) as store:
+        nodes = {n.id: n for n in store.iter_nodes(None)}
+        turn = {i: str(n.turn_id) for i, n in nodes.items()}
+        edges = {(turn[e.source], turn[e.target], e.view, e.label) for i in nodes for e in store.edges_of(i)}
+        counts: dict[str, int] = {}
+        for n in nodes.values():
+            counts[str(n.turn_id)] = counts.get(str(n.turn_id), 0) + 1
+        assert all(n.status == "complete" for n in nodes.values())
+    return edges, counts
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with open_mem(tmp_path / "m.db") as m:
+        yield m
+
+
+# -- one call, one transaction ---------------------------------------------------------------
+def test_a_failing_write_leaves_nothing(tmp_path: Path) -> None:
+    ctl = ScriptedController({})  # no answers: typing raises UnknownDecision inside the write
+    with open_mem(tmp_path / "m.db", controller=ctl) as m:
+        with pytest.raises(UnknownDecision):
+            m.add("Mira bought a bike.", user="u")
+        with pytest.raises(UnknownDecision):
+            m.add_many([f"note {i}" for i in range(20)], user="u", chunk_size=3)
+        assert m.count(user="u") == 0
+        assert m.store.check().healthy
+
+
+def test_add_many_is_all_or_nothing(mem: Memory) -> None:
+    def stop(done: int, total: int) -> None:
+        if done > 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        mem.add_many([f"note {i}" for i in range(20)], user="u", chunk_size=5, on_progress=stop)
+    assert mem.count(user="u") == 0
+    assert len(mem.add_many([f"note {i}" for i in range(20)], user="u", chunk_size=5)) == 20
+
+
+def test_update_is_one_transaction(tmp_path: Path) -> None:
+    ctl = Flaky()
+    with open_mem(tmp_path / "m.db", controller=ctl) as m:
+        old = m.add("My locker code is 4471.", user="u")
+        blocker = SQLiteStore.open(tmp_path / "m.db", timeout=0.1)
+        m.store._conn.execute("PRAGMA busy_timeout = 100")  # type: ignore[attr-defined]
+        with blocker.transaction(), pytest.raises(DatabaseLocked):
+            m.update(old, "My locker code is 9902.", user="u")
+        blocker.close()
+        assert [n.id for n in m.nodes(user="u")] == [old]
+        assert m.get(old, user="u").valid_to is None
+        new = m.update(old, "My locker code is 9902.", user="u")
+        assert [n.id for n in m.history(new, user="u")] == [old, new]
+
+
+def test_a_controller_outage_stores_pending_nodes_with_their_deterministic_edges(tmp_path: Path) -> None:
+    ctl = Flaky()
+    with open_mem(tmp_path / "m.db", controller=ctl) as m:
+        first = m.add("Mira: I bought a bike.", user="u", session="s", turn_id="1")
+        ctl.down = True
+        second = m.add("Mira: the bike is red.", user="u", session="s", turn_id="2")  # no raise: it is stored
+        assert m.get(second, user="u").status == "pending"
+        assert any(e.source == first and e.label == "before" for e in m.inspect(second, user="u").edges)
+
+
+# -- idempotency -----------------------------------------------------------------------------
+def test_a_retried_add_with_a_key_or_a_turn_id_is_stored_once(mem: Memory) -> None:
+    a = mem.add("Mira bought a bike.", user="u", key="req-1")
+    assert mem.add("Mira bought a bike.", user="u", key="req-1") == a
+    assert mem.add("Mira bought a bike.", user="u", key="req-2") != a
+    t = mem.add("Turn one.", user="u", session="s", turn_id="7")
+    assert mem.add("Turn one.", user="u", session="s", turn_id="7") == t
+    assert mem.add("Turn one.", user="u", session="other", turn_id="7") != t
+    assert mem.add("Turn one.", user="v", session="s", turn_id="7") != t  # keys are per tenant
+    assert mem.count(user="u") == 4
+    ids = mem.add_many([{"text": "x", "turn_id": "9"}, {"text": "x", "turn_id": "9"}], user="u")
+    assert ids[0] == ids[1]
+
+
+def test_an_interrupted_ingest_run_again_stores_each_turn_once(tmp_path: Path) -> None:
+    convo = conversation(tmp_path / "c.json", 300)  # two chunks of 256
+    clean, crashed = tmp_path / "clean.db", tmp_path / "crashed.db"
+    with open_mem(clean) as m:
+        m.ingest(convo, user="u")
+
+    def stop(done: int, total: int) -> None:
+        raise KeyboardInterrupt  # after the first chunk committed
+
+    with open_mem(crashed) as m:
+        with pytest.raises(KeyboardInterrupt):
+            m.ingest(convo, user="u", on_progress=stop)
+        assert m.count(user="u") == 256
+    with open_mem(crashed) as m:
+        assert len(m.ingest(convo, user="u")) == 300
+        assert len(m.ingest(convo, user="u")) == 300  # and once more: nothing new
+        assert m.count(user="u") == 300
+    clean_edges, clean_counts = graph(clean)
+    crashed_edges, crashed_counts = graph(crashed)
+    assert crashed_counts == clean_counts == {f"t{i}": 1 for i in range(300)}
+    assert crashed_edges == clean_edges  # the previous-turn edge across the interruption included
+    assert sum(1 for e in clean_edges if e[3] == "before") >= 299
+
+
+def test_repair_after_an_outage_equals_a_clean_build(tmp_path: Path) -> None:
+    convo = conversation(tmp_path / "c.json", 40)
+    clean, broken = tmp_path / "clean.db", tmp_path / "broken.db"
+    with open_mem(clean) as m:
+        m.ingest(convo, user="u")
+    ctl = Flaky()
+    ctl.down = True
+    with open_mem(broken, controller=ctl) as m:
+        m.ingest(convo, user="u")
+        assert m.stats(user="u")["pending"] == 40
+        ctl.down = False
+        m.repair(user="u")
+    assert graph(broken) == graph(clean)
+
+
+def test_check_repair_completes_pending_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "m.db"
+    ctl = Flaky()
+    ctl.down = True
+    with open_mem(db, controller=ctl) as m:
+        m.add_many(["Mira bought a bike.", "The bike is red."], user="u")
+    argv = ["--db", str(db), "--embedder", "hashing:64"]
+    assert main([*argv, "check"]) == 1
+    assert {p["kind"] for p in json.loads(capsys.readouterr().out)["problems"]} == {"pending_nodes"}
+    assert main([*argv, "check", "--repair"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["healthy"] is True
+    assert "pending_nodes" in out["repaired"]
+
+
+# -- durable consolidation work --------------------------------------------------------------
+def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    cmd = [sys.executable, "-m", "dualmem.cli.main", "--db", str(db), "--embedder", "hashing:64", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=120)
+
+
+def test_twenty_five_cli_adds_consolidate(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    for i in range(25):
+        done = _cli(db, "add", f"Mira note {i}: she likes tea and the harbor")
+        assert done.returncode == 0, done.stderr
+    with SQLiteStore.open(db) as store:
+        purposes = {d.purpose for n in store.iter_nodes(None) for d in store.decisions_of(n.id)}
+        assert "consolidation" in purposes
+        assert store.get_meta("consolidation:queue") == []
+        backlog = store.get_meta('consolidation:backlog:["local", null, null]')
+        assert isinstance(backlog, list)
+        assert len(backlog) == 5
+
+
+_EXIT_WITHOUT_CLOSE = """
+import os, sys
+from dualmem import Memory, Profile
+from dualmem.embed import HashingEmbedder
+prof = Profile.named("builtin").with_(write__consolidation="background", write__consolidate_every=5)
+m = Memory.open(sys.argv[1], embedder=HashingEmbedder(64), answerer=None, profile=prof)
+m._periodic._background._fn = lambda tenant, ids: None  # the worker thread never gets to run a pass
+m.add_many([f"Mira fact {i} about tea" for i in range(15)], user="u")
+os._exit(0)  # no close(): the process ends with three passes queued
+"""
+
+
+def test_a_process_exiting_without_close_loses_no_queued_pass(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    subprocess.run([sys.executable, "-c", _EXIT_WITHOUT_CLOSE, str(db)], check=True, env=env, timeout=120)
+    with SQLiteStore.open(db) as store:
+        queue = store.get_meta("consolidation:queue")
+        assert isinstance(queue, list)
+        assert len(queue) == 3
+    with open_mem(db, write__consolidation="inline", write__consolidate_every=5) as m:  # resumes them
+        assert m.store.get_meta("consolidation:queue") == []
+        decided = {
+            d.node_id
+            for n in m.nodes(user="u")
+            for d in m.store.decisions_of(n.id)
+            if d.purpose == "consolidation"
+        }
+        assert decided
+
+
+# -- read-only -------------------------------------------------------------------------------
+def test_memory_open_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "m.db"
+    with open_mem(db) as m:
+        node = m.add("Mira bought a bike.", user="u")
+    before = db.read_bytes()
+    with Memory.open(db, embedder=HashingEmbedder(64), answerer=None, read_only=True) as m:
+        assert m.get(node, user="u").content == "Mira bought a bike."
+        assert m.search("bike", user="u").evidence
+        with pytest.raises(ReadOnlyStore):
+            m.add("more", user="u")
+        with pytest.raises(ReadOnlyStore):
+            m.forget(node, user="u")
+    assert db.read_bytes() == before
+    argv = ["--db", str(db), "--embedder", "hashing:64", "--user", "u", "--read-only"]
+    assert main([*argv, "search", "bike"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "add", "x"]) == 2
+    assert "read-only" in capsys.readouterr().err
