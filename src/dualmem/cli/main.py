@@ -59,11 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
-    from dualmem.cli import keys, mcp, serve
+    from dualmem.cli import hook, keys, mcp, serve
 
     serve.register(sub)
     keys.register(sub)
     mcp.register(sub)
+    hook.register(sub)
     return parser
 
 
