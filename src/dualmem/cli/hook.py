@@ -3,8 +3,8 @@ command and reads its stdout).
 
 - ``dualmem hook session-start`` prints the memories most worth having at the start of a session:
   what memory holds on the project (the ``--project`` flag, else the last part of the hook input's
-  ``cwd``), the user's preferences and conventions (memories whose preference or procedural type
-  score is high), and the most recent ones.
+  ``cwd`` or of ``$CLAUDE_PROJECT_DIR``), the user's preferences and conventions (memories whose
+  preference or procedural type score is high), and the most recent ones.
 - ``dualmem hook user-prompt`` reads the prompt on stdin (Claude Code sends a JSON object with a
   ``prompt`` field; plain text works too) and prints what memory has on it.
 
@@ -142,7 +142,8 @@ def _user_prompt(args: argparse.Namespace) -> str:
 
 def _session_start(args: argparse.Namespace) -> str:
     given = _stdin()
-    project = args.project or (Path(given.cwd).name if given.cwd else None)
+    where = given.cwd or os.environ.get("CLAUDE_PROJECT_DIR")
+    project = args.project or (Path(where).name if where else None)
     tenant = _tenant(args)
     limit = max(1, args.limit)
     shown: set[str] = set()
