@@ -6,6 +6,8 @@
    ``--clients`` threads for ``--seconds``, each looping add (a new line) or search (a LoCoMo
    question, never its answer), then stops the server with SIGTERM and checks every acknowledged
    write is in the database with its text.
+   Before that, the same add and search run in process one at a time (``in_process_baseline``),
+   so the service's cost can be read as a ratio on a noisy machine.
 3. ``kill``: the same, but the server is ``kill -9``-ed halfway and restarted; requests that fail
    while it is down are counted apart (they were never acknowledged); afterwards every
    acknowledged write must be present.
@@ -194,6 +196,26 @@ def summary(tally: Tally, db: Path, embedder: str) -> dict[str, Any]:
     return out
 
 
+def baseline(db: Path, embedder: str, queries: list[str], n: int = 30) -> dict[str, Any]:
+    """The same operations in process, one at a time, no server: the floor on this machine now."""
+    rng = random.Random(7)
+    with Memory.open(db, embedder=embedder) as mem:
+        scope = mem.scope("baseline")  # another tenant of the same file: clients never see it
+        scope.add_many(f"warm-up {i}" for i in range(3))
+        out: dict[str, Any] = {}
+        for route in ("add", "search"):
+            times = []
+            for i in range(n):
+                started = time.perf_counter()
+                if route == "add":
+                    scope.add(f"baseline note {i}: {rng.choice(queries)}")
+                else:
+                    mem.scope(TENANT).search(rng.choice(queries), k=10)
+                times.append(time.perf_counter() - started)
+            out[route] = {f"p{q}_ms": round(pct(times, q / 100) * 1000, 1) for q in (50, 95)}
+    return out
+
+
 def preload(db: Path, embedder: str, data: Path, conversation: str) -> tuple[int, list[str]]:
     convs = [c for c in load_conversations(data) if c.id == conversation]
     if not convs:
@@ -227,6 +249,7 @@ def main() -> None:
         turns, queries = preload(db, args.embedder, args.data, args.conversation)
         results["preload"] = {"conversation": args.conversation, "turns": turns,
                               "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+        results["in_process_baseline"] = baseline(db, args.embedder, queries)
         keys = KeyStore.open(keys_path_for(str(db)))
         tokens = [keys.create(user=TENANT, label=f"client {n}")[1] for n in range(args.clients)]
         keys.close()

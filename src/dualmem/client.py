@@ -29,6 +29,7 @@ from dualmem.errors import DualmemError, InvalidInput, RuntimeFailure, UserError
 from dualmem.memory import Answer, Inspection
 from dualmem.plane.jsonl import ImportReport
 from dualmem.read.trace import Retrieval
+from dualmem.server import decode as d
 from dualmem.server import schemas as w
 from dualmem.text.timeparse import TimeInput
 from dualmem.types import JSONValue, Node, Observation, Tenant
@@ -210,7 +211,7 @@ class Client:
         return self._json(w.ForgetResponse, "POST", "/v1/forget", json={"all": True}).forgotten
 
     def consolidate(self) -> ConsolidationReport:
-        return w.consolidation_from(self._json(w.ConsolidationOut, "POST", "/v1/consolidate"))
+        return d.consolidation_from(self._json(w.ConsolidationOut, "POST", "/v1/consolidate"))
 
     def import_jsonl(self, path: str | Path) -> ImportReport:
         """Load an export into this key's tenant: all of it, or nothing on any error."""
@@ -219,26 +220,26 @@ class Client:
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
         headers = {"content-type": "application/x-ndjson"}
-        return w.import_from(self._json(w.ImportOut, "POST", "/v1/import", content=content, headers=headers))
+        return d.import_from(self._json(w.ImportOut, "POST", "/v1/import", content=content, headers=headers))
 
     # -- read ---------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10) -> Retrieval:
         body = {"query": query, "k": k, "trace": True}
-        return w.retrieval_from(self._json(w.SearchOut, "POST", "/v1/search", json=body))
+        return d.retrieval_from(self._json(w.SearchOut, "POST", "/v1/search", json=body))
 
     def answer(self, query: str, *, k: int = 10) -> Answer:
         body = {"query": query, "k": k, "trace": True}
-        return w.answer_from(self._json(w.AnswerOut, "POST", "/v1/answer", json=body))
+        return d.answer_from(self._json(w.AnswerOut, "POST", "/v1/answer", json=body))
 
     def get(self, id: str) -> Node:
-        return w.node_from(self._json(w.NodeOut, "GET", f"/v1/memories/{id}"))
+        return d.node_from(self._json(w.NodeOut, "GET", f"/v1/memories/{id}"))
 
     def inspect(self, id: str) -> Inspection:
-        return w.inspection_from(self._json(w.InspectionOut, "GET", f"/v1/memories/{id}/inspect"))
+        return d.inspection_from(self._json(w.InspectionOut, "GET", f"/v1/memories/{id}/inspect"))
 
     def history(self, id: str) -> list[Node]:
         out = self._json(w.HistoryOut, "GET", f"/v1/memories/{id}/history")
-        return [w.node_from(n) for n in out.versions]
+        return [d.node_from(n) for n in out.versions]
 
     def nodes(self) -> Iterator[Node]:
         """Every memory of the tenant, oldest first (fetched page by page)."""
@@ -246,7 +247,7 @@ class Client:
         while True:
             params: dict[str, str | int] = {"limit": 500, **({"cursor": cursor} if cursor else {})}
             page = self._json(w.NodePage, "GET", "/v1/memories", params=params)
-            yield from (w.node_from(n) for n in page.items)
+            yield from (d.node_from(n) for n in page.items)
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor

@@ -35,6 +35,7 @@ def default_db() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from dualmem.cli import commands
+    from dualmem.cli import migrate as migrate_command
 
     parser = argparse.ArgumentParser(
         prog="dualmem",
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
+    migrate_command.register(sub)
     from dualmem.cli import hook, keys, mcp, serve
 
     serve.register(sub)

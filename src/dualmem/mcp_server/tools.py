@@ -166,6 +166,11 @@ def build_mcp(service: Service, *, tenant: Tenant | None = None, http_url: str |
 
 
 def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
+    _register_writes(server, service, call)
+    _register_reads(server, service, call)
+
+
+def _register_writes(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
     @server.tool(annotations=WRITE)
     async def add(
         text: Annotated[str, Field(min_length=1, max_length=20000, description="the statement, verbatim")],
@@ -177,34 +182,6 @@ def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> 
         Call it whenever the user tells you something worth knowing later; include who said it and when."""
         obs = {"text": text, "speaker": speaker, "at": at, "session": session}
         return AddResult(ids=await call(lambda s: service.add(s, [obs])))
-
-    @server.tool(annotations=READ)
-    async def search(query: Query, k: K = 10) -> SearchResult:
-        """Find the memories relevant to a question or topic, best first, with why retrieval stopped.
-        Call it before answering anything that may depend on earlier conversations."""
-        found = await call(lambda s: s.search(query, k=k))
-        t = found.trace
-        service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
-        return SearchResult(
-            evidence=[_evidence(e) for e in found.evidence], stop_reason=t.stop_reason, trace=summary_of(t)
-        )
-
-    @server.tool(annotations=READ)
-    async def answer(query: Query, k: K = 10) -> AnswerResult:
-        """Answer a question from memory only, with the evidence used. ``abstained`` is true when
-        memory has no answer; then tell the user you do not know rather than guess."""
-        ans = await call(lambda s: s.answer(query, k=k))
-        t = ans.trace
-        service.metrics.observe_query("answer", t.stop_reason, t.calls_by_purpose)
-        return AnswerResult(
-            evidence=[_evidence(e) for e in ans.evidence], stop_reason=t.stop_reason, trace=summary_of(t),
-            answer=ans.text, abstained=ans.abstained,
-        )  # fmt: skip
-
-    @server.tool(annotations=READ)
-    async def get(id: ID) -> MemoryItem:
-        """Read one memory by id (from add or search)."""
-        return _item(await call(lambda s: s.get(id)))
 
     @server.tool(annotations=WRITE)
     async def update(id: ID, text: Annotated[str, Field(min_length=1, max_length=20000)]) -> UpdateResult:
@@ -218,11 +195,6 @@ def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> 
 
         out: UpdateResult = await call(run)
         return out
-
-    @server.tool(annotations=READ)
-    async def history(id: ID) -> HistoryResult:
-        """Every version of a memory, oldest first: how a fact changed over time."""
-        return HistoryResult(versions=[_item(n) for n in await call(lambda s: s.history(id))])
 
     @server.tool(annotations=DESTROY)
     async def forget(
@@ -248,6 +220,41 @@ def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> 
         """Link, merge and supersede recent memories now (it also runs by itself in the background).
         Rarely needed: call it after a large batch of adds when you need the links right away."""
         return consolidation_out(await call(lambda s: service.write(s.consolidate)))
+
+
+def _register_reads(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
+    @server.tool(annotations=READ)
+    async def search(query: Query, k: K = 10) -> SearchResult:
+        """Find the memories relevant to a question or topic, best first, with why retrieval stopped.
+        Call it before answering anything that may depend on earlier conversations."""
+        found = await call(lambda s: service.read(lambda: s.search(query, k=k)))
+        t = found.trace
+        service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
+        return SearchResult(
+            evidence=[_evidence(e) for e in found.evidence], stop_reason=t.stop_reason, trace=summary_of(t)
+        )
+
+    @server.tool(annotations=READ)
+    async def answer(query: Query, k: K = 10) -> AnswerResult:
+        """Answer a question from memory only, with the evidence used. ``abstained`` is true when
+        memory has no answer; then tell the user you do not know rather than guess."""
+        ans = await call(lambda s: service.read(lambda: s.answer(query, k=k)))
+        t = ans.trace
+        service.metrics.observe_query("answer", t.stop_reason, t.calls_by_purpose)
+        return AnswerResult(
+            evidence=[_evidence(e) for e in ans.evidence], stop_reason=t.stop_reason, trace=summary_of(t),
+            answer=ans.text, abstained=ans.abstained,
+        )  # fmt: skip
+
+    @server.tool(annotations=READ)
+    async def get(id: ID) -> MemoryItem:
+        """Read one memory by id (from add or search)."""
+        return _item(await call(lambda s: s.get(id)))
+
+    @server.tool(annotations=READ)
+    async def history(id: ID) -> HistoryResult:
+        """Every version of a memory, oldest first: how a fact changed over time."""
+        return HistoryResult(versions=[_item(n) for n in await call(lambda s: s.history(id))])
 
     @server.tool(annotations=READ)
     async def stats() -> StatsResult:

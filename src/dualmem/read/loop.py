@@ -101,6 +101,8 @@ class Retriever:
 
     def _top(self, run: _Run, fused: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
         """The K best: admitted evidence, then scored runners-up, then RRF anchors (K-fill)."""
+        if not self.profile.k_fill:
+            return tuple(scoring.fill_top(list(run.evidence.values()), [], k))
         ranked = scoring.fill_top(list(run.evidence.values()), list(run.runners_up.values()), k)
         more = scoring.anchor_fill(ranked, fused, k)
         if more:

@@ -42,6 +42,7 @@ class ServerSettings:
     consolidate_every: int | None = None  # None: the memory profile's consolidate_every
     consolidate_interval_s: float = 30.0
     lock_wait_s: float = 30.0
+    max_reads: int | None = None  # searches/answers at once; None: the number of cores (at least 2)
 
 
 def create_app(
@@ -64,6 +65,7 @@ def create_app(
     service = Service(
         memory, store, consolidate_every=cfg.consolidate_every,
         consolidate_interval_s=cfg.consolidate_interval_s, lock_wait_s=cfg.lock_wait_s,
+        max_reads=cfg.max_reads,
     )  # fmt: skip
     limiter = RateLimiter(cfg.rate_limit, cfg.burst) if cfg.rate_limit else None
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from dualmem.scope import Scope as TenantScope
 from dualmem.server.keys import ApiKey, KeyStore
@@ -23,6 +23,7 @@ from dualmem.types import Tenant
 __all__ = ["Authenticator", "Principal", "RateLimiter", "admin_principal", "principal", "tenant_scope"]
 
 bearer = HTTPBearer(auto_error=False, description="an API key from `dualmem keys create`")
+api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="the same key, as a header")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +101,14 @@ class Authenticator:
             )  # fmt: skip
 
 
-def _token(request: Request, creds: HTTPAuthorizationCredentials | None) -> str | None:
-    if creds is not None and creds.scheme.lower() == "bearer":
-        return creds.credentials
-    return request.headers.get("x-api-key")
-
-
 def principal(
-    request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    request: Request,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    header_key: Annotated[str | None, Depends(api_key_header)],
 ) -> Principal:
     auth: Authenticator = request.app.state.auth
-    who = auth.authenticate(_token(request, creds))
+    token = creds.credentials if creds is not None and creds.scheme.lower() == "bearer" else header_key
+    who = auth.authenticate(token)
     auth.throttle(who)
     return who
 

@@ -56,18 +56,20 @@ def _service(request: Request) -> Service:
 def search(body: QueryRequest, scope: Scope, request: Request) -> SearchOut:
     """The top-``k`` evidence with a trace summary (stop reason, controller calls, latency);
     ``trace: true`` adds the full trace (routing, budgets, each round's assessment and scored pool)."""
-    found = scope.search(body.query, k=body.k)
+    service = _service(request)
+    found = service.read(lambda: scope.search(body.query, k=body.k))
     t = found.trace
-    _service(request).metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
+    service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
     return search_out(found, with_trace=body.trace)
 
 
 @router.post("/answer", response_model=AnswerOut, responses=errors(502, 504), summary="Retrieve, then answer")
 def answer(body: QueryRequest, scope: Scope, request: Request) -> AnswerOut:
     """System Two answers from the retrieved evidence only; ``abstained`` is true when it had none."""
-    ans = scope.answer(body.query, k=body.k)
+    service = _service(request)
+    ans = service.read(lambda: scope.answer(body.query, k=body.k))
     t = ans.trace
-    _service(request).metrics.observe_query("answer", t.stop_reason, t.calls_by_purpose)
+    service.metrics.observe_query("answer", t.stop_reason, t.calls_by_purpose)
     return answer_out(body.query, ans, with_trace=body.trace)
 
 

@@ -14,6 +14,7 @@ the next start picks it up.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -62,6 +63,7 @@ class Service:
         consolidate_every: int | None = None,
         consolidate_interval_s: float = 30.0,
         lock_wait_s: float = 30.0,
+        max_reads: int | None = None,
     ) -> None:
         self.memory = memory
         self.keys = keys
@@ -71,6 +73,9 @@ class Service:
         self.consolidate_every = max(0, every)
         self.consolidate_interval_s = consolidate_interval_s
         self.lock_wait_s = lock_wait_s
+        # searches are CPU-bound Python: more at once than cores only makes them (and the writer)
+        # fight over the GIL, so at most ``max_reads`` run together and the rest queue
+        self._reads = threading.BoundedSemaphore(max_reads or max(2, os.cpu_count() or 2))
         self._writer = threading.RLock()  # re-entrant: a write may call service.add
         self._queue_lock = threading.Lock()
         self._queue: list[_AddJob] = []
@@ -82,6 +87,11 @@ class Service:
 
     def scope(self, tenant: Tenant) -> Scope:
         return self.memory.scope(tenant.user, tenant.agent, tenant.run)
+
+    def read(self, fn: Callable[[], T]) -> T:
+        """Run a heavy read (search, answer) with at most ``max_reads`` others at once."""
+        with self._reads:
+            return fn()
 
     # -- the one writer -----------------------------------------------------------------------
     def write(self, fn: Callable[[], T]) -> T:
