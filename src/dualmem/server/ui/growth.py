@@ -17,6 +17,9 @@ from dualmem.types import VIEWS, Tenant
 
 __all__ = ["Clock", "Growth", "GrowthPoint", "growth", "plot_growth"]
 
+# the inspector page's colours (static/graph.js)
+VIEW_COLOURS = {"semantic": "#1f77b4", "temporal": "#2ca02c", "causal": "#d62728", "entity": "#9467bd"}
+
 
 @dataclass(frozen=True, slots=True)
 class GrowthPoint:
@@ -46,7 +49,7 @@ Clock = Literal["observed", "written"]
 
 
 def growth(store: Store, tenant: Tenant, *, by: Clock = "observed", buckets: int = 200) -> Growth:
-    """Cumulative counts at up to ``buckets`` evenly spaced times between the first and last event.
+    """Cumulative counts at up to ``buckets`` evenly spaced times from the first event to the last.
 
     ``by="written"`` counts each record when it was stored (``created_at``). ``by="observed"`` puts
     each memory at its observation time (``at``, else when it was written), an edge at the later of
@@ -90,13 +93,13 @@ def _cumulative(events: list[tuple[dt.datetime, str]], buckets: int) -> Growth:
         return Growth(())
     events.sort(key=lambda ev: ev[0])
     first, last = events[0][0], events[-1][0]
-    n = max(1, min(buckets, len(events)))
+    n = max(1, min(buckets - 1, len(events)))  # n + 1 points: the first event's time, then n bucket ends
     step = (last - first) / n if last > first else dt.timedelta(0)
     edges: dict[str, int] = dict.fromkeys(VIEWS, 0)
     nodes = superseded = 0
     points: list[GrowthPoint] = []
     i = 0
-    for b in range(1, n + 1):
+    for b in range(n + 1):
         edge = last if b == n or not step else first + step * b
         while i < len(events) and events[i][0] <= edge:
             kind = events[i][1]
@@ -133,7 +136,7 @@ def plot_growth(
     top.legend(fontsize=8)
     top.grid(alpha=0.3)
     for view in VIEWS:
-        bottom.plot(xs, [p.edges.get(view, 0) for p in data.points], label=view)
+        bottom.plot(xs, [p.edges.get(view, 0) for p in data.points], label=view, color=VIEW_COLOURS[view])
     bottom.set(ylabel="edges", xlabel="observed at" if by == "observed" else "written at")
     bottom.legend(fontsize=8, title="view")
     bottom.grid(alpha=0.3)
