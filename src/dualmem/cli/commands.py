@@ -66,6 +66,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("stats", help="the tenant's counts of nodes, edges by view, entities", parents=tenant)
     p.add_argument("--all-users", action="store_true", help="admin: count every tenant of the database")
+    p.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw memory growth and edges per view")
+    p.add_argument("--by", choices=["observed", "written"], default="observed", help="the plot's time axis")
     p.set_defaults(handler=cmd_stats)
 
     p = sub.add_parser(
@@ -270,7 +272,16 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_stats(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        return mem.stats_all() if args.all_users else scope_of(mem, args).stats()
+        out = dict(mem.stats_all() if args.all_users else scope_of(mem, args).stats())
+        if args.plot is not None:
+            from dualmem.server.ui.growth import growth, plot_growth
+
+            if args.all_users:
+                raise InvalidInput("--plot draws one tenant", hint="drop --all-users")
+            tenant = scope_of(mem, args).tenant
+            data = growth(mem.store, tenant, by=args.by)
+            out["plot"] = str(plot_growth(data, args.plot, title=f"Memory growth: {tenant.user}", by=args.by))
+        return out
 
 
 def cmd_delete(args: argparse.Namespace) -> dict[str, Any]:
@@ -363,6 +374,13 @@ def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
         cv = run_cv(cv_from_args(args), progress=not args.quiet, log=lambda m: print(m, file=sys.stderr))
         return {"report": str(cv.report), "results": str(cv.out_json)}
     config = bench_from_args(args)
+    try:
+        import matplotlib  # noqa: F401  (the plots need it; say so before the long run, not after)
+    except ImportError:
+        print(
+            "dualmem: no PNG plots: matplotlib is not installed (pip install 'dualmem[bench]')",
+            file=sys.stderr,
+        )
     result = run_locomo(config, progress=not args.quiet)
     return {
         "report": str(result.report),

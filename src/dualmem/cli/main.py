@@ -78,11 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands.register(sub)
     check.register(sub)
     migrate_command.register(sub)
-    from dualmem.cli import keys, mcp, serve
+    from dualmem.cli import hook, keys, mcp, serve
 
     serve.register(sub)
     keys.register(sub)
     mcp.register(sub)
+    hook.register(sub)
     return parser
 
 

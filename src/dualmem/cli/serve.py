@@ -83,6 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
 
         from dualmem.server import ServerSettings, create_app
         from dualmem.server.keys import KeyStore
+        from dualmem.server.routes_inspector import inspector_router
     except ImportError as exc:
         raise ConfigError(f"dualmem serve needs the server extra ({exc.name} is missing)",
                           hint="pip install 'dualmem[server]'") from exc  # fmt: skip
@@ -101,12 +102,15 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
     keys = KeyStore.open(keys_file(args), timeout=args.lock_timeout)
     try:
         with open_service_memory(args) as mem:
-            app = create_app(mem, keys=keys, settings=settings)
+            app = create_app(mem, keys=keys, settings=settings, routers=[inspector_router()])
             config = uvicorn.Config(
                 app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30
             )
             auth = "off" if args.no_auth else "on"
-            print(f"dualmem: serving on http://{args.host}:{args.port} (auth {auth})", file=sys.stderr)
+            print(
+                f"dualmem: serving on http://{args.host}:{args.port} (auth {auth}; inspector at /ui)",
+                file=sys.stderr,
+            )
             # uvicorn re-raises SIGTERM after its graceful shutdown; a no-op handler lets us go on to
             # close the memory and the key file, then exit 0
             previous = signal.signal(signal.SIGTERM, lambda *_: None)

@@ -1,0 +1,263 @@
+"""``dualmem hook``: memory as context for coding agents (Claude Code hooks, or any agent that runs a
+command and reads its stdout).
+
+- ``dualmem hook session-start`` prints the memories most worth having at the start of a session:
+  what memory holds on the project (the ``--project`` flag, else the last part of the hook input's
+  ``cwd`` or of ``$CLAUDE_PROJECT_DIR``), the user's preferences and conventions (memories whose
+  preference or procedural type score is high), and the most recent ones.
+- ``dualmem hook user-prompt`` reads the prompt on stdin (Claude Code sends a JSON object with a
+  ``prompt`` field; plain text works too) and prints what memory has on it.
+
+Both are read-only, fast and silent on failure: whatever goes wrong (no database yet, a locked
+file, bad input), they exit 0 with nothing on stdout, and say why on stderr only with ``--verbose``.
+By default they search without the embedder (full-text and entity indexes, fused by reciprocal
+rank), which keeps them well under the agent's patience; ``--full`` runs dualmem's adaptive search
+instead (the embedder and the System-One controller; slower to start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dualmem.errors import InvalidInput, NotFound
+from dualmem.plane.base import Store
+from dualmem.types import Node, Tenant
+
+__all__ = ["HookInput", "read_input", "register"]
+
+MAX_LINE = 280
+MAX_INPUT = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class HookInput:
+    """What the agent sent: the prompt (user-prompt) and the working directory, when given."""
+
+    prompt: str | None = None
+    cwd: str | None = None
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from dualmem.cli.commands import tenant_options
+
+    p = sub.add_parser("hook", help="context for coding agents (Claude Code hooks); silent on failure")
+    events = p.add_subparsers(dest="event", required=True, metavar="EVENT")
+    start = events.add_parser(
+        "session-start",
+        help="print the memories worth having at a session's start",
+        parents=[tenant_options()],
+    )
+    start.add_argument("--project", help="project name (default: the last part of the input's cwd)")
+    start.set_defaults(handler=cmd_session_start)
+    prompt = events.add_parser(
+        "user-prompt",
+        help="read the prompt on stdin, print what memory has on it",
+        parents=[tenant_options()],
+    )
+    prompt.add_argument("--prompt", dest="prompt_text", help="the prompt (default: read stdin)")
+    prompt.set_defaults(handler=cmd_user_prompt)
+    for q in (start, prompt):
+        q.add_argument("--limit", type=int, default=8, help="memories to print at most (default 8)")
+        q.add_argument("--full", action="store_true", help="adaptive search with the embedder (slower start)")
+        q.add_argument("--verbose", dest="hook_verbose", action="store_true", help="say why on stderr")
+
+
+def read_input(raw: str) -> HookInput:
+    """A Claude Code hook object (``prompt``, ``cwd``) or plain text (the prompt)."""
+    text = raw.strip()
+    if not text:
+        return HookInput()
+    if text.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            prompt, cwd = doc.get("prompt"), doc.get("cwd")
+            return HookInput(
+                prompt if isinstance(prompt, str) and prompt.strip() else None,
+                cwd if isinstance(cwd, str) and cwd else None,
+            )
+    return HookInput(prompt=text)
+
+
+def _stdin() -> HookInput:
+    if sys.stdin is None or sys.stdin.isatty():
+        return HookInput()
+    return read_input(sys.stdin.read(MAX_INPUT))
+
+
+# -- the two events --------------------------------------------------------------------------
+def cmd_session_start(args: argparse.Namespace) -> None:
+    _quietly(args, _session_start)
+
+
+def cmd_user_prompt(args: argparse.Namespace) -> None:
+    _quietly(args, _user_prompt)
+
+
+def _quietly(args: argparse.Namespace, fn: Callable[[argparse.Namespace], str]) -> None:
+    """Run ``fn`` and print its text; on any failure print nothing and exit 0 (``--verbose``: why)."""
+    verbose = bool(args.hook_verbose)
+    logger = logging.getLogger("dualmem")
+    level = logger.level
+    if not verbose:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            if not verbose:
+                warnings.simplefilter("ignore")
+            text = fn(args)
+    # a hook must never break the agent that runs it: every failure ends here, silently
+    except Exception as exc:
+        if verbose:
+            print(f"dualmem hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return
+    finally:
+        logger.setLevel(level)
+    if text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+
+
+def _user_prompt(args: argparse.Namespace) -> str:
+    prompt = args.prompt_text or _stdin().prompt
+    if not prompt or not prompt.strip():
+        raise InvalidInput("no prompt on stdin")
+    tenant = _tenant(args)
+    found = _search(args, tenant, prompt, args.limit)
+    if not found:
+        return ""
+    return _render("dualmem: memories related to this prompt", [("", found)])
+
+
+def _session_start(args: argparse.Namespace) -> str:
+    given = _stdin()
+    where = given.cwd or os.environ.get("CLAUDE_PROJECT_DIR")
+    project = args.project or (Path(where).name if where else None)
+    tenant = _tenant(args)
+    limit = max(1, args.limit)
+    shown: set[str] = set()
+    sections: list[tuple[str, list[Node]]] = []
+    if project:
+        about = _search(args, tenant, project, max(1, limit // 2))
+        sections.append((f"On {project}", about))
+        shown |= {n.id for n in about}
+    with _open_store(args) as store:
+        recent = [n for n in store.recent_nodes(tenant, 300) if n.valid_to is None and n.status == "complete"]
+    habits = sorted(
+        (n for n in recent if n.id not in shown and _habit(n) >= 0.5),
+        key=lambda n: -_habit(n),
+    )[: max(1, limit // 2)]
+    sections.append(("Preferences and conventions", habits))
+    shown |= {n.id for n in habits}
+    room = max(2, limit - len(shown))
+    sections.append(("Recent", [n for n in recent if n.id not in shown][:room]))
+    if not any(nodes for _, nodes in sections):
+        return ""
+    who = f"user {tenant.user}" + (f", project {project}" if project else "")
+    return _render(f"dualmem: what memory holds for {who}", sections)
+
+
+# -- retrieval -------------------------------------------------------------------------------
+def _habit(n: Node) -> float:
+    return max(n.types.preference, n.types.procedural) if n.types else 0.0
+
+
+def _tenant(args: argparse.Namespace) -> Tenant:
+    from dualmem.cli.commands import tenant_user
+
+    return Tenant(tenant_user(args), args.agent, args.run)
+
+
+def _db_path(args: argparse.Namespace) -> str:
+    from dualmem.cli.main import default_db
+
+    path = str(args.db or default_db())
+    if path != ":memory:" and "://" not in path:
+        path = str(Path(path).expanduser())
+        if not os.path.exists(path):
+            raise NotFound(f"no memory at {path}", hint="set DUALMEM_DB or --db")
+    return path
+
+
+@contextmanager
+def _open_store(args: argparse.Namespace) -> Iterator[Store]:
+    from dualmem.plane import open_store
+
+    store = open_store(_db_path(args), timeout=min(1.0, args.lock_timeout))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _search(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
+    if args.full:
+        return _adaptive(args, tenant, text, k)
+    with _open_store(args) as store:
+        return lexical(store, tenant, text, k)
+
+
+def lexical(store: Store, tenant: Tenant, text: str, k: int) -> list[Node]:
+    """The current memories that share words or entities with ``text``, fused by reciprocal rank."""
+    from dualmem.read.route import rrf
+    from dualmem.text.entities import extract_entities
+
+    pool = max(1, 3 * k)
+    words = [i for i, _ in store.lexical_search(tenant, text, pool)]
+    entities = extract_entities(text)
+    need = min(2, len(entities))  # a name alone (the user's own, say) matches too much
+    things = [i for i, shared in store.entity_search(tenant, entities, pool) if shared >= need]
+    fused = [i for i, _ in rrf([r for r in (words, things) if r])]
+    nodes = store.get_nodes(fused, tenant)
+    current = [nodes[i] for i in fused if i in nodes and nodes[i].valid_to is None]
+    return current[: max(0, k)]
+
+
+def _adaptive(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
+    from dualmem.cli.commands import controller_options
+    from dualmem.config import Profile
+    from dualmem.memory import Memory, OpenOptions
+
+    path = _db_path(args)
+    base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
+    options = OpenOptions(
+        controller=controller_options(args.controller), lock_timeout=min(1.0, args.lock_timeout)
+    )
+    with Memory.open(
+        path, embedder=args.embedder, controller=args.controller, answerer=None,
+        profile=base.with_(write__consolidation="off"), options=options,
+    ) as mem:  # fmt: skip
+        found = mem.search(text, user=tenant.user, agent=tenant.agent, run=tenant.run, k=k)
+    return [e.node for e in found.evidence if e.node.valid_to is None]
+
+
+# -- output ----------------------------------------------------------------------------------
+def _line(n: Node) -> str:
+    when = n.at.date().isoformat() if n.at else n.created_at.date().isoformat()
+    who = f"{n.speaker}: " if n.speaker else ""
+    text = " ".join(n.content.split())
+    if len(text) > MAX_LINE:
+        text = text[: MAX_LINE - 1] + "…"
+    return f"- [{when}] {who}{text}"
+
+
+def _render(title: str, sections: list[tuple[str, list[Node]]]) -> str:
+    out: list[str] = [f"# {title}"]
+    for heading, nodes in sections:
+        if not nodes:
+            continue
+        if heading:
+            out.append(f"{heading}:")
+        out += [_line(n) for n in nodes]
+    return "\n".join(out) + "\n"
