@@ -46,8 +46,13 @@ EXTENSIONS: Mapping[str, str] = {
     "read.prefer_current": "superseded facts score x superseded_factor unless the query asks about the "
     "past; paper: False (off)",
     "read.superseded_factor": "see read.prefer_current; paper: unused",
-    "read.top_k fill": "when the loop admits fewer than K, the K passed on are filled with scored "
-    "runners-up, then RRF anchors (read/scoring.py fill_top, anchor_fill); not a field, always on",
+    "read.k_fill": "when the loop admits fewer than K, the K passed on are filled with scored "
+    "runners-up, then RRF anchors (read/scoring.py fill_top, anchor_fill); paper: False (off)",
+    "read.pool_scoring": "anchors come from a pool (vector top-N and lexical top-N of the query with "
+    "known speaker names removed, plus session neighbours; dualmem.read.pool) ranked by a learned "
+    "scorer (dualmem.learn) instead of RRF; paper: False (RRF anchors, eq. 16)",
+    "read.pool": "N, the depth of each search of the pool; paper: unused",
+    "read.pool_window": "session neighbours either side added to the pool; paper: unused",
     "read.controller_enabled": "ablation: False = plain RRF top-K; paper: True",
     "read.views": "ablation: the views that may be used; paper: all four",
     "read.fixed_depth": "ablation: run exactly this many rounds; paper: None (off)",
@@ -137,6 +142,13 @@ class ReadProfile:
     superseded_factor: float = 0.5
     #: a round may propose up to ``expansion_factor`` x W neighbours for scoring (extension)
     expansion_factor: int = 2
+    #: when the loop admitted fewer than K, fill the K with scored runners-up, then RRF anchors
+    #: (extension; the paper passes only the admitted evidence)
+    k_fill: bool = True
+    #: anchors from the learned pool scorer instead of RRF (extension; see EXTENSIONS)
+    pool_scoring: bool = False
+    pool: int = 50  # N: depth of each search of the pool
+    pool_window: int = 2  # session neighbours either side
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +167,7 @@ class Profile:
         return cls(
             name="paper",
             write=WriteProfile(supersede_threshold=None),
-            read=ReadProfile(prefer_current=False, hop_decay=1.0),
+            read=ReadProfile(prefer_current=False, hop_decay=1.0, k_fill=False),
         )
 
     @classmethod
@@ -167,8 +179,10 @@ class Profile:
     def builtin(cls) -> Profile:
         """Calibrated for the builtin feature decider, whose scores are less extreme than a model's.
 
-        Its extensions beyond :meth:`dualmem`: ``read.anchors=30``, ``read.hop_decay=0.8`` and
-        ``write.supersede_threshold=0.85``; its θ_suff/θ_cont are recalibrated paper thresholds.
+        Its extensions beyond :meth:`dualmem`: ``read.anchors=30``, ``read.hop_decay=0.8``,
+        ``read.pool_scoring`` (anchors and candidate relevance from the learned scorer fitted by
+        ``dualmem calibrate``, whose relevance is then the whole transition score: λ = (0, 1, 0, 0, 0))
+        and ``write.supersede_threshold=0.85``; its θ_suff/θ_cont are recalibrated paper thresholds.
         The builtin decider rarely reports 0.95 sufficiency, so the evidence loop would run to its
         limits with the paper's θ_suff. It also scores anchors and graph neighbours less sharply
         than a model, so more anchors are scored (30) and scores decay by 0.8 per hop; its
@@ -180,7 +194,15 @@ class Profile:
         return cls(
             name="builtin",
             write=WriteProfile(supersede_threshold=0.85),
-            read=ReadProfile(theta_suff=0.80, theta_cont=0.25, anchors=30, hop_decay=0.8),
+            read=ReadProfile(
+                theta_suff=0.80,
+                theta_cont=0.25,
+                anchors=30,
+                hop_decay=0.8,
+                pool_scoring=True,
+                # the learned relevance already weighs similarity, lexical and context evidence
+                lambdas=Lambdas(similarity=0.0, relevance=1.0, relation=0.0, novelty=0.0, support=0.0),
+            ),
         )
 
     @classmethod

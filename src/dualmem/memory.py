@@ -21,6 +21,7 @@ from typing import Any
 from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
 from dualmem.control import create_controller
+from dualmem.control.builtin import BuiltinController
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
@@ -94,7 +95,11 @@ class Memory:
         if _declared_dim(embedder) is not None:
             self._bind()  # a mismatched database is refused at open
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
-        self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
+        # one learned head: the builtin decider's ranks the anchors too (read on first use)
+        ranker = (lambda: controller.ranker) if isinstance(controller, BuiltinController) else None
+        self._retriever = Retriever(
+            store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read, ranker=ranker
+        )
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
@@ -120,10 +125,15 @@ class Memory:
     ) -> Memory:
         """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL).
 
-        Parts given by name are built here with ``options`` (e.g. ``controller="llm", options=
-        OpenOptions(controller={"base_url": ..., "model": ...})``; a missing setting is a
-        ``ConfigError`` with a hint) and closed by :meth:`close`; parts passed as objects are the
-        caller's to close. Periodic consolidation follows ``profile.write.consolidation``
+        Parts given by name are built here with ``options`` and closed by :meth:`close`; parts
+        passed as objects are the caller's to close. A remote System One takes a typed config::
+
+            cfg = LLMConfig(base_url="http://127.0.0.1:8080/v1", model="qwen")  # or LLMConfig.from_env()
+            Memory.open(path, controller="llm", options=OpenOptions(controller=cfg))
+
+        (``JevConfig`` for ``controller="jev"``; a plain mapping of keyword options also works). The
+        library never reads the environment itself; a missing setting is a ``ConfigError`` with a
+        hint. Periodic consolidation follows ``profile.write.consolidation``
         (``"background"`` by default: passes run on a worker thread and writes never wait;
         ``"inline"``; ``"off"``). ``summarizer`` is the System-Two callable that may write derived
         nodes for approved merges/promotions.
@@ -206,6 +216,23 @@ class Memory:
         """
         return self._add_many(Tenant(user, agent, run), observations, chunk_size, on_progress)
 
+    def _chunks(self, tenant: Tenant, items: list[Observation], size: int) -> list[list[Observation]]:
+        """Chunks of at most ``size``; with inline consolidation they also end where a periodic pass
+        is due, so the pass sees the memory as it would after one ``add`` per observation."""
+        write = self.profile.write
+        every = write.consolidate_every if write.consolidation == "inline" else 0
+        if every <= 0:
+            return [items[start : start + size] for start in range(0, len(items), size)]
+        room = every - len(self._periodic.cadence.waiting(tenant)) % every
+        out: list[list[Observation]] = []
+        start = 0
+        while start < len(items):
+            take = max(1, min(size, room))
+            out.append(items[start : start + take])
+            start += take
+            room = room - take if room > take else every
+        return out
+
     def _add_many(
         self,
         tenant: Tenant,
@@ -216,7 +243,7 @@ class Memory:
         items = [_coerce(o) for o in observations]
         self._bind()
         ids: list[str] = []
-        chunks = [items[start : start + chunk_size] for start in range(0, len(items), chunk_size)]
+        chunks = self._chunks(tenant, items, chunk_size)
         for report in self._writer.write_chunks(chunks, tenant):
             self._warn_pending(report)
             pending = set(report.pending)

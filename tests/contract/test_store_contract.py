@@ -659,3 +659,26 @@ def test_lexical_search_indexes_the_speaker(store: Store, rng: np.random.Generat
     store.update_node(updated)
     assert store.lexical_search(ALICE, "Melanie", 5) == []
     assert [i for i, _ in store.lexical_search(ALICE, "Mel", 5)] == [painted.id]
+
+
+# -- session neighbours (retrieval's neighbour context) ------------------------------------------
+
+
+def test_session_neighbours_follow_write_order_within_a_session(store: Store) -> None:
+    rng = np.random.default_rng(7)
+    s1 = [make_node(rng, f"s1 turn {i}", session="s1") for i in range(5)]
+    s2 = [make_node(rng, f"s2 turn {i}", session="s2") for i in range(2)]
+    loose = make_node(rng, "no session")
+    other = make_node(rng, "bob in s1", tenant=BOB, session="s1")
+    # interleaved writes: order within a session is what counts
+    store.put_nodes([s1[0], s2[0], s1[1], other, s1[2], s2[1], s1[3], s1[4], loose])
+    got = store.session_neighbours(ALICE, [s1[2].id, s1[0].id, s2[1].id, loose.id, "missing"], 2)
+    assert got[s1[2].id] == ((s1[0].id, -2), (s1[1].id, -1), (s1[3].id, 1), (s1[4].id, 2))
+    assert got[s1[0].id] == ((s1[1].id, 1), (s1[2].id, 2))
+    assert got[s2[1].id] == ((s2[0].id, -1),)
+    assert got[loose.id] == ()
+    assert got["missing"] == ()
+    assert store.session_neighbours(ALICE, [s1[2].id], 0) == {s1[2].id: ()}
+    # another user's node in a session of the same name is never a neighbour
+    assert other.id not in {i for pairs in got.values() for i, _ in pairs}
+    assert store.session_neighbours(BOB, [s1[2].id], 2) == {s1[2].id: ()}

@@ -104,7 +104,10 @@ _V1: tuple[str, ...] = (
 )
 
 #: ordered migrations: (version, statements). Append only; never edit a released one.
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1),)
+#: v2: session order, for ``session_neighbours`` (neighbour context of retrieval)
+_V2: tuple[str, ...] = ("CREATE INDEX nodes_user_session ON nodes (user_id, session, seq)",)
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (

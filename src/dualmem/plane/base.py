@@ -121,6 +121,16 @@ class Store(Protocol):
         """Nodes with a timestamp nearest ``at``: (node id, |delta| in seconds), nearest first."""
         ...
 
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        """For each node with a session, the nodes of the same session up to ``window`` positions
+        before and after it in write order, as (id, offset) with offset -window..-1, 1..window.
+
+        Only nodes visible to ``tenant``; a node without a session (or unknown) maps to ``()``.
+        """
+        ...
+
     def entities_of(self, node_id: str) -> tuple[str, ...]: ...
 
     # -- decisions (traces) -----------------------------------------------------------------

@@ -316,6 +316,29 @@ class InMemoryStore:
         found.sort(key=lambda item: (item[1], item[0]))
         return found[:k]
 
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
+        if window <= 0 or not out:
+            return out
+        by_session: dict[str, list[str]] = {}
+        for n in self._covered(tenant):  # insertion order = write order
+            if n.session is not None:
+                by_session.setdefault(n.session, []).append(n.id)
+        where = {i: (s, pos) for s, ids in by_session.items() for pos, i in enumerate(ids)}
+        for node_id in out:
+            if node_id not in where:
+                continue
+            session, pos = where[node_id]
+            ids = by_session[session]
+            out[node_id] = tuple(
+                (ids[j], j - pos)
+                for j in range(max(0, pos - window), min(len(ids), pos + window + 1))
+                if j != pos
+            )
+        return out
+
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock:
             node = self._nodes.get(node_id)

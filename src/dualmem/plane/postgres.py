@@ -564,6 +564,33 @@ class PostgresStore:
         found.sort(key=lambda item: (item[1], item[0]))
         return [(cast(str, sql.dec(node_id)), float(delta)) for node_id, delta in found[:k]]
 
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
+        if window <= 0 or not out:
+            return out
+        where, params = sql.tenant_sql(tenant)
+        # positions within each touched session (write order), then the pairs within the window
+        statement = pgsql.SQL(
+            "WITH s AS (SELECT DISTINCT n.user_id, n.session FROM nodes n "
+            "WHERE n.id = ANY(%s) AND n.session IS NOT NULL AND {w}), "
+            "r AS (SELECT n.id, n.user_id, n.session, "
+            "ROW_NUMBER() OVER (PARTITION BY n.user_id, n.session ORDER BY n.seq) AS pos "
+            "FROM nodes n JOIN s ON n.user_id = s.user_id AND n.session = s.session WHERE {w}) "
+            "SELECT a.id, b.id, b.pos - a.pos FROM r a JOIN r b ON a.user_id = b.user_id "
+            "AND a.session = b.session AND b.pos BETWEEN a.pos - %s AND a.pos + %s AND b.id <> a.id "
+            "WHERE a.id = ANY(%s)"
+        ).format(w=where)
+        ids = [sql.enc(i) for i in out]
+        found: dict[str, list[tuple[int, str]]] = {}
+        with self._conn("read session neighbours") as conn:
+            for a, b, offset in conn.execute(statement, [ids, *params, *params, window, window, ids]):
+                found.setdefault(cast(str, sql.dec(a)), []).append((int(offset), cast(str, sql.dec(b))))
+        for a, pairs in found.items():
+            out[a] = tuple((b, offset) for offset, b in sorted(pairs))
+        return out
+
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._conn("read entities") as conn:
             row = conn.execute("SELECT entities FROM nodes WHERE id = %s", (sql.enc(node_id),)).fetchone()

@@ -439,6 +439,34 @@ class SQLiteStore:
         found.sort(key=lambda item: (item[1], item[0]))
         return found[:k]
 
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(node_ids, ())
+        if window <= 0 or not out:
+            return out
+        where, params = sql.tenant_sql(tenant)
+        found: dict[str, list[tuple[int, str]]] = {}
+        with self._lock, sql.translated("read session neighbours"):
+            for chunk in sql.chunks(list(out)):
+                marks = sql.marks(len(chunk))
+                # positions within each session touched (write order), then the pairs within the window
+                statement = (
+                    "WITH s AS (SELECT DISTINCT n.user_id, n.session FROM nodes n "
+                    f"WHERE n.id IN ({marks}) AND n.session IS NOT NULL AND {where}), "
+                    "r AS (SELECT n.id, n.session, ROW_NUMBER() OVER (PARTITION BY n.session ORDER BY n.seq) "
+                    "AS pos FROM nodes n JOIN s ON n.user_id = s.user_id AND n.session = s.session "
+                    f"WHERE {where}) "
+                    "SELECT a.id, b.id, b.pos - a.pos FROM r a JOIN r b ON a.session = b.session "
+                    f"AND b.pos BETWEEN a.pos - ? AND a.pos + ? AND b.id != a.id WHERE a.id IN ({marks})"
+                )
+                args = [*chunk, *params, *params, window, window, *chunk]
+                for a, b, offset in self._conn.execute(statement, args):
+                    found.setdefault(a, []).append((int(offset), b))
+        for a, pairs in found.items():
+            out[a] = tuple((b, offset) for offset, b in sorted(pairs))
+        return out
+
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):
             row = self._conn.execute("SELECT entities FROM nodes WHERE id = ?", (node_id,)).fetchone()

@@ -3,6 +3,10 @@
 Control overhead is bounded: one routing request per query, and per round at most one assessment
 and one scoring request. Hard limits (depth, visited nodes, inspected edges, controller calls,
 wall time) each end the loop with their own stop reason.
+
+Deadline: every controller request gets the time left of ``limits.time_budget_s`` as its timeout.
+A request that runs out of it ends the search with ``stop_reason="time_limit"`` and the best
+evidence found so far (K-filled from the anchors): a degraded result, not an exception.
 """
 
 from __future__ import annotations
@@ -27,14 +31,21 @@ from dualmem.control.states import (
     TraversalState,
 )
 from dualmem.embed.base import Embedder
+from dualmem.errors import ControllerTimeout
+from dualmem.learn.ranker import LinearRanker, default_ranker
 from dualmem.plane.base import Store
 from dualmem.read import scoring
+from dualmem.read.pool import FEATURES, Pool, PoolFeatures, PoolSettings, build_pool, extend_pool
 from dualmem.read.route import active_views, allocate, depth, rrf
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
 from dualmem.text.temporal import query_time_focus
 from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
 
 __all__ = ["Retriever"]
+
+
+class _OutOfTime(Exception):
+    """A controller request ran out of the time budget (caught in ``Retriever.search``)."""
 
 
 @dataclass(slots=True)
@@ -58,6 +69,7 @@ class _Run:
     visited: set[str] = field(default_factory=set)
     edges_inspected: int = 0
     rounds: list[RoundTrace] = field(default_factory=list)
+    pool: Pool | None = None  # the candidate pool, when anchors come from the learned scorer
 
 
 class Retriever:
@@ -71,19 +83,35 @@ class Retriever:
         profile: ReadProfile,
         *,
         clock: Callable[[], float] = time.perf_counter,
+        ranker: LinearRanker | Callable[[], LinearRanker] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.meter = meter
         self.profile = profile
         self.clock = clock
+        self._ranker = ranker
+
+    @property
+    def ranker(self) -> LinearRanker:
+        """The learned scorer that ranks the pool (``profile.pool_scoring``); packaged by default."""
+        if self._ranker is None:
+            self._ranker = default_ranker()
+        elif not isinstance(self._ranker, LinearRanker):
+            self._ranker = self._ranker()
+        return self._ranker
 
     # -- public ------------------------------------------------------------------------------
     def search(self, query: str, tenant: Tenant, *, k: int) -> Retrieval:
         started = self.clock()
-        qvec = self.embedder.embed([query])[0]
-        run = _Run(query, qvec, tenant, started)
-        fused = self.anchors(query, qvec, tenant)
+        pool: Pool | None = None
+        if self.profile.pool_scoring:
+            pool = self.pool(query, tenant)
+            qvec, fused = pool.qvec, self.pool_ranking(pool)
+        else:
+            qvec = self.embedder.embed([query])[0]
+            fused = self.anchors(query, qvec, tenant)
+        run = _Run(query, qvec, tenant, started, pool=pool)
         if not fused:
             return Retrieval(query, (), self._trace(run, [], 0, "empty"))
         if not self.profile.controller_enabled:
@@ -91,16 +119,22 @@ class Retriever:
             top = fused[0][1]
             ev = [Evidence(nodes[i], s / top, "anchor") for i, s in fused[:k] if i in nodes]
             return Retrieval(query, tuple(ev), self._trace(run, fused[:k], 0, "controller_off"))
-        self._route(run)
-        max_depth = self.profile.fixed_depth or depth(
-            run.need.get("multi_hop_need", 0.0), self.profile.limits.max_depth
-        )
         anchors = fused[: self.profile.anchors]
-        reason = self._loop(run, anchors, max_depth)
+        max_depth = 0
+        try:
+            self._route(run)
+            max_depth = self.profile.fixed_depth or depth(
+                run.need.get("multi_hop_need", 0.0), self.profile.limits.max_depth
+            )
+            reason = self._loop(run, anchors, max_depth)
+        except _OutOfTime:
+            reason = "time_limit"
         return Retrieval(query, self._top(run, fused, k), self._trace(run, anchors, max_depth, reason))
 
     def _top(self, run: _Run, fused: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
         """The K best: admitted evidence, then scored runners-up, then RRF anchors (K-fill)."""
+        if not self.profile.k_fill:
+            return tuple(scoring.fill_top(list(run.evidence.values()), [], k))
         ranked = scoring.fill_top(list(run.evidence.values()), list(run.runners_up.values()), k)
         more = scoring.anchor_fill(ranked, fused, k)
         if more:
@@ -119,6 +153,19 @@ class Retriever:
         vec = [i for i, _ in self.store.vector_search(tenant, qvec, pool)]
         lex = [i for i, _ in self.store.lexical_search(tenant, query, pool)]
         return rrf([vec, lex], self.profile.rrf_kappa)
+
+    def pool(self, query: str, tenant: Tenant) -> Pool:
+        """The query's candidate pool (``dualmem.read.pool``) at the profile's depth and window."""
+        settings = PoolSettings(self.profile.pool, self.profile.pool_window)
+        return build_pool(self.store, self.embedder, query, tenant, settings)
+
+    def pool_ranking(self, pool: Pool) -> list[tuple[str, float]]:
+        """The pool ranked by the learned scorer: the anchors' fusion (replaces RRF, eq. 16)."""
+        if not pool.ids:
+            return []
+        scores = self.ranker.score(pool.features, FEATURES)
+        order = sorted(range(len(pool.ids)), key=lambda i: (-scores[i], i))
+        return [(pool.ids[i], float(scores[i])) for i in order]
 
     # -- steps -------------------------------------------------------------------------------
     def _route(self, run: _Run) -> None:
@@ -177,8 +224,14 @@ class Retriever:
 
     def _ask(self, run: _Run, batch: Batch) -> BatchResult:
         """Every controller request of a retrieval goes through here, so the trace counts them."""
+        left = self.profile.limits.time_budget_s - (self.clock() - run.started)
+        if left <= 0:
+            raise _OutOfTime()
         run.calls[batch.purpose] = run.calls.get(batch.purpose, 0) + 1
-        return self.meter.ask(batch).result
+        try:
+            return self.meter.ask(batch, timeout=left).result
+        except ControllerTimeout:
+            raise _OutOfTime() from None
 
     def _limit(self, run: _Run) -> StopReason | None:
         lim = self.profile.limits
@@ -247,6 +300,9 @@ class Retriever:
         picked, left = scoring.pick_expansion(options, room=room, budgets={g: run.budgets[g] for g in views})
         run.budgets.update(left)
         nodes = self.store.get_nodes([o.node_id for o in picked], run.tenant)
+        if run.pool is not None and nodes:
+            settings = PoolSettings(self.profile.pool, self.profile.pool_window)
+            run.pool = extend_pool(self.store, run.tenant, run.pool, list(nodes.values()), settings)
         return [(nodes[o.node_id], o.edge, o.weight) for o in picked if o.node_id in nodes]
 
     def _score(
@@ -323,6 +379,8 @@ class Retriever:
         return scoring.hop_decayed(s, hops=round_no if edge is not None else 0, decay=p.hop_decay)
 
     def _features(self, run: _Run, nodes: Sequence[Node]) -> EmbeddingFeatures:
+        if run.pool is not None:
+            return PoolFeatures(run.pool, nodes)
         return EmbeddingFeatures.of(nodes, query=run.query, qvec=run.qvec)
 
     def _memory(self, run: _Run, node: Node) -> MemoryState:

@@ -1,0 +1,157 @@
+"""``dualmem calibrate``: fit the builtin System One's candidate scorer (see dualmem.learn.calibrate)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from dualmem.errors import InvalidInput
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="fit the builtin System One's candidate scorer from labelled queries or a teacher controller",
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="conversation files/dirs with questions (LoCoMo or dualmem format), or a JSONL of "
+        '{"query", "relevant", "user"} against --db',
+    )
+    p.add_argument("--out", type=Path, required=True, help="weights file to write (dualmem.ranker/1)")
+    p.add_argument(
+        "--teacher",
+        default=None,
+        choices=["llm", "jev"],
+        help="learn from this controller's relevance decisions instead of the labels",
+    )
+    p.add_argument("--teacher-url", default=None, help="API root of the teacher (llm: OpenAI-compatible)")
+    p.add_argument("--teacher-model", default=None)
+    p.add_argument(
+        "--teacher-log", type=Path, default=None, help="JSON-lines record of every teacher decision"
+    )
+    p.add_argument("--per-query", type=int, default=20, help="candidates the teacher scores per query")
+    p.add_argument(
+        "--work", type=Path, default=None, help="where conversation memories are built (default temp)"
+    )
+    p.add_argument("--pool", type=int, default=50, help="vector and lexical depth of the pool (N)")
+    p.add_argument("--window", type=int, default=2, help="session neighbours either side")
+    p.add_argument("--l2", type=float, default=None, help="L2 strength (default: leave-one-group-out choice)")
+    p.set_defaults(handler=cmd_calibrate)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.learn.calibrate import choose_l2, fit_examples, provenance
+
+    if args.per_query < 1 or args.pool < 1 or args.window < 0:
+        raise InvalidInput("--per-query and --pool must be positive, --window not negative")
+    jsonl = [p for p in args.data if p.suffix == ".jsonl"]
+    if jsonl and len(jsonl) != len(args.data):
+        raise InvalidInput("give either conversation files or JSONL query files, not both")
+    log = args.teacher_log.open("w", encoding="utf-8") if args.teacher_log else None
+    try:
+        record = (lambda row: log.write(json.dumps(row) + "\n")) if log else None
+        examples = _from_db(args, jsonl, record) if jsonl else _from_conversations(args, record)
+    finally:
+        if log:
+            log.close()
+    if not examples:
+        raise InvalidInput(
+            "no usable queries in --data", hint="queries need relevant ids that are in the memory"
+        )
+    l2 = args.l2 if args.l2 is not None else choose_l2(examples)
+    ranker = fit_examples(examples, l2=l2)
+    given: list[str] = getattr(args, "argv", None) or ["calibrate"]
+    command = "dualmem " + " ".join(shlex.quote(a) for a in given)
+    extra = {"l2": l2, "pool": args.pool, "window": args.window, "embedder": args.embedder}
+    if args.teacher:
+        extra["teacher"] = {"backend": args.teacher, "url": args.teacher_url, "model": args.teacher_model}
+    prov = provenance(
+        data=args.data,
+        command=command,
+        mode="teacher" if args.teacher else "labels",
+        examples=examples,
+        extra=extra,
+    )
+    from dualmem.learn.ranker import LinearRanker
+
+    out = LinearRanker(ranker.features, ranker.weights, ranker.bias, prov)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    out.save(args.out)
+    return {"out": str(args.out), "queries": prov["queries"], "candidates": prov["candidates"], "l2": l2}
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from dualmem.read.pool import PoolSettings
+
+    return PoolSettings(args.pool, args.window)
+
+
+def _meter(args: argparse.Namespace) -> Any:
+    from dualmem.control import create_controller
+    from dualmem.control.meter import Meter
+
+    options = {"base_url": args.teacher_url, "model": args.teacher_model}
+    return Meter(create_controller(args.teacher, **{k: v for k, v in options.items() if v}))
+
+
+def _from_db(args: argparse.Namespace, files: list[Path], record: Any) -> list[Any]:
+    from dualmem.cli.commands import open_memory
+    from dualmem.learn.calibrate import examples_from_labels, examples_from_teacher, read_labelled_jsonl
+
+    queries = [q for f in files for q in read_labelled_jsonl(f)]
+    with open_memory(args) as mem:
+        if args.teacher:
+            return examples_from_teacher(
+                mem.store, mem.embedder, _meter(args), queries,
+                per_query=args.per_query, settings=_settings(args), record=record,
+            )  # fmt: skip
+        return examples_from_labels(mem.store, mem.embedder, queries, settings=_settings(args))
+
+
+def _from_conversations(args: argparse.Namespace, record: Any) -> list[Any]:
+    from dualmem.conversations import load_conversations
+    from dualmem.embed import create_embedder
+    from dualmem.learn.calibrate import (
+        LabelledQuery,
+        examples_from_labels,
+        examples_from_teacher,
+    )
+    from dualmem.memory import Memory
+
+    convs = [c for path in args.data for c in load_conversations(path)]
+    embedder = create_embedder(args.embedder)
+    examples: list[Any] = []
+    with tempfile.TemporaryDirectory(prefix="dualmem-calibrate-") as tmp:
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for conv in convs:
+            queries = [
+                LabelledQuery(q.question, frozenset(q.evidence), conv.id, conv.id)
+                for q in conv.questions
+                if q.evidence and (args.teacher or q.category != 5)
+            ]
+            safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in conv.id)
+            with Memory.open(work / f"{safe}.sqlite", embedder=embedder) as mem:
+                if mem.count(user=conv.id) != len(conv.observations):
+                    mem.forget_all(user=conv.id)
+                    mem.add_many(conv.observations, user=conv.id)
+                if args.teacher:
+                    examples += examples_from_teacher(
+                        mem.store, mem.embedder, _meter(args), queries,
+                        per_query=args.per_query, settings=_settings(args), record=record,
+                    )  # fmt: skip
+                else:
+                    examples += examples_from_labels(
+                        mem.store, mem.embedder, queries, settings=_settings(args)
+                    )
+    return examples

@@ -1,0 +1,251 @@
+"""``dualmem calibrate``: fit the System-One candidate scorer from data, reproducibly.
+
+Two sources of targets:
+
+* **labels**: queries with the ids of the memories that answer them, either conversation files
+  with questions (LoCoMo, or dualmem's conversation format: each conversation is built into its own
+  memory, evidence turn ids are the labels) or a JSON-lines file of
+  ``{"query": ..., "relevant": [node or turn ids], "user": ...}`` against an existing ``--db``;
+* **a teacher**: a System-One backend (``llm`` or ``jev``) answers the candidate-relevance question
+  of the catalog (``traverse.relevance``) for the top candidates of each query's pool, one batched
+  request per query; its scores are the soft targets, and every decision is recorded to a JSON-lines
+  log, so the builtin learns to reproduce the teacher offline.
+
+The fit is :func:`dualmem.learn.fit.fit_logistic` over the features of :mod:`dualmem.read.pool`;
+with several conversations/users its L2 strength is chosen by leave-one-group-out. The weights file
+carries its provenance: data (path and sha256), command, dualmem version, time, sizes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dualmem import __version__
+from dualmem.control import catalog
+from dualmem.control.meter import Meter
+from dualmem.control.questions import Batch
+from dualmem.embed.base import Embedder
+from dualmem.errors import InvalidInput
+from dualmem.learn.fit import fit_logistic
+from dualmem.learn.ranker import LinearRanker
+from dualmem.plane.base import Store
+from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool
+from dualmem.types import JSONValue, Tenant
+
+__all__ = [
+    "Example",
+    "LabelledQuery",
+    "choose_l2",
+    "examples_from_labels",
+    "examples_from_teacher",
+    "fit_examples",
+    "provenance",
+    "read_labelled_jsonl",
+]
+
+L2_GRID: tuple[float, ...] = (0.3, 3.0, 30.0)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledQuery:
+    """A query, the ids (node ids or turn ids) of the memories that answer it, and its tenant."""
+
+    query: str
+    relevant: frozenset[str]
+    user: str
+    group: str = ""  # a conversation, or the user: L2 is chosen leaving one group out
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One query's pool rows and their targets (0/1 labels or a teacher's scores)."""
+
+    group: str
+    features: npt.NDArray[np.float64]
+    targets: npt.NDArray[np.float64]
+
+
+def read_labelled_jsonl(path: Path) -> list[LabelledQuery]:
+    """``{"query", "relevant", "user"}`` per line; blank lines skipped; ``InvalidInput`` on bad lines."""
+    out: list[LabelledQuery] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{path}:{n}: not JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise InvalidInput(f"{path}:{n}: expected an object")
+        query, relevant, user = row.get("query"), row.get("relevant", []), row.get("user")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput(f"{path}:{n}: 'query' must be a non-empty string")
+        if not isinstance(user, str) or not user.strip():
+            raise InvalidInput(f"{path}:{n}: 'user' must be a non-empty string", hint="the memory's tenant")
+        if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
+            raise InvalidInput(f"{path}:{n}: 'relevant' must be a list of ids")
+        out.append(LabelledQuery(query, frozenset(relevant), user, str(row.get("group") or user)))
+    if not out:
+        raise InvalidInput(f"{path}: no queries")
+    return out
+
+
+def _pools(
+    store: Store, embedder: Embedder, queries: Sequence[LabelledQuery], settings: PoolSettings | None
+) -> Iterator[tuple[LabelledQuery, Pool]]:
+    for q in queries:
+        yield q, build_pool(store, embedder, q.query, Tenant(q.user), settings)
+
+
+def examples_from_labels(
+    store: Store,
+    embedder: Embedder,
+    queries: Sequence[LabelledQuery],
+    *,
+    settings: PoolSettings | None = None,
+) -> list[Example]:
+    """Pools of labelled queries; a candidate is relevant when its id or turn id is listed."""
+    out: list[Example] = []
+    for q, pool in _pools(store, embedder, queries, settings):
+        if not q.relevant or not pool.ids:
+            continue
+        labels = np.array(
+            [float(i in q.relevant or (pool.nodes[i].turn_id or "") in q.relevant) for i in pool.ids]
+        )
+        out.append(Example(q.group or q.user, pool.features, labels))
+    return out
+
+
+def _shortlist(pool: Pool, k: int) -> list[int]:
+    """The pool rows a teacher is asked about: best by plain rank fusion of the searches."""
+    f = pool.features
+    fused = (
+        f[:, FEATURES.index("vec_rank")]
+        + f[:, FEATURES.index("lex_rank")]
+        + f[:, FEATURES.index("lex_q_rank")]
+    )
+    return [int(i) for i in np.lexsort((np.arange(len(fused)), -fused))[:k]]
+
+
+def examples_from_teacher(
+    store: Store,
+    embedder: Embedder,
+    meter: Meter,
+    queries: Sequence[LabelledQuery],
+    *,
+    per_query: int = 20,
+    settings: PoolSettings | None = None,
+    record: Callable[[dict[str, JSONValue]], None] | None = None,
+) -> list[Example]:
+    """Ask the teacher one batched ``traverse.relevance`` request per query over its shortlist."""
+    out: list[Example] = []
+    for q, pool in _pools(store, embedder, queries, settings):
+        rows = _shortlist(pool, per_query)
+        if not rows:
+            continue
+        cands: list[JSONValue] = []
+        questions = {}
+        for j, r in enumerate(rows):
+            node = pool.nodes[pool.ids[r]]
+            cand = node.memory_json()
+            cand.update({"view": "anchor", "label": "rrf", "source": None, "target": node.id})
+            cands.append(cand)
+            questions.update(
+                {k: v for k, v in catalog.traversal_questions(j).items() if k == f"candidate_{j}_relevance"}
+            )
+        batch = Batch(
+            state={"query": q.query, "evidence": [], "candidates": cands},
+            questions=questions,
+            purpose="scoring",
+        )
+        decided = meter.ask(batch)
+        targets = np.array([decided.result.noul(f"candidate_{j}_relevance") for j in range(len(rows))])
+        if record is not None:
+            for j, r in enumerate(rows):
+                record(
+                    {
+                        "query": q.query,
+                        "user": q.user,
+                        "node_id": pool.ids[r],
+                        "relevance": float(targets[j]),
+                        "backend": decided.backend,
+                    }
+                )
+        out.append(Example(q.group or q.user, pool.features[rows], targets))
+    return out
+
+
+def fit_examples(examples: Sequence[Example], *, l2: float) -> LinearRanker:
+    x = np.vstack([e.features for e in examples])
+    y = np.concatenate([e.targets for e in examples])
+    fit = fit_logistic(x, y, l2=l2)
+    return LinearRanker(FEATURES, tuple(float(w) for w in fit.weights), fit.bias, {"l2": l2})
+
+
+def _recall10(ranker: LinearRanker, examples: Sequence[Example]) -> float:
+    vals = []
+    for e in examples:
+        gold = e.targets > 0.5
+        if not gold.any():
+            continue
+        s = ranker.logits(e.features, FEATURES)
+        top = np.lexsort((np.arange(len(s)), -s))[:10]
+        vals.append(float(gold[top].sum()) / float(gold.sum()))
+    return float(np.mean(vals)) if vals else 0.0
+
+
+def choose_l2(examples: Sequence[Example], grid: Sequence[float] = L2_GRID) -> float:
+    """L2 strength by leave-one-group-out recall@10 (the middle of the grid with one group)."""
+    groups = sorted({e.group for e in examples})
+    if len(groups) < 2:
+        return float(grid[len(grid) // 2])
+    best: tuple[float, float] | None = None
+    for l2 in grid:
+        score = float(
+            np.mean(
+                [
+                    _recall10(
+                        fit_examples([e for e in examples if e.group != g], l2=l2),
+                        [e for e in examples if e.group == g],
+                    )
+                    for g in groups
+                ]
+            )
+        )
+        if best is None or score > best[0] + 1e-12:
+            best = (score, l2)
+    assert best is not None
+    return best[1]
+
+
+def provenance(
+    *, data: Sequence[Path], command: str, mode: str, examples: Sequence[Example], extra: Mapping[str, Any]
+) -> dict[str, Any]:
+    digests = {}
+    for path in data:
+        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+        digests[str(path)] = h.hexdigest()
+    return {
+        "data": digests,
+        "command": command,
+        "mode": mode,
+        "dualmem": __version__,
+        "created": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+        "queries": len(examples),
+        "candidates": int(sum(len(e.targets) for e in examples)),
+        "groups": sorted({e.group for e in examples}),
+        **dict(extra),
+    }

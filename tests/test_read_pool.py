@@ -1,0 +1,91 @@
+"""The pooled read path: learned anchors, the learned relevance head in the builtin decider, bounds."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dualmem import Memory, Profile
+from dualmem.control.builtin import BuiltinController
+from dualmem.embed import Embedder
+from dualmem.learn import LinearRanker
+from dualmem.plane import SQLiteStore
+from dualmem.read.pool import FEATURES, PoolSettings, build_pool
+from dualmem.types import Observation, Tenant
+
+AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
+TURNS = [
+    ("Mira", "Guess what happened at the weekend?"),
+    ("Jon", "Tell me!"),
+    ("Mira", "I adopted a border collie, her name is Pepper."),
+    ("Jon", "Pepper is a lovely name for a dog."),
+    ("Mira", "My old bicycle broke on the way to work."),
+    ("Jon", "I went hiking in the Alps with my sister in July."),
+    ("Mira", "I love sushi, especially salmon nigiri."),
+    ("Jon", "My favourite food is ramen from the shop near the station."),
+]
+RANKER = LinearRanker(("lex_q", "speaker", "nb_lex"), (4.0, 1.0, 0.5), -3.0, {"data": "test"})
+
+
+@pytest.fixture
+def mem(hashing: Embedder, tmp_path: Path) -> Iterator[Memory]:
+    ctl = BuiltinController(ranker=RANKER)
+    with Memory(
+        SQLiteStore.open(tmp_path / "m.db"), hashing, ctl, answerer=None, profile=Profile.builtin()
+    ) as m:
+        m.add_many(
+            [
+                Observation(t, at=AT, speaker=s, session="s1", turn_id=f"D1:{i}")
+                for i, (s, t) in enumerate(TURNS)
+            ],
+            user="u",
+        )
+        yield m
+
+
+def test_anchors_are_the_pool_ranked_by_the_learned_scorer(mem: Memory) -> None:
+    query = "What is the name of the dog Mira adopted?"
+    found = mem.search(query, user="u", k=5)
+    pool = build_pool(mem.store, mem.embedder, query, Tenant("u"), PoolSettings(50, 2))
+    scores = RANKER.score(pool.features, FEATURES)
+    expected = [pool.ids[i] for i in sorted(range(len(pool.ids)), key=lambda i: (-scores[i], i))]
+    anchors = [node_id for node_id, _ in found.trace.anchors]
+    assert anchors == expected[: len(anchors)]
+    assert found.evidence[0].node.turn_id == "D1:2"
+
+
+def test_the_builtin_relevance_of_a_pooled_candidate_is_the_learned_head(mem: Memory) -> None:
+    query = "Which food does Jon like?"
+    found = mem.search(query, user="u", k=5)
+    pool = build_pool(mem.store, mem.embedder, query, Tenant("u"), PoolSettings(50, 2))
+    by_id = dict(zip(pool.ids, RANKER.score(pool.features, FEATURES), strict=True))
+    first = found.trace.rounds[0]
+    assert first.candidates
+    for cand in first.candidates:
+        assert cand.relevance == pytest.approx(by_id[cand.node_id], abs=1e-9)
+        assert cand.score == pytest.approx(cand.relevance, rel=0.2)  # lambda = (0, 1, 0, 0, 0) + recency
+
+
+def test_pooled_retrieval_keeps_the_papers_call_bounds(mem: Memory) -> None:
+    for query in ("What did Mira adopt?", "Where did Jon go hiking and with whom?", "bicycle"):
+        t = mem.search(query, user="u", k=5).trace
+        calls = t.calls_by_purpose
+        assert calls.get("routing") == 1
+        rounds = len([r for r in t.rounds if r.candidates])
+        assert calls.get("scoring", 0) == rounds
+        assert calls.get("assessment", 0) <= rounds
+        assert t.controller_calls <= Profile.builtin().read.limits.max_controller_calls
+
+
+def test_without_pool_features_the_builtin_uses_its_hand_set_weights(mem: Memory, hashing: Embedder) -> None:
+    profile = Profile.builtin().with_(read__pool_scoring=False)
+    plain = Memory(mem.store, hashing, BuiltinController(ranker=RANKER), answerer=None, profile=profile)
+    hand = Memory(mem.store, hashing, BuiltinController(), answerer=None, profile=profile)
+    a = plain.search("What did Mira adopt?", user="u", k=5).trace.rounds[0].candidates
+    b = hand.search("What did Mira adopt?", user="u", k=5).trace.rounds[0].candidates
+    assert [c.relevance for c in a] == [c.relevance for c in b]
+    assert not np.allclose([c.relevance for c in a], 0.5)

@@ -1,0 +1,67 @@
+"""Query analysis: names out of the text and into a feature, grounded times, question forms."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from dualmem.text.query import analyze, question_form
+
+
+def test_known_names_are_removed_and_kept_as_persons() -> None:
+    a = analyze("When did Caroline go to the LGBTQ support group?", names=["Caroline", "Melanie"])
+    assert a.persons == ("Caroline",)
+    assert a.stripped == "When did go to the LGBTQ support group?"
+    assert a.mentions("caroline")
+    assert not a.mentions("Melanie")
+    assert not a.mentions(None)
+
+
+def test_possessives_several_names_and_longest_first() -> None:
+    a = analyze("What are Mary Ann's and Jon's goals?", names=["Mary", "Mary Ann", "Jon"])
+    assert a.persons == ("Jon", "Mary Ann")
+    assert "Mary" not in a.stripped
+    assert "Jon" not in a.stripped
+    assert a.stripped == "What are and goals?"
+
+
+def test_unknown_names_and_substrings_stay() -> None:
+    a = analyze("Did Jonathan visit Paris?", names=["Jon"])
+    assert a.persons == ()
+    assert a.stripped == "Did Jonathan visit Paris?"
+
+
+def test_a_query_that_is_only_a_name_keeps_its_text() -> None:
+    a = analyze("Caroline?", names=["Caroline"])
+    assert a.persons == ("Caroline",)
+    assert a.stripped == "Caroline?"
+
+
+def test_times_are_grounded_against_now() -> None:
+    now = dt.datetime(2023, 10, 20, tzinfo=dt.UTC)
+    a = analyze("What did Mel do last week?", names=["Mel"], now=now)
+    assert len(a.times) == 1
+    ref = a.times[0]
+    assert ref.start == dt.date(2023, 10, 9)
+    assert ref.end == dt.date(2023, 10, 15)
+    assert a.time_overlap(dt.date(2023, 10, 10), dt.date(2023, 10, 10))
+    assert not a.time_overlap(dt.date(2023, 10, 17), dt.date(2023, 10, 18))
+    assert analyze("What happened in May 2023?").times[0].start == dt.date(2023, 5, 1)
+
+
+@pytest.mark.parametrize(
+    ("query", "form"),
+    [
+        ("When did she move?", "when"),
+        ("Where does he work?", "where"),
+        ("Whose dog is it?", "who"),
+        ("Why did they leave?", "why"),
+        ("How many kids?", "how"),
+        ("Which book?", "what"),
+        ("Did Mel paint a sunrise?", "yes_no"),
+        ("Tell me about pottery", "other"),
+    ],
+)
+def test_question_form(query: str, form: str) -> None:
+    assert question_form(query) == form
