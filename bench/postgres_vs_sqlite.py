@@ -130,6 +130,8 @@ def locomo(convs: list[Conversation], embedder: Embedder, dsn: str, folder: Path
             for i, conv in enumerate(convs):
                 mem.add_many(conv.observations, user=f"conv-{i}")
             built = time.perf_counter() - start
+            if isinstance(embedder, DiskCachedEmbedder):
+                embedder.save()  # the second backend (and a re-run) reuses the vectors
             for i, conv in enumerate(convs):
                 recalls.extend(_recall(mem, conv, f"conv-{i}", k))
         out[name] = {

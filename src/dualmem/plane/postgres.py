@@ -31,13 +31,15 @@ from dualmem.plane.base import Decision, StoreStats
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
-__all__ = ["DEFAULT_EXACT_BELOW", "DEFAULT_SCHEMA", "PostgresStore"]
+__all__ = ["DEFAULT_EF_SEARCH", "DEFAULT_EXACT_BELOW", "DEFAULT_SCHEMA", "PostgresStore"]
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 
 DEFAULT_SCHEMA = "dualmem"
 #: tenants with fewer nodes than this are searched exactly (a sequential scan of their rows)
 DEFAULT_EXACT_BELOW = 10_000
+#: HNSW candidate list of an index search (pgvector's ``hnsw.ef_search``; at least 2k is used)
+DEFAULT_EF_SEARCH = 100
 _CHUNK = 1000
 
 
@@ -52,10 +54,13 @@ def _open_error(dsn: str, exc: psycopg.Error) -> ConfigError:
 class PostgresStore:
     """A ``Store`` in a PostgreSQL schema. Open with :meth:`PostgresStore.open`; safe across threads."""
 
-    def __init__(self, pool: psycopg_pool.ConnectionPool[_Conn], schema: str, *, exact_below: int) -> None:
+    def __init__(
+        self, pool: psycopg_pool.ConnectionPool[_Conn], schema: str, *, exact_below: int, ef_search: int
+    ) -> None:
         self._pool = pool
         self.schema = schema
         self.exact_below = exact_below
+        self.ef_search = ef_search
         self._local = threading.local()
         self._dim: int | None = None
 
@@ -68,6 +73,7 @@ class PostgresStore:
         timeout: float = 5.0,
         pool_size: int = 4,
         exact_below: int = DEFAULT_EXACT_BELOW,
+        ef_search: int = DEFAULT_EF_SEARCH,
     ) -> PostgresStore:
         """Connect, create ``schema`` and migrate it if needed, and open a pool of ``pool_size`` connections.
 
@@ -107,7 +113,7 @@ class PostgresStore:
         )
         with sql.translated("open the connection pool"):
             pool.open(wait=True, timeout=max(timeout, 5.0))
-        return cls(pool, schema, exact_below=exact_below)
+        return cls(pool, schema, exact_below=exact_below, ef_search=ef_search)
 
     # -- connections ------------------------------------------------------------------------
     @contextmanager
@@ -488,8 +494,7 @@ class PostgresStore:
         rows = conn.execute(statement, [query, *params, k]).fetchall()
         return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
 
-    @staticmethod
-    def _ann(conn: _Conn, tenant: Tenant, query: Vector, k: int, *, explain: bool = False) -> list[Any]:
+    def _ann(self, conn: _Conn, tenant: Tenant, query: Vector, k: int, *, explain: bool = False) -> list[Any]:
         """HNSW with a relaxed-order iterative scan: the tenant filter is applied while walking the index.
 
         Only called for tenants of at least ``exact_below`` nodes, so the planner is told to walk the
@@ -505,7 +510,7 @@ class PostgresStore:
                 "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                 "set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true), "
                 "set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
-                (str(min(1000, max(40, 2 * k))),),
+                (str(min(1000, max(self.ef_search, 2 * k))),),
             )
             return conn.execute(statement, [query, *params, query, k]).fetchall()
 
