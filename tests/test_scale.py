@@ -114,7 +114,7 @@ def test_entity_counts_follow_deletes() -> None:
 
 # -- packed decisions and the migration ------------------------------------------------------------
 def _decisions(node_id: str, others: list[str]) -> list[Decision]:
-    when = T0
+    when = T0 + dt.timedelta(microseconds=17)
     out = [Decision(node_id, "typing", f"q_{k}", k, 0.25 * i, None, "builtin", 1.5, None, when)
            for i, k in enumerate(("episodic", "semantic"))]  # fmt: skip
     out += [
@@ -172,6 +172,8 @@ def test_packed_decisions_round_trip_and_forget() -> None:
         ds = _decisions("n000000", ["n000001", "n000002", "n000003"])
         store.put_decisions(ds)
         assert store.decisions_of("n000000") == ds
+        (sets,) = store._conn.execute("SELECT COUNT(*) FROM decision_sets").fetchone()
+        assert sets == 2  # one per request: typing, relations
         store.delete_nodes(["n000002"])
         assert store.decisions_of("n000000") == [d for d in ds if d.other_id != "n000002"]
         store.delete_nodes(["n000000"])

@@ -6,13 +6,14 @@ Everything here is a function of a connection so that ``sqlite.py`` only delegat
 - ``entities.nodes``: how many nodes link the entity (kept by triggers), and ``user_counts``: how
   many nodes each user has (triggers), so that rarity is an O(1) lookup, never a count;
 - ``decision_sets``: one row per System-One request of a node, its answers packed (zlib JSON), and
-  ``decision_refs``: the pair decisions that name another node, so ``forget`` can drop them;
+  ``decision_refs``: (other node's seq, set) for pair decisions, so ``forget`` can drop them;
 - the redundant ``edges_source`` index goes (the unique index starts with ``source``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import sqlite3
 import zlib
@@ -65,9 +66,9 @@ _V2_SQL: tuple[str, ...] = (
     )""",
     "CREATE INDEX decision_sets_node ON decision_sets (node_id)",
     """CREATE TABLE decision_refs (
-        other_id TEXT NOT NULL,
+        other_seq INTEGER NOT NULL,
         set_seq INTEGER NOT NULL,
-        PRIMARY KEY (other_id, set_seq)
+        PRIMARY KEY (other_seq, set_seq)
     ) WITHOUT ROWID""",
     "DROP INDEX edges_source",
     "CREATE VIRTUAL TABLE nodes_vocab USING fts5vocab (nodes_fts, 'row')",
@@ -75,15 +76,17 @@ _V2_SQL: tuple[str, ...] = (
 
 
 def _pack_old_decisions(conn: sqlite3.Connection) -> None:
-    rows = conn.execute(
+    """Stream the v1 rows into packed sets (a set cut at a chunk boundary is still lossless)."""
+    cursor = conn.execute(
         "SELECT node_id, purpose, name, key, value, label, backend, latency_ms, other_id, created_at "
         "FROM decisions ORDER BY seq"
-    ).fetchall()
-    decisions = [
-        Decision(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], dt.datetime.fromisoformat(r[9]))
-        for r in rows
-    ]
-    put_decisions(conn, decisions)
+    )
+    while rows := cursor.fetchmany(20_000):
+        decisions = [
+            Decision(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], dt.datetime.fromisoformat(r[9]))
+            for r in rows
+        ]
+        put_decisions(conn, decisions)
     conn.execute("DROP TABLE decisions")
 
 
@@ -156,29 +159,41 @@ def entity_search(
 
 # -- packed decisions ------------------------------------------------------------------------
 def put_decisions(conn: sqlite3.Connection, decisions: Sequence[Decision]) -> None:
-    """One ``decision_sets`` row per (node, request): answers zlib-packed, other nodes indexed."""
-    groups: dict[tuple[str, str, str, float, str], list[Decision]] = {}
-    for d in decisions:
-        key = (d.node_id, d.purpose, d.backend, float(d.latency_ms), d.created_at.isoformat())
-        groups.setdefault(key, []).append(d)
-    for (node_id, purpose, backend, latency, created), items in groups.items():
+    """One ``decision_sets`` row per run of decisions of one request (node, purpose, backend, latency).
+
+    Answers are packed as zlib JSON ``[others, [[name, key, value, label, other index, +µs], ...]]``:
+    the time of each answer is kept exactly, as microseconds after the set's ``created_at``.
+    """
+    runs = itertools.groupby(decisions, key=lambda d: (d.node_id, d.purpose, d.backend, float(d.latency_ms)))
+    for (node_id, purpose, backend, latency), group in runs:
+        items = list(group)
+        first = items[0].created_at
         others = list(dict.fromkeys(d.other_id for d in items if d.other_id is not None))
         index = {other: i for i, other in enumerate(others)}
         answers = [
-            [d.name, d.key, float(d.value), d.label, None if d.other_id is None else index[d.other_id]]
+            [d.name, d.key, float(d.value), d.label, None if d.other_id is None else index[d.other_id],
+             (d.created_at - first) // dt.timedelta(microseconds=1)]
             for d in items
-        ]
-        blob = zlib.compress(json.dumps([others, answers], separators=(",", ":")).encode(), 6)
+        ]  # fmt: skip
         cur = conn.execute(
             "INSERT INTO decision_sets (node_id, purpose, backend, latency_ms, created_at, answers) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (node_id, purpose, backend, latency, created, blob),
+            (node_id, purpose, backend, latency, first.isoformat(), _pack(others, answers)),
         )
         if others:
             conn.executemany(
-                "INSERT OR IGNORE INTO decision_refs (other_id, set_seq) VALUES (?, ?)",
-                [(other, cur.lastrowid) for other in others],
+                "INSERT OR IGNORE INTO decision_refs (other_seq, set_seq) VALUES (?, ?)",
+                [(seq, cur.lastrowid) for seq in _seqs(conn, others)],
             )
+
+
+def _seqs(conn: sqlite3.Connection, ids: Sequence[str]) -> list[int]:
+    marks = ",".join("?" * len(ids))
+    return [int(row[0]) for row in conn.execute(f"SELECT seq FROM nodes WHERE id IN ({marks})", list(ids))]
+
+
+def _pack(others: list[str], answers: list[list[Any]]) -> bytes:
+    return zlib.compress(json.dumps([others, answers], separators=(",", ":")).encode(), 6)
 
 
 def _unpack(blob: bytes) -> tuple[list[str], list[list[Any]]]:
@@ -196,22 +211,29 @@ def get_decisions(conn: sqlite3.Connection, node_id: str) -> list[Decision]:
     for purpose, backend, latency, created, blob in rows:
         others, answers = _unpack(blob)
         when = dt.datetime.fromisoformat(created)
-        for name, key, value, label, other in answers:
+        for name, key, value, label, other, micros in answers:
             other_id = None if other is None else others[other]
-            out.append(Decision(node_id, purpose, name, key, value, label, backend, latency, other_id, when))
+            at = when + dt.timedelta(microseconds=micros)
+            out.append(Decision(node_id, purpose, name, key, value, label, backend, latency, other_id, at))
     return out
 
 
 def forget_decisions(conn: sqlite3.Connection, gone: Collection[str]) -> None:
-    """Drop the pair decisions (of other nodes) that name a node of ``gone``; repack those sets."""
+    """Drop the pair decisions (of other nodes) that name a node of ``gone``; repack those sets.
+
+    Call it before the nodes are deleted: references are by node ``seq``. A reference whose set is
+    gone, or whose seq a later node reused, is harmless: answers are matched by node id.
+    """
     ids = list(gone)
     touched: set[int] = set()
     for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        marks = ",".join("?" * len(part))
-        refs = conn.execute(f"SELECT set_seq FROM decision_refs WHERE other_id IN ({marks})", part)
+        seqs = _seqs(conn, ids[start : start + 500])
+        if not seqs:
+            continue
+        marks = ",".join("?" * len(seqs))
+        refs = conn.execute(f"SELECT set_seq FROM decision_refs WHERE other_seq IN ({marks})", seqs)
         touched.update(row[0] for row in refs)
-        conn.execute(f"DELETE FROM decision_refs WHERE other_id IN ({marks})", part)
+        conn.execute(f"DELETE FROM decision_refs WHERE other_seq IN ({marks})", seqs)
     removed = set(ids)
     for seq in sorted(touched):
         row = conn.execute("SELECT answers FROM decision_sets WHERE seq = ?", (seq,)).fetchone()
@@ -219,8 +241,7 @@ def forget_decisions(conn: sqlite3.Connection, gone: Collection[str]) -> None:
             continue
         others, answers = _unpack(row[0])
         kept = [a for a in answers if a[4] is None or others[a[4]] not in removed]
-        blob = zlib.compress(json.dumps([others, kept], separators=(",", ":")).encode(), 6)
-        conn.execute("UPDATE decision_sets SET answers = ? WHERE seq = ?", (blob, seq))
+        conn.execute("UPDATE decision_sets SET answers = ? WHERE seq = ?", (_pack(others, kept), seq))
 
 
 # -- lexical term selection --------------------------------------------------------------------
