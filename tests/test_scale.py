@@ -231,6 +231,7 @@ def test_ann_persists_beside_the_file_and_reopens_without_a_rebuild(tmp_path: Pa
         assert store._ann.segments("u") == [(1, 3000, 3000, 0)]
     files = sorted(p.name for p in (tmp_path / "m.db.ann").iterdir())
     assert len(files) == 2  # the segment and its manifest
+    assert all(".tmp" not in name for name in files)
     stamp = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "m.db.ann").iterdir()}
     with SQLiteStore.open(path) as store:
         store.use_ann(1000)
@@ -262,10 +263,31 @@ def test_ann_honours_forget_and_compacts(tmp_path: Path) -> None:
         (segment,) = store._ann.segments("u")
         assert segment[2] <= 1400
         assert segment[3] == 0  # rebuilt from the live rows
+        compacted = store._ann.segments("u")
     with SQLiteStore.open(path) as store:
         store.use_ann(500)
         found = {i for i, _ in store.vector_search(USER, q, 2000)}
         assert not found & ({f"n{i:06d}" for i in range(600)} | set(gone))
+        assert store._ann is not None
+        assert store._ann.segments("u") == compacted  # the compacted segment was saved, not rebuilt
+
+
+@needs_usearch
+def test_an_index_of_another_database_at_the_same_path_is_rebuilt(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    with _vectors_store(path, 1200, seed=1) as store:
+        store.use_ann(1000)
+        store.vector_search(USER, unit(np.random.default_rng(0)), 5)
+    for suffix in ("", "-wal", "-shm"):
+        Path(path + suffix).unlink(missing_ok=True)
+    with _vectors_store(path, 1100, seed=2) as store:
+        store.use_ann(1000)
+        q = unit(np.random.default_rng(4))
+        exact = sorted(range(1100), key=lambda i: -float(store.get_node(f"n{i:06d}").embedding @ q))  # type: ignore[union-attr]
+        got = [i for i, _ in store.vector_search(USER, q, 3)]
+        assert store._ann is not None
+        assert store._ann.segments("u")[0][2] == 1100
+        assert got == [f"n{i:06d}" for i in exact[:3]]
 
 
 @needs_usearch

@@ -46,7 +46,7 @@ __all__ = [
 #: them is dropped (unless every term is that common) and at most QUERY_OR_TERMS of the rarest are OR-ed
 QUERY_MAX_TERMS = 32
 QUERY_OR_TERMS = 12
-QUERY_COMMON_SHARE = 0.05
+QUERY_COMMON_SHARE = 0.2
 QUERY_MIN_DOCS = 2000
 
 #: FTS5's ``bm25()`` defaults; the in-memory store uses the same formula.

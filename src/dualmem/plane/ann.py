@@ -26,6 +26,7 @@ import os
 import sqlite3
 import tempfile
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ class AnnIndex:
             for seg in user.segments:
                 if seg.size - seg.dead <= 0:
                     continue
-                found = seg.index.search(q, min(fetch, seg.size))
+                found = seg.index.search(q, min(fetch, seg.size), threads=1)
                 keys.update(int(key) for key in np.asarray(found.keys).reshape(-1))
             if user.delta is not None and user.delta_ids:
                 scores = user.delta @ q
@@ -138,12 +139,12 @@ class AnnIndex:
     def _user(self, conn: sqlite3.Connection, user_id: str, dim: int) -> _User:
         user = self._users.get(user_id)
         if user is None:
-            user = self._users[user_id] = _User(segments=self._load(user_id, dim))
+            user = self._users[user_id] = _User(segments=self._load(conn, user_id, dim))
         if not user.segments and not conn.in_transaction:  # first use: one segment over every row
             row = conn.execute("SELECT MAX(rowid) FROM vectors WHERE user_id = ?", (user_id,)).fetchone()
             if row[0] is not None:
                 user.segments.append(self._build(conn, user_id, dim, 1, int(row[0])))
-                self._save_manifest(user_id, user)
+                self._save_manifest(conn, user_id, user)
         self._extend_delta(conn, user, user_id, dim)
         if not conn.in_transaction:
             self._maintain(conn, user, user_id, dim)
@@ -180,10 +181,10 @@ class AnnIndex:
                 self._remove_files(seg)
                 changed = True
         if changed:
-            self._save_manifest(user_id, user)
+            self._save_manifest(conn, user_id, user)
 
     def _build(self, conn: sqlite3.Connection, user_id: str, dim: int, lo: int, hi: int) -> _Segment:
-        from usearch.index import Index
+        Index = _usearch_index()
 
         index = Index(
             ndim=dim,
@@ -204,12 +205,12 @@ class AnnIndex:
                 break
             keys = np.asarray([r[0] for r in rows], dtype=np.uint64)
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            index.add(keys, matrix)
+            index.add(keys, matrix, threads=1)
             last, size = int(rows[-1][0]), size + len(rows)
         seg = _Segment(lo=lo, hi=hi, size=size, index=index)
         if self._dir is not None and size:
             self._dir.mkdir(exist_ok=True)
-            name = f"{_user_key(user_id)}-{lo}-{hi}.usearch"
+            name = f"{_user_key(user_id)}-{lo}-{hi}-{uuid.uuid4().hex[:8]}.usearch"
             tmp = self._dir / (name + ".tmp")
             index.save(str(tmp))
             os.replace(tmp, self._dir / name)
@@ -217,15 +218,15 @@ class AnnIndex:
             seg.index = Index.restore(str(self._dir / name), view=True)
         return seg
 
-    def _load(self, user_id: str, dim: int) -> list[_Segment]:
+    def _load(self, conn: sqlite3.Connection, user_id: str, dim: int) -> list[_Segment]:
         manifest = self._manifest_path(user_id)
         if manifest is None or not manifest.is_file():
             return []
-        from usearch.index import Index
+        Index = _usearch_index()
 
         raw = json.loads(manifest.read_text())
-        if raw.get("dim") != dim:
-            return []
+        if raw.get("dim") != dim or raw.get("database") != _identity(conn):
+            return []  # another database once had this path: rebuilt
         out: list[_Segment] = []
         for item in raw["segments"]:
             path = manifest.parent / item["file"]
@@ -238,12 +239,13 @@ class AnnIndex:
     def _manifest_path(self, user_id: str) -> Path | None:
         return None if self._dir is None else self._dir / f"{_user_key(user_id)}.json"
 
-    def _save_manifest(self, user_id: str, user: _User) -> None:
+    def _save_manifest(self, conn: sqlite3.Connection, user_id: str, user: _User) -> None:
         manifest = self._manifest_path(user_id)
         if manifest is None:
             return
         dim = None if not user.segments else int(user.segments[0].index.ndim)
         body = {
+            "database": _identity(conn),
             "user": user_id,
             "dim": dim,
             "segments": [
@@ -263,6 +265,25 @@ class AnnIndex:
             if seg.file is not None:
                 seg.index = None
                 (self._dir / seg.file).unlink(missing_ok=True)
+
+
+def _usearch_index() -> Any:
+    """``usearch.index.Index``, imported after onnxruntime.
+
+    Loading usearch's native library before onnxruntime's makes the first ONNX session crash the
+    process (segfault, seen with usearch 2.26 and onnxruntime 1.32 on Linux); the other order is fine.
+    """
+    if importlib.util.find_spec("onnxruntime") is not None:
+        importlib.import_module("onnxruntime")
+    from usearch.index import Index
+
+    return Index
+
+
+def _identity(conn: sqlite3.Connection) -> str | None:
+    """When the database was created (its first migration): tells a reused path from the same file."""
+    row = conn.execute("SELECT applied_at FROM schema_migrations WHERE version = 1").fetchone()
+    return None if row is None else str(row[0])
 
 
 def _user_key(user_id: str) -> str:

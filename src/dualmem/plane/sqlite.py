@@ -84,6 +84,8 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._vectors.clear()
+            if self._ann is not None:
+                self._ann.drop()
             self._conn.close()
 
     def __enter__(self) -> SQLiteStore:
