@@ -64,7 +64,8 @@ def test_file_is_wal_with_migrations_and_meta(db: Path) -> None:
         dt.datetime.fromisoformat(rows[0][1])
         assert conn.execute("SELECT value FROM meta WHERE key = 'hello'").fetchone()[0] == '{"x": 1}'
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert {"nodes", "vectors", "edges", "entities", "node_entities", "decisions", "nodes_fts"} <= tables
+        wanted = {"nodes", "vectors", "edges", "entities", "node_entities", "decision_sets", "nodes_fts"}
+        assert wanted <= tables
     finally:
         conn.close()
 

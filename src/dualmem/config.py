@@ -29,6 +29,10 @@ EXTENSIONS: Mapping[str, str] = {
     "write.cand_entity": "weight of shared entities in s_cand (eq. 8); paper: n/a",
     "write.cand_time": "weight of temporal proximity in s_cand (eq. 8); paper: n/a",
     "write.cand_pool": "per-signal shortlist size before s_cand fusion; paper: n/a",
+    "write.cand_entity_share": "an entity in more than this share of the user's nodes is too common to "
+    "seed candidates (bounded writes at scale); paper: n/a",
+    "ann_threshold": "users with at least this many nodes get approximate vector search (the scale "
+    "extra; exact numpy below it or without the extra); paper: n/a",
     "write.consolidation": "where periodic consolidation runs (background/inline/off); paper: n/a",
     "write.supersede_threshold": "consolidation marks an older fact superseded (valid_to + a "
     "superseded_by edge) when obsolescence or contradiction reaches it; paper: None (never; B.3 only "
@@ -72,6 +76,8 @@ class WriteProfile:
     cand_time: float = 0.2
     #: a candidate is linked semantically only above this cosine when discovered (cheap pre-filter)
     cand_pool: int = 30  # per-signal shortlist size before fusion
+    #: an entity linked to more than this share of the user's nodes stops seeding candidates
+    cand_entity_share: float = 0.10
     typing_enabled: bool = True
     relations_enabled: bool = True  # False = controller off on write (deterministic edges only)
     consolidate_every: int = 20  # N successful writes per tenant; 0 disables
@@ -158,6 +164,8 @@ class Profile:
     name: str = "dualmem"
     controller_timeout_s: float | None = None  # caller-side wall-clock bound per System-One request
     controller_cache: int = 0  # > 0: LRU cache of that many System-One answers (repeated queries)
+    #: a user with at least this many nodes gets approximate vector search; 0 = always exact
+    ann_threshold: int = 20_000
     write: WriteProfile = field(default_factory=WriteProfile)
     read: ReadProfile = field(default_factory=ReadProfile)
 

@@ -28,7 +28,7 @@ from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
 from dualmem.errors import ConfigError, InvalidInput, NotFound
-from dualmem.plane import Decision, Store, open_store
+from dualmem.plane import Decision, SQLiteStore, Store, open_store
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines
 from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
@@ -98,6 +98,8 @@ class Memory:
         self._bound = False
         if _declared_dim(embedder) is not None:
             self._bind()  # a mismatched database is refused at open
+        if isinstance(store, SQLiteStore):
+            store.use_ann(self.profile.ann_threshold)
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         # one learned head: the builtin decider's ranks the anchors too (read on first use)
         ranker = (lambda: controller.ranker) if isinstance(controller, BuiltinController) else None

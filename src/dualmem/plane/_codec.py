@@ -20,6 +20,10 @@ from dualmem.types import JSONValue, Node, TemporalRef, TypeScores, Vector
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "QUERY_COMMON_SHARE",
+    "QUERY_MAX_TERMS",
+    "QUERY_MIN_DOCS",
+    "QUERY_OR_TERMS",
     "as_vector",
     "bm25_idf",
     "check_embedder",
@@ -36,6 +40,14 @@ __all__ = [
     "types_from_json",
     "types_to_json",
 ]
+
+#: lexical query-term selection (issue 13): at most QUERY_MAX_TERMS distinct content tokens are
+#: considered; once the index holds QUERY_MIN_DOCS rows, a term in more than QUERY_COMMON_SHARE of
+#: them is dropped (unless every term is that common) and at most QUERY_OR_TERMS of the rarest are OR-ed
+QUERY_MAX_TERMS = 32
+QUERY_OR_TERMS = 12
+QUERY_COMMON_SHARE = 0.2
+QUERY_MIN_DOCS = 2000
 
 #: FTS5's ``bm25()`` defaults; the in-memory store uses the same formula.
 BM25_K1 = 1.2

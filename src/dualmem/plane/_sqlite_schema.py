@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
+from dualmem.plane._sqlite_scale import V2
 from dualmem.types import utcnow
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "check_version", "migrate"]
@@ -131,8 +133,12 @@ _V2: tuple[str, ...] = (
 #: v3: session order, for ``session_neighbours`` (neighbour context of retrieval)
 _V3: tuple[str, ...] = ("CREATE INDEX nodes_user_session ON nodes (user_id, session, seq)",)
 
-#: ordered migrations: (version, statements). Append only; never edit a released one.
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, _V3))
+#: a migration step: an SQL statement, or a function run on the connection inside the transaction
+Step = str | Callable[[sqlite3.Connection], None]
+
+#: ordered migrations: (version, steps). Append only; never edit a released one.
+#: 4: entity/user counts, packed decisions, fts5vocab (issue 13, ``_sqlite_scale``)
+MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, (V2,)))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -166,8 +172,11 @@ def migrate(conn: sqlite3.Connection) -> int:
                 conn.execute("COMMIT")
                 continue
             conn.execute(_MIGRATIONS_TABLE)
-            for statement in statements:
-                conn.execute(statement)
+            for step in statements:
+                if isinstance(step, str):
+                    conn.execute(step)
+                else:
+                    step(conn)
             conn.execute(
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
                 (target, utcnow().isoformat()),

@@ -145,6 +145,10 @@ class Store(Protocol):
         """Nodes linked to any of ``entities``: (node id, number shared), most shared first."""
         ...
 
+    def entity_counts(self, tenant: Tenant, entities: Collection[str]) -> tuple[int, dict[str, int]]:
+        """(nodes of ``tenant.user``, per entity key how many of them link it); O(len(entities))."""
+        ...
+
     def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
         """Nodes with a timestamp nearest ``at``: (node id, |delta| in seconds), nearest first."""
         ...

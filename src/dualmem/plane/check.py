@@ -110,10 +110,18 @@ _COUNTED: dict[str, tuple[str, str | None]] = {
         "(SELECT 1 FROM node_entities ne WHERE ne.entity_id = entities.id)",
     ),
     "orphan_decisions": (
-        "SELECT d.node_id FROM decisions d WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = d.node_id) "
-        "OR (d.other_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = d.other_id))",
-        "DELETE FROM decisions WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = decisions.node_id) "
-        "OR (other_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = decisions.other_id))",
+        "SELECT s.node_id FROM decision_sets s "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = s.node_id)",
+        "DELETE FROM decision_sets "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = decision_sets.node_id)",
+    ),
+    "orphan_decision_refs": (
+        "SELECT CAST(r.other_seq AS TEXT) FROM decision_refs r "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.seq = r.other_seq) "
+        "OR NOT EXISTS (SELECT 1 FROM decision_sets s WHERE s.seq = r.set_seq)",
+        "DELETE FROM decision_refs "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.seq = decision_refs.other_seq) "
+        "OR NOT EXISTS (SELECT 1 FROM decision_sets s WHERE s.seq = decision_refs.set_seq)",
     ),
     "orphan_write_keys": (
         "SELECT k.key FROM write_keys k WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = k.node_id)",

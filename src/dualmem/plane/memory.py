@@ -322,6 +322,17 @@ class InMemoryStore:
         found.sort(key=lambda item: -item[1])
         return found[:k]
 
+    def entity_counts(self, tenant: Tenant, entities: Collection[str]) -> tuple[int, dict[str, int]]:
+        keys = {codec.entity_key(e) for e in entities} - {""}
+        user = Tenant(tenant.user)
+        counts: dict[str, int] = {}
+        total = 0
+        for node in self._covered(user):
+            total += 1
+            for key in keys & {codec.entity_key(e) for e in node.entities}:
+                counts[key] = counts.get(key, 0) + 1
+        return total, counts
+
     def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []

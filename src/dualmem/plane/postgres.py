@@ -567,6 +567,19 @@ class PostgresStore:
             rows = conn.execute(statement, [sql.enc(tenant.user), keys, *params, k]).fetchall()
         return [(cast(str, sql.dec(row[0])), int(row[1])) for row in rows]
 
+    def entity_counts(self, tenant: Tenant, entities: Collection[str]) -> tuple[int, dict[str, int]]:
+        keys = [key for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
+        with self._conn("count entities") as conn:
+            total = self._tenant_size(conn, tenant)
+            if not keys:
+                return total, {}
+            rows = conn.execute(
+                "SELECT name, count(*) FROM node_entities "
+                "WHERE user_id = %s AND name = ANY(%s) GROUP BY name",
+                (sql.enc(tenant.user), [sql.enc(k) for k in keys]),
+            ).fetchall()
+        return total, {cast(str, sql.dec(name)): int(n) for name, n in rows}
+
     def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []

@@ -31,14 +31,16 @@ from dualmem.errors import (
     ReadOnlyStore,
 )
 from dualmem.plane import _codec as codec
+from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane import ann
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
 from dualmem.plane._sqlite_schema import check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, StoreStats
-from dualmem.text.lexical import fts_query
+from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
@@ -52,9 +54,11 @@ class SQLiteStore:
         self.path = path
         self.read_only = read_only
         self._vectors: dict[str, UserVectors] = {}
-        self._tx = Transactions(conn, path, read_only=read_only, on_rollback=self._vectors.clear)
+        self._tx = Transactions(conn, path, read_only=read_only, on_rollback=self._forget_caches)
         self._lock = self._tx.lock
         self._data_version = -1
+        self._ann: ann.AnnIndex | None = None
+        self._ann_threshold = 0
 
     @classmethod
     def open(
@@ -85,11 +89,28 @@ class SQLiteStore:
             raise
         return cls(conn, target, read_only=read_only)
 
+    def _forget_caches(self) -> None:
+        """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
+        self._vectors.clear()
+        if self._ann is not None:
+            self._ann.drop()
+
+    def use_ann(self, threshold: int) -> None:
+        """Approximate vector search for users with at least ``threshold`` nodes (0: always exact).
+
+        Only when the ``scale`` extra (usearch) is installed; otherwise search stays exact.
+        """
+        with self._lock:
+            self._ann_threshold = threshold
+            self._ann = ann.AnnIndex(self.path) if threshold > 0 and ann.available() else None
+
     # -- lifecycle and metadata -------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
             self._tx.close()
             self._vectors.clear()
+            if self._ann is not None:
+                self._ann.drop()
             self._conn.close()
 
     def __enter__(self) -> SQLiteStore:
@@ -285,7 +306,9 @@ class SQLiteStore:
         with self._lock, self.transaction(), sql.translated("delete nodes"):
             for chunk in sql.chunks(node_ids):
                 marks = sql.marks(len(chunk))
-                self._conn.execute(f"DELETE FROM decisions WHERE other_id IN ({marks})", chunk)
+                if self._ann is not None:
+                    self._ann.forget(self._conn, chunk)
+                scale.forget_decisions(self._conn, chunk)
                 cur = self._conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
                 removed += max(cur.rowcount, 0)
             if removed:
@@ -424,13 +447,24 @@ class SQLiteStore:
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
         with self._lock, self.snapshot(), sql.translated("vector search"):
             self._fresh()
+            if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
+                return self._ann.search(self._conn, tenant, query, k)
             vectors = self._user_vectors(tenant.user)
             return [] if vectors is None else vectors.search(tenant, query, k)
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        expression = fts_query(query)
-        if not expression or k <= 0:
+        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
+        if not terms or k <= 0:
             return []
+        with self._lock, sql.translated("select query terms"):
+            terms = scale.select_terms(
+                self._conn,
+                terms,
+                max_terms=codec.QUERY_OR_TERMS,
+                common_share=codec.QUERY_COMMON_SHARE,
+                min_docs=codec.QUERY_MIN_DOCS,
+            )
+        expression = fts_or(terms)
         where, params = sql.tenant_sql(tenant)
         statement = (
             "SELECT n.id, -bm25(nodes_fts) AS score FROM nodes_fts CROSS JOIN nodes n "
@@ -445,16 +479,14 @@ class SQLiteStore:
         keys = [key for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
         if not keys or k <= 0:
             return []
-        where, params = sql.tenant_sql(tenant)
-        statement = (
-            "SELECT ne.node_id, COUNT(*) AS shared FROM entities e "
-            "JOIN node_entities ne ON ne.entity_id = e.id JOIN nodes n ON n.id = ne.node_id "
-            f"WHERE e.user_id = ? AND e.name IN ({sql.marks(len(keys))}) AND {where} "
-            "GROUP BY ne.node_id ORDER BY shared DESC, MIN(n.seq) LIMIT ?"
-        )
         with self._lock, sql.translated("entity search"):
-            rows = self._conn.execute(statement, [tenant.user, *keys, *params, k]).fetchall()
-        return [(row[0], int(row[1])) for row in rows]
+            return scale.entity_search(self._conn, tenant, keys, k, sql.tenant_sql(tenant))
+
+    def entity_counts(self, tenant: Tenant, entities: Collection[str]) -> tuple[int, dict[str, int]]:
+        keys = [key for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
+        with self._lock, sql.translated("count entities"):
+            total = scale.user_total(self._conn, tenant.user)
+            return total, scale.entity_counts(self._conn, tenant.user, keys)
 
     def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
         if k <= 0:
@@ -508,11 +540,6 @@ class SQLiteStore:
     def put_decisions(self, decisions: Sequence[Decision]) -> None:
         if not decisions:
             return
-        rows = [
-            (d.node_id, d.purpose, d.name, d.key, float(d.value), d.label, d.backend,
-             float(d.latency_ms), d.other_id, d.created_at.isoformat())
-            for d in decisions
-        ]  # fmt: skip
         with self._lock, self.transaction(), sql.translated("store decisions"):
             ids = {d.node_id for d in decisions}
             users = self._users(ids | {d.other_id for d in decisions if d.other_id is not None})
@@ -522,15 +549,11 @@ class SQLiteStore:
             for d in decisions:
                 if d.other_id in users and users[d.other_id] != users[d.node_id]:
                     raise InvalidInput(f"a decision cannot link two users' memories: {d.node_id}")
-            self._conn.executemany(f"INSERT INTO decisions ({sql.DEC_COLS}) VALUES ({sql.marks(10)})", rows)
+            scale.put_decisions(self._conn, decisions)
 
     def decisions_of(self, node_id: str) -> list[Decision]:
-        with self._lock, sql.translated("read decisions"):
-            rows = self._conn.execute(
-                f"SELECT {sql.DEC_COLS} FROM decisions WHERE node_id = ? ORDER BY seq", (node_id,)
-            ).fetchall()
-        with sql.decoding(f"read the decisions of {node_id}"):
-            return [sql.to_decision(row) for row in rows]
+        with self._lock, sql.translated("read decisions"), sql.decoding(f"read the decisions of {node_id}"):
+            return scale.get_decisions(self._conn, node_id)
 
     def stats(self, tenant: Tenant | None = None) -> StoreStats:
         where, params = sql.tenant_sql(tenant)

@@ -17,7 +17,7 @@ from dualmem.text.entities import (
     normalize_entity,
     singularize,
 )
-from dualmem.text.lexical import STOPWORDS, content_tokens, fts5_tokens, fts_query, overlap, tokenize
+from dualmem.text.lexical import STOPWORDS, content_tokens, fts5_tokens, fts_or, fts_query, overlap, tokenize
 from dualmem.text.temporal import describe, ground, mentions_time, query_time_focus
 from dualmem.text.timeparse import TimeInput, format_day, parse_time
 
@@ -35,6 +35,7 @@ __all__ = [
     "extract_entities",
     "format_day",
     "fts5_tokens",
+    "fts_or",
     "fts_query",
     "ground",
     "may_have_time",

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "content_tokens", "fts5_tokens", "fts_query", "overlap", "tokenize"]
+__all__ = ["STOPWORDS", "content_tokens", "fts5_tokens", "fts_or", "fts_query", "overlap", "tokenize"]
 
 #: common English function words (and their contractions); lower case
 STOPWORDS: frozenset[str] = frozenset(
@@ -94,5 +94,9 @@ def fts_query(text: str, *, max_terms: int = 32) -> str:
     as "no lexical results" and must not run the query). Every term is a quoted string, so no
     input can produce an FTS5 syntax error.
     """
-    terms = list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)]
+    return fts_or(list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)])
+
+
+def fts_or(terms: list[str]) -> str:
+    """``terms`` each double-quoted (so no input is FTS5 syntax), OR-ed; ``""`` for no terms."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -2,6 +2,12 @@
 
 s_cand(v, u) fuses four signals: vector similarity, lexical (BM25) rank, shared entities and
 temporal proximity. No controller call happens here.
+
+Every probe is bounded (issue 13), so a write costs O(log n)-ish whatever the memory's size: the
+vector and lexical shortlists are top-``cand_pool`` index lookups; an entity counts only while it is
+rare (linked to at most ``cand_entity_share`` of the user's nodes, an O(1) lookup per entity), and the
+store reads at most a fixed number of links per entity; time proximity walks the (user, time) index
+``cand_pool`` deep each way. The speaker is a field, never an entity.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ def discover(
     for rank, (node_id, _) in enumerate(store.lexical_search(tenant, node.content, pool)):
         add(node_id, profile.cand_lexical / (1.0 + rank) ** 0.5)
     # the speaker is an entity of nearly every turn they say: as a signal it only adds noise and cost
-    salient = [e for e in node.entities if not node.speaker or e != node.speaker.strip().lower()]
+    salient = _rare(store, tenant, node, profile.cand_entity_share)
     if salient:
         for node_id, shared in store.entity_search(tenant, salient, pool):
             add(node_id, profile.cand_entity * min(shared, 3) / 3.0)
@@ -76,6 +82,17 @@ def discover(
         common = tuple(sorted(own & set(other.entities)))
         out.append(Candidate(other, score, similarity, common))
     return out
+
+
+def _rare(store: Store, tenant: Tenant, node: Node, share: float) -> list[str]:
+    """The node's entities that may seed candidates: not the speaker, and in at most ``share`` of nodes."""
+    speaker = node.speaker.strip().lower() if node.speaker else None
+    salient = [e for e in node.entities if e != speaker]
+    if not salient or share >= 1.0:
+        return salient
+    total, counts = store.entity_counts(tenant, salient)
+    limit = share * total
+    return [e for e in salient if counts.get(" ".join(e.casefold().split()), 0) <= limit]
 
 
 def _cosine(a: Node, b: Node) -> float:

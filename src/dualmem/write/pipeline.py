@@ -110,6 +110,9 @@ class Writer:
         """
         if not chunks:
             return
+        if len(chunks) == 1:  # one chunk (a single add): nothing to overlap, no thread to start
+            yield self._write(chunks[0], self._embed(chunks[0]), tenant, keys[0] if keys else None)
+            return
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dualmem-embed") as pool:
             upcoming = pool.submit(self._embed, chunks[0])
             for i, chunk in enumerate(chunks):

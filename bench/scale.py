@@ -1,0 +1,356 @@
+"""Cost of one user's memory as it grows (issue 13): add, search, RSS, disk, open, ANN recall.
+
+Synthetic but realistic text: LoCoMo turns recombined with other names, places and dates. Each size
+is built in a fresh SQLite file, then measured with the full ``Memory`` stack (builtin controller):
+
+- ``add`` p50/p95 (one observation through the whole write path), ``search`` p50/p95 (the adaptive
+  read path), and the store's own vector / lexical top-10 next to the yardsticks measured in the same
+  run: plain numpy top-k over the user's matrix and a bare FTS5 ``MATCH ... ORDER BY rank LIMIT 10``;
+- RSS after the searches, disk per memory (the file, its WAL and the ``.ann`` folder), open + first
+  search in a fresh process, and recall@10 of the store's vector search against exact numpy.
+
+Sizes up to ``--write-max`` are built through ``add_many`` (edges, decisions and all); larger ones are
+bulk-loaded (nodes, entities, vectors; no edges or decisions) and then measured the same way: their
+disk figure therefore leaves out edges and decisions. ``--embedder hashing`` avoids hours of MiniLM
+for the largest sizes; embeddings are cached under ``--cache``.
+
+    nice -n 10 python bench/scale.py --sizes 1000 10000 --out bench/results/scale
+    nice -n 10 python bench/scale.py --sizes 100000 --embedder hashing --out bench/results/scale
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import re
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from dualmem import Memory
+from dualmem.conversations import load_conversations
+from dualmem.embed import create_embedder
+from dualmem.plane import SQLiteStore
+from dualmem.plane.ann import available as ann_available
+from dualmem.text.entities import create_extractor
+from dualmem.text.lexical import fts_query
+from dualmem.text.temporal import ground
+from dualmem.types import Node, Observation, Tenant, new_id
+
+USER = "bench-user"
+T0 = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+_NAMES = (
+    "Amara Bela Chen Dario Elif Farid Gita Hana Ivo Jonas Kira Luca Mina Nadia Omar Priya Quinn Rosa "
+    "Sami Tomas Uma Vera Wen Xavi Yara Zane Ayla Bram Cleo Dev Esme Finn Goran Hugo Ines Jade Kofi "
+    "Lena Milo Noor Otto Pia Ravi Sora Teo Una Vik Wila Yuki Zofia"
+)
+_PLACES = (
+    "Lisbon Nairobi Osaka Quito Tbilisi Hanoi Bergen Cusco Dakar Fes Graz Hobart Izmir Jaipur Kraków "
+    "Leeds Lyon Malmö Oaxaca Porto Riga Seville Tartu Utrecht Valparaíso Windhoek Yerevan Zadar"
+)
+NAMES, PLACES = _NAMES.split(" "), _PLACES.split(" ")
+
+
+# -- text -------------------------------------------------------------------------------------------
+class Corpus:
+    """LoCoMo turns and questions with their speakers' names swapped for random ones, and new dates."""
+
+    def __init__(self, data: Path, seed: int) -> None:
+        convs = load_conversations(data)
+        self.turns = [(o.speaker or "", o.content) for c in convs for o in c.observations]
+        self.questions = [qa.question for c in convs for qa in c.questions]
+        names = {o.speaker for c in convs for o in c.observations if o.speaker}
+        self._names = re.compile(
+            r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b"
+        )
+        self._places = re.compile(r"\b(Sweden|Paris|London|California|Boston|New York|Canada|Italy|Spain)\b")
+        self.rng = random.Random(seed)
+
+    def _swap(self, text: str, cast: dict[str, str]) -> str:
+        text = self._names.sub(lambda m: cast.setdefault(m.group(0), self.rng.choice(NAMES)), text)
+        return self._places.sub(lambda _: self.rng.choice(PLACES), text)
+
+    def observation(self, i: int) -> Observation:
+        speaker, content = self.turns[self.rng.randrange(len(self.turns))]
+        cast: dict[str, str] = {}
+        who = cast.setdefault(speaker, self.rng.choice(NAMES)) if speaker else None
+        at = T0 + dt.timedelta(days=self.rng.randrange(2000), minutes=self.rng.randrange(1440))
+        return Observation(content=self._swap(content, cast), speaker=who, at=at, session=f"s{i // 20}")
+
+    def query(self) -> str:
+        return self._swap(self.rng.choice(self.questions), {})
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def pct(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))], 2),
+    }
+
+
+def timed(fn: Callable[[int], object], count: int) -> list[float]:
+    out = []
+    for i in range(count):
+        start = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        pages = int(fh.read().split()[1])
+    return round(pages * resource.getpagesize() / 2**20, 1)
+
+
+def disk_bytes(path: Path) -> int:
+    files = [path, Path(f"{path}-wal"), *Path(f"{path}.ann").glob("*")]
+    return sum(p.stat().st_size for p in files if p.is_file())
+
+
+def embeddings(embedder_name: str, texts: list[str], cache: Path, key: str) -> np.ndarray:
+    cache.mkdir(parents=True, exist_ok=True)
+    file = cache / f"emb-{embedder_name}-{key}.npy"
+    if file.is_file():
+        return np.load(file)
+    embedder = create_embedder(embedder_name)
+    rows = np.concatenate([embedder.embed(texts[i : i + 2048]) for i in range(0, len(texts), 2048)])
+    np.save(file, rows)
+    return rows
+
+
+# -- build -----------------------------------------------------------------------------------------
+def build_bulk(path: Path, corpus: Corpus, n: int, args: argparse.Namespace, users: list[str]) -> float:
+    """Nodes (entities, temporal refs, vectors) straight into the store: no edges, no decisions."""
+    observations = [corpus.observation(i) for i in range(n)]
+    texts = [f"{o.speaker}: {o.content}" if o.speaker else o.content for o in observations]
+    vectors = embeddings(args.embedder, texts, args.cache, f"{args.seed}-{n}")
+    extractor = create_extractor("regex")
+    start = time.perf_counter()
+    with SQLiteStore.open(path) as store:
+        store.bind_embedder(create_embedder(args.embedder).name, int(vectors.shape[1]))
+        for offset in range(0, n, 5000):
+            part = range(offset, min(n, offset + 5000))
+            store.put_nodes(
+                [
+                    Node(
+                        id=new_id(),
+                        tenant=Tenant(users[i % len(users)]),
+                        content=observations[i].content,
+                        at=observations[i].at,
+                        speaker=observations[i].speaker,
+                        session=observations[i].session,
+                        entities=extractor.extract(observations[i].content, speaker=observations[i].speaker),
+                        temporal_refs=ground(observations[i].content, observations[i].at),
+                        embedding=vectors[i],
+                        status="complete",
+                    )
+                    for i in part
+                ]
+            )
+    return time.perf_counter() - start
+
+
+def build_write(path: Path, corpus: Corpus, n: int, args: argparse.Namespace) -> float:
+    observations = [corpus.observation(i) for i in range(n)]
+    start = time.perf_counter()
+    with Memory.open(path, embedder=args.embedder, answerer=None, profile="builtin") as mem:
+        mem.add_many(observations, user=USER)
+    return time.perf_counter() - start
+
+
+# -- measure ---------------------------------------------------------------------------------------
+def yardsticks(path: Path, queries: list[str], qvecs: np.ndarray) -> dict[str, object]:
+    """Plain numpy top-10 over the user's whole matrix, and bare FTS5, on the same file."""
+    conn = sqlite3.connect(path)
+    try:
+        blobs = [r[0] for r in conn.execute("SELECT blob FROM vectors WHERE user_id = ?", (USER,))]
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+        numpy_ms = timed(lambda i: np.argpartition(-(matrix @ qvecs[i]), 10)[:10], len(queries))
+        fts = [fts_query(q) for q in queries]
+        fts_ms = timed(
+            lambda i: (
+                conn.execute(
+                    "SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY rank LIMIT 10", (fts[i],)
+                ).fetchall()
+                if fts[i]
+                else None
+            ),
+            len(queries),
+        )
+        exact = [set(np.argsort(-(matrix @ q))[:10].tolist()) for q in qvecs]
+        ids = [r[0] for r in conn.execute("SELECT node_id FROM vectors WHERE user_id = ?", (USER,))]
+    finally:
+        conn.close()
+    return {"numpy": pct(numpy_ms), "fts5": pct(fts_ms), "exact": [{ids[j] for j in e} for e in exact]}
+
+
+def open_first_search(path: Path, embedder: str, query: str) -> dict[str, float]:
+    """A fresh process: Memory.open + the first search (embedder load included), and the search alone."""
+    code = (
+        "import time,sys\nt0=time.perf_counter()\nfrom dualmem import Memory\nt1=time.perf_counter()\n"
+        f"m=Memory.open({str(path)!r}, embedder={embedder!r}, answerer=None, profile='builtin')\n"
+        "m.embedder.embed(['warm up the model'])\nt2=time.perf_counter()\n"
+        f"m.search({query!r}, user={USER!r}, k=10)\nt3=time.perf_counter()\n"
+        "print((t3-t1)*1000, (t2-t1)*1000, (t3-t2)*1000)\nm.close()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    total, opened, first = (float(x) for x in out.stdout.split())
+    return {
+        "open_first_search_ms": round(total, 1),
+        "open_ms": round(opened, 1),
+        "first_search_ms": round(first, 1),
+    }
+
+
+def measure(path: Path, corpus: Corpus, n: int, args: argparse.Namespace) -> dict[str, object]:
+    queries = [corpus.query() for _ in range(args.queries)]
+    embedder = create_embedder(args.embedder)
+    qvecs = embedder.embed(queries)
+    sticks = yardsticks(path, queries, qvecs)
+    cold = open_first_search(path, args.embedder, queries[0])
+    out: dict[str, object] = {"n": n, **cold}
+    with Memory.open(path, embedder=embedder, answerer=None, profile="builtin") as mem:
+        tenant = Tenant(USER)
+        store = mem.store
+        vec_ms = timed(lambda i: store.vector_search(tenant, qvecs[i], 10), len(queries))
+        got = [{j for j, _ in store.vector_search(tenant, q, 10)} for q in qvecs]
+        exact = sticks.pop("exact")
+        assert isinstance(exact, list)
+        recall = sum(len(a & b) for a, b in zip(got, exact, strict=True)) / (10 * len(queries))
+        lex_ms = timed(lambda i: store.lexical_search(tenant, queries[i], 10), len(queries))
+        search_ms = timed(lambda i: mem.search(queries[i], user=USER, k=10), len(queries))
+        extra = [corpus.observation(n + i) for i in range(args.adds)]
+        add_ms = timed(
+            lambda i: mem.add(extra[i].content, user=USER, speaker=extra[i].speaker, at=extra[i].at),
+            args.adds,
+        )
+        out.update(
+            add=pct(add_ms),
+            search=pct(search_ms),
+            store_vector=pct(vec_ms),
+            store_lexical=pct(lex_ms),
+            numpy_topk=sticks["numpy"],
+            bare_fts5=sticks["fts5"],
+            ann_recall_at_10=round(recall, 4),
+            ann_used=ann_available() and n >= mem.profile.ann_threshold,
+            rss_mb=rss_mb(),
+            peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        )
+    out["disk_bytes_per_memory"] = round(disk_bytes(path) / (n + args.adds))
+    return out
+
+
+def run_size(n: int, args: argparse.Namespace) -> dict[str, object]:
+    corpus = Corpus(args.data, args.seed)
+    with tempfile.TemporaryDirectory(prefix="dualmem-scale-", dir=args.tmp) as folder:
+        path = Path(folder) / "m.db"
+        mode = "write" if n <= args.write_max else "bulk"
+        seconds = (
+            build_write(path, corpus, n, args)
+            if mode == "write"
+            else build_bulk(path, corpus, n, args, [USER])
+        )
+        result = measure(path, corpus, n, args)
+    result.update(
+        build=mode, build_s=round(seconds, 1), build_per_s=round(n / seconds, 1), embedder=args.embedder
+    )
+    return result
+
+
+def run_users(users: int, per_user: int, args: argparse.Namespace) -> dict[str, object]:
+    corpus = Corpus(args.data, args.seed)
+    names = [f"user-{i:04d}" for i in range(users)]
+    with tempfile.TemporaryDirectory(prefix="dualmem-scale-", dir=args.tmp) as folder:
+        path = Path(folder) / "m.db"
+        seconds = build_bulk(path, corpus, users * per_user, args, names)
+        queries = [corpus.query() for _ in range(args.queries)]
+        with Memory.open(path, embedder=args.embedder, answerer=None, profile="builtin") as mem:
+            search_ms = timed(lambda i: mem.search(queries[i], user=names[i % users], k=10), len(queries))
+            add_ms = timed(lambda i: mem.add(queries[i], user=names[(7 * i) % users]), args.adds)
+            result: dict[str, object] = {
+                "users": users,
+                "per_user": per_user,
+                "build_s": round(seconds, 1),
+                "search": pct(search_ms),
+                "add": pct(add_ms),
+                "rss_mb": rss_mb(),
+            }
+        result["disk_bytes_per_memory"] = round(disk_bytes(path) / (users * per_user))
+    return result
+
+
+def plot(results: list[dict[str, object]], file: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["n"] for r in results]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, label in (
+        ("add", "add p50"),
+        ("search", "search p50"),
+        ("store_vector", "store vector top-10"),
+        ("numpy_topk", "numpy top-10 (yardstick)"),
+        ("store_lexical", "store lexical top-10"),
+        ("bare_fts5", "bare FTS5 (yardstick)"),
+    ):
+        ax.plot(sizes, [r[key]["p50_ms"] for r in results], marker="o", label=label)  # type: ignore[index]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("memories of one user")
+    ax.set_ylabel("ms (p50)")
+    ax.set_title("dualmem cost vs memory size")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(file, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10_000])
+    parser.add_argument("--users", type=int, default=0, help="also N users x --per-user memories")
+    parser.add_argument("--per-user", type=int, default=1000)
+    parser.add_argument("--embedder", default="minilm")
+    parser.add_argument("--write-max", type=int, default=10_000, help="sizes above are bulk-loaded")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--adds", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/scale-cache"))
+    parser.add_argument("--tmp", default=None, help="folder for the temporary databases")
+    parser.add_argument("--out", type=Path, default=None, help="write OUT.json (and OUT.png)")
+    args = parser.parse_args(argv)
+    results = []
+    for n in args.sizes:
+        results.append(run_size(n, args))
+        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    report: dict[str, object] = {"sizes": results, "ann_extra": ann_available()}
+    if args.users:
+        report["tenants"] = run_users(args.users, args.per_user, args)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.with_suffix(".json").write_text(text + "\n")
+        if len(results) > 1:
+            plot(results, args.out.with_suffix(".png"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

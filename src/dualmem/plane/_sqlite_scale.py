@@ -1,0 +1,287 @@
+"""The SQLite store's bounded indexes (issue 13): entity frequencies, packed decisions, term selection.
+
+Everything here is a function of a connection so that ``sqlite.py`` only delegates. Schema version 2
+(:data:`V2`) adds what these need, in one migration step:
+
+- ``entities.nodes``: how many nodes link the entity (kept by triggers), and ``user_counts``: how
+  many nodes each user has (triggers), so that rarity is an O(1) lookup, never a count;
+- ``decision_sets``: one row per System-One request of a node, its answers packed (zlib JSON), and
+  ``decision_refs``: (other node's seq, set) for pair decisions, so ``forget`` can drop them;
+- the redundant ``edges_source`` index goes (the unique index starts with ``source``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import sqlite3
+import zlib
+from collections.abc import Collection, Sequence
+from typing import Any, cast
+
+from dualmem.plane.base import Decision
+from dualmem.types import Tenant
+
+__all__ = [
+    "V2",
+    "entity_counts",
+    "entity_search",
+    "forget_decisions",
+    "get_decisions",
+    "put_decisions",
+    "select_terms",
+    "user_total",
+]
+
+#: a bounded entity probe reads at most this many links of one entity
+ENTITY_PROBE = 256
+
+_V2_SQL: tuple[str, ...] = (
+    "ALTER TABLE entities ADD COLUMN nodes INTEGER NOT NULL DEFAULT 0",
+    "UPDATE entities SET nodes = (SELECT COUNT(*) FROM node_entities ne WHERE ne.entity_id = entities.id)",
+    """CREATE TRIGGER node_entities_count_insert AFTER INSERT ON node_entities BEGIN
+        UPDATE entities SET nodes = nodes + 1 WHERE id = new.entity_id;
+    END""",
+    """CREATE TRIGGER node_entities_count_delete AFTER DELETE ON node_entities BEGIN
+        UPDATE entities SET nodes = nodes - 1 WHERE id = old.entity_id;
+    END""",
+    "CREATE TABLE user_counts (user_id TEXT PRIMARY KEY, nodes INTEGER NOT NULL) WITHOUT ROWID",
+    "INSERT INTO user_counts (user_id, nodes) SELECT user_id, COUNT(*) FROM nodes GROUP BY user_id",
+    """CREATE TRIGGER nodes_count_insert AFTER INSERT ON nodes BEGIN
+        INSERT INTO user_counts (user_id, nodes) VALUES (new.user_id, 1)
+            ON CONFLICT (user_id) DO UPDATE SET nodes = nodes + 1;
+    END""",
+    """CREATE TRIGGER nodes_count_delete AFTER DELETE ON nodes BEGIN
+        UPDATE user_counts SET nodes = nodes - 1 WHERE user_id = old.user_id;
+    END""",
+    """CREATE TABLE decision_sets (
+        seq INTEGER PRIMARY KEY,
+        node_id TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
+        purpose TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        latency_ms REAL NOT NULL,
+        created_at TEXT NOT NULL,
+        answers BLOB NOT NULL
+    )""",
+    "CREATE INDEX decision_sets_node ON decision_sets (node_id)",
+    """CREATE TABLE decision_refs (
+        other_seq INTEGER NOT NULL,
+        set_seq INTEGER NOT NULL,
+        PRIMARY KEY (other_seq, set_seq)
+    ) WITHOUT ROWID""",
+    "DROP INDEX edges_source",
+    "CREATE VIRTUAL TABLE nodes_vocab USING fts5vocab (nodes_fts, 'row')",
+)
+
+
+def _pack_old_decisions(conn: sqlite3.Connection) -> None:
+    """Stream the v1 rows into packed sets (a set cut at a chunk boundary is still lossless)."""
+    cursor = conn.execute(
+        "SELECT node_id, purpose, name, key, value, label, backend, latency_ms, other_id, created_at "
+        "FROM decisions ORDER BY seq"
+    )
+    while rows := cursor.fetchmany(20_000):
+        decisions = [
+            Decision(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], dt.datetime.fromisoformat(r[9]))
+            for r in rows
+        ]
+        put_decisions(conn, decisions)
+    conn.execute("DROP TABLE decisions")
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    for statement in _V2_SQL:
+        conn.execute(statement)
+    _pack_old_decisions(conn)
+
+
+#: schema version 2 as one callable migration step
+V2 = _v2
+
+
+# -- rarity --------------------------------------------------------------------------------
+def user_total(conn: sqlite3.Connection, user: str) -> int:
+    row = conn.execute("SELECT nodes FROM user_counts WHERE user_id = ?", (user,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def entity_counts(conn: sqlite3.Connection, user: str, keys: Sequence[str]) -> dict[str, int]:
+    """How many of ``user``'s nodes link each entity key (unknown keys are left out)."""
+    if not keys:
+        return {}
+    marks = ",".join("?" * len(keys))
+    rows = conn.execute(
+        f"SELECT name, nodes FROM entities WHERE user_id = ? AND name IN ({marks})", [user, *keys]
+    )
+    return {row[0]: int(row[1]) for row in rows}
+
+
+def entity_search(
+    conn: sqlite3.Connection, tenant: Tenant, keys: Sequence[str], k: int, where: tuple[str, list[Any]]
+) -> list[tuple[str, int]]:
+    """Nodes sharing ``keys``, most shared first; each entity's links are read at most ENTITY_PROBE deep.
+
+    The probe walks the entity's links newest node first (node ids are time-sortable), so the cost is
+    O(len(keys) x ENTITY_PROBE) whatever the entity's frequency.
+    """
+    clause, params = where
+    shared: dict[str, int] = {}
+    for key in keys:
+        rows = conn.execute(
+            "SELECT ne.node_id FROM entities e JOIN node_entities ne ON ne.entity_id = e.id "
+            "WHERE e.user_id = ? AND e.name = ? ORDER BY ne.node_id DESC LIMIT ?",
+            (tenant.user, key, ENTITY_PROBE),
+        )
+        for (node_id,) in rows:
+            shared[node_id] = shared.get(node_id, 0) + 1
+    if not shared:
+        return []
+    ranked = sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))
+    if tenant.agent is None and tenant.run is None:
+        return ranked[:k]
+    out: list[tuple[str, int]] = []
+    for start in range(0, len(ranked), 500):
+        part = ranked[start : start + 500]
+        marks = ",".join("?" * len(part))
+        seen = {
+            row[0]
+            for row in conn.execute(
+                f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {clause}",
+                [node_id for node_id, _ in part] + params,
+            )
+        }
+        out += [item for item in part if item[0] in seen]
+        if len(out) >= k:
+            break
+    return out[:k]
+
+
+# -- packed decisions ------------------------------------------------------------------------
+def put_decisions(conn: sqlite3.Connection, decisions: Sequence[Decision]) -> None:
+    """One ``decision_sets`` row per run of decisions of one request (node, purpose, backend, latency).
+
+    Answers are packed as zlib JSON ``[others, [[name, key, value, label, other index, +µs], ...]]``:
+    the time of each answer is kept exactly, as microseconds after the set's ``created_at``.
+    """
+    runs = itertools.groupby(decisions, key=lambda d: (d.node_id, d.purpose, d.backend, float(d.latency_ms)))
+    for (node_id, purpose, backend, latency), group in runs:
+        items = list(group)
+        first = items[0].created_at
+        others = list(dict.fromkeys(d.other_id for d in items if d.other_id is not None))
+        index = {other: i for i, other in enumerate(others)}
+        answers = [
+            [d.name, d.key, float(d.value), d.label, None if d.other_id is None else index[d.other_id],
+             (d.created_at - first) // dt.timedelta(microseconds=1)]
+            for d in items
+        ]  # fmt: skip
+        cur = conn.execute(
+            "INSERT INTO decision_sets (node_id, purpose, backend, latency_ms, created_at, answers) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (node_id, purpose, backend, latency, first.isoformat(), _pack(others, answers)),
+        )
+        if others:
+            conn.executemany(
+                "INSERT OR IGNORE INTO decision_refs (other_seq, set_seq) VALUES (?, ?)",
+                [(seq, cur.lastrowid) for seq in _seqs(conn, others)],
+            )
+
+
+def _seqs(conn: sqlite3.Connection, ids: Sequence[str]) -> list[int]:
+    marks = ",".join("?" * len(ids))
+    return [int(row[0]) for row in conn.execute(f"SELECT seq FROM nodes WHERE id IN ({marks})", list(ids))]
+
+
+def _pack(others: list[str], answers: list[list[Any]]) -> bytes:
+    return zlib.compress(json.dumps([others, answers], separators=(",", ":")).encode(), 6)
+
+
+def _unpack(blob: bytes) -> tuple[list[str], list[list[Any]]]:
+    others, answers = json.loads(zlib.decompress(blob))
+    return cast(list[str], others), cast(list[list[Any]], answers)
+
+
+def get_decisions(conn: sqlite3.Connection, node_id: str) -> list[Decision]:
+    rows = conn.execute(
+        "SELECT purpose, backend, latency_ms, created_at, answers FROM decision_sets "
+        "WHERE node_id = ? ORDER BY seq",
+        (node_id,),
+    ).fetchall()
+    out: list[Decision] = []
+    for purpose, backend, latency, created, blob in rows:
+        others, answers = _unpack(blob)
+        when = dt.datetime.fromisoformat(created)
+        for name, key, value, label, other, micros in answers:
+            other_id = None if other is None else others[other]
+            at = when + dt.timedelta(microseconds=micros)
+            out.append(Decision(node_id, purpose, name, key, value, label, backend, latency, other_id, at))
+    return out
+
+
+def forget_decisions(conn: sqlite3.Connection, gone: Collection[str]) -> None:
+    """Drop the pair decisions (of other nodes) that name a node of ``gone``; repack those sets.
+
+    Call it before the nodes are deleted: references are by node ``seq``. A reference whose set is
+    gone, or whose seq a later node reused, is harmless: answers are matched by node id.
+    """
+    ids = list(gone)
+    touched: set[int] = set()
+    for start in range(0, len(ids), 500):
+        seqs = _seqs(conn, ids[start : start + 500])
+        if not seqs:
+            continue
+        marks = ",".join("?" * len(seqs))
+        refs = conn.execute(f"SELECT set_seq FROM decision_refs WHERE other_seq IN ({marks})", seqs)
+        touched.update(row[0] for row in refs)
+        conn.execute(f"DELETE FROM decision_refs WHERE other_seq IN ({marks})", seqs)
+    removed = set(ids)
+    for seq in sorted(touched):
+        row = conn.execute("SELECT answers FROM decision_sets WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            continue
+        others, answers = _unpack(row[0])
+        kept = [a for a in answers if a[4] is None or others[a[4]] not in removed]
+        conn.execute("UPDATE decision_sets SET answers = ? WHERE seq = ?", (_pack(others, kept), seq))
+
+
+# -- lexical term selection --------------------------------------------------------------------
+def _stemmed(conn: sqlite3.Connection, phrases: Sequence[str]) -> list[str]:
+    """Each phrase's first token as the FTS5 porter tokenizer indexes it (via a TEMP fts5 table)."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.dualmem_qtok USING fts5 "
+        "(x, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.dualmem_qvocab USING fts5vocab (dualmem_qtok, 'instance')"
+    )
+    conn.executemany("INSERT INTO temp.dualmem_qtok (rowid, x) VALUES (?, ?)", list(enumerate(phrases, 1)))
+    first: dict[int, str] = {}
+    for doc, term in conn.execute("SELECT doc, term FROM temp.dualmem_qvocab ORDER BY doc, offset"):
+        first.setdefault(int(doc), term)
+    conn.execute("DELETE FROM temp.dualmem_qtok")
+    return [first.get(i, "") for i in range(1, len(phrases) + 1)]
+
+
+def select_terms(
+    conn: sqlite3.Connection, terms: Sequence[str], *, max_terms: int, common_share: float, min_docs: int
+) -> list[str]:
+    """The query terms worth OR-ing: very common ones out (unless all are), then the rarest ``max_terms``.
+
+    Only once the index has ``min_docs`` rows (below that every term is kept): a term is very common
+    when more than ``common_share`` of all indexed rows hold it. Order is kept.
+    """
+    if not terms:
+        return []
+    total = int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+    if total < min_docs:
+        return list(terms)
+    stems = _stemmed(conn, terms)
+    wanted = sorted({s for s in stems if s})
+    marks = ",".join("?" * len(wanted))
+    docs = dict(conn.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", wanted).fetchall())
+    freq = [int(docs.get(s, 0)) for s in stems]
+    keep = [i for i in range(len(terms)) if freq[i] <= common_share * total]
+    keep = keep or sorted(range(len(terms)), key=lambda i: (freq[i], i))[:1]
+    if len(keep) > max_terms:
+        keep = sorted(sorted(keep, key=lambda i: (freq[i], i))[:max_terms])
+    return [terms[i] for i in keep]

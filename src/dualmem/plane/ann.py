@@ -1,0 +1,315 @@
+"""Approximate vector search for large tenants: USearch HNSW segments beside the SQLite file.
+
+Used by :class:`dualmem.plane.SQLiteStore` for a user with at least ``Profile.ann_threshold`` nodes
+when the ``scale`` extra (``usearch``) is installed; otherwise the store keeps exact numpy search.
+
+- **Keys** are the ``vectors`` table's rowids. A user's index is a list of *segments*, each an HNSW
+  graph over a contiguous rowid range, saved as ``<db>.ann/<user-hash>-<lo>-<hi>.usearch`` and
+  opened as a memory-mapped view (never read whole on open). Rows newer than the last segment (the
+  *delta*) are searched exactly; when the delta reaches ``SEGMENT_ROWS`` it becomes a segment, and
+  adjacent small segments are merged (rebuilt from the database) so a user has at most
+  ``MAX_SEGMENTS``. Segments are only built outside a transaction, from committed rows.
+- **Scores are exact**: the candidates a graph returns are rescored with their stored vectors, so an
+  index never changes a similarity, only which rows are looked at.
+- **Deletes** are honoured twice: a deleted row has no ``vectors`` row, so it can never come back
+  (the database is the tombstone list), and each segment counts its dead rows; one with more than
+  ``DEAD_SHARE`` dead is rebuilt from the live rows (compaction).
+- A ``:memory:`` database keeps its segments in memory only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sqlite3
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dualmem.types import Tenant, Vector
+
+__all__ = ["DEAD_SHARE", "MAX_SEGMENTS", "SEGMENT_ROWS", "AnnIndex", "available"]
+
+SEGMENT_ROWS = 4096
+MAX_SEGMENTS = 8
+DEAD_SHARE = 0.2
+#: HNSW settings: graph degree, build and search beam widths
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 128
+_CHUNK = 20_000
+
+
+def available() -> bool:
+    """Whether the ``scale`` extra (usearch) is installed."""
+    return importlib.util.find_spec("usearch") is not None
+
+
+@dataclass(slots=True)
+class _Segment:
+    lo: int
+    hi: int
+    size: int
+    dead: int = 0
+    file: str | None = None
+    index: Any = None  # usearch.index.Index, viewed or in memory
+
+
+@dataclass(slots=True)
+class _User:
+    segments: list[_Segment] = field(default_factory=list)
+    delta_ids: list[int] = field(default_factory=list)
+    delta: npt.NDArray[np.float32] | None = None
+
+    @property
+    def covered(self) -> int:
+        return self.segments[-1].hi if self.segments else 0
+
+
+class AnnIndex:
+    """The approximate indexes of one SQLite database, per user (thread-safe under the store's lock)."""
+
+    def __init__(self, db_path: str) -> None:
+        self._dir = None if db_path == ":memory:" else Path(db_path + ".ann")
+        self._users: dict[str, _User] = {}
+        self._lock = threading.RLock()
+
+    # -- public ------------------------------------------------------------------------------
+    def search(
+        self, conn: sqlite3.Connection, tenant: Tenant, query: Vector, k: int
+    ) -> list[tuple[str, float]]:
+        """Top-k (node id, exact cosine) among the rows ``tenant`` covers, best first."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        with self._lock:
+            user = self._user(conn, tenant.user, q.shape[0])
+            fetch = max(2 * k, 32) if tenant.agent is None and tenant.run is None else max(8 * k, 128)
+            keys: set[int] = set()
+            for seg in user.segments:
+                if seg.size - seg.dead <= 0:
+                    continue
+                found = seg.index.search(q, min(fetch, seg.size), threads=1)
+                keys.update(int(key) for key in np.asarray(found.keys).reshape(-1))
+            if user.delta is not None and user.delta_ids:
+                scores = user.delta @ q
+                top = np.argsort(-scores, kind="stable")[:fetch]
+                keys.update(user.delta_ids[int(i)] for i in top)
+        return _rescore(conn, tenant, q, sorted(keys), k)
+
+    def forget(self, conn: sqlite3.Connection, node_ids: list[str]) -> None:
+        """Before ``node_ids`` are deleted: count them dead in their segments, drop them from the delta."""
+        if not node_ids:
+            return
+        marks = ",".join("?" * len(node_ids))
+        rows = conn.execute(
+            f"SELECT user_id, rowid FROM vectors WHERE node_id IN ({marks})", node_ids
+        ).fetchall()
+        with self._lock:
+            for user_id, rowid in rows:
+                user = self._users.get(user_id)
+                if user is None:
+                    continue
+                for seg in user.segments:
+                    if seg.lo <= rowid <= seg.hi:
+                        seg.dead += 1
+                if rowid in user.delta_ids and user.delta is not None:
+                    i = user.delta_ids.index(rowid)
+                    user.delta_ids.pop(i)
+                    user.delta = np.delete(user.delta, i, axis=0)
+
+    def drop(self) -> None:
+        """Forget what is loaded (after a rollback or when another connection wrote)."""
+        with self._lock:
+            self._users.clear()
+
+    def segments(self, user: str) -> list[tuple[int, int, int, int]]:
+        """(lo, hi, size, dead) of ``user``'s loaded segments (for tests and the benchmark)."""
+        with self._lock:
+            found = self._users.get(user)
+            return [] if found is None else [(s.lo, s.hi, s.size, s.dead) for s in found.segments]
+
+    # -- loading and maintenance ------------------------------------------------------------------
+    def _user(self, conn: sqlite3.Connection, user_id: str, dim: int) -> _User:
+        user = self._users.get(user_id)
+        if user is None:
+            user = self._users[user_id] = _User(segments=self._load(conn, user_id, dim))
+        if not user.segments and not conn.in_transaction:  # first use: one segment over every row
+            row = conn.execute("SELECT MAX(rowid) FROM vectors WHERE user_id = ?", (user_id,)).fetchone()
+            if row[0] is not None:
+                user.segments.append(self._build(conn, user_id, dim, 1, int(row[0])))
+                self._save_manifest(conn, user_id, user)
+        self._extend_delta(conn, user, user_id, dim)
+        if not conn.in_transaction:
+            self._maintain(conn, user, user_id, dim)
+        return user
+
+    def _extend_delta(self, conn: sqlite3.Connection, user: _User, user_id: str, dim: int) -> None:
+        start = max(user.covered, user.delta_ids[-1] if user.delta_ids else 0)
+        rows = conn.execute(
+            "SELECT rowid, blob FROM vectors WHERE user_id = ? AND rowid > ? ORDER BY rowid", (user_id, start)
+        ).fetchall()
+        if not rows:
+            return
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        user.delta = matrix.copy() if user.delta is None else np.vstack([user.delta, matrix])
+        user.delta_ids.extend(int(r[0]) for r in rows)
+
+    def _maintain(self, conn: sqlite3.Connection, user: _User, user_id: str, dim: int) -> None:
+        changed = False
+        if len(user.delta_ids) >= SEGMENT_ROWS:
+            lo, hi = user.covered + 1, user.delta_ids[-1]
+            user.segments.append(self._build(conn, user_id, dim, lo, hi))
+            user.delta_ids, user.delta = [], None
+            changed = True
+        while len(user.segments) > MAX_SEGMENTS:
+            sizes = [s.size for s in user.segments]
+            i = min(range(len(sizes) - 1), key=lambda j: sizes[j] + sizes[j + 1])
+            a, b = user.segments[i], user.segments[i + 1]
+            user.segments[i : i + 2] = [self._build(conn, user_id, dim, a.lo, b.hi)]
+            self._remove_files(a, b)
+            changed = True
+        for i, seg in enumerate(user.segments):
+            if seg.size and seg.dead > DEAD_SHARE * seg.size:
+                user.segments[i] = self._build(conn, user_id, dim, seg.lo, seg.hi)
+                self._remove_files(seg)
+                changed = True
+        if changed:
+            self._save_manifest(conn, user_id, user)
+
+    def _build(self, conn: sqlite3.Connection, user_id: str, dim: int, lo: int, hi: int) -> _Segment:
+        Index = _usearch_index()
+
+        index = Index(
+            ndim=dim,
+            metric="ip",
+            dtype="f16",
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+            expansion_search=EXPANSION_SEARCH,
+        )
+        last, size = lo - 1, 0
+        while True:
+            rows = conn.execute(
+                "SELECT rowid, blob FROM vectors WHERE user_id = ? AND rowid > ? AND rowid <= ? "
+                "ORDER BY rowid LIMIT ?",
+                (user_id, last, hi, _CHUNK),
+            ).fetchall()
+            if not rows:
+                break
+            keys = np.asarray([r[0] for r in rows], dtype=np.uint64)
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            index.add(keys, matrix, threads=1)
+            last, size = int(rows[-1][0]), size + len(rows)
+        seg = _Segment(lo=lo, hi=hi, size=size, index=index)
+        if self._dir is not None and size:
+            self._dir.mkdir(exist_ok=True)
+            name = f"{_user_key(user_id)}-{lo}-{hi}-{uuid.uuid4().hex[:8]}.usearch"
+            tmp = self._dir / (name + ".tmp")
+            index.save(str(tmp))
+            os.replace(tmp, self._dir / name)
+            seg.file = name
+            seg.index = Index.restore(str(self._dir / name), view=True)
+        return seg
+
+    def _load(self, conn: sqlite3.Connection, user_id: str, dim: int) -> list[_Segment]:
+        manifest = self._manifest_path(user_id)
+        if manifest is None or not manifest.is_file():
+            return []
+        Index = _usearch_index()
+
+        raw = json.loads(manifest.read_text())
+        if raw.get("dim") != dim or raw.get("database") != _identity(conn):
+            return []  # another database once had this path: rebuilt
+        out: list[_Segment] = []
+        for item in raw["segments"]:
+            path = manifest.parent / item["file"]
+            if not path.is_file():
+                return []  # a damaged index directory: rebuilt from the database
+            index = Index.restore(str(path), view=True)
+            out.append(_Segment(item["lo"], item["hi"], item["size"], item["dead"], item["file"], index))
+        return out
+
+    def _manifest_path(self, user_id: str) -> Path | None:
+        return None if self._dir is None else self._dir / f"{_user_key(user_id)}.json"
+
+    def _save_manifest(self, conn: sqlite3.Connection, user_id: str, user: _User) -> None:
+        manifest = self._manifest_path(user_id)
+        if manifest is None:
+            return
+        dim = None if not user.segments else int(user.segments[0].index.ndim)
+        body = {
+            "database": _identity(conn),
+            "user": user_id,
+            "dim": dim,
+            "segments": [
+                {"lo": s.lo, "hi": s.hi, "size": s.size, "dead": s.dead, "file": s.file}
+                for s in user.segments
+                if s.file is not None
+            ],
+        }
+        with tempfile.NamedTemporaryFile("w", dir=manifest.parent, delete=False, suffix=".tmp") as fh:
+            json.dump(body, fh)
+        os.replace(fh.name, manifest)
+
+    def _remove_files(self, *segments: _Segment) -> None:
+        if self._dir is None:
+            return
+        for seg in segments:
+            if seg.file is not None:
+                seg.index = None
+                (self._dir / seg.file).unlink(missing_ok=True)
+
+
+def _usearch_index() -> Any:
+    """``usearch.index.Index``, imported after onnxruntime.
+
+    Loading usearch's native library before onnxruntime's makes the first ONNX session crash the
+    process (segfault, seen with usearch 2.26 and onnxruntime 1.32 on Linux); the other order is fine.
+    """
+    if importlib.util.find_spec("onnxruntime") is not None:
+        importlib.import_module("onnxruntime")
+    from usearch.index import Index
+
+    return Index
+
+
+def _identity(conn: sqlite3.Connection) -> str | None:
+    """When the database was created (its first migration): tells a reused path from the same file."""
+    row = conn.execute("SELECT applied_at FROM schema_migrations WHERE version = 1").fetchone()
+    return None if row is None else str(row[0])
+
+
+def _user_key(user_id: str) -> str:
+    return hashlib.sha256(user_id.encode()).hexdigest()[:20]
+
+
+def _rescore(
+    conn: sqlite3.Connection, tenant: Tenant, q: npt.NDArray[np.float32], keys: list[int], k: int
+) -> list[tuple[str, float]]:
+    found: list[tuple[float, int, str]] = []
+    extra, params = "", []
+    if tenant.agent is not None:
+        extra += " AND n.agent_id = ?"
+        params.append(tenant.agent)
+    if tenant.run is not None:
+        extra += " AND n.run_id = ?"
+        params.append(tenant.run)
+    for start in range(0, len(keys), 500):
+        part = keys[start : start + 500]
+        marks = ",".join("?" * len(part))
+        rows = conn.execute(
+            f"SELECT v.rowid, v.node_id, v.blob FROM vectors v JOIN nodes n ON n.id = v.node_id "
+            f"WHERE v.rowid IN ({marks}) AND v.user_id = ?{extra}",
+            [*part, tenant.user, *params],
+        ).fetchall()
+        for rowid, node_id, blob in rows:
+            found.append((float(np.frombuffer(blob, dtype=np.float32) @ q), int(rowid), node_id))
+    found.sort(key=lambda item: (-item[0], item[1]))
+    return [(node_id, score) for score, _, node_id in found[:k]]
