@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -71,9 +70,7 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
         )
     l2 = args.l2 if args.l2 is not None else choose_l2(examples)
     ranker = fit_examples(examples, l2=l2)
-    command = (
-        "dualmem " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "dualmem calibrate"
-    )
+    command = "dualmem " + " ".join(shlex.quote(a) for a in getattr(args, "argv", ["calibrate"]))
     extra = {"l2": l2, "pool": args.pool, "window": args.window, "embedder": args.embedder}
     if args.teacher:
         extra["teacher"] = {"backend": args.teacher, "url": args.teacher_url, "model": args.teacher_model}

@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what was asked, for provenance records
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
         stream=sys.stderr,
