@@ -9,6 +9,7 @@ from hypothesis import settings
 
 from dualmem.embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from fakes.fixtures import jev_server, openai_server  # noqa: F401
+from pg_server import memory_db, pg_dsn, pg_store_factory  # noqa: F401
 
 # the machine is shared and noisy: Hypothesis judges properties, not speed
 settings.register_profile("dualmem", deadline=None)

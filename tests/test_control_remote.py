@@ -181,6 +181,8 @@ def _letters_responder(table: dict[str, dict[str, float]]) -> Any:
 
 
 def _llm(server: FakeOpenAIServer, **kwargs: Any) -> LLMController:
+    """One forward pass per question (no debiasing): these tests pin how logprobs are read."""
+    kwargs.setdefault("debias", "none")
     return LLMController(base_url=server.base_url, model="fake-model", retry=FAST, **kwargs)
 
 
@@ -313,7 +315,9 @@ def test_llm_over_a_mock_transport() -> None:
         assert request.url.path == "/v1/chat/completions"
         return httpx.Response(200, json=chat_logprobs({"A": math.log(0.25), "B": math.log(0.75)}))
 
-    ctl = LLMController(base_url="http://llm.invalid/v1", model="m", transport=httpx.MockTransport(handler))
+    ctl = LLMController(
+        base_url="http://llm.invalid/v1", model="m", debias="none", transport=httpx.MockTransport(handler)
+    )
     assert ctl.decide(Batch(state={}, questions={"n": NOUL})).noul("n") == pytest.approx(0.25)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,7 +31,7 @@ def summarize(sources: Sequence[Node], representation: str) -> str:
 
 
 def open_mem(
-    path: Path,
+    path: str,
     embedder: Embedder,
     table: dict[str, object],
     *,
@@ -45,8 +45,10 @@ def open_mem(
     return Memory.open(path, embedder=embedder, controller=ctl, profile=prof, summarizer=summarizer)
 
 
-def test_contradicted_preference_is_superseded(minilm: Embedder, tmp_path: Path) -> None:
-    with open_mem(tmp_path / "m.db", minilm, SUPERSEDE, consolidation="off") as mem:
+def test_contradicted_preference_is_superseded(
+    memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path
+) -> None:
+    with open_mem(memory_db("m.db"), minilm, SUPERSEDE, consolidation="off") as mem:
         old = mem.add(LOVE, user="u", speaker="user", at="2024-01-10T12:00:00Z")
         new = mem.add(NO_LONGER, user="u", speaker="user", at="2024-06-02T12:00:00Z")
         report = mem.consolidate(user="u")
@@ -65,8 +67,10 @@ def test_contradicted_preference_is_superseded(minilm: Embedder, tmp_path: Path)
         assert old in past.ids
 
 
-def test_consolidation_records_decisions_and_links(minilm: Embedder, tmp_path: Path) -> None:
-    with open_mem(tmp_path / "m.db", minilm, SUPERSEDE, consolidation="off") as mem:
+def test_consolidation_records_decisions_and_links(
+    memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path
+) -> None:
+    with open_mem(memory_db("m.db"), minilm, SUPERSEDE, consolidation="off") as mem:
         mem.add(LOVE, user="u", at="2024-01-10T12:00:00Z")
         new = mem.add(NO_LONGER, user="u", at="2024-06-02T12:00:00Z")
         mem.consolidate(user="u")
@@ -88,14 +92,19 @@ def test_consolidation_records_decisions_and_links(minilm: Embedder, tmp_path: P
     ("merge_p", "contradiction", "derived"), [(0.9, 0.1, True), (0.8, 0.1, False), (0.9, 0.9, False)]
 )
 def test_escalation_gate(
-    minilm: Embedder, tmp_path: Path, merge_p: float, contradiction: float, derived: bool
+    memory_db: Callable[[str], str],
+    minilm: Embedder,
+    tmp_path: Path,
+    merge_p: float,
+    contradiction: float,
+    derived: bool,
 ) -> None:
     table = {
         "consolidate.representation": {"merge": merge_p, "keep_separate": 1 - merge_p},
         "consolidate.contradiction": contradiction,
         "consolidate.obsolescence": 0.0,
     }
-    with open_mem(tmp_path / "m.db", minilm, table, consolidation="off", summarizer=summarize) as mem:
+    with open_mem(memory_db("m.db"), minilm, table, consolidation="off", summarizer=summarize) as mem:
         a = mem.add(
             "Mira walks her dog Pepper in the park every morning.", user="u", at="2024-05-01T08:00:00Z"
         )
@@ -111,9 +120,11 @@ def test_escalation_gate(
             assert mem.get(a, user="u").content.startswith("Mira walks")  # raw observations are kept
 
 
-def test_periodic_inline_every_n_writes(minilm: Embedder, tmp_path: Path) -> None:
+def test_periodic_inline_every_n_writes(
+    memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path
+) -> None:
     profile = Profile.paper().with_(write__consolidate_every=3)
-    with open_mem(tmp_path / "m.db", minilm, SUPERSEDE, consolidation="inline", profile=profile) as mem:
+    with open_mem(memory_db("m.db"), minilm, SUPERSEDE, consolidation="inline", profile=profile) as mem:
         for i in range(5):
             mem.add(
                 f"Note {i} about sushi and the weekly dinner plan.",
@@ -125,9 +136,11 @@ def test_periodic_inline_every_n_writes(minilm: Embedder, tmp_path: Path) -> Non
         assert mem.meter.stats.calls_for("consolidation") == 2
 
 
-def test_periodic_background_does_not_block(minilm: Embedder, tmp_path: Path) -> None:
+def test_periodic_background_does_not_block(
+    memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path
+) -> None:
     profile = Profile.paper().with_(write__consolidate_every=2)
-    with open_mem(tmp_path / "m.db", minilm, SUPERSEDE, consolidation="background", profile=profile) as mem:
+    with open_mem(memory_db("m.db"), minilm, SUPERSEDE, consolidation="background", profile=profile) as mem:
         mem.add(LOVE, user="u", at="2024-01-10T12:00:00Z")
         mem.add(NO_LONGER, user="u", at="2024-06-02T12:00:00Z")
         mem.wait_for_consolidation(timeout=30)
@@ -163,10 +176,10 @@ def _everywhere(mem: Memory, node_id: str, text: str, user: str = "u") -> list[s
     return found
 
 
-def test_forget_leaves_no_trace(minilm: Embedder, tmp_path: Path) -> None:
+def test_forget_leaves_no_trace(memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path) -> None:
     table = dict(SUPERSEDE, **{"consolidate.representation": {"merge": 0.95, "keep_separate": 0.05}})
     table["consolidate.contradiction"] = 0.1
-    with open_mem(tmp_path / "m.db", minilm, table, consolidation="off", summarizer=summarize) as mem:
+    with open_mem(memory_db("m.db"), minilm, table, consolidation="off", summarizer=summarize) as mem:
         old = mem.add(LOVE, user="u", speaker="user", at="2024-01-10T12:00:00Z")
         mem.add(NO_LONGER, user="u", speaker="user", at="2024-06-02T12:00:00Z")
         report = mem.consolidate(user="u")
@@ -184,8 +197,10 @@ def test_forget_leaves_no_trace(minilm: Embedder, tmp_path: Path) -> None:
             mem.forget(old, user="u")
 
 
-def test_forget_by_filter_and_tenant(minilm: Embedder, tmp_path: Path) -> None:
-    with open_mem(tmp_path / "m.db", minilm, {}, consolidation="off") as mem:
+def test_forget_by_filter_and_tenant(
+    memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path
+) -> None:
+    with open_mem(memory_db("m.db"), minilm, {}, consolidation="off") as mem:
         mem.add("Mira likes tea.", user="u", speaker="Mira", at="2024-01-01T00:00:00Z")
         mem.add("Jon likes coffee.", user="u", speaker="Jon", at="2024-02-01T00:00:00Z")
         mem.add(
@@ -205,8 +220,8 @@ def test_forget_by_filter_and_tenant(minilm: Embedder, tmp_path: Path) -> None:
             mem.forget(user="u", where=Filter())
 
 
-def test_update_keeps_history(minilm: Embedder, tmp_path: Path) -> None:
-    with open_mem(tmp_path / "m.db", minilm, {}, consolidation="off") as mem:
+def test_update_keeps_history(memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path) -> None:
+    with open_mem(memory_db("m.db"), minilm, {}, consolidation="off") as mem:
         first = mem.add("Mira lives in Lisbon.", user="u", speaker="Mira", at="2024-01-01T00:00:00Z")
         second = mem.update(first, "Mira lives in Porto.", user="u")
         assert second != first
@@ -222,17 +237,17 @@ def test_update_keeps_history(minilm: Embedder, tmp_path: Path) -> None:
             mem.update("nope", "x", user="u")
 
 
-def test_export_import_round_trip(minilm: Embedder, tmp_path: Path) -> None:
+def test_export_import_round_trip(memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path) -> None:
     src = tmp_path / "a.jsonl"
     again = tmp_path / "b.jsonl"
-    with open_mem(tmp_path / "a.db", minilm, SUPERSEDE, consolidation="off") as mem:
+    with open_mem(memory_db("a.db"), minilm, SUPERSEDE, consolidation="off") as mem:
         mem.add(LOVE, user="u", speaker="user", at="2024-01-10T12:00:00Z", metadata={"k": [1, "x"]})
         mem.add(NO_LONGER, user="u", speaker="user", at="2024-06-02T12:00:00Z")
         mem.consolidate(user="u")
         mem.add("Someone else's note.", user="other")
         lines = mem.export_jsonl(src, user="u")
     assert lines > 3
-    with open_mem(tmp_path / "b.db", minilm, {}, consolidation="off") as mem:
+    with open_mem(memory_db("b.db"), minilm, {}, consolidation="off") as mem:
         report = mem.import_jsonl(src, user="u")
         assert report.nodes == 2
         mem.export_jsonl(again, user="u")
@@ -243,12 +258,14 @@ def test_export_import_round_trip(minilm: Embedder, tmp_path: Path) -> None:
         assert mem.count(user="u") == 2
 
 
-def test_import_refuses_other_embedder_and_newer_format(minilm: Embedder, tmp_path: Path) -> None:
+def test_import_refuses_other_embedder_and_newer_format(
+    memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path
+) -> None:
     src = tmp_path / "a.jsonl"
-    with open_mem(tmp_path / "a.db", minilm, {}, consolidation="off") as mem:
+    with open_mem(memory_db("a.db"), minilm, {}, consolidation="off") as mem:
         mem.add(LOVE, user="u")
         mem.export_jsonl(src, user="u")
-    with open_mem(tmp_path / "h.db", HashingEmbedder(64), {}, consolidation="off") as mem:
+    with open_mem(memory_db("h.db"), HashingEmbedder(64), {}, consolidation="off") as mem:
         with pytest.raises(EmbedderMismatch):
             mem.import_jsonl(src, user="u")
         assert mem.count(user="u") == 0
@@ -259,7 +276,7 @@ def test_import_refuses_other_embedder_and_newer_format(minilm: Embedder, tmp_pa
     newer.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join([*lines, "{not json"]) + "\n")
-    with open_mem(tmp_path / "c.db", minilm, {}, consolidation="off") as mem:
+    with open_mem(memory_db("c.db"), minilm, {}, consolidation="off") as mem:
         with pytest.raises(InvalidInput, match="newer"):
             mem.import_jsonl(newer, user="u")
         with pytest.raises(InvalidInput, match="malformed"):
@@ -267,10 +284,12 @@ def test_import_refuses_other_embedder_and_newer_format(minilm: Embedder, tmp_pa
         assert mem.count(user="u") == 0
 
 
-def test_batched_writes_get_one_pass_per_period(minilm: Embedder, tmp_path: Path) -> None:
+def test_batched_writes_get_one_pass_per_period(
+    memory_db: Callable[[str], str], minilm: Embedder, tmp_path: Path
+) -> None:
     profile = Profile.paper().with_(write__consolidate_every=20)
     ctl_table = dict(SUPERSEDE, **{"consolidate.obsolescence": 0.0, "consolidate.contradiction": 0.0})
-    with open_mem(tmp_path / "m.db", minilm, ctl_table, consolidation="inline", profile=profile) as mem:
+    with open_mem(memory_db("m.db"), minilm, ctl_table, consolidation="inline", profile=profile) as mem:
         ids = mem.add_many([f"Day {i}: walked Biscuit by the canal." for i in range(45)], user="u")
         assert mem.meter.stats.calls_for("consolidation") == 2  # 45 writes: passes after 20 and 40
         judged = {d.node_id for i in ids for d in mem.store.decisions_of(i) if d.purpose == "consolidation"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -13,8 +13,9 @@ from dualmem.types import Tenant
 
 
 @pytest.fixture
-def mem(minilm: Embedder, tmp_path: Path) -> Memory:
-    return Memory.open(tmp_path / "m.db", embedder=minilm)
+def mem(minilm: Embedder, memory_db: Callable[[str], str]) -> Iterator[Memory]:
+    with Memory.open(memory_db("m.db"), embedder=minilm) as opened:  # SQLite and PostgreSQL
+        yield opened
 
 
 @pytest.mark.parametrize("bad", ["", "   \n\t", 42, None, b"bytes"])
@@ -99,8 +100,8 @@ def test_delete_leaves_nothing_stale(mem: Memory) -> None:
         mem.get(gone, user="u")
 
 
-def test_database_remembers_its_embedder(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_database_remembers_its_embedder(memory_db: Callable[[str], str]) -> None:
+    db = memory_db("m.db")
     with Memory.open(db, embedder=HashingEmbedder(64)) as mem:
         mem.add("written with hashing-64", user="u")
     with pytest.raises(EmbedderMismatch), Memory.open(db, embedder=HashingEmbedder(128)):

@@ -277,3 +277,13 @@ def test_expanded_candidates_carry_pi_e_times_reach(mem: Memory) -> None:
             assert cand["edge_weight"] == pytest.approx(expected, abs=1e-4)  # type: ignore[index]
             checked += beam[source] < top - 1e-3
     assert checked  # some neighbours of a weaker source (reach < 1) were checked
+
+
+def test_the_paper_profile_passes_only_admitted_evidence(mem: Memory) -> None:
+    table = {"stop.evidence_sufficient": 1.0, "stop.missing_evidence": 0.0, "stop.contradiction": 0.0}
+    profile = replace(Profile.paper().read, beam=2)
+    meter = Meter(ScriptedController(table, default=0.5))
+    found = Retriever(mem.store, mem.embedder, meter, profile).search("bicycle", U, k=6)
+    admitted = [sc.node_id for sc in found.trace.rounds[0].candidates if sc.admitted]
+    assert sorted(e.node.id for e in found.evidence) == sorted(admitted)
+    assert len(found.evidence) == 2

@@ -62,4 +62,4 @@ def test_memory_over_a_remote_controller(minilm: Embedder, remote: tuple[Control
     if isinstance(server, FakeOpenAIServer):
         sent = len(server.chat_requests())
         asked = sum(c.questions for c in mem.meter.stats.by_purpose.values())
-        assert sent == asked  # exactly one forward pass per question
+        assert sent == 2 * asked  # two forward passes per question: both option orders (debiased)

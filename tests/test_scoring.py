@@ -36,6 +36,9 @@ def stop(s: float, u: float, m: float, c: float) -> str | None:
 
 def test_stop_rule_golden() -> None:
     assert stop(0.95, 0.9, 0.14, 0.14) == "sufficient"  # s >= θ_suff (equality counts), m, c < θ_cont
+    assert stop(0.99, 0.9, 0.0, 0.0) == "sufficient"
+    assert stop(0.99, 0.9, 0.5, 0.0) is None  # missing evidence above θ_cont blocks eq. 21
+    assert stop(0.50, 0.15, 0.0, 0.0) is None  # eq. 22 is strict: u_d = θ_cont continues
     assert stop(0.96, 0.9, 0.10, 0.20) is None  # an unresolved contradiction blocks eq. 21
     assert stop(0.96, 0.9, 0.15, 0.10) is None  # missing evidence at θ_cont blocks eq. 21
     assert stop(0.94, 0.9, 0.0, 0.0) is None
@@ -221,6 +224,7 @@ def test_paper_profile_is_appendix_b() -> None:
     assert w.supersede_threshold is None
     assert r.prefer_current is False
     assert r.hop_decay == 1.0
+    assert r.k_fill is False
     assert p.controller_cache == 0
     assert p.controller_timeout_s is None
 
@@ -235,7 +239,7 @@ def test_every_extension_field_is_documented_and_exists() -> None:
     }
     names |= {f.name for f in fields(Profile)}
     for key in EXTENSIONS:
-        assert key in names or key == "read.top_k fill", key
+        assert key in names, key
     paper, default = Profile.paper(), Profile.dualmem()
     for section in ("write", "read"):
         for f in fields(getattr(default, section)):

@@ -33,7 +33,7 @@ from dualmem.control.states import (
     parse_state,
 )
 from dualmem.embed import HashingEmbedder
-from dualmem.errors import InvalidInput
+from dualmem.errors import ControllerError, InvalidInput
 from dualmem.memory import Memory
 from dualmem.plane.sqlite import SQLiteStore
 from dualmem.types import Node, TemporalRef, Tenant
@@ -274,3 +274,26 @@ def test_the_paths_send_typed_states_and_the_wire_is_their_to_wire(tmp_path: Any
     }
     typed = {b.purpose for b in ctl.batches if b.typed is not None}
     assert typed >= {"relations", "consolidation", "routing", "scoring", "assessment"}
+
+
+def test_a_head_replaces_the_builtin_relevance_decision() -> None:
+    """The seam for a learned scorer: a Head sees the typed state, the target and the FeatureSource."""
+    seen: list[tuple[str, int | None]] = []
+
+    def relevance(state: object, target: int | None, src: Any) -> float:
+        assert isinstance(state, TraversalState)
+        assert target is not None
+        seen.append((state.candidates[target].memory.id, target))
+        return src.cosine(QUERY, state.candidates[target].memory.id)
+
+    ctl = BuiltinController(heads={"traverse.relevance": relevance})
+    state = traversal_state()
+    batch = Batch.of(state, catalog.traversal_questions(0), "scoring", features=source())
+    result = ctl.decide(batch)
+    assert result.noul("candidate_0_relevance") == pytest.approx(0.8)
+    assert seen == [("m2", 0)]
+    plain = BuiltinController().decide(batch)
+    assert result.noul("candidate_0_new_information") == plain.noul("candidate_0_new_information")
+    broken = BuiltinController(heads={"traverse.relevance": lambda *_: float("nan")})
+    with pytest.raises(ControllerError):
+        broken.decide(batch)

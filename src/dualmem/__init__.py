@@ -12,6 +12,7 @@ Importing dualmem has no side effects: no files, no network, no model loading, n
 from __future__ import annotations
 
 from dualmem.config import Profile
+from dualmem.control.config import JevConfig, LLMConfig
 from dualmem.errors import (
     ConfigError,
     ControllerError,
@@ -46,6 +47,8 @@ __all__ = [
     "Evidence",
     "Inspection",
     "InvalidInput",
+    "JevConfig",
+    "LLMConfig",
     "Memory",
     "Node",
     "NotFound",

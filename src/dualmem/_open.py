@@ -21,18 +21,23 @@ __all__ = ["OpenOptions", "build", "close_all"]
 class OpenOptions:
     """Options for the parts ``Memory.open`` builds from names, and for the store it opens.
 
-    ``controller={"base_url": ..., "model": ...}`` goes to ``create_controller(name, **controller)``;
-    likewise ``answerer`` and ``embedder``. ``lock_timeout`` is how long a locked database is waited for.
+    ``controller`` is a typed config (``dualmem.control.config.LLMConfig`` / ``JevConfig``, the
+    documented way) or a mapping of keyword options for ``create_controller(name, **controller)``;
+    ``answerer`` and ``embedder`` are mappings. ``lock_timeout`` is how long a locked database is
+    waited for. Nothing here reads the environment: adapters call ``LLMConfig.from_env()``.
     """
 
     embedder: Mapping[str, Any] = field(default_factory=dict)
-    controller: Mapping[str, Any] = field(default_factory=dict)
+    controller: Mapping[str, Any] | Any = field(default_factory=dict)
     answerer: Mapping[str, Any] = field(default_factory=dict)
     lock_timeout: float = 5.0
 
     def __post_init__(self) -> None:
         for name in ("embedder", "controller", "answerer"):
-            if not isinstance(getattr(self, name), Mapping):
+            value = getattr(self, name)
+            if name == "controller" and _is_config(value):
+                continue
+            if not isinstance(value, Mapping):
                 raise ConfigError(
                     f"OpenOptions.{name} must be a mapping of keyword options",
                     hint=f"e.g. OpenOptions({name}={{'base_url': ..., 'model': ...}})",
@@ -44,10 +49,24 @@ class OpenOptions:
             )
 
 
+def _is_config(value: object) -> bool:
+    from dualmem.control.config import JevConfig, LLMConfig
+
+    return isinstance(value, LLMConfig | JevConfig)
+
+
 def build(
-    part: object, name_factory: Callable[..., Any], options: Mapping[str, Any], *, what: str, owned: list[Any]
+    part: object,
+    name_factory: Callable[..., Any],
+    options: Mapping[str, Any] | Any,
+    *,
+    what: str,
+    owned: list[Any],
 ) -> Any:
-    """``part`` itself when it is an object (the caller keeps it), else a new one from its name (ours)."""
+    """``part`` itself when it is an object (the caller keeps it), else a new one from its name (ours).
+
+    ``options`` is a mapping of keyword options or a typed config (passed on as ``config=``).
+    """
     if not isinstance(part, str):
         if options:
             raise ConfigError(
@@ -55,7 +74,7 @@ def build(
                 hint=f"configure that object yourself, or pass the {what} by name",
             )
         return part
-    made = name_factory(part, **options)
+    made = name_factory(part, config=options) if _is_config(options) else name_factory(part, **options)
     owned.append(made)
     return made
 

@@ -46,8 +46,8 @@ EXTENSIONS: Mapping[str, str] = {
     "read.prefer_current": "superseded facts score x superseded_factor unless the query asks about the "
     "past; paper: False (off)",
     "read.superseded_factor": "see read.prefer_current; paper: unused",
-    "read.top_k fill": "when the loop admits fewer than K, the K passed on are filled with scored "
-    "runners-up, then RRF anchors (read/scoring.py fill_top, anchor_fill); not a field, always on",
+    "read.k_fill": "when the loop admits fewer than K, the K passed on are filled with scored "
+    "runners-up, then RRF anchors (read/scoring.py fill_top, anchor_fill); paper: False (off)",
     "read.pool_scoring": "anchors come from a pool (vector top-N and lexical top-N of the query with "
     "known speaker names removed, plus session neighbours; dualmem.read.pool) ranked by a learned "
     "scorer (dualmem.learn) instead of RRF; paper: False (RRF anchors, eq. 16)",
@@ -142,6 +142,9 @@ class ReadProfile:
     superseded_factor: float = 0.5
     #: a round may propose up to ``expansion_factor`` x W neighbours for scoring (extension)
     expansion_factor: int = 2
+    #: when the loop admitted fewer than K, fill the K with scored runners-up, then RRF anchors
+    #: (extension; the paper passes only the admitted evidence)
+    k_fill: bool = True
     #: anchors from the learned pool scorer instead of RRF (extension; see EXTENSIONS)
     pool_scoring: bool = False
     pool: int = 50  # N: depth of each search of the pool
@@ -164,7 +167,7 @@ class Profile:
         return cls(
             name="paper",
             write=WriteProfile(supersede_threshold=None),
-            read=ReadProfile(prefer_current=False, hop_decay=1.0),
+            read=ReadProfile(prefer_current=False, hop_decay=1.0, k_fill=False),
         )
 
     @classmethod

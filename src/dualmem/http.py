@@ -10,6 +10,7 @@ one line, chained to the httpx error.
 
 from __future__ import annotations
 
+import email.utils
 import json
 import random
 import time
@@ -25,11 +26,13 @@ from dualmem.types import JSONValue
 
 __all__ = [
     "TRANSIENT_STATUSES",
+    "Classifier",
     "JSONClient",
     "RetryPolicy",
     "TransientStatus",
     "call_with_retry",
     "post_json",
+    "retry_after_s",
 ]
 
 T = TypeVar("T")
@@ -52,6 +55,7 @@ class RetryPolicy:
     max_backoff_s: float = 2.0
     jitter: float = 0.0
     seed: int = 0
+    max_retry_after_s: float = 30.0  # the longest ``Retry-After`` wait honoured
 
     def __post_init__(self) -> None:
         if not isinstance(self.attempts, int) or self.attempts < 1:
@@ -60,6 +64,8 @@ class RetryPolicy:
             raise ConfigError("retry backoff_s and max_backoff_s must be non-negative")
         if not 0.0 <= self.jitter <= 1.0:
             raise ConfigError(f"retry jitter must be in [0, 1], got {self.jitter}")
+        if not self.max_retry_after_s >= 0:
+            raise ConfigError("retry max_retry_after_s must be non-negative")
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed try number ``attempt`` (1-based)."""
@@ -71,12 +77,40 @@ class RetryPolicy:
 
 
 class TransientStatus(Exception):
-    """An HTTP response whose status is worth retrying (raised and caught inside ``post_json``)."""
+    """An HTTP response whose status is worth retrying (raised and caught inside ``post_json``).
 
-    def __init__(self, status: int, body: str) -> None:
+    ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one.
+    """
+
+    def __init__(self, status: int, body: str, retry_after: float | None = None) -> None:
         super().__init__(f"HTTP {status}: {body}")
         self.status = status
         self.body = body
+        self.retry_after = retry_after
+
+
+class _DeadlinePassed(Exception):
+    """The next try would start after the deadline (raised and caught inside ``post_json``)."""
+
+
+#: maps a non-2xx reply (status, body text) to a specific error, or None for the generic one
+Classifier = Callable[[int, str], BaseException | None]
+
+
+def retry_after_s(value: str | None, *, now: float | None = None) -> float | None:
+    """A ``Retry-After`` header as seconds to wait: delta-seconds or an HTTP date; None if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def call_with_retry(
@@ -85,20 +119,30 @@ def call_with_retry(
     *,
     retry_on: tuple[type[BaseException], ...],
     sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Call ``fn`` until it returns, at most ``policy.attempts`` times.
 
-    Exceptions of a ``retry_on`` type are retried after the policy's backoff; the last one is
-    re-raised when the attempts run out. Any other exception propagates at once.
+    Exceptions of a ``retry_on`` type are retried after the policy's backoff (or the exception's
+    ``retry_after``, when it has one and asks for longer, up to ``policy.max_retry_after_s``); the
+    last one is re-raised when the attempts run out or the wait would pass ``deadline``. Any other
+    exception propagates at once.
     """
     attempt = 1
     while True:
         try:
             return fn()
-        except retry_on:
+        except retry_on as exc:
             if attempt >= policy.attempts:
                 raise
-            sleep(policy.delay(attempt))
+            wait = policy.delay(attempt)
+            asked = getattr(exc, "retry_after", None)
+            if isinstance(asked, int | float):
+                wait = max(wait, min(float(asked), policy.max_retry_after_s))
+            if deadline is not None and clock() + wait >= deadline:
+                raise
+            sleep(wait)
             attempt += 1
 
 
@@ -107,7 +151,7 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def post_json(
+def post_json(  # noqa: PLR0913 (keyword-only options of one request)
     client: httpx.Client,
     url: str,
     payload: Mapping[str, JSONValue],
@@ -115,28 +159,52 @@ def post_json(
     policy: RetryPolicy,
     error: type[RuntimeFailure],
     timeout_error: type[RuntimeFailure],
+    deadline: float | None = None,
+    classify: Classifier | None = None,
 ) -> dict[str, JSONValue]:
     """POST ``payload`` as JSON and return the decoded JSON object, with bounded retries.
 
-    Raises ``timeout_error`` when the last try timed out, ``error`` for everything else (connection
-    failures, non-2xx statuses, a body that is not a JSON object); one line, chained.
+    Raises ``timeout_error`` when the last try timed out or ``deadline`` (``time.monotonic()``)
+    passed, ``error`` for everything else (connection failures, non-2xx statuses, a body that is not
+    a JSON object); one line, chained. ``classify(status, body)`` may turn a failing reply into a
+    more specific exception (e.g. a context-length error), raised as it is.
     """
+    tries = [0]
 
     def once() -> httpx.Response:
-        response = client.post(url, json=payload)
-        if response.status_code in TRANSIENT_STATUSES:
-            raise TransientStatus(response.status_code, _short(response.text))
+        timeout: httpx.Timeout | None = None
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _DeadlinePassed()
+            configured = client.timeout.read
+            timeout = httpx.Timeout(min(left, configured) if configured is not None else left)
+        tries[0] += 1
+        if timeout is None:
+            response = client.post(url, json=payload)
+        else:
+            response = client.post(url, json=payload, timeout=timeout)
+        if response.status_code in TRANSIENT_STATUSES and _classified(classify, response) is None:
+            after = retry_after_s(response.headers.get("Retry-After"))
+            raise TransientStatus(response.status_code, _short(response.text), after)
         return response
 
     try:
-        response = call_with_retry(once, policy, retry_on=(httpx.TransportError, TransientStatus))
+        response = call_with_retry(
+            once, policy, retry_on=(httpx.TransportError, TransientStatus), deadline=deadline
+        )
+    except _DeadlinePassed:
+        raise timeout_error(f"{url} ran out of time after {tries[0]} attempt(s)") from None
     except httpx.TimeoutException as exc:
-        raise timeout_error(f"{url} timed out after {policy.attempts} attempt(s)") from exc
+        raise timeout_error(f"{url} timed out after {tries[0]} attempt(s)") from exc
     except httpx.TransportError as exc:
         raise error(f"{url} unreachable: {type(exc).__name__}: {_short(str(exc))}") from exc
     except TransientStatus as exc:
-        raise error(f"{url} failed after {policy.attempts} attempt(s): {exc}") from exc
+        raise error(f"{url} failed after {tries[0]} attempt(s): {exc}") from exc
     if not response.is_success:
+        special = _classified(classify, response)
+        if special is not None:
+            raise special
         raise error(f"{url} answered HTTP {response.status_code}: {_short(response.text)}")
     try:
         body = response.json()
@@ -145,6 +213,12 @@ def post_json(
     if not isinstance(body, dict):
         raise error(f"{url} answered JSON that is not an object")
     return body
+
+
+def _classified(classify: Classifier | None, response: httpx.Response) -> BaseException | None:
+    if classify is None or response.is_success:
+        return None
+    return classify(response.status_code, response.text)
 
 
 class JSONClient:
@@ -176,8 +250,15 @@ class JSONClient:
     def url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
 
-    def post(self, path: str, payload: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
-        """POST ``payload`` to ``base_url/path``; the reply's JSON object."""
+    def post(
+        self,
+        path: str,
+        payload: Mapping[str, JSONValue],
+        *,
+        deadline: float | None = None,
+        classify: Classifier | None = None,
+    ) -> dict[str, JSONValue]:
+        """POST ``payload`` to ``base_url/path``; the reply's JSON object (see :func:`post_json`)."""
         return post_json(
             self._http,
             self.url(path),
@@ -185,7 +266,21 @@ class JSONClient:
             policy=self.retry,
             error=self.error,
             timeout_error=self.timeout_error,
+            deadline=deadline,
+            classify=classify,
         )
+
+    def get_json(self, url: str, *, timeout: float) -> dict[str, JSONValue] | None:
+        """GET an absolute ``url`` once (no retries): its JSON object, or None on any failure.
+
+        For optional metadata (a server's context size): a server without the route is not an error.
+        """
+        try:
+            response = self._http.get(url, timeout=timeout)
+            body = response.json() if response.is_success else None
+        except (httpx.HTTPError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        return body if isinstance(body, dict) else None
 
     def close(self) -> None:
         self._http.close()

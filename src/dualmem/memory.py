@@ -125,10 +125,15 @@ class Memory:
     ) -> Memory:
         """Open (or create) a memory at ``path`` (a SQLite file, ``:memory:``, or a store URL).
 
-        Parts given by name are built here with ``options`` (e.g. ``controller="llm", options=
-        OpenOptions(controller={"base_url": ..., "model": ...})``; a missing setting is a
-        ``ConfigError`` with a hint) and closed by :meth:`close`; parts passed as objects are the
-        caller's to close. Periodic consolidation follows ``profile.write.consolidation``
+        Parts given by name are built here with ``options`` and closed by :meth:`close`; parts
+        passed as objects are the caller's to close. A remote System One takes a typed config::
+
+            cfg = LLMConfig(base_url="http://127.0.0.1:8080/v1", model="qwen")  # or LLMConfig.from_env()
+            Memory.open(path, controller="llm", options=OpenOptions(controller=cfg))
+
+        (``JevConfig`` for ``controller="jev"``; a plain mapping of keyword options also works). The
+        library never reads the environment itself; a missing setting is a ``ConfigError`` with a
+        hint. Periodic consolidation follows ``profile.write.consolidation``
         (``"background"`` by default: passes run on a worker thread and writes never wait;
         ``"inline"``; ``"off"``). ``summarizer`` is the System-Two callable that may write derived
         nodes for approved merges/promotions.

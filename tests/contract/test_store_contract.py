@@ -24,6 +24,8 @@ BACKENDS: dict[str, Callable[[Path], Store]] = {
     "memory": lambda _path: InMemoryStore(),
     "sqlite": lambda path: SQLiteStore.open(path / "store.db", timeout=1.0),
 }
+#: backends that need a server: opened through a fixture (``tests/pg_server.py``), one schema per store
+SERVER_BACKENDS = ("postgres",)
 
 UTC = dt.UTC
 T0 = dt.datetime(2023, 5, 1, 12, 0, tzinfo=UTC)
@@ -32,9 +34,16 @@ BOB = Tenant("bob")
 _ids = itertools.count()
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+def _opener(request: pytest.FixtureRequest) -> Callable[[Path], Store]:
+    if request.param in SERVER_BACKENDS:
+        factory = request.getfixturevalue("pg_store_factory")
+        return lambda _path: factory()
+    return BACKENDS[request.param]
+
+
+@pytest.fixture(params=[*sorted(BACKENDS), *SERVER_BACKENDS])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    made = BACKENDS[request.param](tmp_path)
+    made = _opener(request)(tmp_path)
     yield made
     made.close()
 
@@ -562,14 +571,15 @@ _settings = settings(
 )
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=[*sorted(BACKENDS), *SERVER_BACKENDS])
 def fresh_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
     """A factory of empty stores of one backend (Hypothesis needs a fresh one per example)."""
+    opener = _opener(request)
 
     def make() -> Store:
         folder = tmp_path / f"example{next(_ids)}"
         folder.mkdir()
-        return BACKENDS[request.param](folder)
+        return opener(folder)
 
     return make
 

@@ -7,6 +7,15 @@ request JSON; it returns the response JSON (a dict) or a ``Reply`` (status, dela
 
     with FakeOpenAIServer(chat=lambda req: chat_text("Paris")) as server:
         client = ChatClient(base_url=server.base_url, model="fake")
+
+``llama=LlamaCpp(...)`` makes the chat route behave like llama.cpp's OpenAI-compatible server (all
+off by default, so the plain server keeps its behaviour): one request processed at a time, the
+others waiting in a queue (``serial``, ``latency`` seconds each); a queue longer than ``max_queue``
+answered 503 (or 429) with ``Retry-After``; a prompt longer than ``n_ctx`` tokens (estimated as
+``len(text) // 4 + 1``) answered HTTP 400 with llama-cpp-python's ``context_length_exceeded`` body
+(or llama.cpp's ``exceed_context_size_error``); ``GET /props`` reporting ``n_ctx`` when
+``advertise_ctx``. :func:`position_biased` is a responder with a strong first-option bias whose
+option tokens come without a leading space.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import string
 import threading
 import time
@@ -26,6 +36,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_TOKENS",
     "FakeOpenAIServer",
+    "LlamaCpp",
     "Recorded",
     "Reply",
     "Responder",
@@ -33,7 +44,10 @@ __all__ = [
     "chat_text",
     "hashed_embeddings",
     "hashed_logprobs",
+    "position_biased",
     "prompt_text",
+    "prompt_tokens",
+    "shown_options",
 ]
 
 
@@ -67,8 +81,52 @@ def prompt_text(request: Mapping[str, Any]) -> str:
     return "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
 
 
+def prompt_tokens(request: Mapping[str, Any]) -> int:
+    """The fake's token count of a chat request's prompt (``len(text) // 4 + 1``)."""
+    return len(prompt_text(request)) // 4 + 1
+
+
+@dataclass(frozen=True)
+class LlamaCpp:
+    """How much the chat route behaves like llama.cpp's server (see the module doc)."""
+
+    serial: bool = True
+    latency: float = 0.0
+    n_ctx: int | None = None
+    ctx_error: str = "llama-cpp-python"  # or "llama.cpp"
+    advertise_ctx: bool = False
+    max_queue: int | None = None
+    busy_status: int = 503
+    retry_after: str | None = "0"
+
+
+_OPTION = re.compile(r"^([A-Z0-9])\. (.*)$", re.M)
+
+
+def shown_options(request: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The ``(token, text)`` option lines of a logprob prompt, in the order shown."""
+    return _OPTION.findall(prompt_text(request).split("Options:", 1)[-1])
+
+
+def position_biased(truth: Callable[[str, str], float], *, bias: float = 4.0) -> Responder:
+    """Logits ``truth(prompt, option_text)`` plus ``bias`` for whichever option is shown first.
+
+    Tokens are listed without a leading space (``"A"``, not ``" A"``), as llama.cpp's Qwen does.
+    """
+
+    def respond(request: dict[str, Any]) -> dict[str, Any]:
+        text = prompt_text(request)
+        options = shown_options(request)
+        logits = {tok: truth(text, body) + (bias if i == 0 else 0.0) for i, (tok, body) in enumerate(options)}
+        logits["The"] = -6.0
+        norm = math.log(sum(math.exp(v) for v in logits.values()))
+        return chat_logprobs({t: v - norm for t, v in logits.items()}, request=request)
+
+    return respond
+
+
 def _usage(request: Mapping[str, Any], completion_tokens: int) -> dict[str, int]:
-    prompt = len(prompt_text(request)) // 4 + 1
+    prompt = prompt_tokens(request)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,
@@ -155,11 +213,18 @@ class FakeOpenAIServer:
         chat: Responder = default_chat,
         embeddings: Responder = hashed_embeddings,
         models: Iterable[str] = ("fake-model", "fake-embed"),
+        llama: LlamaCpp | None = None,
     ) -> None:
         self.chat = chat
         self.embeddings = embeddings
         self.models = tuple(models)
+        self.llama = llama
         self.requests: list[Recorded] = []
+        self.refused: list[Recorded] = []  # chat requests answered 400 (context) or busy
+        self.max_in_flight = 0  # the most chat requests being processed at once
+        self._in_flight = 0
+        self._waiting = 0
+        self._slot = threading.Lock()  # the one processing slot of a serial server
         self._queued: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -212,6 +277,10 @@ class FakeOpenAIServer:
             queued = self._queued.popleft() if self._queued else None
         if queued is not None:
             return queued
+        if method == "GET" and path == "/props" and self.llama is not None and self.llama.advertise_ctx:
+            return Reply({"default_generation_settings": {"n_ctx": self.llama.n_ctx}, "total_slots": 1})
+        if (method, path) == ("POST", "/v1/chat/completions") and self.llama is not None:
+            return self._llama_chat(Recorded(method, path, dict(headers), body))
         route = {
             ("POST", "/v1/chat/completions"): self.chat,
             ("POST", "/v1/embeddings"): self.embeddings,
@@ -225,6 +294,66 @@ class FakeOpenAIServer:
             return Reply({"error": {"message": "body must be a JSON object"}}, status=400)
         out = route(body)
         return out if isinstance(out, Reply) else Reply(out)
+
+    def _llama_chat(self, recorded: Recorded) -> Reply:
+        llama = self.llama
+        assert llama is not None
+        body = recorded.json
+        if not isinstance(body, dict):
+            return Reply({"error": {"message": "body must be a JSON object"}}, status=400)
+        with self._lock:
+            if llama.max_queue is not None and self._waiting >= llama.max_queue:
+                self.refused.append(recorded)
+                headers = {"Retry-After": llama.retry_after} if llama.retry_after is not None else {}
+                msg = {"error": {"code": llama.busy_status, "message": "server busy: queue is full"}}
+                return Reply(msg, status=llama.busy_status, headers=headers)
+            self._waiting += 1
+        slot = self._slot if llama.serial else threading.Lock()
+        with slot:
+            with self._lock:
+                self._waiting -= 1
+                self._in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            try:
+                if llama.latency:
+                    time.sleep(llama.latency)
+                tokens = prompt_tokens(body) + int(body.get("max_tokens") or 0)
+                if llama.n_ctx is not None and tokens > llama.n_ctx:
+                    with self._lock:
+                        self.refused.append(recorded)
+                    return Reply(_context_error(llama, body), status=400)
+                out = self.chat(body)
+                return out if isinstance(out, Reply) else Reply(out)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+
+
+def _context_error(llama: LlamaCpp, body: Mapping[str, Any]) -> dict[str, Any]:
+    prompt = prompt_tokens(body)
+    completion = int(body.get("max_tokens") or 0)
+    if llama.ctx_error == "llama.cpp":
+        return {
+            "error": {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt,
+                "n_ctx": llama.n_ctx,
+            }
+        }
+    return {
+        "error": {
+            "message": (
+                f"This model's maximum context length is {llama.n_ctx} tokens. However, you requested "
+                f"{prompt + completion} tokens ({prompt} in the messages, {completion} in the completion). "
+                "Please reduce the length of the messages or completion."
+            ),
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
 
 
 def _handler_for(fake: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:

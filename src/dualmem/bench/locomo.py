@@ -16,12 +16,14 @@ Read-side variants share one build per conversation; ``no-write-control`` has it
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from dualmem.config import Profile
+from dualmem.control.config import LLMConfig
 from dualmem.errors import ConfigError
 from dualmem.types import VIEWS
 
@@ -74,6 +76,7 @@ class BenchConfig:
     systems: tuple[str, ...] = ALL_SYSTEMS
     controller: str = "builtin"
     controller_endpoint: Endpoint | None = None
+    llm: LLMConfig | None = None  # every setting of --controller llm (the endpoint's url/model too)
     answerer: str = "none"  # none | extractive | chat
     answerer_endpoint: Endpoint | None = None
     judges: tuple[Endpoint, ...] = ()
@@ -94,7 +97,7 @@ class BenchConfig:
             raise ConfigError(
                 "--answerer chat needs an endpoint", hint="pass --answerer-url and --answerer-model"
             )
-        if self.controller in ("llm",) and self.controller_endpoint is None:
+        if self.controller in ("llm",) and self.controller_endpoint is None and self.llm is None:
             raise ConfigError(
                 "--controller llm needs an endpoint", hint="pass --controller-url and --controller-model"
             )
@@ -119,6 +122,7 @@ class BenchConfig:
             "systems": list(self.systems),
             "controller": self.controller,
             "controller_endpoint": self.controller_endpoint.public() if self.controller_endpoint else None,
+            "llm": self.llm.public() if self.llm is not None else None,
             "answerer": self.answerer,
             "answerer_endpoint": self.answerer_endpoint.public() if self.answerer_endpoint else None,
             "judges": [j.public() for j in self.judges],
@@ -178,6 +182,9 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     add("--controller", default="builtin", choices=["builtin", "jev", "llm"])
     add("--controller-url", default=None, help="API root of a Jev-compatible or OpenAI-compatible endpoint")
     add("--controller-model", default=None)
+    from dualmem.cli.backend import add_llm_arguments
+
+    add_llm_arguments(parser, with_key=False)
     add("--answerer", default="none", choices=["none", "extractive", "chat"])
     add("--answerer-url", default=None, help="OpenAI-compatible API root for --answerer chat")
     add("--answerer-model", default=None)
@@ -203,12 +210,24 @@ def bench_from_args(ns: argparse.Namespace) -> BenchConfig:
     """A ``BenchConfig`` from parsed arguments. Reads the API key from ``--api-key-env`` (adapter side)."""
     key = os.environ.get(ns.api_key_env) or None
     judges = tuple(Endpoint(u, ns.judge_model, key) for u in ns.judge if u.lower() != "none")
+    llm = None
+    endpoint = _endpoint(ns.controller_url, ns.controller_model, key, "controller")
+    if ns.controller == "llm":
+        from dualmem.cli.backend import llm_config_from_args
+
+        url = ns.controller_url or getattr(ns, "llm_url", None)
+        model = ns.controller_model or getattr(ns, "llm_model", None)
+        llm = llm_config_from_args(argparse.Namespace(**{**vars(ns), "llm_url": url, "llm_model": model}))
+        if key and not llm.api_key:
+            llm = dataclasses.replace(llm, api_key=key)
+        endpoint = Endpoint(llm.base_url, llm.model, llm.api_key)
     return BenchConfig(
         data=ns.data,
         out=ns.out,
         systems=tuple(dict.fromkeys(ns.systems)),
         controller=ns.controller,
-        controller_endpoint=_endpoint(ns.controller_url, ns.controller_model, key, "controller"),
+        controller_endpoint=endpoint,
+        llm=llm,
         answerer=ns.answerer,
         answerer_endpoint=_endpoint(ns.answerer_url, ns.answerer_model, key, "answerer"),
         judges=judges,

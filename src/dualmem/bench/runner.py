@@ -94,7 +94,11 @@ def _context(config: BenchConfig, *, progress: bool) -> _Context:
     return _Context(
         config=config,
         embedder=create_embedder(config.embedder),
-        controller=create_controller(config.controller, **_options(config.controller_endpoint)),
+        controller=(
+            create_controller("llm", config=config.llm)
+            if config.llm is not None
+            else create_controller(config.controller, **_options(config.controller_endpoint))
+        ),
         answerer=answerer,
         judges=_judges(config),
         # consolidation inline: builds are deterministic and its cost counts in the build time

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dualmem.bench._progress import Progress
-from dualmem.errors import ConfigError, InvalidInput
+from dualmem.errors import InvalidInput
 from dualmem.memory import Memory, OpenOptions
 from dualmem.read.trace import render_trace
 from dualmem.scope import Scope
@@ -92,6 +92,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     lifecycle.register(sub, tenant)
     _register_bench(sub)
+    from dualmem.cli import calibrate
+
+    calibrate.register(sub)
     from dualmem.cli import learn
 
     learn.register(sub)
@@ -120,19 +123,14 @@ def scope_of(mem: Memory, args: argparse.Namespace) -> Scope:
     return mem.scope(tenant_user(args), agent=args.agent, run=args.run)
 
 
-def controller_options(name: str) -> dict[str, Any]:
-    env = os.environ
-    if name == "jev":
-        return {
-            "api_key": env.get("TYPESAFE_API_KEY"),
-            "base_url": env.get("TYPESAFE_BASE_URL"),
-            **({"model": env["DUALMEM_JEV_MODEL"]} if env.get("DUALMEM_JEV_MODEL") else {}),
-        }
-    if name == "llm":
-        url, model = env.get("DUALMEM_LLM_URL"), env.get("DUALMEM_LLM_MODEL")
-        if not url or not model:
-            raise ConfigError("the llm controller needs DUALMEM_LLM_URL and DUALMEM_LLM_MODEL")
-        return {"base_url": url, "model": model, "api_key": env.get("DUALMEM_LLM_KEY")}
+def controller_options(args: argparse.Namespace) -> Any:
+    """The typed config of a remote controller from the flags and the environment ({} for builtin)."""
+    from dualmem.cli.backend import jev_config_from_args, llm_config_from_args
+
+    if args.controller == "jev":
+        return jev_config_from_args(args)
+    if args.controller == "llm":
+        return llm_config_from_args(args)
     return {}
 
 
@@ -152,7 +150,7 @@ def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
         path = str(Path(path).expanduser())
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     options = OpenOptions(
-        controller=controller_options(args.controller),
+        controller=controller_options(args),
         answerer=answerer_options(args.answerer),
         lock_timeout=args.lock_timeout,
     )

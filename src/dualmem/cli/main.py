@@ -1,9 +1,9 @@
 """The ``dualmem`` command: JSON on stdout, logs and progress on stderr, one-line errors.
 
 Settings come from flags, then environment variables (``DUALMEM_DB``, ``DUALMEM_USER``,
-``TYPESAFE_API_KEY``/``TYPESAFE_BASE_URL`` for Jev, ``DUALMEM_LLM_URL``/``DUALMEM_LLM_MODEL`` for an
-OpenAI-compatible controller, ``DUALMEM_CHAT_URL``/``DUALMEM_CHAT_MODEL``/``OPENAI_API_KEY`` for the
-chat answerer). Only this adapter reads the environment.
+``TYPESAFE_API_KEY``/``TYPESAFE_BASE_URL`` for Jev, ``--llm-*`` flags or ``DUALMEM_LLM_*`` for an
+OpenAI-compatible controller (``dualmem.cli.backend``), ``DUALMEM_CHAT_URL``/``DUALMEM_CHAT_MODEL``/
+``OPENAI_API_KEY`` for the chat answerer). Only this adapter reads the environment.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def default_db() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from dualmem.cli import commands
+    from dualmem.cli import migrate as migrate_command
 
     parser = argparse.ArgumentParser(
         prog="dualmem",
@@ -54,11 +55,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--controller", default="builtin", choices=["builtin", "jev", "llm"])
     parser.add_argument("--answerer", default="extractive", choices=["extractive", "chat"])
+    from dualmem.cli.backend import add_llm_arguments
+
+    add_llm_arguments(parser)
     parser.add_argument("--profile", default=None, help="profile preset: paper, builtin, jev, llm")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
+    migrate_command.register(sub)
+    from dualmem.cli import keys, mcp, serve
+
+    serve.register(sub)
+    keys.register(sub)
+    mcp.register(sub)
     return parser
 
 

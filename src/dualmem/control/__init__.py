@@ -52,16 +52,24 @@ BACKENDS = ("builtin", "jev", "llm", "scripted")
 
 #: where each backend's settings come from, shown when one is missing
 _HINTS = {
-    "jev": "pass controller_options={'api_key': ..., 'base_url': ...} (CLI: TYPESAFE_API_KEY/_BASE_URL)",
-    "llm": "pass controller_options={'base_url': ..., 'model': ...} (CLI: DUALMEM_LLM_URL/_MODEL)",
+    "jev": (
+        "pass options=OpenOptions(controller=JevConfig(api_key=...)) or JevConfig.from_env() "
+        "(reads TYPESAFE_API_KEY/_BASE_URL; CLI: --jev-key)"
+    ),
+    "llm": (
+        "pass options=OpenOptions(controller=LLMConfig(base_url=..., model=...)) or LLMConfig.from_env() "
+        "(reads DUALMEM_LLM_URL/_MODEL; CLI: --llm-url/--llm-model)"
+    ),
 }
 
 
-def create_controller(name: str = "builtin", **options: Any) -> Controller:
-    """Build a backend by name; ``options`` go to its constructor (api_key, base_url, model...).
+def create_controller(name: str = "builtin", *, config: object = None, **options: Any) -> Controller:
+    """Build a backend by name from a typed ``config`` (``LLMConfig``, ``JevConfig``) or keyword options.
 
     A missing or unknown option raises ``ConfigError`` with a hint; no backend opens a connection here.
     """
+    if config is not None:
+        return _from_config(name, config, options)
     factory: Callable[..., Controller]
     if name == "builtin":
         from dualmem.control.builtin import BuiltinController as factory
@@ -74,3 +82,23 @@ def create_controller(name: str = "builtin", **options: Any) -> Controller:
     else:
         raise ConfigError(f"unknown controller {name!r}", hint=f"use one of {', '.join(BACKENDS)}")
     return construct(factory, options, what=f"controller {name!r}", hint=_HINTS.get(name, ""))
+
+
+def _from_config(name: str, config: object, options: dict[str, Any]) -> Controller:
+    from dualmem.control.config import JevConfig, LLMConfig
+
+    if options:
+        raise ConfigError("pass either a controller config or keyword options, not both")
+    if name == "llm" and isinstance(config, LLMConfig):
+        from dualmem.control.llm import LLMController
+
+        return LLMController.from_config(config)
+    if name == "jev" and isinstance(config, JevConfig):
+        from dualmem.control.jev import JevController
+
+        return JevController.from_config(config)
+    expected = {"llm": "LLMConfig", "jev": "JevConfig"}.get(name)
+    raise ConfigError(
+        f"controller {name!r} cannot take a {type(config).__name__}",
+        hint=f"pass a {expected}" if expected else "only llm and jev take a config object",
+    )

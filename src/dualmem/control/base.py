@@ -2,8 +2,13 @@
 
 A controller needs only ``name`` and ``decide`` (the :class:`~dualmem.control.questions.Controller`
 protocol). Subclassing :class:`BaseController` adds ``decide_many`` (one ``decide`` per batch, in
-order; a remote backend overrides it to send the batches concurrently), a no-op ``close`` (a
-backend holding an HTTP client overrides it) and use as a context manager.
+order; a remote backend overrides it to send the batches concurrently), ``decide_each`` (every
+batch's result or its own failure, so one failed batch does not void the others), a no-op
+``close`` (a backend holding an HTTP client overrides it) and use as a context manager.
+
+Deadlines: a backend whose ``supports_deadline`` is True bounds ``decide_each(..., timeout=s)``
+itself (every request and retry within ``s`` seconds); for the others the
+:class:`~dualmem.control.meter.Meter` enforces the timeout from outside, on a worker thread.
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Self
+from typing import ClassVar, Self
 
 from dualmem.control.questions import Batch, BatchResult
+from dualmem.errors import ControllerError
 
 __all__ = ["BaseController"]
 
@@ -22,6 +28,8 @@ class BaseController(ABC):
     """Default ``decide_many``, ``close`` and context management over an abstract ``decide``."""
 
     name: str
+    #: True when ``decide_each`` honours its ``timeout`` itself
+    supports_deadline: ClassVar[bool] = False
 
     @abstractmethod
     def decide(self, batch: Batch) -> BatchResult:
@@ -30,6 +38,23 @@ class BaseController(ABC):
     def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]:
         """Independent batches, answered one after the other."""
         return [self.decide(b) for b in batches]
+
+    def decide_each(
+        self, batches: Sequence[Batch], *, timeout: float | None = None
+    ) -> list[BatchResult | ControllerError]:
+        """Each batch's result or the ``ControllerError`` it raised, in order.
+
+        ``timeout`` is the caller's remaining time; this default does not bound itself by it (see
+        ``supports_deadline``).
+        """
+        del timeout  # enforced by the Meter for backends that do not bound themselves
+        out: list[BatchResult | ControllerError] = []
+        for batch in batches:
+            try:
+                out.append(self.decide(batch))
+            except ControllerError as exc:
+                out.append(exc)
+        return out
 
     def close(self) -> None:  # noqa: B027 (a default, not an abstract method)
         """Release what the controller holds (nothing here)."""

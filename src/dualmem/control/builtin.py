@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from dualmem.control.base import BaseController
 from dualmem.control.builtin_features import GROUPS, Features, group_of
@@ -39,12 +39,32 @@ from dualmem.control.questions import (
     NoulAnswer,
     Question,
 )
-from dualmem.control.states import Purpose, TraversalState, WireFeatures, parse_state
+from dualmem.control.states import FeatureSource, Purpose, State, TraversalState, WireFeatures, parse_state
 from dualmem.control.weights import read_weights
-from dualmem.errors import ConfigError, UnknownDecision
+from dualmem.errors import ConfigError, ControllerError, UnknownDecision
 from dualmem.learn.ranker import CandidateRows, LinearRanker, default_ranker
 
-__all__ = ["BuiltinController", "BuiltinWeights", "ChoiceWeights", "LinearWeights", "default_weights"]
+__all__ = [
+    "BuiltinController",
+    "BuiltinWeights",
+    "ChoiceWeights",
+    "Head",
+    "LinearWeights",
+    "default_weights",
+    "features_of",
+]
+
+
+class Head(Protocol):
+    """A scorer that replaces the builtin's linear head for one Noul decision (e.g. a learned model).
+
+    Called with the batch's typed state, the question's target (the candidate index, or ``None``)
+    and the batch's FeatureSource; returns a score, clipped to [0, 1]. It must depend on nothing
+    else, so the independence contract holds.
+    """
+
+    def __call__(self, state: State, target: int | None, source: FeatureSource) -> float: ...
+
 
 _LEARNED_KEY = "traverse.relevance"
 
@@ -190,8 +210,17 @@ class BuiltinController(BaseController):
 
     name = "builtin"
 
-    def __init__(self, *, weights: BuiltinWeights | None = None, ranker: LinearRanker | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        weights: BuiltinWeights | None = None,
+        heads: Mapping[str, Head] | None = None,
+        ranker: LinearRanker | None = None,
+    ) -> None:
+        """``heads`` replaces the linear head of the named Noul decisions (``traverse.relevance``...);
+        ``ranker`` is the learned candidate-relevance head of pooled retrieval (``dualmem calibrate``)."""
         self._weights = weights
+        self.heads: Mapping[str, Head] = MappingProxyType(dict(heads or {}))
         self._ranker = ranker
 
     @property
@@ -238,6 +267,12 @@ class BuiltinController(BaseController):
         group = group_of(key)
         match question:
             case Noul():
+                head = self.heads.get(key)
+                if head is not None:
+                    value = float(head(features.state, question.target, features.source))
+                    if not math.isfinite(value):
+                        raise ControllerError(f"the builtin head for {key!r} returned {value}")
+                    return NoulAnswer(score=min(1.0, max(0.0, value)))
                 linear = weights.decisions.get(key)
                 if linear is None or group is None:
                     raise _unknown(key, "noul", weights)

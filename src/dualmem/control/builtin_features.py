@@ -370,6 +370,14 @@ class Features:
         self._cache: dict[tuple[str, int | None], Mapping[str, float]] = {}
         self._evidence: _EvidenceView | None = None
 
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def source(self) -> FeatureSource:
+        return self._source
+
     def get(self, group: str, target: int | None) -> Mapping[str, float]:
         key = (group, target if group in _PER_CANDIDATE else None)
         found = self._cache.get(key)

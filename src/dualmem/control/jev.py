@@ -21,6 +21,7 @@ import typesafe_sdk as ts
 from typesafe_sdk.constants import DEFAULT_BASE_URL, DEFAULT_MODEL
 
 from dualmem.control.base import BaseController
+from dualmem.control.config import JevConfig
 from dualmem.control.questions import (
     Answer,
     Batch,
@@ -52,7 +53,7 @@ class JevController(BaseController):
 
     name = "jev"
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (keyword-only settings, the same as JevConfig's)
         self,
         *,
         api_key: str | None = None,
@@ -60,11 +61,12 @@ class JevController(BaseController):
         model: str = DEFAULT_MODEL,
         timeout: float = 15.0,
         retry: RetryPolicy | None = None,
+        concurrency: int = 4,
         transport: httpx2.BaseTransport | None = None,
         client: ts.TypeSafeClient | None = None,
     ) -> None:
         self.model = model
-        self.concurrency = 4  # requests in flight for decide_many
+        self.concurrency = max(1, concurrency)  # requests in flight for decide_many / decide_each
         self._retry = sdk_retry(retry) if retry is not None else None
         if client is not None:
             self._client = client
@@ -85,6 +87,41 @@ class JevController(BaseController):
             )
         except ts.TypeSafeError as exc:
             raise ConfigError(f"invalid jev settings: {exc}") from exc
+
+    @classmethod
+    def from_config(
+        cls, config: JevConfig, *, transport: httpx2.BaseTransport | None = None
+    ) -> JevController:
+        """A controller from a :class:`~dualmem.control.config.JevConfig` (None: the SDK default)."""
+        return cls(
+            api_key=config.api_key,
+            base_url=config.base_url,
+            model=config.model or DEFAULT_MODEL,
+            timeout=config.timeout_s,
+            retry=config.retry,
+            concurrency=config.concurrency,
+            transport=transport,
+        )
+
+    def decide_each(
+        self, batches: Sequence[Batch], *, timeout: float | None = None
+    ) -> list[BatchResult | ControllerError]:
+        """Independent requests sent concurrently; each batch's result or its own failure.
+
+        ``timeout`` is enforced by the caller (the Meter); the SDK bounds each try by its own timeout.
+        """
+        del timeout
+
+        def one(batch: Batch) -> BatchResult | ControllerError:
+            try:
+                return self.decide(batch)
+            except ControllerError as exc:
+                return exc
+
+        if len(batches) <= 1:
+            return [one(b) for b in batches]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
+            return list(pool.map(one, batches))
 
     def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]:
         """Independent requests sent concurrently (a write batch's typing or relation requests)."""

@@ -103,16 +103,31 @@ class Meter:
     def backend(self) -> str:
         return self.controller.name
 
-    def ask(self, batch: Batch) -> Decided:
-        """One request. Raises ``ControllerError`` (or ``ControllerTimeout``); never a partial result."""
-        return self.ask_many([batch])[0]
+    def ask(self, batch: Batch, *, timeout: float | None = None) -> Decided:
+        """One request. Raises ``ControllerError`` (or ``ControllerTimeout``); never a partial result.
 
-    def ask_many(self, batches: Sequence[Batch]) -> list[Decided]:
-        """Several independent requests; a backend with ``decide_many`` may run them concurrently.
-
-        Each batch still counts as one request of its purpose.
+        ``timeout`` is the caller's remaining time in seconds (the read path's budget): the request
+        gets the lesser of it and the meter's own ``timeout_s``.
         """
-        out: list[Decided | None] = [None] * len(batches)
+        return self.ask_many([batch], timeout=timeout)[0]
+
+    def ask_many(self, batches: Sequence[Batch], *, timeout: float | None = None) -> list[Decided]:
+        """Several independent requests; a backend with ``decide_each`` may run them concurrently.
+
+        Each batch still counts as one request of its purpose. The first failure is raised.
+        """
+        out: list[Decided] = []
+        for outcome in self.ask_each(batches, timeout=timeout):
+            if isinstance(outcome, ControllerError):
+                raise outcome
+            out.append(outcome)
+        return out
+
+    def ask_each(
+        self, batches: Sequence[Batch], *, timeout: float | None = None
+    ) -> list[Decided | ControllerError]:
+        """Like :meth:`ask_many`, but each batch's own failure in its place (one voids no other)."""
+        out: list[Decided | ControllerError | None] = [None] * len(batches)
         todo: list[int] = []
         keys = [_cache_key(batch) if self.cache_size else None for batch in batches]
         with self._lock:
@@ -126,29 +141,38 @@ class Meter:
                 else:
                     todo.append(i)
         if todo:
-            self._decide([batches[i] for i in todo], [keys[i] for i in todo], todo, out)
+            self._decide([batches[i] for i in todo], [keys[i] for i in todo], todo, out, timeout)
         return [d for d in out if d is not None]
 
     def _decide(
-        self, batches: list[Batch], keys: list[str | None], slots: list[int], out: list[Decided | None]
+        self,
+        batches: list[Batch],
+        keys: list[str | None],
+        slots: list[int],
+        out: list[Decided | ControllerError | None],
+        timeout: float | None,
     ) -> None:
         started = time.perf_counter()
-        try:
-            results = self._run(batches)
-        except ControllerError:
-            with self._lock:
-                for batch in batches:
-                    self._count(batch, 0.0, None, failed=True)
-            raise
+        outcomes = self._run(batches, timeout)
         elapsed = (time.perf_counter() - started) / len(batches)
-        for batch, result in zip(batches, results, strict=True):
-            validate_result(batch, result, self.backend)
+        checked: list[BatchResult | ControllerError] = []
+        for batch, outcome in zip(batches, outcomes, strict=True):
+            if isinstance(outcome, BatchResult):
+                try:
+                    validate_result(batch, outcome, self.backend)
+                except ControllerError as exc:
+                    outcome = exc
+            checked.append(outcome)
         with self._lock:
-            for batch, key, slot, result in zip(batches, keys, slots, results, strict=True):
-                self._count(batch, elapsed, result)
-                out[slot] = Decided(result, self.backend, elapsed * 1000.0)
+            for batch, key, slot, outcome in zip(batches, keys, slots, checked, strict=True):
+                if isinstance(outcome, ControllerError):
+                    self._count(batch, 0.0, None, failed=True)
+                    out[slot] = outcome
+                    continue
+                self._count(batch, elapsed, outcome)
+                out[slot] = Decided(outcome, self.backend, elapsed * 1000.0)
                 if key is not None:
-                    self._cache[key] = result
+                    self._cache[key] = outcome
                     while len(self._cache) > self.cache_size:
                         self._cache.popitem(last=False)
 
@@ -174,14 +198,27 @@ class Meter:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def _run(self, batches: list[Batch]) -> list[BatchResult]:
-        def call() -> list[BatchResult]:
-            many = getattr(self.controller, "decide_many", None)
-            if many is not None and len(batches) > 1:
-                return list(many(batches))
-            return [self.controller.decide(b) for b in batches]
+    def _run(self, batches: list[Batch], timeout: float | None) -> list[BatchResult | ControllerError]:
+        own = self.timeout_s * len(batches) if self.timeout_s is not None else None
+        limit = min((t for t in (own, timeout) if t is not None), default=None)
+        if limit is not None and limit <= 0:
+            return [ControllerTimeout(f"{self.backend}: no time left for the request")] * len(batches)
+        each = getattr(self.controller, "decide_each", None)
+        if each is not None and getattr(self.controller, "supports_deadline", False):
+            return list(each(batches, timeout=limit))  # the backend bounds its own requests
 
-        if self.timeout_s is None:
+        def call() -> list[BatchResult | ControllerError]:
+            if each is not None:
+                return list(each(batches, timeout=limit))
+            results: list[BatchResult | ControllerError] = []
+            for batch in batches:
+                try:
+                    results.append(self.controller.decide(batch))
+                except ControllerError as exc:
+                    results.append(exc)
+            return results
+
+        if limit is None:
             return call()
         with self._lock:
             if self._pool is None:
@@ -189,7 +226,7 @@ class Meter:
             pool = self._pool
         future = pool.submit(call)
         try:
-            return future.result(timeout=self.timeout_s * len(batches))
+            return future.result(timeout=limit)
         except FutureTimeout:
             future.cancel()
             # the worker may still be busy: give later calls a fresh one
@@ -197,9 +234,10 @@ class Meter:
                 if self._pool is pool:
                     self._pool = None
             pool.shutdown(wait=False, cancel_futures=True)
-            raise ControllerTimeout(
-                f"{self.backend} did not answer within {self.timeout_s:g} s", hint="raise the timeout"
-            ) from None
+            failure = ControllerTimeout(
+                f"{self.backend} did not answer within {limit:g} s", hint="raise the timeout"
+            )
+            return [failure] * len(batches)
 
     def _count(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dualmem.errors import ConfigError
 from dualmem.plane.base import Decision, Store, StoreStats
@@ -16,17 +17,16 @@ def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
     """Open a store from a URL or a path.
 
     ``":memory:"`` -> an ``SQLiteStore`` on a private in-memory database; ``"sqlite:///path"`` or a
-    plain path -> an ``SQLiteStore`` on that file; ``"postgresql://..."`` -> ``ConfigError`` (not
-    available in this version).
+    plain path -> an ``SQLiteStore`` on that file; ``"postgresql://..."`` (or ``postgres://``) -> a
+    ``PostgresStore`` (needs the ``[postgres]`` extra) in the schema ``dualmem`` of that database, or
+    the one named by a ``schema=`` query parameter (``postgresql://host/db?schema=team1``).
     """
     target = str(url_or_path)
     if not target.strip():
         raise ConfigError("no store given", hint="pass a file path, 'sqlite:///path' or ':memory:'")
     scheme = target.split("://", 1)[0].lower() if "://" in target else ""
     if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
-        raise ConfigError(
-            "PostgreSQL backend is not available in this version", hint="use a SQLite file path"
-        )
+        return _open_postgres(target, timeout=timeout)
     if scheme == "sqlite":
         target = target[len("sqlite://") :]  # SQLAlchemy style: sqlite:///rel.db, sqlite:////abs.db
         target = target[1:] if target.startswith("/") else target
@@ -39,3 +39,27 @@ def open_store(url_or_path: str | Path, *, timeout: float = 5.0) -> Store:
             "the sqlite URL has no path", hint="write sqlite:///relative.db or sqlite:////abs.db"
         )
     return SQLiteStore.open(target, timeout=timeout)
+
+
+def _open_postgres(url: str, *, timeout: float) -> Store:
+    if url.lower().startswith("postgresql+psycopg://"):
+        url = "postgresql://" + url.split("://", 1)[1]
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise ConfigError(
+            f"malformed PostgreSQL URL: {exc}", hint="write postgresql://user:password@host:port/database"
+        ) from exc
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in query if key == "schema"]
+    url = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "schema"])))
+    try:
+        from dualmem.plane.postgres import PostgresStore  # the optional [postgres] extra
+    except ImportError as exc:
+        raise ConfigError(
+            f"the PostgreSQL backend needs psycopg ({exc.name} is not installed)",
+            hint="pip install 'dualmem[postgres]'",
+        ) from exc
+    if schemas:
+        return PostgresStore.open(url, timeout=timeout, schema=schemas[-1])
+    return PostgresStore.open(url, timeout=timeout)

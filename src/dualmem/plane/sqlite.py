@@ -525,6 +525,12 @@ class SQLiteStore:
             dim=dim if isinstance(dim, int) else None,
         )
 
+    def users(self) -> list[str]:
+        """Every user id with stored nodes, sorted (admin use: migration)."""
+        with self._lock, sql.translated("list users"):
+            rows = self._conn.execute("SELECT DISTINCT user_id FROM nodes ORDER BY user_id").fetchall()
+        return [row[0] for row in rows]
+
     def integrity_check(self) -> None:
         """Run SQLite's ``quick_check``; raise ``DatabaseCorrupt`` when it reports damage."""
         with self._lock, sql.translated("check the database"):

@@ -3,6 +3,10 @@
 Control overhead is bounded: one routing request per query, and per round at most one assessment
 and one scoring request. Hard limits (depth, visited nodes, inspected edges, controller calls,
 wall time) each end the loop with their own stop reason.
+
+Deadline: every controller request gets the time left of ``limits.time_budget_s`` as its timeout.
+A request that runs out of it ends the search with ``stop_reason="time_limit"`` and the best
+evidence found so far (K-filled from the anchors): a degraded result, not an exception.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dualmem.control.states import (
     TraversalState,
 )
 from dualmem.embed.base import Embedder
+from dualmem.errors import ControllerTimeout
 from dualmem.learn.ranker import LinearRanker, default_ranker
 from dualmem.plane.base import Store
 from dualmem.read import scoring
@@ -37,6 +42,10 @@ from dualmem.text.temporal import query_time_focus
 from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
 
 __all__ = ["Retriever"]
+
+
+class _OutOfTime(Exception):
+    """A controller request ran out of the time budget (caught in ``Retriever.search``)."""
 
 
 @dataclass(slots=True)
@@ -110,16 +119,22 @@ class Retriever:
             top = fused[0][1]
             ev = [Evidence(nodes[i], s / top, "anchor") for i, s in fused[:k] if i in nodes]
             return Retrieval(query, tuple(ev), self._trace(run, fused[:k], 0, "controller_off"))
-        self._route(run)
-        max_depth = self.profile.fixed_depth or depth(
-            run.need.get("multi_hop_need", 0.0), self.profile.limits.max_depth
-        )
         anchors = fused[: self.profile.anchors]
-        reason = self._loop(run, anchors, max_depth)
+        max_depth = 0
+        try:
+            self._route(run)
+            max_depth = self.profile.fixed_depth or depth(
+                run.need.get("multi_hop_need", 0.0), self.profile.limits.max_depth
+            )
+            reason = self._loop(run, anchors, max_depth)
+        except _OutOfTime:
+            reason = "time_limit"
         return Retrieval(query, self._top(run, fused, k), self._trace(run, anchors, max_depth, reason))
 
     def _top(self, run: _Run, fused: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
         """The K best: admitted evidence, then scored runners-up, then RRF anchors (K-fill)."""
+        if not self.profile.k_fill:
+            return tuple(scoring.fill_top(list(run.evidence.values()), [], k))
         ranked = scoring.fill_top(list(run.evidence.values()), list(run.runners_up.values()), k)
         more = scoring.anchor_fill(ranked, fused, k)
         if more:
@@ -209,8 +224,14 @@ class Retriever:
 
     def _ask(self, run: _Run, batch: Batch) -> BatchResult:
         """Every controller request of a retrieval goes through here, so the trace counts them."""
+        left = self.profile.limits.time_budget_s - (self.clock() - run.started)
+        if left <= 0:
+            raise _OutOfTime()
         run.calls[batch.purpose] = run.calls.get(batch.purpose, 0) + 1
-        return self.meter.ask(batch).result
+        try:
+            return self.meter.ask(batch, timeout=left).result
+        except ControllerTimeout:
+            raise _OutOfTime() from None
 
     def _limit(self, run: _Run) -> StopReason | None:
         lim = self.profile.limits

@@ -2,7 +2,8 @@
 
 Every valid observation becomes one canonical node; there is no store-or-discard decision. A
 write costs at most one typing request and one relation request. When the controller fails the
-node is still stored, with its deterministic edges, and marked ``pending`` for ``repair``.
+node is still stored, with its deterministic edges, and marked ``pending`` for ``repair``; in a
+batch of writes only the nodes whose own requests failed stay pending, the others are completed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ from dualmem.write.candidates import Candidate, discover
 from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
 
 __all__ = ["WriteReport", "Writer", "embedding_text"]
+
+
+def _failure(typed: object, related: object) -> ControllerError | None:
+    """The controller failure of one node's typing or relation request, if either failed."""
+    for outcome in (typed, related):
+        if isinstance(outcome, ControllerError):
+            return outcome
+    return None
 
 
 def embedding_text(content: str, speaker: str | None) -> str:
@@ -140,18 +149,23 @@ class Writer:
             plans.append((node, cands))
         with self.store.transaction():
             self.store.put_edges(edges)
-        try:
-            typed = self._typing([n for n, _ in plans])
-            related = self._relations(plans)
-        except ControllerError as exc:
-            return WriteReport(tuple(batch_ids), tuple(batch_ids), len(edges), exc.one_line())
-        inferred, decisions, updated = self._apply(plans, typed, related)
+        typed = self._typing([n for n, _ in plans])
+        related = self._relations(plans)
+        failures = [_failure(t, r) for t, r in zip(typed, related, strict=True)]
+        done = [i for i, f in enumerate(failures) if f is None]
+        inferred, decisions, updated = self._apply(
+            [plans[i] for i in done],
+            [typed[i] for i in done],  # type: ignore[misc]
+            [related[i] for i in done],  # type: ignore[misc]
+        )
         with self.store.transaction():
             self.store.put_edges(inferred)
             self.store.put_decisions(decisions)
             for node in updated:
                 self.store.update_node(node)
-        return WriteReport(tuple(batch_ids), (), len(edges) + len(inferred))
+        pending = tuple(batch_ids[i] for i, f in enumerate(failures) if f is not None)
+        error = next((f.one_line() for f in failures if f is not None), None)
+        return WriteReport(tuple(batch_ids), pending, len(edges) + len(inferred), error)
 
     def _previous(self, node: Node) -> Node | None:
         if node.session is None:
@@ -163,7 +177,7 @@ class Writer:
             return None
         return self.store.get_node(prev_id)
 
-    def _typing(self, nodes: list[Node]) -> list[Decided | None]:
+    def _typing(self, nodes: list[Node]) -> list[Decided | ControllerError | None]:
         if not self.profile.typing_enabled:
             return [None] * len(nodes)
         batches = [
@@ -178,16 +192,18 @@ class Writer:
             )
             for n in nodes
         ]
-        return list(self.meter.ask_many(batches))
+        return list(self.meter.ask_each(batches))
 
-    def _relations(self, plans: list[tuple[Node, list[Candidate]]]) -> list[tuple[Batch, Decided] | None]:
-        out: list[tuple[Batch, Decided] | None] = [None] * len(plans)
+    def _relations(
+        self, plans: list[tuple[Node, list[Candidate]]]
+    ) -> list[tuple[Batch, Decided] | ControllerError | None]:
+        out: list[tuple[Batch, Decided] | ControllerError | None] = [None] * len(plans)
         if not self.profile.relations_enabled:
             return out
         todo = [(i, relation_batch(node, cands)) for i, (node, cands) in enumerate(plans) if cands]
-        decided = self.meter.ask_many([b for _, b in todo])
+        decided = self.meter.ask_each([b for _, b in todo])
         for (i, batch), d in zip(todo, decided, strict=True):
-            out[i] = (batch, d)
+            out[i] = d if isinstance(d, ControllerError) else (batch, d)
         return out
 
     def _apply(

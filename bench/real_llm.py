@@ -1,0 +1,134 @@
+"""The real-model check of the ``llm`` backend (opt-in, not CI; ``bench/real_llm.sh`` starts the server).
+
+Against an OpenAI-compatible server already running (llama.cpp's, on 127.0.0.1):
+
+1. write/search smoke test: a memory with ``controller="llm"`` (debiased, the default) stores the
+   first ``--turns`` turns of a LoCoMo dev conversation and answers ``--queries`` of its questions
+   (the question text only); reports ms per write, pending nodes, s per query, stop reasons;
+2. decision agreement: every Noul the llm backend answered during those writes, against the builtin
+   decider on the same batches (its answer >= 0.5 is the label), debiased (``both_orders``) and
+   again without debiasing (``none``: the same batches asked once each); agreement and mean score
+   per decision key, decisions/s.
+
+    PYTHONPATH=src python bench/real_llm.py --url http://127.0.0.1:8765/v1 --model qwen2.5-coder-0.5b
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from dualmem import LLMConfig, Memory
+from dualmem.config import Profile
+from dualmem.control.builtin import BuiltinController
+from dualmem.control.calibration import Recorder, Sample, agreement, compare
+from dualmem.control.llm import LLMController
+from dualmem.control.questions import Batch, BatchResult, NoulAnswer
+from dualmem.conversations import load_conversations
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "conv-26.json"
+
+
+def log(msg: str) -> None:
+    print(f"real_llm: {time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
+
+
+def labelled(pairs: list[tuple[Batch, BatchResult]]) -> list[Sample]:
+    """The llm's recorded Noul scores, labelled by the builtin decider on the same batches."""
+    builtin = BuiltinController()
+    out: list[Sample] = []
+    for batch, result in pairs:
+        ref = builtin.decide(batch)
+        for name, q in batch.questions.items():
+            got, want = result.answers[name], ref.answers[name]
+            if isinstance(got, NoulAnswer) and isinstance(want, NoulAnswer):
+                out.append(Sample(q.key, got.score, want.score >= 0.5))
+    return out
+
+
+def smoke(
+    config: LLMConfig, args: argparse.Namespace
+) -> tuple[dict[str, Any], list[tuple[Batch, BatchResult]]]:
+    conv = load_conversations(args.data)[0]
+    turns = list(conv.observations[: args.turns])
+    queries = [qa.question for qa in conv.questions[: args.queries]]
+    recorder = Recorder(LLMController.from_config(config))
+    profile = Profile.dualmem().with_(write__consolidation="off")
+    out: dict[str, Any] = {"conversation": conv.id, "turns": len(turns)}
+    with Memory.open(":memory:", embedder=args.embedder, controller=recorder, profile=profile) as mem:
+        started = time.perf_counter()
+        for i, obs in enumerate(turns):
+            mem.add_many([obs], user="real")
+            log(f"write {i + 1}/{len(turns)} done ({time.perf_counter() - started:.0f} s)")
+        write_s = time.perf_counter() - started
+        out["ms_per_write"] = round(1000 * write_s / len(turns), 1)
+        out["pending"] = mem.stats(user="real")["pending"]
+        write_pairs = list(recorder.pairs)
+        searches = []
+        for q in queries:
+            t0 = time.perf_counter()
+            found = mem.search(q, user="real", k=5)
+            took = round(time.perf_counter() - t0, 2)
+            reason = found.trace.stop_reason
+            searches.append({"query": q, "s": took, "stop_reason": reason, "evidence": len(found.evidence)})
+            log(f"query done in {searches[-1]['s']} s ({found.trace.stop_reason})")
+        out["searches"] = searches
+        out["s_per_query"] = round(sum(s["s"] for s in searches) / max(1, len(searches)), 2)
+        out["controller_stats"] = mem.controller_stats()
+        recorder.inner.close()  # type: ignore[attr-defined]
+    return out, write_pairs
+
+
+def table(samples: list[Sample]) -> dict[str, dict[str, float]]:
+    return {k: {m: round(v, 3) for m, v in row.items()} for k, row in agreement(samples).items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--context-tokens", type=int, default=None)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--queries", type=int, default=2)
+    parser.add_argument("--embedder", default="minilm")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/llm-prep/real_llm.json"))
+    args = parser.parse_args()
+    config = LLMConfig(base_url=args.url, model=args.model, timeout_s=args.timeout,
+                       context_tokens=args.context_tokens, retries=1)  # fmt: skip
+    report: dict[str, Any] = {"config": config.public(), "data": str(args.data)}
+    log(f"smoke test: {args.turns} writes, {args.queries} queries, debias=both_orders")
+    report["smoke"], pairs = smoke(config, args)
+    debiased = labelled(pairs)
+    questions = sum(len(b.questions) for b, _ in pairs)
+    busy = sum(c["latency_s"] for c in report["smoke"]["controller_stats"]["by_purpose"].values()
+               if isinstance(c, dict))  # fmt: skip
+    report["both_orders"] = {"decisions": questions, "table": table(debiased)}
+    log(f"re-asking {len(pairs)} write batches without debiasing")
+    builtin = BuiltinController()
+    reference = [(b, builtin.decide(b)) for b, _ in pairs]  # the labels: the builtin on the same batches
+    started = time.perf_counter()
+    with LLMController.from_config(dataclasses.replace(config, debias="none")) as plain:
+        relabelled, failed = compare(reference, plain, theta=0.5)
+    elapsed = time.perf_counter() - started
+    report["none"] = {"decisions": questions, "failed_batches": failed, "table": table(relabelled),
+                      "decisions_per_s": round(questions / elapsed, 3) if elapsed else None}  # fmt: skip
+    report["both_orders"]["decisions_per_s_during_writes"] = round(questions / busy, 3) if busy else None
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    log(f"report written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,665 @@
+"""The server store: PostgreSQL >= 15 with pgvector, through psycopg 3 and a connection pool.
+
+Vectors: an HNSW (cosine) index searched with pgvector's iterative scans, so that a tenant filter
+still uses the index; tenants smaller than ``exact_below`` nodes are searched exactly. Lexical: BM25
+with FTS5's formula over a postings table (terms stemmed as FTS5's ``porter`` tokenizer stems them),
+statistics per user. Every key leads with the user id (see ``_pg_schema`` and ``docs/postgres.md``).
+
+psycopg errors are translated at this backend's boundary (``_pg_sql.translated``) and nowhere else.
+Install with ``pip install 'dualmem[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, cast
+
+import numpy as np
+import psycopg
+import psycopg_pool
+from psycopg import sql as pgsql
+
+from dualmem.errors import ConfigError, EmbedderMismatch, InvalidInput, NotFound
+from dualmem.plane import _codec as codec
+from dualmem.plane import _pg_sql as sql
+from dualmem.plane._pg_schema import fix_dimension, migrate, vector_dim
+from dualmem.plane.base import Decision, StoreStats
+from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
+
+__all__ = ["DEFAULT_EXACT_BELOW", "DEFAULT_SCHEMA", "PostgresStore"]
+
+_Conn = psycopg.Connection[tuple[Any, ...]]
+
+DEFAULT_SCHEMA = "dualmem"
+#: tenants with fewer nodes than this are searched exactly (a sequential scan of their rows)
+DEFAULT_EXACT_BELOW = 10_000
+_CHUNK = 1000
+
+
+def _open_error(dsn: str, exc: psycopg.Error) -> ConfigError:
+    safe = dsn.split("@", 1)[-1] if "@" in dsn else dsn  # never echo a password
+    return ConfigError(
+        f"cannot connect to PostgreSQL at {safe}: {str(exc).strip().splitlines()[0] if str(exc) else exc}",
+        hint="check the URL (postgresql://user:password@host:port/database) and that the server is running",
+    )
+
+
+class PostgresStore:
+    """A ``Store`` in a PostgreSQL schema. Open with :meth:`PostgresStore.open`; safe across threads."""
+
+    def __init__(self, pool: psycopg_pool.ConnectionPool[_Conn], schema: str, *, exact_below: int) -> None:
+        self._pool = pool
+        self.schema = schema
+        self.exact_below = exact_below
+        self._local = threading.local()
+        self._dim: int | None = None
+
+    @classmethod
+    def open(
+        cls,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        timeout: float = 5.0,
+        pool_size: int = 4,
+        exact_below: int = DEFAULT_EXACT_BELOW,
+    ) -> PostgresStore:
+        """Connect, create ``schema`` and migrate it if needed, and open a pool of ``pool_size`` connections.
+
+        ``timeout`` bounds the wait for a lock or a free connection (seconds).
+        """
+        if not schema or not schema.strip():
+            raise ConfigError("the PostgreSQL schema name is empty", hint="pass schema='dualmem'")
+        try:
+            with (
+                psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(timeout))) as conn,
+                sql.translated("prepare the schema"),
+            ):
+                migrate(conn, schema)
+                oid = int(
+                    cast(tuple[int], conn.execute("SELECT 'public.vector'::regtype::oid").fetchone())[0]
+                )
+        except psycopg.OperationalError as exc:
+            raise _open_error(dsn, exc) from exc
+        except psycopg.ProgrammingError as exc:  # a malformed conninfo string
+            raise _open_error(dsn, exc) from exc
+        lock_ms = max(1, round(timeout * 1000))
+
+        def configure(conn: _Conn) -> None:
+            conn.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(schema)))
+            conn.execute(pgsql.SQL("SET lock_timeout = {}").format(pgsql.Literal(f"{lock_ms}ms")))
+            sql.register_vector(conn, oid)
+
+        pool: psycopg_pool.ConnectionPool[_Conn] = psycopg_pool.ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs={"autocommit": True},
+            configure=configure,
+            timeout=timeout,
+            open=False,
+            name=f"dualmem-{schema}",
+        )
+        with sql.translated("open the connection pool"):
+            pool.open(wait=True, timeout=max(timeout, 5.0))
+        return cls(pool, schema, exact_below=exact_below)
+
+    # -- connections ------------------------------------------------------------------------
+    @contextmanager
+    def _conn(self, what: str) -> Iterator[_Conn]:
+        """The connection of the open transaction on this thread, else one from the pool."""
+        pinned: _Conn | None = getattr(self._local, "conn", None)
+        with sql.translated(what):
+            if pinned is not None:
+                yield pinned
+                return
+            with self._pool.connection() as conn:
+                yield conn
+
+    @contextmanager
+    def _write(self, what: str) -> Iterator[_Conn]:
+        with self.transaction(), self._conn(what) as conn:
+            yield conn
+
+    # -- lifecycle and metadata -------------------------------------------------------------
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A transaction on one pooled connection, pinned to this thread; a SAVEPOINT when nested."""
+        pinned: _Conn | None = getattr(self._local, "conn", None)
+        with sql.translated("run a transaction"):
+            if pinned is not None:
+                with pinned.transaction():
+                    yield
+                return
+            with self._pool.connection() as conn:
+                self._local.conn = conn
+                try:
+                    with conn.transaction():
+                        yield
+                finally:
+                    self._local.conn = None
+
+    def bind_embedder(self, name: str, dim: int) -> None:
+        with self._write("bind the embedder") as conn:
+            bound = self._get_meta(conn, "embedder")
+            if bound is None:
+                fix_dimension(conn, self.schema, int(dim))
+                self._set_meta(conn, "embedder", {"name": name, "dim": int(dim)})
+                return
+            codec.check_embedder(bound, name, dim)
+
+    @staticmethod
+    def _get_meta(conn: _Conn, key: str) -> JSONValue:
+        row = conn.execute("SELECT value FROM meta WHERE key = %s", (sql.enc(key),)).fetchone()
+        return None if row is None else codec.load_json(row[0])
+
+    @staticmethod
+    def _set_meta(conn: _Conn, key: str, value: JSONValue) -> None:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (sql.enc(key), codec.dump_json(value)),
+        )
+
+    def get_meta(self, key: str) -> JSONValue:
+        with self._conn("read meta") as conn:
+            return self._get_meta(conn, key)
+
+    def set_meta(self, key: str, value: JSONValue) -> None:
+        codec.dump_json(value)  # InvalidInput before touching the database
+        with self._write("write meta") as conn:
+            self._set_meta(conn, key, value)
+
+    # -- nodes ------------------------------------------------------------------------------
+    def _stored_dim(self, conn: _Conn) -> int | None:
+        if self._dim is not None:
+            return self._dim
+        dim = vector_dim(conn)
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            self._dim = dim  # committed, and once fixed a dimension never changes: cache it
+        return dim
+
+    def _check_dims(self, conn: _Conn, vectors: Sequence[Vector]) -> None:
+        """Refuse mixed dimensions; fix the column's dimension on the first write."""
+        dims = {int(v.shape[0]) for v in vectors}
+        stored = self._stored_dim(conn)
+        if stored is not None:
+            dims.add(stored)
+        if len(dims) > 1:
+            raise EmbedderMismatch(
+                f"embeddings of dimensions {sorted(dims)} cannot share one store",
+                hint=f"use the embedder that built this store (dim {stored})",
+            )
+        if stored is None and dims:
+            fix_dimension(conn, self.schema, dims.pop())
+
+    @staticmethod
+    def _users_of(conn: _Conn, ids: Collection[str]) -> dict[str, str]:
+        """Node id -> user id for the stored ``ids`` (ids and users as stored, escaped)."""
+        found: dict[str, str] = {}
+        items = list(dict.fromkeys(ids))
+        for start in range(0, len(items), _CHUNK):
+            rows = conn.execute(
+                "SELECT id, user_id FROM nodes WHERE id = ANY(%s)", (items[start : start + _CHUNK],)
+            )
+            found.update((row[0], row[1]) for row in rows)
+        return found
+
+    @staticmethod
+    def _index_text(
+        conn: _Conn,
+        nodes: Sequence[Node],
+        seqs: Sequence[int],
+        lexed: Sequence[tuple[int, dict[str, list[int]]]],
+    ) -> None:
+        """Postings and entity links of freshly written nodes (``seqs``: their row order)."""
+        with conn.cursor() as cur:
+            columns = "user_id, term, node_id, seq, agent_id, run_id, dl, tf, positions"
+            with cur.copy(f"COPY postings ({columns}) FROM STDIN") as copy:
+                for node, seq, (length, terms) in zip(nodes, seqs, lexed, strict=True):
+                    head = (sql.enc(node.tenant.user), sql.enc(node.id), seq)
+                    tail = (sql.enc(node.tenant.agent), sql.enc(node.tenant.run), length)
+                    for term, positions in terms.items():
+                        spots = "{" + ",".join(map(str, positions)) + "}"  # int[] in COPY's text form
+                        copy.write_row((head[0], term, head[1], seq, *tail, len(positions), spots))
+            links = [
+                (sql.enc(node.tenant.user), sql.enc(node.id), sql.enc(key))
+                for node in nodes
+                for key in dict.fromkeys(codec.entity_key(e) for e in node.entities)
+                if key
+            ]
+            if links:
+                cur.executemany(
+                    "INSERT INTO node_entities (user_id, node_id, name) VALUES (%s, %s, %s)", links
+                )
+
+    @staticmethod
+    def _add_stats(conn: _Conn, deltas: dict[str, tuple[int, int]]) -> None:
+        """Add (documents, tokens) to each user's BM25 statistics; users in order (no deadlocks)."""
+        for user in sorted(deltas):
+            docs, tokens = deltas[user]
+            conn.execute(
+                "INSERT INTO lex_stats (user_id, docs, tokens) VALUES (%s, %s, %s) ON CONFLICT (user_id) "
+                "DO UPDATE SET docs = lex_stats.docs + excluded.docs, "
+                "tokens = lex_stats.tokens + excluded.tokens",
+                (user, docs, tokens),
+            )
+
+    def put_nodes(self, nodes: Sequence[Node]) -> None:
+        if not nodes:
+            return
+        vectors = [codec.as_vector(node) for node in nodes]
+        lexed = [sql.doc_terms(node.speaker, node.content) for node in nodes]
+        rows = [sql.node_row(node, length) for node, (length, _) in zip(nodes, lexed, strict=True)]
+        ids = [cast(str, sql.enc(node.id)) for node in nodes]
+        deltas: dict[str, tuple[int, int]] = {}
+        for row in rows:
+            docs, tokens = deltas.get(row[1], (0, 0))
+            deltas[row[1]] = (docs + 1, tokens + row[-1])
+        with self._write("store nodes") as conn:
+            self._check_dims(conn, vectors)
+            known = self._users_of(conn, ids)
+            if known or len(set(ids)) != len(ids):
+                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            with conn.cursor() as cur:
+                cur.executemany(sql.INSERT_NODE + " RETURNING seq", rows, returning=True)
+                seqs = []
+                while True:
+                    seqs.append(int(cast(tuple[int], cur.fetchone())[0]))
+                    if not cur.nextset():
+                        break
+                cur.executemany(
+                    "INSERT INTO vectors (user_id, node_id, seq, agent_id, run_id, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s, %s)",
+                    [(r[1], r[0], seq, r[2], r[3], v) for r, seq, v in zip(rows, seqs, vectors, strict=True)],
+                )
+            self._index_text(conn, nodes, seqs, lexed)
+            self._add_stats(conn, deltas)
+
+    def update_node(self, node: Node) -> None:
+        length, terms = sql.doc_terms(node.speaker, node.content)
+        row = sql.node_row(node, length)
+        vector = None if node.embedding is None else codec.as_vector(node)
+        with self._write("update a node") as conn:
+            old = conn.execute(
+                "SELECT user_id, agent_id, run_id, lex_len, seq FROM nodes WHERE id = %s FOR NO KEY UPDATE",
+                (row[0],),
+            ).fetchone()
+            if old is None:
+                raise NotFound(f"no node {node.id}")
+            if Tenant(sql.dec(old[0]) or "", sql.dec(old[1]), sql.dec(old[2])) != node.tenant:
+                raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
+            key = (row[1], row[0])
+            conn.execute(
+                sql.UPDATE_NODE,
+                (*row[4:15], *row[17:], *key),
+            )
+            conn.execute("DELETE FROM node_entities WHERE user_id = %s AND node_id = %s", key)
+            conn.execute("DELETE FROM postings WHERE user_id = %s AND node_id = %s", key)
+            self._index_text(conn, [node], [int(old[4])], [(length, terms)])
+            if length != int(old[3]):  # most updates keep the text: no lock on the user's statistics row
+                self._add_stats(conn, {row[1]: (0, length - int(old[3]))})
+            if vector is not None:
+                self._check_dims(conn, [vector])
+                conn.execute(
+                    "UPDATE vectors SET embedding = %s WHERE user_id = %s AND node_id = %s", (vector, *key)
+                )
+
+    def get_node(self, node_id: str, tenant: Tenant | None = None) -> Node | None:
+        return self.get_nodes([node_id], tenant).get(node_id)
+
+    def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]:
+        wanted = [cast(str, sql.enc(i)) for i in dict.fromkeys(node_ids)]
+        where, params = sql.tenant_sql(tenant)
+        statement = pgsql.SQL("SELECT {} FROM {} WHERE n.id = ANY(%s) AND {}").format(
+            pgsql.SQL(sql.NODE_COLS), pgsql.SQL(sql.NODE_FROM), where
+        )
+        found: dict[str, Node] = {}
+        with self._conn("read nodes") as conn:
+            for start in range(0, len(wanted), _CHUNK):
+                for row in conn.execute(statement, [wanted[start : start + _CHUNK], *params]):
+                    node = sql.to_node(row)
+                    found[node.id] = node
+        return {node_id: found[node_id] for node_id in dict.fromkeys(node_ids) if node_id in found}
+
+    def delete_nodes(self, node_ids: Collection[str]) -> int:
+        ids = [cast(str, sql.enc(i)) for i in dict.fromkeys(node_ids)]
+        if not ids:
+            return 0
+        removed = 0
+        with self._write("delete nodes") as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                gone = conn.execute(
+                    "DELETE FROM nodes WHERE id = ANY(%s) RETURNING user_id, id, lex_len", (chunk,)
+                ).fetchall()  # cascades to vectors, edges, entity links and the nodes' decisions
+                removed += len(gone)
+                deltas: dict[str, tuple[int, int]] = {}
+                for user, _, length in gone:
+                    docs, tokens = deltas.get(user, (0, 0))
+                    deltas[user] = (docs - 1, tokens - int(length))
+                for user in sorted(deltas):
+                    mine = [node_id for u, node_id, _ in gone if u == user]
+                    conn.execute(
+                        "DELETE FROM postings WHERE user_id = %s AND node_id = ANY(%s)", (user, mine)
+                    )
+                    conn.execute(
+                        "DELETE FROM decisions WHERE user_id = %s AND other_id = ANY(%s)", (user, mine)
+                    )
+                self._add_stats(conn, deltas)
+        return removed
+
+    def _ids(self, statement: pgsql.Composed, params: Sequence[Any], what: str) -> list[str]:
+        with self._conn(what) as conn:
+            return [cast(str, sql.dec(row[0])) for row in conn.execute(statement, params)]
+
+    def iter_nodes(self, tenant: Tenant | None = None, *, status: NodeStatus | None = None) -> Iterator[Node]:
+        where, params = sql.tenant_sql(tenant)
+        if status is not None:
+            where = pgsql.SQL("{} AND n.status = %s").format(where)
+            params.append(status)
+        ids = self._ids(
+            pgsql.SQL(
+                "SELECT n.id FROM nodes n WHERE {} "
+                "ORDER BY COALESCE(n.at_ts, n.created_ts), n.created_ts, n.seq"
+            ).format(where),
+            params,
+            "list nodes",
+        )
+        for start in range(0, len(ids), _CHUNK):
+            yield from self.get_nodes(ids[start : start + _CHUNK], tenant).values()
+
+    def recent_nodes(self, tenant: Tenant, k: int) -> list[Node]:
+        where, params = sql.tenant_sql(tenant)
+        ids = self._ids(
+            pgsql.SQL("SELECT n.id FROM nodes n WHERE {} ORDER BY n.seq DESC LIMIT %s").format(where),
+            [*params, max(k, 0)],
+            "list recent nodes",
+        )
+        found = self.get_nodes(ids, tenant)
+        return [found[i] for i in ids if i in found]
+
+    def users(self) -> list[str]:
+        """Every user id with stored nodes, sorted (admin use: migration)."""
+        with self._conn("list users") as conn:
+            rows = conn.execute("SELECT user_id FROM lex_stats WHERE docs > 0 ORDER BY user_id").fetchall()
+        return sorted(cast(str, sql.dec(row[0])) for row in rows)
+
+    def count(self, tenant: Tenant | None = None) -> int:
+        where, params = sql.tenant_sql(tenant)
+        with self._conn("count nodes") as conn:
+            row = conn.execute(pgsql.SQL("SELECT count(*) FROM nodes n WHERE {}").format(where), params)
+            return int(cast(tuple[int], row.fetchone())[0])
+
+    # -- edges ------------------------------------------------------------------------------
+    def put_edges(self, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+        with self._write("store edges") as conn:
+            ends = {cast(str, sql.enc(e.source)) for e in edges} | {
+                cast(str, sql.enc(e.target)) for e in edges
+            }
+            users = self._users_of(conn, ends)
+            missing = sorted(cast(str, sql.dec(i)) for i in ends - users.keys())
+            if missing:
+                raise NotFound(f"edges refer to unknown nodes: {missing[:5]}")
+            rows = []
+            for e in edges:
+                user = users[cast(str, sql.enc(e.source))]
+                if users[cast(str, sql.enc(e.target))] != user:
+                    raise InvalidInput(f"edge {e.source} -> {e.target} joins two users' memories")
+                rows.append(sql.edge_row(cast(str, sql.dec(user)), e))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    sql.UPSERT_EDGE,
+                    rows,
+                )
+
+    def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
+        key = sql.enc(node_id)
+        with self._conn("read edges") as conn:
+            rows = conn.execute(
+                sql.EDGES_OF,
+                (key, key, key),
+            ).fetchall()
+        wanted = set(VIEWS if views is None else views)
+        return [sql.to_edge(row) for row in rows if row[2] in wanted]
+
+    def delete_edges(self, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+        with self._write("delete edges") as conn, conn.cursor() as cur:
+            cur.executemany(
+                "DELETE FROM edges WHERE user_id = (SELECT user_id FROM nodes WHERE id = %s) "
+                "AND source = %s AND target = %s AND view = %s AND label = %s",
+                [
+                    (sql.enc(e.source), sql.enc(e.source), sql.enc(e.target), e.view, sql.enc(e.label))
+                    for e in edges
+                ],
+            )
+
+    # -- indexes ----------------------------------------------------------------------------
+    def _tenant_size(self, conn: _Conn, tenant: Tenant) -> int:
+        row = conn.execute(
+            "SELECT docs FROM lex_stats WHERE user_id = %s", (sql.enc(tenant.user),)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    @staticmethod
+    def _exact(conn: _Conn, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        where, params = sql.tenant_sql(tenant, "v")
+        statement = pgsql.SQL(
+            "WITH c AS MATERIALIZED "
+            "(SELECT v.node_id, v.seq, v.embedding <#> %s AS d FROM vectors v WHERE {}) "
+            "SELECT node_id, -d FROM c ORDER BY d, seq LIMIT %s"
+        ).format(where)
+        rows = conn.execute(statement, [query, *params, k]).fetchall()
+        return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
+
+    @staticmethod
+    def _ann(conn: _Conn, tenant: Tenant, query: Vector, k: int, *, explain: bool = False) -> list[Any]:
+        """HNSW with a relaxed-order iterative scan: the tenant filter is applied while walking the index.
+
+        Only called for tenants of at least ``exact_below`` nodes, so the planner is told to walk the
+        index rather than filter and sort (its estimates on freshly loaded tables are poor).
+        """
+        where, params = sql.tenant_sql(tenant, "v")
+        statement = pgsql.SQL(
+            "{}SELECT v.node_id, v.seq, -(v.embedding <#> %s) AS s FROM vectors v WHERE {} "
+            "ORDER BY v.embedding <=> %s LIMIT %s"
+        ).format(pgsql.SQL("EXPLAIN " if explain else ""), where)
+        with conn.transaction():
+            conn.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true), "
+                "set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
+                (str(min(1000, max(40, 2 * k))),),
+            )
+            return conn.execute(statement, [query, *params, query, k]).fetchall()
+
+    def _approximate(self, conn: _Conn, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        rows = self._ann(conn, tenant, query, k)
+        rows.sort(key=lambda row: (-float(row[2]), int(row[1])))  # relaxed order: re-rank exactly
+        return [(cast(str, sql.dec(row[0])), float(row[2])) for row in rows]
+
+    def explain_vector_search(self, tenant: Tenant, query: Vector, k: int) -> str:
+        """The plan of the index (HNSW) search for ``tenant``, for operators and tests."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        with self._conn("explain a vector search") as conn:
+            return "\n".join(str(row[0]) for row in self._ann(conn, tenant, q, k, explain=True))
+
+    def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        with self._conn("vector search") as conn:
+            dim = self._stored_dim(conn)
+            if dim is None:
+                return []
+            if q.shape[0] != dim:
+                raise InvalidInput(f"query vector has dimension {q.shape[0]}, the store holds {dim}")
+            if not bool(np.all(np.isfinite(q))):
+                raise InvalidInput("query vector has NaN or infinite values")
+            if k <= 0:
+                return []
+            if self._tenant_size(conn, tenant) >= self.exact_below:
+                hits = self._approximate(conn, tenant, q, k)
+                if len(hits) == k:
+                    return hits
+            return self._exact(conn, tenant, q, k)
+
+    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        phrases = sql.query_terms(query)
+        if not phrases or k <= 0:
+            return []
+        statement, params = sql.bm25_query(tenant, phrases, k, k1=codec.BM25_K1, b=codec.BM25_B)
+        with self._conn("lexical search") as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
+
+    def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
+        keys = [sql.enc(key) for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
+        if not keys or k <= 0:
+            return []
+        where, params = sql.tenant_sql(tenant)
+        statement = pgsql.SQL(
+            "SELECT ne.node_id, count(*) AS shared FROM node_entities ne "
+            "JOIN nodes n ON n.user_id = ne.user_id AND n.id = ne.node_id "
+            "WHERE ne.user_id = %s AND ne.name = ANY(%s) AND {} "
+            "GROUP BY ne.node_id ORDER BY shared DESC, ne.node_id LIMIT %s"
+        ).format(where)
+        with self._conn("entity search") as conn:
+            rows = conn.execute(statement, [sql.enc(tenant.user), keys, *params, k]).fetchall()
+        return [(cast(str, sql.dec(row[0])), int(row[1])) for row in rows]
+
+    def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        when = codec.epoch(at)
+        where, params = sql.tenant_sql(tenant)
+        base = "SELECT n.id, n.at_ts FROM nodes n WHERE {} AND n.at_ts IS NOT NULL AND n.at_ts "
+        after = pgsql.SQL(base + ">= %s ORDER BY n.at_ts, n.id LIMIT %s").format(where)
+        before = pgsql.SQL(base + "< %s ORDER BY n.at_ts DESC, n.id LIMIT %s").format(where)
+        with self._conn("time search") as conn:
+            found = [(row[0], row[1] - when) for row in conn.execute(after, [*params, when, k])]
+            found += [(row[0], when - row[1]) for row in conn.execute(before, [*params, when, k])]
+        found.sort(key=lambda item: (item[1], item[0]))
+        return [(cast(str, sql.dec(node_id)), float(delta)) for node_id, delta in found[:k]]
+
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
+        if window <= 0 or not out:
+            return out
+        where, params = sql.tenant_sql(tenant)
+        # positions within each touched session (write order), then the pairs within the window
+        statement = pgsql.SQL(
+            "WITH s AS (SELECT DISTINCT n.user_id, n.session FROM nodes n "
+            "WHERE n.id = ANY(%s) AND n.session IS NOT NULL AND {w}), "
+            "r AS (SELECT n.id, n.user_id, n.session, "
+            "ROW_NUMBER() OVER (PARTITION BY n.user_id, n.session ORDER BY n.seq) AS pos "
+            "FROM nodes n JOIN s ON n.user_id = s.user_id AND n.session = s.session WHERE {w}) "
+            "SELECT a.id, b.id, b.pos - a.pos FROM r a JOIN r b ON a.user_id = b.user_id "
+            "AND a.session = b.session AND b.pos BETWEEN a.pos - %s AND a.pos + %s AND b.id <> a.id "
+            "WHERE a.id = ANY(%s)"
+        ).format(w=where)
+        ids = [sql.enc(i) for i in out]
+        found: dict[str, list[tuple[int, str]]] = {}
+        with self._conn("read session neighbours") as conn:
+            for a, b, offset in conn.execute(statement, [ids, *params, *params, window, window, ids]):
+                found.setdefault(cast(str, sql.dec(a)), []).append((int(offset), cast(str, sql.dec(b))))
+        for a, pairs in found.items():
+            out[a] = tuple((b, offset) for offset, b in sorted(pairs))
+        return out
+
+    def entities_of(self, node_id: str) -> tuple[str, ...]:
+        with self._conn("read entities") as conn:
+            row = conn.execute("SELECT entities FROM nodes WHERE id = %s", (sql.enc(node_id),)).fetchone()
+        return () if row is None else tuple(cast(list[str], codec.load_json(row[0])))
+
+    # -- decisions --------------------------------------------------------------------------
+    def put_decisions(self, decisions: Sequence[Decision]) -> None:
+        if not decisions:
+            return
+        with self._write("store decisions") as conn:
+            users = self._users_of(conn, {cast(str, sql.enc(d.node_id)) for d in decisions})
+            missing = sorted({d.node_id for d in decisions if sql.enc(d.node_id) not in users})
+            if missing:
+                raise NotFound(f"decisions refer to unknown nodes: {missing[:5]}")
+            rows = [
+                (users[cast(str, sql.enc(d.node_id))], sql.enc(d.node_id), sql.enc(d.purpose),
+                 sql.enc(d.name), sql.enc(d.key), float(d.value), sql.enc(d.label), sql.enc(d.backend),
+                 float(d.latency_ms), sql.enc(d.other_id), d.created_at.isoformat())
+                for d in decisions
+            ]  # fmt: skip
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO decisions (user_id, {sql.DEC_COLS}) VALUES ({', '.join(['%s'] * 11)})", rows
+                )
+
+    def decisions_of(self, node_id: str) -> list[Decision]:
+        key = sql.enc(node_id)
+        with self._conn("read decisions") as conn:
+            rows = conn.execute(
+                f"SELECT {sql.DEC_COLS} FROM decisions "
+                "WHERE user_id = (SELECT user_id FROM nodes WHERE id = %s) AND node_id = %s ORDER BY seq",
+                (key, key),
+            ).fetchall()
+        return [sql.to_decision(row) for row in rows]
+
+    def stats(self, tenant: Tenant | None = None) -> StoreStats:
+        where, params = sql.tenant_sql(tenant)
+        with self._conn("read stats") as conn:
+            nodes, pending = cast(
+                tuple[int, int],
+                conn.execute(
+                    pgsql.SQL(
+                        "SELECT count(*), count(*) FILTER (WHERE n.status = 'pending') FROM nodes n WHERE {}"
+                    ).format(where),
+                    params,
+                ).fetchone(),
+            )
+            by_view = dict.fromkeys(VIEWS, 0)
+            for view, count in conn.execute(
+                pgsql.SQL(
+                    "SELECT e.view, count(*) FROM edges e JOIN nodes n ON n.user_id = e.user_id "
+                    "AND n.id = e.source WHERE {} GROUP BY e.view"
+                ).format(where),
+                params,
+            ):
+                by_view[view] = int(count)
+            entities = cast(
+                tuple[int],
+                conn.execute(
+                    pgsql.SQL(
+                        "SELECT count(DISTINCT (ne.user_id, ne.name)) FROM node_entities ne "
+                        "JOIN nodes n ON n.user_id = ne.user_id AND n.id = ne.node_id WHERE {}"
+                    ).format(where),
+                    params,
+                ).fetchone(),
+            )[0]
+            bound = self._get_meta(conn, "embedder")
+        info = bound if isinstance(bound, dict) else {}
+        name, dim = info.get("name"), info.get("dim")
+        return StoreStats(
+            nodes=int(nodes),
+            pending=int(pending),
+            edges_by_view=cast(dict[str, int], by_view),
+            entities=int(entities),
+            embedder=name if isinstance(name, str) else None,
+            dim=dim if isinstance(dim, int) else None,
+        )

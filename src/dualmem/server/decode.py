@@ -1,0 +1,138 @@
+"""Wire models back to dualmem's dataclasses, for :mod:`dualmem.client` (pydantic only)."""
+
+from __future__ import annotations
+
+from dualmem.memory import Answer, Inspection
+from dualmem.plane.base import Decision
+from dualmem.plane.jsonl import ImportReport
+from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, Trace
+from dualmem.server.schemas import (
+    AnswerOut,
+    ConsolidationOut,
+    EdgeOut,
+    EvidenceOut,
+    ImportOut,
+    InspectionOut,
+    NodeOut,
+    SearchOut,
+    TemporalRefOut,
+    TraceOut,
+)
+from dualmem.types import Edge, Evidence, Node, TemporalRef, Tenant, TypeScores
+from dualmem.write.consolidate import ConsolidationReport
+
+__all__ = [
+    "answer_from",
+    "consolidation_from",
+    "import_from",
+    "inspection_from",
+    "node_from",
+    "retrieval_from",
+]
+
+
+def _ref_from(r: TemporalRefOut) -> TemporalRef:
+    return TemporalRef(r.expression, r.start, r.end, r.precision)
+
+
+def node_from(m: NodeOut) -> Node:
+    """A ``Node`` as the server stored it, without its embedding (vectors stay on the server)."""
+    return Node(
+        id=m.id,
+        tenant=Tenant(m.tenant.user, m.tenant.agent, m.tenant.run),
+        content=m.content,
+        at=m.at,
+        speaker=m.speaker,
+        source=m.source,
+        session=m.session,
+        turn_id=m.turn_id,
+        metadata=m.metadata,
+        entities=tuple(m.entities),
+        temporal_refs=tuple(_ref_from(r) for r in m.temporal_refs),
+        types=TypeScores(**m.types.model_dump()) if m.types else None,
+        created_at=m.created_at,
+        status=m.status,
+        valid_from=m.valid_from,
+        valid_to=m.valid_to,
+        derived=m.derived,
+    )
+
+
+def _edge_from(m: EdgeOut) -> Edge:
+    return Edge(m.source, m.target, m.view, m.label, m.weight, m.created_at, m.valid_from, m.valid_to)
+
+
+def inspection_from(m: InspectionOut) -> Inspection:
+    decisions = tuple(
+        Decision(
+            d.node_id,
+            d.purpose,
+            d.name,
+            d.key,
+            d.value,
+            d.label,
+            d.backend,
+            d.latency_ms,
+            d.other_id,
+            d.created_at,
+        )
+        for d in m.decisions
+    )
+    return Inspection(node_from(m.node), tuple(_edge_from(e) for e in m.edges), decisions)
+
+
+def _evidence_from(m: EvidenceOut) -> Evidence:
+    return Evidence(
+        node=node_from(m.node),
+        score=m.score,
+        view=m.view,
+        via=_edge_from(m.via) if m.via else None,
+        round=m.round,
+        temporal_refs=tuple(_ref_from(r) for r in m.temporal_refs),
+    )
+
+
+def _trace_from(m: TraceOut) -> Trace:
+    rounds = tuple(
+        RoundTrace(
+            r.round,
+            Assessment(**r.assessment.model_dump()) if r.assessment else None,
+            tuple(ScoredCandidate(**c.model_dump()) for c in r.candidates),
+        )
+        for r in m.rounds
+    )
+    return Trace(
+        query=m.query, route=dict(m.route), active=tuple(m.active_views), budgets=dict(m.budgets),
+        depth=m.depth, anchors=tuple((a.node_id, a.score) for a in m.anchors), rounds=rounds,
+        stop_reason=m.stop_reason,
+        controller_calls=m.controller_calls, calls_by_purpose=dict(m.calls_by_purpose), visited=m.visited,
+        edges_inspected=m.edges_inspected, latency_ms=m.latency_ms,
+    )  # fmt: skip
+
+
+def _full_trace(m: SearchOut) -> Trace:
+    if m.trace is None:
+        raise ValueError("the response has no trace; ask with trace=true")
+    return _trace_from(m.trace)
+
+
+def retrieval_from(m: SearchOut) -> Retrieval:
+    return Retrieval(m.query, tuple(_evidence_from(e) for e in m.evidence), _full_trace(m))
+
+
+def answer_from(m: AnswerOut) -> Answer:
+    return Answer(
+        m.text, tuple(_evidence_from(e) for e in m.evidence), _full_trace(m), m.abstained, m.answerer
+    )
+
+
+def consolidation_from(m: ConsolidationOut) -> ConsolidationReport:
+    return ConsolidationReport(
+        user=m.user, examined=m.examined, pairs=m.pairs, calls=m.calls, links=m.links,
+        superseded=tuple((p.old, p.new) for p in m.superseded), derived=tuple(m.derived),
+        representations=dict(m.representations), seconds=m.seconds,
+    )  # fmt: skip
+
+
+def import_from(m: ImportOut) -> ImportReport:
+    return ImportReport(m.nodes, m.edges, m.decisions)

@@ -1,0 +1,225 @@
+"""``/v1/memories``: add (idempotent), list with cursor pagination and filters, get, update, delete."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Path, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from dualmem.scope import Scope as TenantScope
+from dualmem.server.auth import Principal, tenant_principal, tenant_scope
+from dualmem.server.keys import Replay
+from dualmem.server.problems import ApiProblem
+from dualmem.server.schemas import (
+    ID_PATTERN,
+    AddRequest,
+    AddResponse,
+    ForgetResponse,
+    HistoryOut,
+    InspectionOut,
+    NodeOut,
+    NodePage,
+    UpdateRequest,
+    UpdateResponse,
+    inspection_out,
+    node_out,
+)
+from dualmem.server.service import Service
+from dualmem.text.timeparse import parse_time
+from dualmem.types import Node
+
+__all__ = ["errors", "router"]
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+Scope = Annotated[TenantScope, Depends(tenant_scope)]
+NodeId = Annotated[str, Path(pattern=ID_PATTERN, description="a memory id")]
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for problem responses (every route also may answer 401/403/413/429)."""
+    from dualmem.server.schemas import Problem
+
+    every = {400, 401, 403, 413, 422, 429, 503, *codes}
+    return {
+        c: {"model": Problem, "content": {"application/problem+json": {}}, "description": "a problem"}
+        for c in sorted(every)
+    }
+
+
+def _service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=AddResponse,
+    responses=errors(409, 502, 504),
+    summary="Store one or more observations",
+)
+def add_memories(
+    body: AddRequest,
+    request: Request,
+    scope: Scope,
+    who: Annotated[Principal, Depends(tenant_principal)],
+    idempotency_key: Annotated[
+        str | None,
+        Header(max_length=200, pattern=r"^[\x21-\x7e]+$", description="replays the first response for 24 h"),
+    ] = None,
+) -> Any:
+    """Every observation is validated before anything is stored; one bad item stores nothing.
+
+    With an ``Idempotency-Key`` header, a retry with the same key and body gets the first response
+    (header ``Idempotent-Replayed: true``); the same key with another body is a 409.
+    """
+    service = _service(request)
+    observations = [o.model_dump(exclude_none=True) for o in body.observations]
+    if idempotency_key is None:
+        return AddResponse(ids=service.add(scope, observations))
+    digest = hashlib.sha256(json.dumps(body.model_dump(), sort_keys=True, default=str).encode()).hexdigest()
+
+    def run() -> tuple[Replay, bool]:
+        seen = service.keys.recall(who.owner, idempotency_key)
+        if seen is not None:
+            return seen, True
+        ids = service.add(scope, observations)
+        replay = Replay(digest, 201, AddResponse(ids=ids).model_dump())
+        service.keys.remember(who.owner, idempotency_key, replay)
+        return replay, False
+
+    replay, replayed = service.write(run)
+    if replay.request_hash != digest:
+        raise ApiProblem(
+            409, "idempotency-conflict", "this Idempotency-Key was used with another request body",
+            hint="use a new key for a new request",
+        )  # fmt: skip
+    headers = {"Idempotent-Replayed": "true"} if replayed else {}
+    return JSONResponse(replay.body, status_code=replay.status, headers=headers)
+
+
+Status = Literal["current", "superseded", "pending", "complete"]
+
+
+def _order(n: Node) -> str:
+    when = (n.at or n.created_at).isoformat()
+    return f"{when}|{n.created_at.isoformat()}|{n.id}"
+
+
+def _cursor_key(cursor: str) -> str:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        key = base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError):
+        key = ""
+    if key.count("|") != 2:
+        raise ApiProblem(400, "invalid-cursor", "the cursor is not one this server issued")
+    return key
+
+
+def _matches(n: Node, speaker: str | None, session: str | None, status: Status | None) -> bool:
+    if speaker is not None and (n.speaker or "").lower() != speaker.lower():
+        return False
+    if session is not None and n.session != session:
+        return False
+    return (
+        status is None
+        or {
+            "current": n.valid_to is None,
+            "superseded": n.valid_to is not None,
+            "pending": n.status == "pending",
+            "complete": n.status == "complete",
+        }[status]
+    )
+
+
+class ListQuery(BaseModel):
+    cursor: str | None = Field(default=None, max_length=1000, description="next_cursor of the previous page")
+    limit: int = Field(default=50, ge=1, le=500)
+    speaker: str | None = Field(default=None, max_length=512)
+    session: str | None = Field(default=None, max_length=512)
+    since: str | None = Field(default=None, max_length=100, description="observed at or after")
+    until: str | None = Field(default=None, max_length=100, description="observed before")
+    status: Status | None = None
+
+
+@router.get("", response_model=NodePage, responses=errors(), summary="List memories, oldest first")
+def list_memories(scope: Scope, q: Annotated[ListQuery, Query()]) -> NodePage:
+    after = _cursor_key(q.cursor) if q.cursor else ""
+    lo, hi = parse_time(q.since), parse_time(q.until)
+    chosen: list[tuple[str, Node]] = []
+    for n in scope.nodes():
+        if not _matches(n, q.speaker, q.session, q.status):
+            continue
+        if (lo is not None or hi is not None) and n.at is None:
+            continue
+        if (lo is not None and n.at is not None and n.at < lo) or (hi is not None and n.at and n.at >= hi):
+            continue
+        key = _order(n)
+        if key > after:
+            chosen.append((key, n))
+    chosen.sort(key=lambda kn: kn[0])
+    page = chosen[: q.limit]
+    more = len(chosen) > q.limit
+    next_cursor = base64.urlsafe_b64encode(page[-1][0].encode()).decode().rstrip("=") if more else None
+    return NodePage(items=[node_out(n) for _, n in page], next_cursor=next_cursor)
+
+
+@router.get("/{node_id}", response_model=NodeOut, responses=errors(404), summary="One memory")
+def get_memory(node_id: NodeId, scope: Scope) -> NodeOut:
+    return node_out(scope.get(node_id))
+
+
+@router.patch(
+    "/{node_id}",
+    response_model=UpdateResponse,
+    responses=errors(404, 502, 504),
+    summary="Correct a memory (the old text stays as history)",
+)
+def update_memory(node_id: NodeId, body: UpdateRequest, scope: Scope, request: Request) -> UpdateResponse:
+    service = _service(request)
+
+    def run() -> UpdateResponse:
+        new = scope.update(node_id, body.text, at=body.at)
+        return UpdateResponse(old=node_id, new=new, node=node_out(scope.get(new)))
+
+    out = service.write(run)
+    service.note_writes(scope.tenant, 1)
+    return out
+
+
+@router.delete(
+    "/{node_id}",
+    response_model=ForgetResponse,
+    responses=errors(404),
+    summary="Forget a memory, its versions and everything derived from it",
+)
+def delete_memory(node_id: NodeId, scope: Scope, request: Request) -> ForgetResponse:
+    return ForgetResponse(forgotten=_service(request).write(lambda: scope.forget(node_id)))
+
+
+@router.get(
+    "/{node_id}/history",
+    response_model=HistoryOut,
+    responses=errors(404),
+    summary="Every version, oldest first",
+)
+def memory_history(node_id: NodeId, scope: Scope) -> HistoryOut:
+    return HistoryOut(id=node_id, versions=[node_out(n) for n in scope.history(node_id)])
+
+
+@router.get(
+    "/{node_id}/inspect",
+    response_model=InspectionOut,
+    responses=errors(404),
+    summary="A memory with its edges and the controller decisions recorded for it",
+)
+def inspect_memory(node_id: NodeId, scope: Scope) -> InspectionOut:
+    return inspection_out(scope.inspect(node_id))

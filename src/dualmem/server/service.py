@@ -1,0 +1,270 @@
+"""What the HTTP app and the MCP server share: one memory, one writer, one consolidation worker.
+
+Writes (add, update, forget, import, consolidation passes) run one at a time under the writer lock;
+reads (search, answer, get, list, export) run concurrently on the caller's thread. A write that
+meets a database held by another process is retried with backoff for ``lock_wait_s`` before the
+``DatabaseLocked`` reaches the caller. A write is acknowledged only after its transaction committed.
+
+Consolidation belongs to the service: every ``consolidate_every`` writes of a tenant (or after
+``consolidate_interval_s`` for a tenant with fewer waiting) the worker runs one pass, as a write.
+``stop()`` finishes the pass in progress and persists what is still waiting in the key database, so
+the next start picks it up.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from dualmem.errors import DatabaseLocked, DualmemError, UserError
+from dualmem.memory import Memory
+from dualmem.scope import Scope
+from dualmem.server.keys import KeyStore
+from dualmem.server.metrics import Metrics, file_bytes
+from dualmem.types import Tenant
+
+__all__ = ["Service"]
+
+log = logging.getLogger("dualmem.server")
+T = TypeVar("T")
+
+WRITE_PURPOSES = ("typing", "relations")
+MAX_GROUP = 512  # observations committed together at most
+
+
+class _AddJob:
+    """One caller's add waiting for the writer."""
+
+    def __init__(self, scope: Scope, observations: list[Mapping[str, Any]]) -> None:
+        self.scope = scope
+        self.observations = observations
+        self.ids: list[str] = []
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def finish(self, *, ids: list[str] | None = None, error: BaseException | None = None) -> None:
+        if self.done.is_set():
+            return
+        self.ids = ids or []
+        self.error = error
+        self.done.set()
+
+
+class Service:
+    def __init__(
+        self,
+        memory: Memory,
+        keys: KeyStore,
+        *,
+        consolidate_every: int | None = None,
+        consolidate_interval_s: float = 30.0,
+        lock_wait_s: float = 30.0,
+        max_reads: int | None = None,
+    ) -> None:
+        self.memory = memory
+        self.keys = keys
+        self.metrics = Metrics()
+        self.metrics.add_gauges(self._gauges)
+        every = memory.profile.write.consolidate_every if consolidate_every is None else consolidate_every
+        self.consolidate_every = max(0, every)
+        self.consolidate_interval_s = consolidate_interval_s
+        self.lock_wait_s = lock_wait_s
+        # searches are CPU-bound Python: more at once than cores only makes them (and the writer)
+        # fight over the GIL, so at most ``max_reads`` run together and the rest queue
+        self._reads = threading.BoundedSemaphore(max_reads or max(2, os.cpu_count() or 2))
+        self._writer = threading.RLock()  # re-entrant: a write may call service.add
+        self._queue_lock = threading.Lock()
+        self._queue: list[_AddJob] = []
+        self._wake = threading.Condition()
+        self._backlog: dict[Tenant, int] = {}
+        self._since: dict[Tenant, float] = {}
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def scope(self, tenant: Tenant) -> Scope:
+        return self.memory.scope(tenant.user, tenant.agent, tenant.run)
+
+    def read(self, fn: Callable[[], T]) -> T:
+        """Run a heavy read (search, answer) with at most ``max_reads`` others at once."""
+        with self._reads:
+            return fn()
+
+    # -- the one writer -----------------------------------------------------------------------
+    def write(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` as the only writer; retry it while another process holds the database."""
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.05
+        with self._writer:
+            while True:
+                try:
+                    return fn()
+                except DatabaseLocked:
+                    if time.monotonic() + delay > deadline:
+                        raise
+                    self.metrics.locked_retries.inc()
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+
+    def add(self, scope: Scope, observations: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Store observations as one all-or-nothing write; returns their ids once committed.
+
+        Concurrent adds are committed together (group commit): whoever holds the writer stores every
+        add queued meanwhile, one ``add_many`` per tenant, so embedding and controller work is batched.
+        A batch refused for bad input is retried add by add, so only the bad add fails; up to
+        ``MAX_GROUP`` observations are written as one chunk (one node transaction).
+        """
+        job = _AddJob(scope, list(observations))
+        with self._queue_lock:
+            self._queue.append(job)
+        with self._writer:
+            while not job.done.is_set():
+                self._commit(self._take())
+        if job.error is not None:
+            raise job.error
+        return job.ids
+
+    def _take(self) -> list[_AddJob]:
+        """The queued adds, oldest first, up to ``MAX_GROUP`` observations (at least one add)."""
+        with self._queue_lock:
+            taken, total = 0, 0
+            for job in self._queue:
+                if taken and total + len(job.observations) > MAX_GROUP:
+                    break
+                taken += 1
+                total += len(job.observations)
+            batch, self._queue = self._queue[:taken], self._queue[taken:]
+        return batch
+
+    def _commit(self, batch: list[_AddJob]) -> None:
+        groups: dict[Tenant, list[_AddJob]] = {}
+        for job in batch:
+            groups.setdefault(job.scope.tenant, []).append(job)
+        try:
+            for jobs in groups.values():
+                try:
+                    self._store(jobs)
+                except DualmemError as exc:
+                    # a UserError is raised before anything is written (add_many validates first);
+                    # anything else may have stored part of the batch, so it fails every add in it
+                    if len(jobs) == 1 or not isinstance(exc, UserError):
+                        for job in jobs:
+                            job.finish(error=exc)
+                        continue
+                    for one in jobs:  # find the culprit: everyone else still gets stored
+                        try:
+                            self._store([one])
+                        except DualmemError as own:
+                            one.finish(error=own)
+        except BaseException as exc:  # not a dualmem error: fail the waiters too, then re-raise
+            for job in batch:
+                job.finish(error=exc)
+            raise
+
+    def _store(self, jobs: list[_AddJob]) -> None:
+        observations = [o for job in jobs for o in job.observations]
+        scope = jobs[0].scope
+
+        def run() -> tuple[list[str], dict[str, int]]:
+            before = self._write_calls()
+            ids = scope.add_many(observations, chunk_size=max(1, len(observations)))  # one chunk
+            after = self._write_calls()
+            return ids, {p: after[p] - before[p] for p in WRITE_PURPOSES}
+
+        ids, calls = self.write(run)
+        self.metrics.observe_write(len(ids), len(jobs), calls)
+        self.note_writes(scope.tenant, len(ids))
+        start = 0
+        for job in jobs:
+            job.finish(ids=ids[start : start + len(job.observations)])
+            start += len(job.observations)
+
+    def _write_calls(self) -> dict[str, int]:
+        stats = self.memory.meter.stats
+        return {p: stats.calls_for(p) for p in WRITE_PURPOSES}
+
+    # -- consolidation ------------------------------------------------------------------------
+    def note_writes(self, tenant: Tenant, count: int) -> None:
+        if self.consolidate_every <= 0 or count <= 0:
+            return
+        with self._wake:
+            self._backlog[tenant] = self._backlog.get(tenant, 0) + count
+            self._since.setdefault(tenant, time.monotonic())
+            if self._backlog[tenant] >= self.consolidate_every:
+                self._wake.notify()
+
+    def backlog(self) -> dict[Tenant, int]:
+        with self._wake:
+            return dict(self._backlog)
+
+    def start(self) -> None:
+        """Load the persisted backlog and start the consolidation worker (idempotent)."""
+        if self._thread is not None:
+            return
+        for tenant, count in self.keys.load_backlog().items():
+            self.note_writes(tenant, count)
+        self._stopping = False
+        if self.consolidate_every > 0:
+            self._thread = threading.Thread(
+                target=self._work, name="dualmem-service-consolidate", daemon=True
+            )
+            self._thread.start()
+
+    def worker_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Finish the pass in progress, then persist the backlog (no queued work is lost)."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        with self._wake:
+            self.keys.save_backlog(self._backlog)
+
+    def _due(self) -> Tenant | None:
+        now = time.monotonic()
+        for tenant, count in self._backlog.items():
+            if count >= self.consolidate_every or now - self._since[tenant] >= self.consolidate_interval_s:
+                return tenant
+        return None
+
+    def _work(self) -> None:
+        while True:
+            with self._wake:
+                tenant = self._due()
+                while tenant is None and not self._stopping:
+                    self._wake.wait(timeout=min(self.consolidate_interval_s, 1.0))
+                    tenant = self._due()
+                if self._stopping:
+                    return
+                assert tenant is not None
+                count = self._backlog.pop(tenant)
+                self._since.pop(tenant, None)
+            trigger = "count" if count >= self.consolidate_every else "interval"
+            self.consolidate(tenant, trigger=trigger)
+
+    def consolidate(self, tenant: Tenant, *, trigger: str) -> None:
+        try:
+            self.write(lambda: self.scope(tenant).consolidate())
+            self.metrics.consolidations.labels(trigger).inc()
+        except DualmemError as exc:
+            log.warning("consolidation for %s failed: %s", tenant.user, exc.one_line())
+
+    # -- gauges -------------------------------------------------------------------------------
+    def _gauges(self) -> dict[str, float]:
+        stats = self.memory.store.stats(None)
+        backlog = self.backlog()
+        path = getattr(self.memory.store, "path", "")
+        return {
+            "store_nodes": float(stats.nodes),
+            "store_pending_nodes": float(stats.pending),
+            "store_bytes": file_bytes(path) if isinstance(path, str) and path != ":memory:" else 0.0,
+            "consolidation_backlog": float(sum(backlog.values())),
+            "consolidation_tenants_waiting": float(len(backlog)),
+        }

@@ -1,0 +1,280 @@
+"""The Porter stemmer in two variants: NLTK's default one and the 1980 paper's, as SQLite FTS5 runs it.
+
+``stem`` is NLTK's ``PorterStemmer()`` default (``NLTK_EXTENSIONS`` mode): LoCoMo's official F1
+stems tokens with it, so the benchmark re-implements it here and needs no NLTK. It follows
+M. F. Porter (1980), "An algorithm for suffix stripping", with NLTK's documented departures: words
+of one or two letters are left alone, a few irregular forms are looked up, ``-ies``/``-ied`` on
+four-letter words keep their ``ie``, step 1c needs a consonant before the ``y``, ``alli`` is handled
+first in step 2, and step 2 knows ``bli``, ``fulli`` and ``logi``. Checked word for word against
+NLTK 3.10 on the LoCoMo vocabulary.
+
+``stem_fts5`` is the paper's algorithm with none of those departures, as the ``porter`` tokenizer
+of SQLite FTS5 applies it (tokens shorter than three or longer than 64 characters are left alone).
+The PostgreSQL store indexes with it so that its BM25 matches the SQLite store's; a test checks it
+token for token against FTS5 itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+__all__ = ["stem", "stem_fts5"]
+
+_Rule = tuple[str, str, Callable[[str], bool] | None]
+
+_IRREGULAR = {
+    "skies": "sky",
+    "sky": "sky",
+    "dying": "die",
+    "lying": "lie",
+    "tying": "tie",
+    "news": "news",
+    "innings": "inning",
+    "inning": "inning",
+    "outings": "outing",
+    "outing": "outing",
+    "cannings": "canning",
+    "canning": "canning",
+    "howe": "howe",
+    "proceed": "proceed",
+    "exceed": "exceed",
+    "succeed": "succeed",
+}
+_VOWELS = frozenset("aeiou")
+
+
+def _cons(word: str, i: int) -> bool:
+    ch = word[i]
+    if ch in _VOWELS:
+        return False
+    if ch == "y":
+        return i == 0 or not _cons(word, i - 1)
+    return True
+
+
+def _measure(stem: str) -> int:
+    seq = "".join("c" if _cons(stem, i) else "v" for i in range(len(stem)))
+    return seq.count("vc")
+
+
+def _positive(stem: str) -> bool:
+    return _measure(stem) > 0
+
+
+def _gt1(stem: str) -> bool:
+    return _measure(stem) > 1
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(not _cons(stem, i) for i in range(len(stem)))
+
+
+def _double_cons(word: str) -> bool:
+    return len(word) >= 2 and word[-1] == word[-2] and _cons(word, len(word) - 1)
+
+
+def _cvc(word: str) -> bool:
+    n = len(word)
+    if n >= 3:
+        return _cons(word, n - 3) and not _cons(word, n - 2) and _cons(word, n - 1) and word[-1] not in "wxy"
+    return n == 2 and not _cons(word, 0) and _cons(word, 1)
+
+
+def _apply(word: str, rules: list[_Rule], *, proper: bool = False) -> str:
+    """The first rule whose suffix matches decides: it applies if its condition holds, else nothing.
+
+    ``proper``: a suffix matches only when something precedes it (FTS5's reading).
+    """
+    for suffix, replacement, condition in rules:
+        if proper and len(suffix) >= len(word):
+            continue
+        if suffix == "*d":
+            if _double_cons(word):
+                base = word[:-2]
+                return base + replacement if condition is None or condition(base) else word
+            continue
+        if word.endswith(suffix):
+            base = word[: len(word) - len(suffix)]
+            return base + replacement if condition is None or condition(base) else word
+    return word
+
+
+def _step1a(word: str) -> str:
+    if word.endswith("ies") and len(word) == 4:
+        return word[:-3] + "ie"
+    return _apply(word, [("sses", "ss", None), ("ies", "i", None), ("ss", "ss", None), ("s", "", None)])
+
+
+def _step1b(word: str) -> str:
+    if word.endswith("ied"):
+        return word[:-3] + ("ie" if len(word) == 4 else "i")
+    if word.endswith("eed"):
+        base = word[:-3]
+        return base + "ee" if _measure(base) > 0 else word
+    for suffix in ("ed", "ing"):
+        if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
+            mid = word[: -len(suffix)]
+            break
+    else:
+        return word
+    return _apply(
+        mid,
+        [
+            ("at", "ate", None),
+            ("bl", "ble", None),
+            ("iz", "ize", None),
+            ("*d", mid[-1], lambda _: mid[-1] not in "lsz"),
+            ("", "e", lambda base: _measure(base) == 1 and _cvc(base)),
+        ],
+    )
+
+
+def _step1c(word: str) -> str:
+    return _apply(word, [("y", "i", lambda base: len(base) > 1 and _cons(base, len(base) - 1))])
+
+
+_STEP2: list[_Rule] = [
+    ("ational", "ate", _positive),
+    ("tional", "tion", _positive),
+    ("enci", "ence", _positive),
+    ("anci", "ance", _positive),
+    ("izer", "ize", _positive),
+    ("bli", "ble", _positive),
+    ("alli", "al", _positive),
+    ("entli", "ent", _positive),
+    ("eli", "e", _positive),
+    ("ousli", "ous", _positive),
+    ("ization", "ize", _positive),
+    ("ation", "ate", _positive),
+    ("ator", "ate", _positive),
+    ("alism", "al", _positive),
+    ("iveness", "ive", _positive),
+    ("fulness", "ful", _positive),
+    ("ousness", "ous", _positive),
+    ("aliti", "al", _positive),
+    ("iviti", "ive", _positive),
+    ("biliti", "ble", _positive),
+    ("fulli", "ful", _positive),
+]
+
+
+def _step2(word: str) -> str:
+    if word.endswith("alli") and _positive(word[:-4]):
+        return _step2(word[:-4] + "al")
+    return _apply(word, [*_STEP2, ("logi", "log", lambda _: _positive(word[:-3]))])
+
+
+_STEP3: list[_Rule] = [
+    ("icate", "ic", _positive),
+    ("ative", "", _positive),
+    ("alize", "al", _positive),
+    ("iciti", "ic", _positive),
+    ("ical", "ic", _positive),
+    ("ful", "", _positive),
+    ("ness", "", _positive),
+]
+
+_STEP4: list[_Rule] = [
+    *(
+        (s, "", _gt1)
+        for s in ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent")
+    ),
+    ("ion", "", lambda base: _measure(base) > 1 and base[-1:] in ("s", "t")),
+    *((s, "", _gt1) for s in ("ou", "ism", "ate", "iti", "ous", "ive", "ize")),
+]
+
+
+def _step5a(word: str) -> str:
+    if word.endswith("e"):
+        base = word[:-1]
+        m = _measure(base)
+        if m > 1 or (m == 1 and not _cvc(base)):
+            return base
+    return word
+
+
+def _step5b(word: str) -> str:
+    return _apply(word, [("ll", "l", lambda _: _measure(word[:-1]) > 1)])
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Porter stem of one lower-case word."""
+    word = word.lower()
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if len(word) <= 2:
+        return word
+    for step in (_step1a, _step1b, _step1c, _step2):
+        word = step(word)
+    word = _apply(word, _STEP3)
+    word = _apply(word, _STEP4)
+    return _step5b(_step5a(word))
+
+
+# -- the 1980 paper's algorithm, as SQLite FTS5's porter tokenizer applies it ---------------
+
+_FTS5_MAX = 64  # FTS5 leaves longer tokens unstemmed
+
+_STEP2_PAPER: list[_Rule] = [
+    (suffix, replacement, condition)
+    for suffix, replacement, condition in _STEP2
+    if suffix not in ("fulli", "bli", "alli")
+] + [("bli", "ble", _positive), ("alli", "al", _positive), ("logi", "log", _positive)]
+
+
+def _cvc_paper(word: str) -> bool:
+    """The paper's ``*o``: the word ends consonant-vowel-consonant, the last not w, x or y."""
+    n = len(word)
+    return (
+        n >= 3
+        and _cons(word, n - 3)
+        and not _cons(word, n - 2)
+        and _cons(word, n - 1)
+        and word[-1] not in "wxy"
+    )
+
+
+def _paper_step1b(word: str) -> str:
+    if word.endswith("eed") and len(word) > 3:
+        base = word[:-3]
+        return base + "ee" if _measure(base) > 0 else word
+    for suffix in ("ed", "ing"):
+        if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
+            mid = word[: -len(suffix)]
+            break
+    else:
+        return word
+    return _apply(
+        mid,
+        [
+            ("at", "ate", None),
+            ("bl", "ble", None),
+            ("iz", "ize", None),
+            ("*d", mid[-1], lambda _: mid[-1] not in "lsz"),
+            ("", "e", lambda base: _measure(base) == 1 and _cvc_paper(base)),
+        ],
+    )
+
+
+def _paper_step5a(word: str) -> str:
+    if word.endswith("e"):
+        base = word[:-1]
+        m = _measure(base)
+        if m > 1 or (m == 1 and not _cvc_paper(base)):
+            return base
+    return word
+
+
+@lru_cache(maxsize=65536)
+def stem_fts5(word: str) -> str:
+    """The Porter (1980) stem of one lower-case token, as SQLite FTS5's ``porter`` tokenizer gives it."""
+    if len(word) < 3 or len(word) > _FTS5_MAX:
+        return word
+    step1a: list[_Rule] = [("sses", "ss", None), ("ies", "i", None), ("ss", "ss", None), ("s", "", None)]
+    word = _paper_step1b(_apply(word, step1a, proper=True))
+    word = _apply(word, [("y", "i", _has_vowel)], proper=True)
+    for rules in (_STEP2_PAPER, _STEP3, _STEP4):
+        word = _apply(word, rules, proper=True)
+    return _step5b(_paper_step5a(word))
