@@ -282,7 +282,13 @@ def _record(system: str, fold: str, p: QueryPool, ranked: Sequence[str]) -> dict
 
 
 def _search_records(
-    system: str, held: str, path: Path, ranker: LinearRanker, test: Sequence[QueryPool], view_drop: str | None
+    system: str,
+    held: str,
+    path: Path,
+    ranker: LinearRanker,
+    test: Sequence[QueryPool],
+    view_drop: str | None,
+    embedder: str = "minilm",
 ) -> tuple[list[dict[str, Any]], list[float]]:
     """The real read path (``Memory.search``) on the held-out build with this fold's scorer."""
     from dualmem.config import Profile
@@ -296,7 +302,7 @@ def _search_records(
     rows, ms = [], []
     controller = BuiltinController(ranker=ranker)
     with Memory.open(
-        path, embedder=_embedder(), controller=controller, answerer=None, profile=profile
+        path, embedder=_embedder(embedder), controller=controller, answerer=None, profile=profile
     ) as mem:
         for p in test:
             started = time.perf_counter()
@@ -308,10 +314,10 @@ def _search_records(
 
 
 @cache
-def _embedder() -> Any:
+def _embedder(spec: str) -> Any:
     from dualmem.embed import create_embedder
 
-    return create_embedder("minilm")
+    return create_embedder(spec)
 
 
 #: read-path ablations of the real System One: a view left out, or no graph expansion at all
@@ -340,12 +346,13 @@ def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] =
             if system == "dualmem-pool":
                 result.abstention[held] = _abstention(ranker, train, pools[held])
                 if cfg.search:
-                    rows, ms = _search_records("dualmem", held, paths[held], ranker, test, None)
+                    rows, ms = _search_records("dualmem", held, paths[held], ranker, test, None, cfg.embedder)
                     result.rows += rows
                     search_ms += ms
                     for view in cfg.view_ablations:
                         name = "dualmem no-expansion" if view == "expansion" else f"dualmem no-{view}"
-                        result.rows += _search_records(name, held, paths[held], ranker, test, view)[0]
+                        found = _search_records(name, held, paths[held], ranker, test, view, cfg.embedder)
+                        result.rows += found[0]
         for p in test:
             for base, ranked in p.baselines.items():
                 result.rows.append(_record(base, held, p, ranked))

@@ -199,19 +199,28 @@ def _features(
     top_lexq = max((s for _, s in lexq_r.values()), default=0.0) or 1.0
     lexq = {i: s / top_lexq for i, (_, s) in lexq_r.items()}
     out = np.zeros((len(ids), len(FEATURES)))
+    nbs_of = [[pos[j] for j, _ in near.get(node_id, ()) if j in pos] for node_id in ids]
+    # context vectors of every row at once: the mean of its neighbours' embeddings
+    avg = np.zeros((len(ids), len(known)))
+    for row, nbs in enumerate(nbs_of):
+        if nbs:
+            avg[row, nbs] = 1.0 / len(nbs)
+    ctx = avg @ emb
+    norms = np.linalg.norm(ctx, axis=1)
+    ctx_dot = ctx @ qvec
+    sims = np.array([sim[i] for i in known])
+    lexq_arr = np.array([lexq.get(i, 0.0) for i in known])
     for row, node_id in enumerate(ids):
         node = nodes[node_id]
-        nbs = [j for j, _ in near.get(node_id, ()) if j in nodes]
+        nbs = nbs_of[row]
         f = out[row]
         f[_COL["vec"]] = sim[node_id]
         f[_COL["vec_rank"]] = 10.0 / (10.0 + vec_r.get(node_id, (absent, 0.0))[0])
         if nbs:
-            ctx = emb[[pos[j] for j in nbs]].mean(axis=0)
-            norm = float(np.linalg.norm(ctx))
-            f[_COL["ctx_vec"]] = float(ctx @ qvec) / norm if norm > 0 else 0.0
-            f[_COL["nb_vec"]] = max(sim[j] for j in nbs)
-            f[_COL["nb_lex"]] = max(lexq.get(j, 0.0) for j in nbs)
-            f[_COL["ctx_lex"]] = sum(lexq.get(j, 0.0) for j in nbs) / len(nbs)
+            f[_COL["ctx_vec"]] = float(ctx_dot[row]) / float(norms[row]) if norms[row] > 0 else 0.0
+            f[_COL["nb_vec"]] = float(sims[nbs].max())
+            f[_COL["nb_lex"]] = float(lexq_arr[nbs].max())
+            f[_COL["ctx_lex"]] = float(lexq_arr[nbs].sum()) / len(nbs)
         else:
             f[_COL["ctx_vec"]] = sim[node_id]
         f[_COL["lex"]] = lex_r[node_id][1] / top_lex if node_id in lex_r else 0.0

@@ -1,0 +1,69 @@
+"""The leave-one-conversation-out CV harness on small conversations (hashing embedder)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dualmem.bench.cv import CVConfig, run_cv, summarize_cv
+
+PETS = ["dog Pepper", "cat Miso", "parrot Kiwi", "hamster Nibbles", "rabbit Clover"]
+FILLER = ["Nice weather today.", "How was work?", "I had pasta for lunch.", "The train was late again."]
+
+
+def _conversation(name: str, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    sessions = []
+    questions: list[dict[str, Any]] = []
+    for i, pet in enumerate(PETS):
+        kind, pet_name = pet.split()
+        turns = [
+            {"speaker": "Ana" if j % 2 else "Ben", "text": str(rng.choice(FILLER)), "id": f"{i}:{j}"}
+            for j in range(3)
+        ]
+        turns.insert(
+            1, {"speaker": "Ana", "text": f"Guess what, I adopted a {kind} named {pet_name}!", "id": f"{i}:x"}
+        )
+        sessions.append({"id": f"s{i}", "date": f"2024-05-{10 + i}T10:00:00Z", "turns": turns})
+        questions.append({"question": f"What is the name of the {kind} Ana adopted?", "answer": pet_name,
+                          "evidence": [f"{i}:x"], "category": 4})  # fmt: skip
+    questions.append(
+        {"question": "What is the name of Ben's horse?", "answer": None, "evidence": ["0:x"], "category": 5}
+    )
+    return {"id": name, "sessions": sessions, "questions": questions}
+
+
+@pytest.mark.slow
+def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
+    data = tmp_path / "convs"
+    data.mkdir()
+    for i in range(3):
+        (data / f"c{i}.json").write_text(json.dumps(_conversation(f"c{i}", i)), encoding="utf-8")
+    cfg = CVConfig(data=data, out=tmp_path / "out", embedder="hashing:64", ablations=("no-speaker",),
+                   view_ablations=("expansion",))  # fmt: skip
+    result = run_cv(cfg, progress=False, log=lambda _m: None)
+    assert result.report is not None
+    assert result.report.exists()
+    assert set(result.folds) == {"c0", "c1", "c2"}
+    summary = summarize_cv(result.rows)
+    systems = {"dualmem", "dualmem-pool", "dualmem-pool no-speaker", "dualmem no-expansion", "bm25", "dense",
+               "hybrid", "dualmem-handset"}  # fmt: skip
+    assert set(summary) == systems
+    for name in systems:
+        s = summary[name]
+        assert s["all"]["n"] == 15  # 5 questions of categories 1-4 per held-out conversation
+        assert set(s["fold"]) == {"c0", "c1", "c2"}
+        assert 0.0 <= s["all"]["R@10"] <= 1.0
+    # the answer turns share the question's words: the fitted scorer finds them
+    assert summary["dualmem"]["all"]["R@5"] >= summary["dense"]["all"]["R@5"]
+    for fold in result.abstention.values():
+        assert fold["correct_abstention_5"] is not None
+        assert fold["false_abstention_1_4"] is not None
+    assert "dualmem (Memory.search)" in result.latency
+    text = result.report.read_text(encoding="utf-8")
+    assert "leave-one-conversation-out" in text
+    assert "| bm25 |" in text
