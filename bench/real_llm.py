@@ -52,24 +52,33 @@ def labelled(pairs: list[tuple[Batch, BatchResult]]) -> list[Sample]:
     return out
 
 
-def smoke(
-    config: LLMConfig, args: argparse.Namespace
-) -> tuple[dict[str, Any], list[tuple[Batch, BatchResult]]]:
+def smoke(config: LLMConfig, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Writes (debiased), then the same write batches re-asked without debiasing, then the queries;
+    the report is saved after each phase, so an interrupted run keeps what it measured."""
     conv = load_conversations(args.data)[0]
     turns = list(conv.observations[: args.turns])
     queries = [qa.question for qa in conv.questions[: args.queries]]
     recorder = Recorder(LLMController.from_config(config))
     profile = Profile.dualmem().with_(write__consolidation="off")
     out: dict[str, Any] = {"conversation": conv.id, "turns": len(turns)}
+    report["smoke"] = out
     with Memory.open(":memory:", embedder=args.embedder, controller=recorder, profile=profile) as mem:
         started = time.perf_counter()
         for i, obs in enumerate(turns):
             mem.add_many([obs], user="real")
             log(f"write {i + 1}/{len(turns)} done ({time.perf_counter() - started:.0f} s)")
         write_s = time.perf_counter() - started
+        pairs = list(recorder.pairs)
+        questions = sum(len(b.questions) for b, _ in pairs)
         out["ms_per_write"] = round(1000 * write_s / len(turns), 1)
         out["pending"] = mem.stats(user="real")["pending"]
-        write_pairs = list(recorder.pairs)
+        report["both_orders"] = {
+            "decisions": questions,
+            "decisions_per_s_during_writes": round(questions / write_s, 3),
+            "table": table(labelled(pairs)),
+        }
+        save(report, args.out)
+        reask(config, pairs, report, args.out)
         searches = []
         for q in queries:
             t0 = time.perf_counter()
@@ -77,12 +86,34 @@ def smoke(
             took = round(time.perf_counter() - t0, 2)
             reason = found.trace.stop_reason
             searches.append({"query": q, "s": took, "stop_reason": reason, "evidence": len(found.evidence)})
-            log(f"query done in {searches[-1]['s']} s ({found.trace.stop_reason})")
+            log(f"query done in {took} s ({reason})")
         out["searches"] = searches
         out["s_per_query"] = round(sum(s["s"] for s in searches) / max(1, len(searches)), 2)
         out["controller_stats"] = mem.controller_stats()
         recorder.inner.close()  # type: ignore[attr-defined]
-    return out, write_pairs
+    save(report, args.out)
+
+
+def reask(
+    config: LLMConfig, pairs: list[tuple[Batch, BatchResult]], report: dict[str, Any], out: Path
+) -> None:
+    """The recorded write batches asked again without debiasing, labelled by the builtin decider."""
+    log(f"re-asking {len(pairs)} write batches without debiasing")
+    builtin = BuiltinController()
+    reference = [(b, builtin.decide(b)) for b, _ in pairs]  # the labels: the builtin on the same batches
+    started = time.perf_counter()
+    with LLMController.from_config(dataclasses.replace(config, debias="none")) as plain:
+        samples, failed = compare(reference, plain, theta=0.5)
+    elapsed = time.perf_counter() - started
+    questions = sum(len(b.questions) for b, _ in pairs)
+    report["none"] = {"decisions": questions, "failed_batches": failed, "table": table(samples),
+                      "decisions_per_s": round(questions / elapsed, 3) if elapsed else None}  # fmt: skip
+    save(report, out)
+
+
+def save(report: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
 
 
 def table(samples: list[Sample]) -> dict[str, dict[str, float]]:
@@ -107,24 +138,7 @@ def main() -> int:
                        context_tokens=args.context_tokens, retries=1)  # fmt: skip
     report: dict[str, Any] = {"config": config.public(), "data": str(args.data)}
     log(f"smoke test: {args.turns} writes, {args.queries} queries, debias=both_orders")
-    report["smoke"], pairs = smoke(config, args)
-    debiased = labelled(pairs)
-    questions = sum(len(b.questions) for b, _ in pairs)
-    busy = sum(c["latency_s"] for c in report["smoke"]["controller_stats"]["by_purpose"].values()
-               if isinstance(c, dict))  # fmt: skip
-    report["both_orders"] = {"decisions": questions, "table": table(debiased)}
-    log(f"re-asking {len(pairs)} write batches without debiasing")
-    builtin = BuiltinController()
-    reference = [(b, builtin.decide(b)) for b, _ in pairs]  # the labels: the builtin on the same batches
-    started = time.perf_counter()
-    with LLMController.from_config(dataclasses.replace(config, debias="none")) as plain:
-        relabelled, failed = compare(reference, plain, theta=0.5)
-    elapsed = time.perf_counter() - started
-    report["none"] = {"decisions": questions, "failed_batches": failed, "table": table(relabelled),
-                      "decisions_per_s": round(questions / elapsed, 3) if elapsed else None}  # fmt: skip
-    report["both_orders"]["decisions_per_s_during_writes"] = round(questions / busy, 3) if busy else None
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    smoke(config, args, report)
     print(json.dumps(report, indent=2))
     log(f"report written to {args.out}")
     return 0

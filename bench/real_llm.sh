@@ -59,7 +59,7 @@ serve_and_check() {
   local server_log="$WORK/server.log"
   log "starting the server on 127.0.0.1:$PORT (n_ctx $CTX, $THREADS threads)"
   "$VENV/bin/python" -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
-    --n_ctx "$CTX" --n_threads "$THREADS" --logits_all false --model_alias qwen2.5-coder-0.5b \
+    --n_ctx "$CTX" --n_threads "$THREADS" --model_alias qwen2.5-coder-0.5b \
     >"$server_log" 2>&1 &
   local pid=$!
   trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; log "server stopped"' EXIT

@@ -151,3 +151,23 @@ def test_small_prompts_do_not_ask_for_the_context() -> None:
         ctl = LLMController(base_url=server.base_url, model="m", retry=RetryPolicy(attempts=1))
         ctl.decide(scoring_batch(1, 1))
     assert [r.path for r in server.requests if r.method == "GET"] == []
+
+
+def test_a_search_over_a_small_context_server_does_not_fail(minilm: Any) -> None:
+    from dualmem import LLMConfig, Memory, OpenOptions
+    from dualmem.config import Profile
+    from fakes.openai_server import hashed_logprobs
+
+    turns = [f"Mira: day {i}, {LONG}" for i in range(7)]
+    profile = Profile.dualmem().with_(write__consolidation="off")
+    chat = lambda r: hashed_logprobs(r, tokens=["A", "B", "C", "D", "E", "F", "G", "The"])  # noqa: E731
+    with FakeOpenAIServer(chat=chat, llama=LlamaCpp(n_ctx=700, serial=False)) as server:
+        cfg = LLMConfig(base_url=server.base_url, model="m", retries=0, debias="none", max_concurrency=4)
+        with Memory.open(":memory:", embedder=minilm, controller="llm", profile=profile,
+                         options=OpenOptions(controller=cfg)) as mem:  # fmt: skip
+            mem.add_many(turns, user="u")
+            assert mem.stats(user="u")["pending"] == 0  # long relation states were split, not failed
+            found = mem.search("What did Mira say about the river and her bicycle?", user="u", k=5)
+    assert found.trace.stop_reason != "time_limit"
+    assert len(found.evidence) == 5
+    assert server.refused  # the server did refuse the unfitted prompts

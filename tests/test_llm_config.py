@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,3 +144,14 @@ def test_bench_takes_the_same_llm_flags(tmp_path: Path, monkeypatch: pytest.Monk
     assert config.public()["llm"] == config.llm.public()
     with pytest.raises(ConfigError):
         bench_from_args(parser.parse_args(["--data", str(tmp_path), "--controller", "llm"]))
+
+
+def test_jev_from_a_typed_config(jev_server: Any) -> None:
+    from dualmem.control.questions import Batch, Noul
+
+    cfg = JevConfig(api_key="k", base_url=jev_server.url, retries=0, max_concurrency=2)
+    with create_controller("jev", config=cfg) as ctl:  # type: ignore[attr-defined]
+        assert ctl.concurrency == 2
+        q = Noul("typing.episodic", "Does observation describe an event?", "An event.", "No event.")
+        outcomes = ctl.decide_each([Batch(state={"observation": "x"}, questions={"e": q})] * 2)  # type: ignore[attr-defined]
+    assert all(0.0 <= o.noul("e") <= 1.0 for o in outcomes)

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -205,11 +205,11 @@ class Meter:
             return [ControllerTimeout(f"{self.backend}: no time left for the request")] * len(batches)
         each = getattr(self.controller, "decide_each", None)
         if each is not None and getattr(self.controller, "supports_deadline", False):
-            return list(each(batches, timeout=limit))  # the backend bounds its own requests
+            return _each(each, batches, limit)  # the backend bounds its own requests
 
         def call() -> list[BatchResult | ControllerError]:
             if each is not None:
-                return list(each(batches, timeout=limit))
+                return _each(each, batches, limit)
             results: list[BatchResult | ControllerError] = []
             for batch in batches:
                 try:
@@ -262,6 +262,16 @@ class Meter:
         if result is not None:
             counts.input_tokens += result.usage.input_tokens or 0
             counts.output_tokens += result.usage.output_tokens or 0
+
+
+def _each(
+    each: Callable[..., Sequence[BatchResult | ControllerError]], batches: list[Batch], limit: float | None
+) -> list[BatchResult | ControllerError]:
+    """``decide_each``; a failure of the whole call (a question it cannot ask) is every batch's."""
+    try:
+        return list(each(batches, timeout=limit))
+    except ControllerError as exc:
+        return [exc] * len(batches)
 
 
 def _cache_key(batch: Batch) -> str:
