@@ -116,8 +116,8 @@ def damage(db: Path) -> None:
         conn.execute("INSERT INTO vectors VALUES ('gone', 'alice', 8, zeroblob(32))")
         conn.execute("UPDATE vectors SET user_id = 'bob' WHERE node_id = 'a2'")
         conn.execute(
-            "INSERT INTO decisions (node_id, purpose, name, key, value, backend, latency_ms, created_at) "
-            f"VALUES ('gone', 'typing', 'q', 'k', 0.5, 'b', 0, {created})"
+            "INSERT INTO decision_sets (node_id, purpose, backend, latency_ms, created_at, answers) "
+            f"VALUES ('gone', 'typing', 'b', 0, {created}, zeroblob(4))"
         )
         conn.execute("INSERT INTO node_entities VALUES ('gone', 999)")
         conn.execute("INSERT INTO nodes_fts (rowid, content) VALUES (999, 'phantom tea')")  # FTS5 out of sync

@@ -60,7 +60,12 @@ def _repair_pending(store: Store, args: argparse.Namespace, report: CheckReport)
     from dualmem.embed import create_embedder
     from dualmem.memory import Memory
 
-    controller = create_controller(args.controller, **controller_options(args.controller))
+    opts = controller_options(args)
+    controller = (
+        create_controller(args.controller, **opts)
+        if isinstance(opts, dict)
+        else create_controller(args.controller, config=opts)
+    )
     memory = Memory(store, create_embedder(args.embedder), controller, answerer=None)
     memory.repair_all()
     memory.wait_for_consolidation()

@@ -231,9 +231,7 @@ def _adaptive(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> li
 
     path = _db_path(args)
     base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
-    options = OpenOptions(
-        controller=controller_options(args.controller), lock_timeout=min(1.0, args.lock_timeout)
-    )
+    options = OpenOptions(controller=controller_options(args), lock_timeout=min(1.0, args.lock_timeout))
     with Memory.open(
         path, embedder=args.embedder, controller=args.controller, answerer=None,
         profile=base.with_(write__consolidation="off"), options=options,
