@@ -79,7 +79,15 @@ def digest(db: Path) -> str:
     conn = sqlite3.connect(db)
     try:
         rows = []
-        for table in ("nodes", "vectors", "edges", "entities", "node_entities", "decisions", "write_keys"):
+        for table in (
+            "nodes",
+            "vectors",
+            "edges",
+            "entities",
+            "node_entities",
+            "decision_sets",
+            "write_keys",
+        ):
             rows += [repr(r) for r in conn.execute(f"SELECT * FROM {table} ORDER BY 1")]
         return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()
     finally:

@@ -41,7 +41,6 @@ def _writable(target: str, *, timeout: float, synchronous: Synchronous) -> sqlit
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")
-        conn.execute("PRAGMA page_size = 8192")  # new files only: fewer half-empty vector pages
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")

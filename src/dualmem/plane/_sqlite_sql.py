@@ -56,6 +56,15 @@ DEC_COLS = "node_id, purpose, name, key, value, label, backend, latency_ms, othe
 
 
 _CORRUPT_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+#: messages that mean the stored schema itself is damaged (our own SQL and FTS5 options are fixed, and
+#: user text never reaches a query language, so these come only from a flipped schema byte)
+_DAMAGED_SCHEMA = (
+    "malformed",
+    "not a database",
+    "decode to UTF-8",
+    "unrecognized option",
+    "no such tokenizer",
+)
 _LOCK_CODES = {"SQLITE_BUSY", "SQLITE_LOCKED"}
 
 
@@ -69,7 +78,7 @@ def _code(exc: sqlite3.Error) -> str:
 def classify(what: str, exc: sqlite3.Error) -> DualmemError:
     """The dualmem error for one sqlite3 error, by result code first and message second."""
     code, text = _code(exc), str(exc)
-    if code in _CORRUPT_CODES or "malformed" in text or "not a database" in text or "decode to UTF-8" in text:
+    if code in _CORRUPT_CODES or any(mark in text for mark in _DAMAGED_SCHEMA):
         return DatabaseCorrupt(
             f"{what}: the file is damaged or not a dualmem database ({text})",
             hint="run 'dualmem check', restore a backup, or point dualmem at another file",
@@ -110,6 +119,11 @@ def translated(what: str) -> Iterator[None]:
         yield
     except sqlite3.Error as exc:
         raise classify(what, exc) from exc
+    except UnicodeDecodeError as exc:  # stored text that is not UTF-8: a damaged page
+        raise DatabaseCorrupt(
+            f"{what}: stored text does not decode as UTF-8 ({exc.reason})",
+            hint="run 'dualmem check', restore a backup, or point dualmem at another file",
+        ) from exc
     except UnicodeEncodeError as exc:  # sqlite3 binds str as UTF-8: a lone surrogate cannot be bound
         raise InvalidInput(
             f"{what}: the text is not valid Unicode (a lone surrogate at position {exc.start})",

@@ -445,12 +445,18 @@ class SQLiteStore:
             )
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        with self._lock, self.snapshot(), sql.translated("vector search"):
-            self._fresh()
-            if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
-                return self._ann.search(self._conn, tenant, query, k)
-            vectors = self._user_vectors(tenant.user)
-            return [] if vectors is None else vectors.search(tenant, query, k)
+        with self._lock:
+            if self._ann is not None and not self._conn.in_transaction:
+                # the index builds segments only outside a transaction, from committed rows
+                with sql.translated("vector search"):
+                    if scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
+                        return self._ann.search(self._conn, tenant, query, k)
+            with self.snapshot(), sql.translated("vector search"):
+                self._fresh()
+                if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
+                    return self._ann.search(self._conn, tenant, query, k)
+                vectors = self._user_vectors(tenant.user)
+                return [] if vectors is None else vectors.search(tenant, query, k)
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
