@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import struct
 import subprocess
 import sys
@@ -238,6 +239,11 @@ def test_hashing_properties() -> None:
     np.testing.assert_array_equal(vectors, HashingEmbedder(dim=128).embed(texts))
 
 
+def _child_env() -> dict[str, str]:
+    """What a child interpreter needs to import this checkout's dualmem (not the caller's hash seed)."""
+    return {key: os.environ[key] for key in ("PATH", "PYTHONPATH", "HOME") if key in os.environ}
+
+
 def test_hashing_is_stable_across_processes() -> None:
     code = (
         "from dualmem.embed import HashingEmbedder; "
@@ -249,7 +255,7 @@ def test_hashing_is_stable_across_processes() -> None:
             capture_output=True,
             text=True,
             check=True,
-            env={"PYTHONHASHSEED": seed},
+            env={**_child_env(), "PYTHONHASHSEED": seed},
         ).stdout
         for seed in ("1", "2")
     }

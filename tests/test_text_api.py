@@ -1,10 +1,9 @@
-"""dualmem.text public surface, and speed on real LoCoMo turns."""
+"""dualmem.text public surface, and its behaviour on real LoCoMo turns (speed: bench/text_throughput.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -47,14 +46,10 @@ def _locomo_turns(root: Path) -> list[tuple[str, str, object]]:
 
 
 @pytest.mark.locomo
-def test_fast_on_locomo_turns(locomo_dir: Path) -> None:
+def test_works_on_every_locomo_turn(locomo_dir: Path) -> None:
     turns = _locomo_turns(locomo_dir)
     assert len(turns) > 1000
-    start = time.perf_counter()
     ents = [extract_entities(t, speaker=s) for t, s, _ in turns]
     refs = [ground(t, at) for t, _, at in turns]  # type: ignore[arg-type]
-    per_turn = (time.perf_counter() - start) / len(turns)
-    # the budget is < 0.2 ms per call each; allow slack for a loaded shared CI machine
-    assert per_turn < 2e-3, f"{per_turn * 1e3:.3f} ms per turn"
     assert sum(1 for r in refs if r) > 100  # LoCoMo talks a lot about "last week", "yesterday"
     assert all(s.lower() in e for (_, s, _), e in zip(turns, ents, strict=True))
