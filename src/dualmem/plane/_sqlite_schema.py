@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
 from dualmem.plane._sqlite_scale import V2
+from dualmem.plane._sqlite_vectors import V7
 from dualmem.types import utcnow
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "check_version", "migrate"]
@@ -138,7 +139,15 @@ Step = str | Callable[[sqlite3.Connection], None]
 
 #: ordered migrations: (version, steps). Append only; never edit a released one.
 #: 4: entity/user counts, packed decisions, fts5vocab (issue 13, ``_sqlite_scale``)
-MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, (V2,)))
+#: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``;
+#: 5 and 6 are other branches' numbers: each step applies whether or not they exist)
+MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
+    (1, _V1),
+    (2, _V2),
+    (3, _V3),
+    (4, (V2,)),
+    (7, V7),
+)
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (

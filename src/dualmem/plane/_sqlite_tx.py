@@ -1,7 +1,8 @@
 """Transactions of the SQLite store's one connection: writes, read snapshots, erasing on commit.
 
 - ``write()``: ``BEGIN IMMEDIATE`` at the outermost level, a ``SAVEPOINT`` inside; any exception
-  rolls back (and calls ``on_rollback``, which drops the store's caches).
+  rolls back (and calls ``on_rollback``, which drops what the store cached during it); an outermost
+  commit calls ``on_commit``.
 - ``read()``: a read transaction (``BEGIN`` … ``COMMIT``), so several statements see one committed
   state; re-entrant, and a no-op inside a write (which already is one). A write cannot start inside.
 - erasing: when a write set ``erase`` (it deleted or replaced text), FTS5 ``optimize`` runs before
@@ -29,7 +30,13 @@ class Transactions:
     """Transaction state of one connection; ``lock`` serialises every use of the connection."""
 
     def __init__(
-        self, conn: sqlite3.Connection, path: str, *, read_only: bool, on_rollback: Callable[[], None]
+        self,
+        conn: sqlite3.Connection,
+        path: str,
+        *,
+        read_only: bool,
+        on_rollback: Callable[[], None],
+        on_commit: Callable[[], None] = lambda: None,
     ) -> None:
         self.conn = conn
         self.path = path
@@ -37,6 +44,7 @@ class Transactions:
         self.lock = threading.RLock()
         self.erase = False  # the open write deleted text: clear FTS5 pages before COMMIT
         self._on_rollback = on_rollback
+        self._on_commit = on_commit
         self._depth = 0
         self._reading = 0  # depth of read() blocks
         self._read_open = False  # read() began a read transaction (no write may start inside)
@@ -65,10 +73,17 @@ class Transactions:
                 raise
             finally:
                 self._depth = depth
+            if depth == 0:
+                self._on_commit()
             if depth == 0 and self.erase:
                 self.erase = False
                 self._wal_dirty = True
                 self.checkpoint()
+
+    @property
+    def writing(self) -> bool:
+        """A write transaction is open (on this connection)."""
+        return self._depth > 0
 
     @contextmanager
     def read(self) -> Iterator[None]:

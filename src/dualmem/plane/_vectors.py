@@ -18,7 +18,9 @@ _INITIAL_CAPACITY = 256
 class UserVectors:
     """One user's vectors: ids, a growable ``(n, dim)`` float32 matrix and agent/run codes for masks.
 
-    Rows are kept in insertion order; ties in similarity go to the earlier row.
+    Rows are kept in insertion order; ties in similarity go to the earlier row. An id may own several
+    rows (e.g. chunk vectors of one long node): ``remove`` acts on all of them, and ``search``
+    returns each id once, with its best row's score.
     """
 
     def __init__(self, dim: int) -> None:
@@ -28,6 +30,8 @@ class UserVectors:
         self._agents: npt.NDArray[np.int32] = np.empty(_INITIAL_CAPACITY, dtype=np.int32)
         self._runs: npt.NDArray[np.int32] = np.empty(_INITIAL_CAPACITY, dtype=np.int32)
         self._codes: dict[str | None, int] = {None: 0}
+        self._first: dict[str, int] = {}  # id -> its first row
+        self._repeated = False  # some id owns several rows
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -66,19 +70,38 @@ class UserVectors:
         self._matrix[n:end] = rows
         self._agents[n:end] = [self._code(t.agent) for t in tenants]
         self._runs[n:end] = [self._code(t.run) for t in tenants]
+        for offset, node_id in enumerate(ids):
+            if node_id in self._first:
+                self._repeated = True
+            else:
+                self._first[node_id] = n + offset
         self._ids.extend(ids)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._first
+
+    def replace(self, node_id: str, row: npt.NDArray[np.float32]) -> bool:
+        """Overwrite the row of ``node_id`` in place; False (nothing changed) when it has none or several."""
+        if node_id not in self._first or self._repeated or row.shape != (self.dim,):
+            return False
+        self._matrix[self._first[node_id]] = row
+        return True
 
     def remove(self, ids: set[str]) -> None:
         """Drop the rows of ``ids`` (unknown ids are ignored), keeping the others in order."""
-        keep = [i for i, node_id in enumerate(self._ids) if node_id not in ids]
-        if len(keep) == len(self._ids):
+        if not any(node_id in self._first for node_id in ids):
             return
+        keep = [i for i, node_id in enumerate(self._ids) if node_id not in ids]
         rows = np.asarray(keep, dtype=np.intp)
         n = len(keep)
         self._matrix[:n] = self._matrix[rows]
         self._agents[:n] = self._agents[rows]
         self._runs[:n] = self._runs[rows]
         self._ids = [self._ids[i] for i in keep]
+        self._first = {}
+        for i, node_id in enumerate(self._ids):
+            self._first.setdefault(node_id, i)
+        self._repeated = len(self._first) != len(self._ids)
 
     def _mask(self, tenant: Tenant) -> npt.NDArray[np.bool_] | None:
         n = len(self._ids)
@@ -106,8 +129,26 @@ class UserVectors:
             scores = scores[rows]
         if scores.shape[0] == 0:
             return []
-        k = min(k, scores.shape[0])
-        full = k == scores.shape[0]
-        top = np.arange(k) if full else np.argpartition(-scores, k - 1)[:k]
-        top = top[np.lexsort((top, -scores[top]))]
-        return [(self._ids[int(rows[i])], float(scores[i])) for i in top]
+        if self._repeated:
+            return self._best_per_id(rows, scores, k)
+        return [(self._ids[int(rows[i])], float(scores[i])) for i in _top(scores, k)]
+
+    def _best_per_id(
+        self, rows: npt.NDArray[np.intp], scores: npt.NDArray[np.float32], k: int
+    ) -> list[tuple[str, float]]:
+        """Top-k distinct ids: widen the row top-k until it holds k ids (or every row)."""
+        want = k
+        while True:
+            out: dict[str, float] = {}
+            for i in _top(scores, want):
+                out.setdefault(self._ids[int(rows[i])], float(scores[i]))
+            if len(out) >= k or want >= scores.shape[0]:
+                return list(out.items())[:k]
+            want *= 4
+
+
+def _top(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """Positions of the ``k`` best scores, best first; ties go to the earlier position."""
+    k = min(k, scores.shape[0])
+    top = np.arange(k) if k == scores.shape[0] else np.argpartition(-scores, k - 1)[:k]
+    return top[np.lexsort((top, -scores[top]))]

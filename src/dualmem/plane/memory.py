@@ -177,7 +177,9 @@ class InMemoryStore:
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
             if vector is not None:
                 self._check_dims([vector])
-                self._vectors.pop(node.tenant.user, None)
+                cached = self._vectors.get(node.tenant.user)
+                if cached is not None and not cached.replace(node.id, vector):
+                    self._vectors.pop(node.tenant.user, None)
             new = self._canonical(node, vector if vector is not None else old.embedding)
             self._nodes[node.id] = dataclasses.replace(new, created_at=old.created_at)
 

@@ -21,8 +21,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import cast
 
-import numpy as np
-
 from dualmem.errors import (
     DatabaseCorrupt,
     EmbedderMismatch,
@@ -38,7 +36,7 @@ from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
 from dualmem.plane._sqlite_schema import check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
-from dualmem.plane._vectors import UserVectors
+from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane.base import Decision, StoreStats
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -53,10 +51,11 @@ class SQLiteStore:
         self._conn = conn
         self.path = path
         self.read_only = read_only
-        self._vectors: dict[str, UserVectors] = {}
-        self._tx = Transactions(conn, path, read_only=read_only, on_rollback=self._forget_caches)
+        self._cache = VectorCache()
+        self._tx = Transactions(
+            conn, path, read_only=read_only, on_rollback=self._forget_caches, on_commit=self._cache.committed
+        )
         self._lock = self._tx.lock
-        self._data_version = -1
         self._ann: ann.AnnIndex | None = None
         self._ann_threshold = 0
 
@@ -91,7 +90,7 @@ class SQLiteStore:
 
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
-        self._vectors.clear()
+        self._cache.rolled_back()
         if self._ann is not None:
             self._ann.drop()
 
@@ -108,7 +107,7 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._tx.close()
-            self._vectors.clear()
+            self._cache.clear()
             if self._ann is not None:
                 self._ann.drop()
             self._conn.close()
@@ -214,22 +213,19 @@ class SQLiteStore:
             return
         rows = [sql.node_row(node) for node in nodes]
         vectors = [codec.as_vector(node) for node in nodes]
-        with self._lock:
-            with self.transaction(), sql.translated("store nodes"):
-                self._check_dims(vectors)
-                known = self._existing([node.id for node in nodes])
-                if known or len({node.id for node in nodes}) != len(nodes):
-                    raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
-                self._conn.executemany(f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", rows)
-                self._conn.executemany(
-                    "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?)",
-                    [
-                        (n.id, n.tenant.user, v.shape[0], v.tobytes())
-                        for n, v in zip(nodes, vectors, strict=True)
-                    ],
-                )
-                self._link_entities(nodes)
-            self._cache_append(nodes, vectors)
+        with self._lock, self.transaction(), sql.translated("store nodes"):
+            self._check_dims(vectors)
+            known = self._existing([node.id for node in nodes])
+            if known or len({node.id for node in nodes}) != len(nodes):
+                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            self._cache.sync(self._conn, {node.tenant.user for node in nodes})
+            self._conn.executemany(f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", rows)
+            self._conn.executemany(
+                "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?)",
+                [(n.id, n.tenant.user, v.shape[0], v.tobytes()) for n, v in zip(nodes, vectors, strict=True)],
+            )
+            self._link_entities(nodes)
+            self._cache.appended(self._conn, [n.id for n in nodes], [n.tenant for n in nodes], vectors)
 
     def _existing(self, ids: Collection[str]) -> set[str]:
         return set(self._users(ids))
@@ -265,13 +261,22 @@ class SQLiteStore:
             self._link_entities([node])
             self._prune_entities()
             if vector is not None:
-                self._check_dims([vector])
-                self._conn.execute(
-                    "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?) ON CONFLICT "
-                    "(node_id) DO UPDATE SET dim = excluded.dim, blob = excluded.blob",
-                    (node.id, node.tenant.user, vector.shape[0], vector.tobytes()),
-                )
-                self._vectors.pop(node.tenant.user, None)
+                self._put_vector(node, vector)
+
+    def _put_vector(self, node: Node, vector: Vector) -> None:
+        """Store ``node``'s vector in an update (a no-op when it is the stored one)."""
+        self._check_dims([vector])
+        blob = vector.tobytes()
+        held = self._conn.execute("SELECT blob FROM vectors WHERE node_id = ?", (node.id,)).fetchone()
+        if held is not None and held[0] == blob:
+            return
+        self._cache.sync(self._conn, [node.tenant.user])
+        self._conn.execute(
+            "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?) ON CONFLICT "
+            "(node_id) DO UPDATE SET dim = excluded.dim, blob = excluded.blob",
+            (node.id, node.tenant.user, vector.shape[0], blob),
+        )
+        self._cache.replaced(self._conn, node.tenant, node.id, vector)
 
     def get_node(self, node_id: str, tenant: Tenant | None = None) -> Node | None:
         with self._lock, sql.translated("read a node"):
@@ -304,6 +309,7 @@ class SQLiteStore:
     def delete_nodes(self, node_ids: Collection[str]) -> int:
         removed = 0
         with self._lock, self.transaction(), sql.translated("delete nodes"):
+            self._cache.sync(self._conn, set(self._users(node_ids).values()))
             for chunk in sql.chunks(node_ids):
                 marks = sql.marks(len(chunk))
                 if self._ann is not None:
@@ -314,9 +320,7 @@ class SQLiteStore:
             if removed:
                 self._tx.erase = True
                 self._prune_entities()
-                gone = set(node_ids)
-                for vectors in self._vectors.values():
-                    vectors.remove(gone)
+                self._cache.removed(self._conn, node_ids)
         return removed
 
     def iter_nodes(self, tenant: Tenant | None = None, *, status: NodeStatus | None = None) -> Iterator[Node]:
@@ -402,48 +406,6 @@ class SQLiteStore:
             )
 
     # -- indexes ----------------------------------------------------------------------------
-    def _fresh(self) -> None:
-        """Drop caches when another connection committed since we last looked (call in a snapshot)."""
-        self._conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # pins the snapshot first
-        version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-        if version != self._data_version:
-            self._vectors.clear()
-            self._data_version = version
-
-    def _user_vectors(self, user: str) -> UserVectors | None:
-        cached = self._vectors.get(user)
-        if cached is not None:
-            return cached
-        # one statement (a join inside the caller's snapshot): vectors and their nodes always agree
-        rows = self._conn.execute(
-            "SELECT v.node_id, v.dim, v.blob, n.agent_id, n.run_id FROM vectors v "
-            "JOIN nodes n ON n.id = v.node_id WHERE v.user_id = ? ORDER BY v.rowid",
-            (user,),
-        ).fetchall()
-        if not rows:
-            return None
-        dim = int(rows[0][1])
-        if any(int(row[1]) != dim or len(row[2]) != 4 * dim for row in rows):
-            raise DatabaseCorrupt(f"user {user!r} has embeddings of several dimensions")
-        matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dim)
-        vectors = UserVectors(dim)
-        with sql.decoding(f"read the vectors of {user!r}"):
-            vectors.append([row[0] for row in rows], [Tenant(user, row[3], row[4]) for row in rows], matrix)
-        self._vectors[user] = vectors
-        return vectors
-
-    def _cache_append(self, nodes: Sequence[Node], vectors: Sequence[Vector]) -> None:
-        for user in {node.tenant.user for node in nodes}:
-            cached = self._vectors.get(user)
-            if cached is None:
-                continue
-            mine = [i for i, node in enumerate(nodes) if node.tenant.user == user]
-            cached.append(
-                [nodes[i].id for i in mine],
-                [nodes[i].tenant for i in mine],
-                np.stack([vectors[i] for i in mine]),
-            )
-
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
         with self._lock:
             if self._ann is not None and not self._conn.in_transaction:
@@ -452,10 +414,9 @@ class SQLiteStore:
                     if scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
                         return self._ann.search(self._conn, tenant, query, k)
             with self.snapshot(), sql.translated("vector search"):
-                self._fresh()
                 if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
                     return self._ann.search(self._conn, tenant, query, k)
-                vectors = self._user_vectors(tenant.user)
+                vectors = self._cache.get(self._conn, tenant.user, writing=self._tx.writing)
                 return [] if vectors is None else vectors.search(tenant, query, k)
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
@@ -641,7 +602,7 @@ class SQLiteStore:
                 return report
             with self.transaction(), sql.translated("repair the database"):
                 repaired = checks.sqlite_repair(self._conn, report)
-            self._vectors.clear()
+            self._cache.clear()
             after = checks.sqlite_check(self._conn, repair=False)
             return checks.CheckReport(
                 after.healthy, after.problems, repaired=repaired, before=report.problems
