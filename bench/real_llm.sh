@@ -61,11 +61,11 @@ serve_and_check() {
   "$VENV/bin/python" -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
     --n_ctx "$CTX" --n_threads "$THREADS" --model_alias qwen2.5-coder-0.5b \
     >"$server_log" 2>&1 &
-  local pid=$!
-  trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; log "server stopped"' EXIT
+  SERVER_PID=$!  # global: the EXIT trap runs after this function's locals are gone
+  trap 'kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; log "server stopped"' EXIT
   for _ in $(seq 1 240); do
     if curl -fsS "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then break; fi
-    kill -0 "$pid" 2>/dev/null || { log "server died:"; tail -20 "$server_log" >&2; exit 1; }
+    kill -0 "$SERVER_PID" 2>/dev/null || { log "server died:"; tail -20 "$server_log" >&2; exit 1; }
     sleep 1
   done
   log "server up; running bench/real_llm.py"
