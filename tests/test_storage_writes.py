@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dualmem import Memory, Profile
+from dualmem import Memory, OpenOptions, Profile
 from dualmem.cli.main import main
 from dualmem.control import create_controller
 from dualmem.control.base import BaseController
@@ -296,7 +296,7 @@ def test_twenty_five_cli_adds_consolidate(tmp_path: Path) -> None:
 
 _EXIT_WITHOUT_CLOSE = """
 import os, sys
-from dualmem import Memory, Profile
+from dualmem import Memory, OpenOptions, Profile
 from dualmem.embed import HashingEmbedder
 prof = Profile.named("builtin").with_(write__consolidation="background", write__consolidate_every=5)
 m = Memory.open(sys.argv[1], embedder=HashingEmbedder(64), answerer=None, profile=prof)
@@ -344,3 +344,64 @@ def test_memory_open_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     assert main([*argv, "add", "x"]) == 2
     assert "read-only" in capsys.readouterr().err
+
+
+# -- pending nodes repaired on open ----------------------------------------------------------
+def _pending_db(path: Path) -> tuple[Path, str]:
+    ctl = Flaky()
+    with open_mem(path, controller=ctl) as m:
+        m.add("Mira bought a bike at the harbor market.", user="u")
+        ctl.down = True
+        node = m.add("Mira rides the bike to the harbor.", user="u")
+        assert m.get(node, user="u").status == "pending"
+    return path, node
+
+
+def test_a_writable_open_with_the_builtin_controller_repairs_pending_nodes(tmp_path: Path) -> None:
+    db, node = _pending_db(tmp_path / "m.db")
+    with open_mem(db) as m:  # builtin: offline, cheap
+        assert m.get(node, user="u").status == "complete"
+        assert m.stats(user="u")["pending"] == 0
+        assert any(e.view == "semantic" for e in m.inspect(node, user="u").edges)
+
+
+def test_opens_that_must_not_repair_leave_pending_nodes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db, node = _pending_db(tmp_path / "m.db")
+    before = db.read_bytes()
+    with Memory.open(db, embedder=HashingEmbedder(64), answerer=None, read_only=True) as m:
+        assert m.get(node, user="u").status == "pending"  # a read-only open never writes
+    assert db.read_bytes() == before
+    called: list[Batch] = []
+
+    class Remote(Flaky):
+        def decide(self, batch: Batch) -> BatchResult:
+            called.append(batch)
+            return super().decide(batch)
+
+    with caplog.at_level("WARNING", logger="dualmem"), open_mem(db, controller=Remote()) as m:
+        assert m.get(node, user="u").status == "pending"  # another controller is not called at open
+    assert not called
+    assert "pending nodes" in caplog.text
+    opts = OpenOptions(repair_on_open=False)
+    prof = Profile.named("builtin").with_(write__consolidation="off")
+    with Memory.open(db, embedder=HashingEmbedder(64), answerer=None, profile=prof, options=opts) as m:
+        assert m.get(node, user="u").status == "pending"
+
+
+def test_a_held_write_lock_does_not_fail_the_open(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db, node = _pending_db(tmp_path / "m.db")
+    blocker = SQLiteStore.open(db, timeout=0.1)
+    opts = OpenOptions(lock_timeout=0.2)
+    prof = Profile.named("builtin").with_(write__consolidation="off")
+    try:
+        with (
+            blocker.transaction(),
+            caplog.at_level("WARNING", logger="dualmem"),
+            Memory.open(db, embedder=HashingEmbedder(64), answerer=None, profile=prof, options=opts) as m,
+        ):
+            assert m.get(node, user="u").status == "pending"
+        assert "write lock" in caplog.text
+    finally:
+        blocker.close()
