@@ -85,7 +85,7 @@ class Calibration:
     model: str
     curves: Mapping[str, Curve] = field(default_factory=dict)
     default: Curve | None = None
-    debias: str = "both_orders"
+    debias: str = "cyclic"
     source: str = ""
 
     def apply(self, key: str, p: float) -> float:
@@ -231,7 +231,7 @@ def fit_calibration(
     model: str,
     method: Method = "platt",
     min_samples: int = 20,
-    debias: str = "both_orders",
+    debias: str = "cyclic",
     source: str = "",
 ) -> Calibration:
     """Curves per key (where a key has ``min_samples`` and both classes) and a default over all keys."""
