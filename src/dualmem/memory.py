@@ -100,7 +100,10 @@ class Memory:
         self.answerer = answerer
         self.profile = profile or Profile.default_for(controller.name)
         self.meter = Meter(
-            controller, timeout_s=self.profile.controller_timeout_s, cache_size=self.profile.controller_cache
+            controller,
+            timeout_s=self.profile.controller_timeout_s,
+            cache_size=self.profile.controller_cache,
+            calibration=self.profile.calibration,
         )
         self._bind_lock = threading.Lock()
         self._bound = False
