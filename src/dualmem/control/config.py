@@ -196,7 +196,10 @@ class JevConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.api_key, str) or not self.api_key:
-            raise ConfigError("the jev backend needs an API key", hint="pass --jev-key or TYPESAFE_API_KEY")
+            raise ConfigError(
+                "the jev backend needs an API key",
+                hint="pass JevConfig(api_key=...), or set TYPESAFE_API_KEY for the CLI",
+            )
         _positive(self.timeout_s, "jev timeout_s")
         if self.max_concurrency is not None:
             _positive(self.max_concurrency, "jev max_concurrency", integer=True)
@@ -233,7 +236,10 @@ class JevConfig:
                 values[name] = _parse(var, name, raw.strip())
         values.update({k: v for k, v in overrides.items() if v is not None})
         if not values.get("api_key"):
-            raise ConfigError("the jev backend needs TYPESAFE_API_KEY", hint="set it, or pass --jev-key")
+            raise ConfigError(
+                "the jev backend needs TYPESAFE_API_KEY",
+                hint="set it (the CLI reads only the environment for jev)",
+            )
         return cls(**values)  # type: ignore[arg-type]
 
 
