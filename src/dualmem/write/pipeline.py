@@ -167,10 +167,13 @@ class Writer:
         the result equals a build without the outage. A node without that record (written by an older
         version) has its candidates discovered again, among the nodes stored before it.
         """
-        nodes = list(self.store.iter_nodes(tenant, status="pending"))
-        if not nodes:
-            return WriteReport((), (), 0)
+        if next(iter(self.store.iter_nodes(tenant, status="pending")), None) is None:
+            return WriteReport((), (), 0)  # nothing to do: no write lock taken
         with self.store.transaction():
+            # listed again under the lock: another process may have repaired some meanwhile
+            nodes = list(self.store.iter_nodes(tenant, status="pending"))
+            if not nodes:
+                return WriteReport((), (), 0)
             found = [recorded_candidates(self.store, node) for node in nodes]
             return self._relate(nodes, repairing=True, found=found)
 
