@@ -405,3 +405,21 @@ def test_a_held_write_lock_does_not_fail_the_open(tmp_path: Path, caplog: pytest
         assert "write lock" in caplog.text
     finally:
         blocker.close()
+
+
+def test_a_pending_node_without_recorded_candidates_is_still_repaired(tmp_path: Path) -> None:
+    """Nodes left pending by an older dualmem have no candidate records: repair discovers them again."""
+    ctl = Flaky()
+    db = tmp_path / "m.db"
+    with open_mem(db, controller=ctl) as m:
+        first = m.add("Mira bought a red bike at the harbor market.", user="u")
+        ctl.down = True
+        second = m.add("Mira rides the red bike to the harbor.", user="u")
+        m.store._conn.execute("DELETE FROM decision_sets WHERE purpose = 'candidates'")  # type: ignore[attr-defined]
+        assert not [d for d in m.inspect(second, user="u").decisions if d.purpose == "candidates"]
+        ctl.down = False
+        assert not m.repair(user="u").pending
+        assert m.get(second, user="u").status == "complete"
+        assert any(
+            first in (e.source, e.target) for e in m.inspect(second, user="u").edges if e.view == "semantic"
+        )
