@@ -6,9 +6,14 @@ Against an OpenAI-compatible server already running (llama.cpp's, on 127.0.0.1):
    first ``--turns`` turns of a LoCoMo dev conversation and answers ``--queries`` of its questions
    (the question text only); reports ms per write, pending nodes, s per query, stop reasons;
 2. decision agreement: every Noul the llm backend answered during those writes, against the builtin
-   decider on the same batches (its answer >= 0.5 is the label), debiased (``both_orders``) and
-   again without debiasing (``none``: the same batches asked once each); agreement and mean score
-   per decision key, decisions/s.
+   decider on the same batches (its answer >= 0.5 is the label), debiased (the configured mode,
+   ``cyclic`` by default) and again without debiasing (``none``: the same batches asked once each);
+   agreement and mean score per decision key, decisions/s;
+3. Choice agreement (the temporal-relation Choice, 7 options): the Choice questions of those write
+   batches (at most ``--choices``) asked again in each debias mode (``none``, ``both_orders``,
+   ``cyclic``): the share whose label is the builtin decider's, the share that picked the first listed
+   option (the position-bias symptom), the label counts, the forward passes one Choice costs, and
+   Choices/s.
 
     PYTHONPATH=src python bench/real_llm.py --url http://127.0.0.1:8765/v1 --model qwen2.5-coder-0.5b
 """
@@ -27,9 +32,11 @@ from dualmem import LLMConfig, Memory
 from dualmem.config import Profile
 from dualmem.control.builtin import BuiltinController
 from dualmem.control.calibration import Recorder, Sample, agreement, compare
+from dualmem.control.config import DEBIAS_MODES
 from dualmem.control.llm import LLMController
-from dualmem.control.questions import Batch, BatchResult, NoulAnswer
+from dualmem.control.questions import Batch, BatchResult, Choice, ChoiceAnswer, NoulAnswer
 from dualmem.conversations import load_conversations
+from dualmem.errors import ControllerError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "conv-26.json"
@@ -72,13 +79,18 @@ def smoke(config: LLMConfig, args: argparse.Namespace, report: dict[str, Any]) -
         questions = sum(len(b.questions) for b, _ in pairs)
         out["ms_per_write"] = round(1000 * write_s / len(turns), 1)
         out["pending"] = mem.stats(user="real")["pending"]
-        report["both_orders"] = {
+        report[config.debias] = {
             "decisions": questions,
             "decisions_per_s_during_writes": round(questions / write_s, 3),
             "table": table(labelled(pairs)),
         }
         save(report, args.out)
         reask(config, pairs, report, args.out)
+        builtin = BuiltinController()
+        choices = choice_batches(pairs, limit=args.choices)
+        log(f"re-asking {len(choices)} Choice questions in each debias mode")
+        report["choices"] = choice_agreement([(b, builtin.decide(b)) for b in choices], config)
+        save(report, args.out)
         searches = []
         for q in queries:
             t0 = time.perf_counter()
@@ -111,6 +123,55 @@ def reask(
     save(report, out)
 
 
+def choice_batches(pairs: list[tuple[Batch, BatchResult]], *, limit: int) -> list[Batch]:
+    """The Choice questions of the recorded batches, one batch each (their state kept), at most ``limit``."""
+    out: list[Batch] = []
+    for batch, _ in pairs:
+        for name, q in batch.questions.items():
+            if isinstance(q, Choice) and len(out) < limit:
+                out.append(dataclasses.replace(batch, questions={name: q}))
+    return out
+
+
+def choice_agreement(
+    reference: list[tuple[Batch, BatchResult]], config: LLMConfig, modes: tuple[str, ...] = DEBIAS_MODES
+) -> dict[str, dict[str, Any]]:
+    """Per debias mode: how often the llm's Choice label is the reference's, and how often it is the
+    first listed option; label counts, forward passes per Choice, Choices/s, failed batches."""
+    out: dict[str, dict[str, Any]] = {}
+    for mode in modes:
+        agree = first = asked = failed = passes = 0
+        labels: dict[str, int] = {}
+        started = time.perf_counter()
+        with LLMController.from_config(dataclasses.replace(config, debias=mode)) as llm:  # type: ignore[arg-type]
+            for batch, ref in reference:
+                try:
+                    result = llm.decide(batch)
+                except ControllerError:
+                    failed += 1
+                    continue
+                for name, q in batch.questions.items():
+                    got, want = result.answers[name], ref.answers[name]
+                    if not (isinstance(q, Choice) and isinstance(got, ChoiceAnswer)):
+                        continue
+                    asked += 1
+                    passes += llm.passes(q)
+                    agree += isinstance(want, ChoiceAnswer) and got.label == want.label
+                    first += got.label == q.labels[0]
+                    labels[got.label] = labels.get(got.label, 0) + 1
+        elapsed = time.perf_counter() - started
+        out[mode] = {
+            "choices": asked,
+            "agreement": round(agree / asked, 3) if asked else None,
+            "first_option_share": round(first / asked, 3) if asked else None,
+            "labels": dict(sorted(labels.items())),
+            "passes_per_choice": round(passes / asked, 2) if asked else None,
+            "choices_per_s": round(asked / elapsed, 3) if elapsed and asked else None,
+            "failed_batches": failed,
+        }
+    return out
+
+
 def save(report: dict[str, Any], out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
@@ -131,13 +192,14 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--queries", type=int, default=2)
+    parser.add_argument("--choices", type=int, default=40, help="Choice questions re-asked per debias mode")
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--out", type=Path, default=Path("/tmp/llm-prep/real_llm.json"))
     args = parser.parse_args()
     config = LLMConfig(base_url=args.url, model=args.model, timeout_s=args.timeout,
                        context_tokens=args.context_tokens, retries=1)  # fmt: skip
     report: dict[str, Any] = {"config": config.public(), "data": str(args.data)}
-    log(f"smoke test: {args.turns} writes, {args.queries} queries, debias=both_orders")
+    log(f"smoke test: {args.turns} writes, {args.queries} queries, debias={config.debias}")
     smoke(config, args, report)
     print(json.dumps(report, indent=2))
     log(f"report written to {args.out}")

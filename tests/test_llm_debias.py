@@ -5,12 +5,17 @@ Plus the per-backend calibration (Platt, isotonic) it can be combined with.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import random
+import re
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from dualmem.control import catalog
 from dualmem.control.calibration import (
     Calibration,
     Sample,
@@ -19,8 +24,9 @@ from dualmem.control.calibration import (
     fit_isotonic,
     fit_platt,
 )
+from dualmem.control.config import LLMConfig
 from dualmem.control.llm import LLMController
-from dualmem.control.questions import Batch, Choice, Noul
+from dualmem.control.questions import Batch, BatchResult, Choice, ChoiceAnswer, Noul
 from dualmem.errors import ConfigError
 from dualmem.http import RetryPolicy
 from fakes.openai_server import FakeOpenAIServer, position_biased, shown_options
@@ -76,6 +82,59 @@ def test_both_orders_recover_the_unbiased_answer(text: str, holds: bool) -> None
     assert all(
         tok in "AB" for p in prompts for tok, _ in shown_options(p) if "Yes:" in str(p)
     )  # ... same tokens
+
+
+TIME = catalog.relation_questions(0, alias=False, implicit_time=True)["pair_0_time"]
+assert isinstance(TIME, Choice)
+
+
+def time_truth(right: str) -> Callable[[str, str], float]:
+    """The fake model knows the temporal relation is ``right`` (by TRUE_LOGIT over the others)."""
+    return lambda _prompt, option: TRUE_LOGIT if option.startswith(f"{right}:") else 0.0
+
+
+def _choose(server: FakeOpenAIServer, debias: str) -> tuple[str, dict[str, float]]:
+    ctl = LLMController(base_url=server.base_url, model="m", retry=RetryPolicy(attempts=1), debias=debias)  # type: ignore[arg-type]
+    answer = ctl.decide(Batch(state={"new_memory": {}, "candidates": [{}]}, questions={"t": TIME})).choice(
+        "t"
+    )
+    return answer.label, dict(answer.distribution)
+
+
+@pytest.mark.parametrize("right", ["before", "contains", "overlaps"])  # first, middle, inner positions
+def test_cyclic_orders_debias_a_choice_of_seven_options(right: str) -> None:
+    labels = [label for label, _ in TIME.options]
+    assert len(labels) == 7
+    with FakeOpenAIServer(chat=position_biased(time_truth(right), bias=BIAS)) as server:
+        biased, _ = _choose(server, "none")
+        server.requests.clear()
+        label, dist = _choose(server, "cyclic")
+        prompts = [r.json for r in server.chat_requests()]
+        if right != labels[0]:
+            partly, _ = _choose(server, "both_orders")
+    assert biased == labels[0]  # undebiased, whatever is shown first wins
+    assert label == right
+    expected = math.exp(TRUE_LOGIT) / (math.exp(TRUE_LOGIT) + len(labels) - 1)  # the model without its bias
+    assert dist[right] == pytest.approx(expected, abs=1e-6)
+    assert all(dist[o] == pytest.approx((1 - expected) / 6, abs=1e-6) for o in labels if o != right)
+    # the cost: 7 forward passes, every option shown once in every position, always as tokens A..G
+    assert len(prompts) == 7
+    shown = [[body.split(":", 1)[0] for _, body in shown_options(p)] for p in prompts]
+    for position in range(7):
+        assert sorted(row[position] for row in shown) == sorted(labels)
+    assert all([tok for tok, _ in shown_options(p)] == list("ABCDEFG") for p in prompts)
+    if right not in (labels[0], labels[-1]):
+        assert partly != right  # both orders only: a middle option never comes first and loses
+
+
+def test_cyclic_noul_is_both_orders() -> None:
+    with FakeOpenAIServer(chat=position_biased(truth, bias=BIAS)) as server:
+        ctl = LLMController(base_url=server.base_url, model="m", retry=RetryPolicy(attempts=1))
+        assert ctl.debias == "cyclic"  # the default
+        cyclic = ctl.decide(Batch(state={"text": "TRUE: x"}, questions={"n": NOUL})).noul("n")
+        assert len(server.chat_requests()) == 2
+        both, _ = _ask(server, "both_orders", "TRUE: x")
+    assert cyclic == pytest.approx(both, abs=1e-12)
 
 
 def test_platt_recovers_a_known_curve() -> None:
@@ -151,3 +210,46 @@ def test_calibrate_backend_command(tmp_path: Path, capsys: pytest.CaptureFixture
     assert cal.model == "m"
     assert cal.debias == "none"
     assert "builtin" in cal.source
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "real_llm_bench", Path(__file__).parents[1] / "bench" / "real_llm.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_real_model_bench_reports_choice_agreement_before_and_after_debiasing() -> None:
+    bench = _bench()
+    labels = [label for label, _ in TIME.options]
+
+    def knows(prompt: str, option: str) -> float:  # the right relation is written in the state
+        right = re.search(r'"right": "(\w+)"', prompt)
+        return TRUE_LOGIT if right and option.startswith(f"{right.group(1)}:") else 0.0
+
+    rights = ["contains", "during", "overlaps", "after", "same_time", "before"]
+    noul = Noul("relation.semantic", "Related?", "Yes.", "No.", target=None)
+    recorded = [
+        (Batch(state={"right": r}, questions={"n": noul, "t": TIME}), BatchResult(answers={})) for r in rights
+    ]
+    batches = bench.choice_batches(recorded, limit=5)
+    assert [list(b.questions) for b in batches] == [["t"]] * 5  # only the Choices, at most the limit
+    reference = [
+        (b, BatchResult(answers={"t": ChoiceAnswer(r, {lb: float(lb == r) for lb in labels})}))
+        for b, r in zip(batches, rights, strict=False)
+    ]
+    with FakeOpenAIServer(chat=position_biased(knows, bias=BIAS)) as server:
+        config = LLMConfig(base_url=server.base_url, model="m", retries=0)
+        table = bench.choice_agreement(reference, config)
+    assert set(table) == {"none", "both_orders", "cyclic"}
+    assert table["none"]["agreement"] == 0.0  # "before" (shown first) every time, never the right one
+    assert table["none"]["first_option_share"] == 1.0
+    assert table["both_orders"]["agreement"] < 1.0  # the middle options lose
+    assert table["cyclic"]["agreement"] == 1.0
+    assert table["cyclic"]["first_option_share"] == 0.0
+    assert [table[m]["passes_per_choice"] for m in ("none", "both_orders", "cyclic")] == [1, 2, 7]
+    assert all(row["choices"] == 5 and row["failed_batches"] == 0 for row in table.values())

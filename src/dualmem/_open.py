@@ -27,6 +27,8 @@ class OpenOptions:
     ``answerer`` and ``embedder`` are mappings. ``lock_timeout`` is how long a locked database is
     waited for. Nothing here reads the environment: adapters call ``LLMConfig.from_env()``.
     ``synchronous="full"`` makes every SQLite commit survive power loss (``"normal"``: a killed process).
+    ``repair_on_open``: a writable open with the builtin (offline) controller completes the nodes a
+    controller outage left pending before it returns; a remote controller is never called at open.
     """
 
     embedder: Mapping[str, Any] = field(default_factory=dict)
@@ -34,6 +36,7 @@ class OpenOptions:
     answerer: Mapping[str, Any] = field(default_factory=dict)
     lock_timeout: float = 5.0
     synchronous: Synchronous = "normal"
+    repair_on_open: bool = True
 
     def __post_init__(self) -> None:
         for name in ("embedder", "controller", "answerer"):

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from dualmem.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dualmem.control.calibration import Calibration
 
 __all__ = ["EXTENSIONS", "Lambdas", "Limits", "Profile", "ReadProfile", "WriteProfile"]
 
@@ -159,7 +163,13 @@ class ReadProfile:
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """All knobs of a memory. Build one with a preset and ``with_`` to change a field."""
+    """All knobs of a memory. Build one with a preset and ``with_`` to change a field.
+
+    ``calibration`` is the per-backend calibration of Noul scores (``dualmem calibrate-backend``):
+    a memory opened with this profile applies it to its controller's answers (the controller must
+    be the backend it was fitted for). ``to_json``/``from_json`` and ``save``/``load`` round-trip a
+    profile, calibration included; ``Profile.named`` (and ``--profile``) take such a file's path.
+    """
 
     name: str = "dualmem"
     controller_timeout_s: float | None = None  # caller-side wall-clock bound per System-One request
@@ -168,6 +178,7 @@ class Profile:
     ann_threshold: int = 20_000
     write: WriteProfile = field(default_factory=WriteProfile)
     read: ReadProfile = field(default_factory=ReadProfile)
+    calibration: Calibration | None = None
 
     @classmethod
     def paper(cls) -> Profile:
@@ -233,11 +244,37 @@ class Profile:
 
     @classmethod
     def named(cls, name: str) -> Profile:
+        """A preset by name, or a profile file (a path ending in ``.json``)."""
+        if name.endswith(".json"):
+            return cls.load(name)
         if name == "paper":
             return cls.paper()
         if name == "dualmem":
             return cls.dualmem()
         return cls.for_backend(name)
+
+    def to_json(self) -> dict[str, Any]:
+        from dualmem._profile_json import profile_to_json
+
+        return profile_to_json(self)
+
+    @classmethod
+    def from_json(cls, data: object, *, source: str = "profile") -> Profile:
+        """Validate parsed JSON (fields left out keep their defaults); ``ConfigError`` naming a bad one."""
+        from dualmem._profile_json import profile_from_json
+
+        return profile_from_json(data, source=source)
+
+    def save(self, path: str | Path) -> Path:
+        from dualmem._profile_json import save_profile
+
+        return save_profile(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Profile:
+        from dualmem._profile_json import load_profile
+
+        return load_profile(path)
 
     def with_(self, **changes: Any) -> Profile:
         """A copy with fields changed; nested sections by ``write=``/``read=`` or dotted ``read__beam=``."""

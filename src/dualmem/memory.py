@@ -40,7 +40,15 @@ from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, 
 from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
 from dualmem.write.durable import StoreBacklog, WorkQueue
-from dualmem.write.lifecycle import Filter, check_import_tenant, forget_closure, history, select, supersede
+from dualmem.write.lifecycle import (
+    Filter,
+    check_import_tenant,
+    forget_closure,
+    history,
+    repair_at_open,
+    select,
+    supersede,
+)
 from dualmem.write.pipeline import Writer, WriteReport, natural_key
 
 __all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions"]
@@ -92,7 +100,10 @@ class Memory:
         self.answerer = answerer
         self.profile = profile or Profile.default_for(controller.name)
         self.meter = Meter(
-            controller, timeout_s=self.profile.controller_timeout_s, cache_size=self.profile.controller_cache
+            controller,
+            timeout_s=self.profile.controller_timeout_s,
+            cache_size=self.profile.controller_cache,
+            calibration=self.profile.calibration,
         )
         self._bind_lock = threading.Lock()
         self._bound = False
@@ -151,7 +162,9 @@ class Memory:
         ``"inline"``; ``"off"``). ``summarizer`` is the System-Two callable that may write derived
         nodes for approved merges/promotions. ``read_only`` opens an existing memory without ever
         writing it (writes raise ``ReadOnlyStore``); ``options.synchronous="full"`` makes every commit
-        survive power loss.
+        survive power loss. A writable open with the builtin controller first completes the nodes a
+        controller outage left ``pending`` (``options.repair_on_open=False`` skips it); other
+        controllers are not called at open (a warning names the pending nodes' remedy).
         """
         opts = options or OpenOptions()
         owned: list[object] = []
@@ -165,6 +178,8 @@ class Memory:
             )
             owned.append(store)
             mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)
+            if opts.repair_on_open and not mem.read_only:
+                repair_at_open(store, mem.repair_all if isinstance(ctl, BuiltinController) else None)
         except BaseException:
             close_all(owned)
             raise

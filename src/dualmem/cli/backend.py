@@ -39,8 +39,8 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, with_key: bool = True)
         "--llm-debias",
         choices=DEBIAS_MODES,
         default=None,
-        help="both_orders (default): each yes/no and choice asked in both option orders, or none "
-        "(env DUALMEM_LLM_DEBIAS)",
+        help="cyclic (default): a question of n options asked n times, each option once in each position; "
+        "both_orders: asked as given and reversed; none: once (env DUALMEM_LLM_DEBIAS)",
     )
     if with_key:
         group.add_argument(

@@ -4,7 +4,10 @@ The labelled sample: the write decisions (typing, relations) of the first ``--tu
 conversation file, as the builtin decider makes them (its answer ``>= 0.5`` is the label), and the
 same batches asked of the llm backend (``--llm-*`` flags or ``DUALMEM_LLM_*``) without calibration.
 Use only the dev conversations (``../shared/data/locomo``) for this. Writes the calibration JSON
-(``--out``) to pass as ``--llm-calibration``, and prints the agreement before and after.
+(``--out``) to pass as ``--llm-calibration``, and/or a profile carrying it (``--profile-out``: the
+``--profile`` given, else the llm preset, with the calibration inside; open a memory with
+``--profile FILE`` / ``Memory.open(..., profile=Profile.load(FILE))`` and it is applied), and prints
+the agreement before and after.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--data", type=Path, required=True, help="a conversation file (dualmem JSON or LoCoMo)")
     p.add_argument("--turns", type=int, default=40, help="how many turns to record decisions on (default 40)")
-    p.add_argument("--out", type=Path, required=True, help="where to write the calibration JSON")
+    p.add_argument("--out", type=Path, default=None, help="where to write the calibration JSON")
+    p.add_argument(
+        "--profile-out",
+        type=Path,
+        default=None,
+        help="where to write a profile (--profile, else the llm preset) that carries the calibration",
+    )
     p.add_argument("--method", choices=["platt", "isotonic"], default="platt")
     p.add_argument("--min-samples", type=int, default=20, help="per-key curve only with this many samples")
     p.set_defaults(handler=cmd_calibrate_backend)
@@ -51,9 +60,15 @@ def record_write_decisions(data: Path, turns: int, embedder: str) -> list[Any]:
 
 def cmd_calibrate_backend(args: argparse.Namespace) -> dict[str, Any]:
     from dualmem.cli.backend import llm_config_from_args
+    from dualmem.config import Profile
     from dualmem.control.calibration import agreement, compare, fit_calibration
     from dualmem.control.llm import LLMController
+    from dualmem.errors import InvalidInput
 
+    if args.out is None and args.profile_out is None:
+        raise InvalidInput(
+            "calibrate-backend writes nothing", hint="pass --out FILE and/or --profile-out FILE"
+        )
     config = dataclasses.replace(llm_config_from_args(args), calibration=None)
     pairs = record_write_decisions(args.data, args.turns, args.embedder)
     with LLMController.from_config(config) as llm:
@@ -67,10 +82,15 @@ def cmd_calibrate_backend(args: argparse.Namespace) -> dict[str, Any]:
         debias=config.debias,
         source=f"builtin decider labels, write decisions of {args.data.name} turns 1-{args.turns}",
     )
-    path = calibration.save(args.out)
+    written: dict[str, Any] = {}
+    if args.out is not None:
+        written["calibration"] = str(calibration.save(args.out))
+    if args.profile_out is not None:
+        base = Profile.named(args.profile) if args.profile else Profile.for_backend("llm")
+        written["profile"] = str(dataclasses.replace(base, calibration=calibration).save(args.profile_out))
     after = [dataclasses.replace(s, score=calibration.apply(s.key, s.score)) for s in samples]
     return {
-        "calibration": str(path),
+        **written,
         "samples": len(samples),
         "failed_batches": failed,
         "agreement_before": agreement(samples)["all"],

@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dualmem.cli.backend import add_llm_arguments
 
     add_llm_arguments(parser)
-    parser.add_argument("--profile", default=None, help="profile preset: paper, builtin, jev, llm")
+    parser.add_argument(
+        "--profile", default=None, help="profile preset (paper, builtin, jev, llm) or a profile .json file"
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

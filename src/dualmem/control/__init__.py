@@ -54,7 +54,7 @@ BACKENDS = ("builtin", "jev", "llm", "scripted")
 _HINTS = {
     "jev": (
         "pass options=OpenOptions(controller=JevConfig(api_key=...)) or JevConfig.from_env() "
-        "(reads TYPESAFE_API_KEY/_BASE_URL; CLI: --jev-key)"
+        "(reads TYPESAFE_API_KEY/_BASE_URL; the CLI does the same)"
     ),
     "llm": (
         "pass options=OpenOptions(controller=LLMConfig(base_url=..., model=...)) or LLMConfig.from_env() "

@@ -3,8 +3,10 @@
 A backend's raw p(true) is often miscalibrated (a small model's scores bunch up); a calibration
 maps it, per decision key, onto the frequency with which a labelled sample was true. Fit one with
 :func:`fit_calibration` on :class:`Sample` s (``dualmem calibrate-backend`` collects them: the
-backend's scores against reference labels), store it as JSON next to the profile
-(:meth:`Calibration.save`), and hand the file to the backend (``LLMConfig(calibration=PATH)``).
+backend's scores against reference labels) and keep it with the profile (``Profile.calibration``:
+a memory opened with that profile applies it to its controller's Noul answers, in the ``Meter``), or
+save it as JSON (:meth:`Calibration.save`) and hand the file to the backend
+(``LLMConfig(calibration=PATH)``).
 
 - Platt: ``p' = σ(a · logit(p) + b)``, fitted by Newton's method on the log loss with Platt's
   smoothed targets ``(n₊ + 1) / (n₊ + 2)`` and ``1 / (n₋ + 2)``.
@@ -16,6 +18,7 @@ Keys with fewer than ``min_samples`` samples, or only one class, use the curve f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -85,12 +88,22 @@ class Calibration:
     model: str
     curves: Mapping[str, Curve] = field(default_factory=dict)
     default: Curve | None = None
-    debias: str = "both_orders"
+    debias: str = "cyclic"
     source: str = ""
 
     def apply(self, key: str, p: float) -> float:
         curve = self.curves.get(key, self.default)
         return p if curve is None else curve(p)
+
+    def calibrate(self, batch: Batch, result: BatchResult) -> BatchResult:
+        """``result`` with every Noul score of ``batch`` mapped by its key's curve (the rest as is)."""
+        answers = {
+            name: NoulAnswer(score=self.apply(batch.questions[name].key, answer.score))
+            if isinstance(answer, NoulAnswer) and name in batch.questions
+            else answer
+            for name, answer in result.answers.items()
+        }
+        return dataclasses.replace(result, answers=answers)
 
     def to_json(self) -> dict[str, object]:
         return _FileModel(
@@ -114,15 +127,25 @@ class Calibration:
         """Read a calibration file; a missing or malformed one is a ``ConfigError``."""
         try:
             raw = json.loads(Path(path).read_text(encoding="utf-8"))
-            model = _FileModel.model_validate(raw)
         except OSError as exc:
             raise ConfigError(f"cannot read calibration {path}: {exc.strerror}") from exc
-        except (json.JSONDecodeError, ValidationError) as exc:
+        except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"{path} is not a dualmem calibration file", hint="make one with dualmem calibrate-backend"
             ) from exc
+        return cls.from_json(raw, source=str(path))
+
+    @classmethod
+    def from_json(cls, raw: object, *, source: str = "calibration") -> Calibration:
+        """Validate a parsed calibration (a file's contents, or a profile's ``calibration``)."""
+        try:
+            model = _FileModel.model_validate(raw)
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{source} is not a dualmem calibration", hint="make one with dualmem calibrate-backend"
+            ) from exc
         if model.format != FORMAT:
-            raise ConfigError(f"{path} has calibration format {model.format!r}, expected {FORMAT!r}")
+            raise ConfigError(f"{source} has calibration format {model.format!r}, expected {FORMAT!r}")
         return cls(
             backend=model.backend,
             model=model.model,
@@ -231,7 +254,7 @@ def fit_calibration(
     model: str,
     method: Method = "platt",
     min_samples: int = 20,
-    debias: str = "both_orders",
+    debias: str = "cyclic",
     source: str = "",
 ) -> Calibration:
     """Curves per key (where a key has ``min_samples`` and both classes) and a default over all keys."""

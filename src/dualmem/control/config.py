@@ -27,8 +27,8 @@ from dualmem.http import RetryPolicy
 
 __all__ = ["DEBIAS_MODES", "LLM_ENV", "ControllerConfig", "Debias", "JevConfig", "LLMConfig", "is_local_url"]
 
-Debias = Literal["none", "both_orders"]
-DEBIAS_MODES: tuple[Debias, ...] = ("none", "both_orders")
+Debias = Literal["none", "both_orders", "cyclic"]
+DEBIAS_MODES: tuple[Debias, ...] = ("none", "both_orders", "cyclic")
 
 #: every variable ``LLMConfig.from_env`` reads, with the field it sets
 LLM_ENV: Mapping[str, str] = {
@@ -73,8 +73,12 @@ class LLMConfig:
       waiting at least the server's ``Retry-After``.
     - ``context_tokens``: the model's context size; None means: ask the server (llama.cpp
       ``/props`` ``n_ctx``), else assume ``DEFAULT_CONTEXT_TOKENS``. Prompts are fitted to it.
-    - ``debias``: ``"both_orders"`` (default) asks each Noul and Choice twice, with the options in
-      opposite orders, and averages the log-odds; ``"none"`` asks once.
+    - ``debias``: ``"cyclic"`` (default) asks a question of n options n times, the options shifted
+      one place each time (each option once in each position), and averages the log-probabilities:
+      an additive position bias cancels exactly. A Noul costs 2 forward passes, a Choice of n
+      options n (``relation.time``: 7), a Score 1. ``"both_orders"`` asks each Noul and Choice twice
+      (as given, reversed): the same for a Noul, only partly debiased for a Choice of 3 or more
+      options (middle options never come first). ``"none"`` asks once.
     - ``calibration``: a calibration JSON (``dualmem calibrate-backend``) applied to Noul scores.
     """
 
@@ -85,7 +89,7 @@ class LLMConfig:
     max_concurrency: int | None = None
     retries: int = 2
     context_tokens: int | None = None
-    debias: Debias = "both_orders"
+    debias: Debias = "cyclic"
     calibration: str | None = None
 
     def __post_init__(self) -> None:
@@ -108,7 +112,9 @@ class LLMConfig:
             if self.context_tokens < 256:
                 raise ConfigError(f"llm context_tokens must be at least 256, got {self.context_tokens}")
         if self.debias not in DEBIAS_MODES:
-            raise ConfigError(f"unknown llm debias mode {self.debias!r}", hint="use none or both_orders")
+            raise ConfigError(
+                f"unknown llm debias mode {self.debias!r}", hint=f"use one of {', '.join(DEBIAS_MODES)}"
+            )
 
     @property
     def concurrency(self) -> int:
@@ -190,7 +196,10 @@ class JevConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.api_key, str) or not self.api_key:
-            raise ConfigError("the jev backend needs an API key", hint="pass --jev-key or TYPESAFE_API_KEY")
+            raise ConfigError(
+                "the jev backend needs an API key",
+                hint="pass JevConfig(api_key=...), or set TYPESAFE_API_KEY for the CLI",
+            )
         _positive(self.timeout_s, "jev timeout_s")
         if self.max_concurrency is not None:
             _positive(self.max_concurrency, "jev max_concurrency", integer=True)
@@ -227,7 +236,10 @@ class JevConfig:
                 values[name] = _parse(var, name, raw.strip())
         values.update({k: v for k, v in overrides.items() if v is not None})
         if not values.get("api_key"):
-            raise ConfigError("the jev backend needs TYPESAFE_API_KEY", hint="set it, or pass --jev-key")
+            raise ConfigError(
+                "the jev backend needs TYPESAFE_API_KEY",
+                hint="set it (the CLI reads only the environment for jev)",
+            )
         return cls(**values)  # type: ignore[arg-type]
 
 

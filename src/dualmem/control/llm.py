@@ -11,11 +11,16 @@ listed token, so it gets the least listed logprob minus ``MISSING_MARGIN`` (1 na
 token is listed at all the question fails with ``ControllerError``: no guessing, no parsing of free
 text. Works with OpenAI, vLLM, Ollama and llama.cpp servers that return ``top_logprobs``.
 
-Position bias (``debias="both_orders"``, the default): small models pick the first option whatever
-it says. Each Noul and Choice is asked twice, the options in one order and then reversed; the two
-log-probabilities of each option are averaged (for a Noul: the log-odds, which cancels an additive
-first-position bias exactly) and renormalised. A per-key calibration (:mod:`calibration`) may then
-map Noul scores onto observed frequencies. Scores (ordered levels) are asked once.
+Position bias (``debias="cyclic"``, the default): small models pick the first option whatever it
+says. A question of n options is asked n times, the options shifted one place each time, so every
+option is shown once in every position; the n log-probabilities of each option are averaged and
+renormalised. Whatever log-probability a position adds, every option then gets the same total, so
+an additive position bias cancels exactly (for a Noul this is the mean log-odds of the two orders).
+Cost: a Noul 2 forward passes, a Choice of n options n, a Score (ordered levels) 1; the passes of one
+question share the prompt up to its options, which llama.cpp reuses. ``"both_orders"`` asks a Choice
+only as given and reversed (2 passes; its middle options are never shown first, so a first-option
+bias is only partly cancelled); ``"none"`` asks once. A per-key calibration (:mod:`calibration`)
+may then map Noul scores onto observed frequencies.
 
 Bounded requests: prompts are fitted to the model's context (:mod:`llm_fit`); the context size is
 ``context_tokens``, else what the server says (llama.cpp ``/props``), else ``DEFAULT_CONTEXT_TOKENS``.
@@ -44,7 +49,7 @@ import httpx
 from pydantic import BaseModel, Field, ValidationError
 
 from dualmem.control.base import BaseController
-from dualmem.control.config import Debias, LLMConfig, is_local_url
+from dualmem.control.config import DEBIAS_MODES, Debias, LLMConfig, is_local_url
 from dualmem.control.llm_fit import Group, estimate_tokens, fit_batch
 from dualmem.control.questions import (
     Answer,
@@ -152,12 +157,14 @@ class LLMController(BaseController):
         concurrency: int | None = None,
         retry: RetryPolicy | None = None,
         context_tokens: int | None = None,
-        debias: Debias = "both_orders",
+        debias: Debias = "cyclic",
         calibration: Calibration | str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if debias not in ("none", "both_orders"):
-            raise ConfigError(f"unknown llm debias mode {debias!r}", hint="use none or both_orders")
+        if debias not in DEBIAS_MODES:
+            raise ConfigError(
+                f"unknown llm debias mode {debias!r}", hint=f"use one of {', '.join(DEBIAS_MODES)}"
+            )
         self.model = model
         self.concurrency = (
             max(1, concurrency) if concurrency is not None else (1 if is_local_url(base_url) else 4)
@@ -321,11 +328,18 @@ class LLMController(BaseController):
             out += self._plan(batches[i], i, index, splits=splits, only=names)
         return out
 
+    def passes(self, question: Question) -> int:
+        """The forward passes (requests) one question costs with this backend's ``debias`` mode."""
+        return len(self._orders(question))
+
     def _orders(self, question: Question) -> list[tuple[int, ...]]:
+        """The option orders a question is asked in: ``order[position]`` is the option shown there."""
         n = len(_tokens(question))
         forward = tuple(range(n))
         if self.debias == "none" or isinstance(question, Score):
             return [forward]
+        if self.debias == "cyclic":  # shift s shows option (p + s) mod n at position p
+            return [tuple((p + s) % n for p in range(n)) for s in range(n)]
         return [forward, forward[::-1]]
 
     def _send(self, ask: _Ask, deadline: float | None) -> tuple[list[float], Usage] | ControllerError:

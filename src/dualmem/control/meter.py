@@ -17,9 +17,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dualmem.control.questions import Batch, BatchResult, Controller, validate_result
-from dualmem.errors import ControllerError, ControllerTimeout
+from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
+
+if TYPE_CHECKING:
+    from dualmem.control.calibration import Calibration
 
 __all__ = ["CallCounts", "ControllerStats", "Decided", "Meter"]
 
@@ -82,16 +86,23 @@ class Meter:
 
     ``timeout_s`` bounds each request from the caller's side (the request runs on a worker thread;
     remote backends also carry their own HTTP timeouts). ``cache_size`` > 0 caches answers by the
-    exact batch content (state and questions), which pays off for repeated queries.
+    exact batch content (state and questions), which pays off for repeated queries. ``calibration``
+    (a profile's per-backend calibration, ``control/calibration.py``) maps every Noul answer.
 
     Thread-safe: the foreground and the background consolidation thread share one meter. Its cache,
     counters and worker pool are guarded by one lock, never held while the controller works.
     """
 
     def __init__(
-        self, controller: Controller, *, timeout_s: float | None = None, cache_size: int = 0
+        self,
+        controller: Controller,
+        *,
+        timeout_s: float | None = None,
+        cache_size: int = 0,
+        calibration: Calibration | None = None,
     ) -> None:
         self.controller = controller
+        self.calibration = _checked(calibration, controller)
         self.timeout_s = timeout_s
         self.cache_size = cache_size
         self._cache: OrderedDict[str, BatchResult] = OrderedDict()
@@ -160,6 +171,8 @@ class Meter:
             if isinstance(outcome, BatchResult):
                 try:
                     validate_result(batch, outcome, self.backend)
+                    if self.calibration is not None:
+                        outcome = self.calibration.calibrate(batch, outcome)
                 except ControllerError as exc:
                     outcome = exc
             checked.append(outcome)
@@ -262,6 +275,24 @@ class Meter:
         if result is not None:
             counts.input_tokens += result.usage.input_tokens or 0
             counts.output_tokens += result.usage.output_tokens or 0
+
+
+def _checked(calibration: Calibration | None, controller: Controller) -> Calibration | None:
+    """A profile's calibration, refused when fitted for another backend or when the controller
+    already applies one of its own (``LLMConfig.calibration``: scores would be mapped twice)."""
+    if calibration is None:
+        return None
+    if controller.name != calibration.backend:
+        raise ConfigError(
+            f"the profile's calibration is for the {calibration.backend} backend, not {controller.name}",
+            hint="use that backend, or a profile without calibration",
+        )
+    if getattr(controller, "calibration", None) is not None:
+        raise ConfigError(
+            "the controller has a calibration of its own and the profile has another",
+            hint="pass the calibration one way: in the profile, or as --llm-calibration / LLMConfig",
+        )
+    return calibration
 
 
 def _each(

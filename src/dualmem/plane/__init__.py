@@ -21,7 +21,8 @@ def open_store(
     read_only: bool = False,
     synchronous: Synchronous = "normal",
 ) -> Store:
-    """Open a store from a URL or a path (``read_only`` and ``synchronous``: see ``SQLiteStore.open``).
+    """Open a store from a URL or a path (``read_only``: see ``SQLiteStore.open`` and ``PostgresStore.open``;
+    ``synchronous``: see ``SQLiteStore.open``).
 
     ``":memory:"`` -> an ``SQLiteStore`` on a private in-memory database; ``"sqlite:///path"`` or a
     plain path -> an ``SQLiteStore`` on that file; ``"postgresql://..."`` (or ``postgres://``) -> a
@@ -33,11 +34,7 @@ def open_store(
         raise ConfigError("no store given", hint="pass a file path, 'sqlite:///path' or ':memory:'")
     scheme = target.split("://", 1)[0].lower() if "://" in target else ""
     if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
-        if read_only:
-            raise ConfigError(
-                "read_only is a SQLite option", hint="connect to PostgreSQL as a role that may only read"
-            )
-        return _open_postgres(target, timeout=timeout)
+        return _open_postgres(target, timeout=timeout, read_only=read_only)
     if scheme == "sqlite":
         target = target[len("sqlite://") :]  # SQLAlchemy style: sqlite:///rel.db, sqlite:////abs.db
         target = target[1:] if target.startswith("/") else target
@@ -52,7 +49,7 @@ def open_store(
     return SQLiteStore.open(target, timeout=timeout, read_only=read_only, synchronous=synchronous)
 
 
-def _open_postgres(url: str, *, timeout: float) -> Store:
+def _open_postgres(url: str, *, timeout: float, read_only: bool) -> Store:
     if url.lower().startswith("postgresql+psycopg://"):
         url = "postgresql://" + url.split("://", 1)[1]
     try:
@@ -72,5 +69,5 @@ def _open_postgres(url: str, *, timeout: float) -> Store:
             hint="pip install 'dualmem[postgres]'",
         ) from exc
     if schemas:
-        return PostgresStore.open(url, timeout=timeout, schema=schemas[-1])
-    return PostgresStore.open(url, timeout=timeout)
+        return PostgresStore.open(url, timeout=timeout, schema=schemas[-1], read_only=read_only)
+    return PostgresStore.open(url, timeout=timeout, read_only=read_only)

@@ -17,7 +17,15 @@ from psycopg import sql
 from dualmem.errors import ConfigError, DatabaseCorrupt, EmbedderMismatch
 from dualmem.types import utcnow
 
-__all__ = ["MIGRATIONS", "REFERENCE_TABLES", "SCHEMA_VERSION", "fix_dimension", "migrate", "vector_dim"]
+__all__ = [
+    "MIGRATIONS",
+    "REFERENCE_TABLES",
+    "SCHEMA_VERSION",
+    "check_version",
+    "fix_dimension",
+    "migrate",
+    "vector_dim",
+]
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -224,6 +232,32 @@ def migrate(conn: _Conn, schema: str) -> int:
                 (target, utcnow().isoformat()),
             )
         version = target
+    return version
+
+
+def check_version(conn: _Conn, schema: str) -> int:
+    """For a read-only open: the schema must exist at this dualmem's version (nothing is created)."""
+    if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        raise ConfigError(
+            "this database has no pgvector extension, so it holds no dualmem memory",
+            hint="open it once without read_only to create the memory",
+        )
+    version = _current_version(conn, schema)
+    if version == 0:
+        raise ConfigError(
+            f"schema {schema!r} holds no dualmem memory", hint="open it once without read_only to create it"
+        )
+    if version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"the database has dualmem schema version {version}; this dualmem knows up to {SCHEMA_VERSION}",
+            hint="upgrade dualmem to open this database",
+        )
+    if version < SCHEMA_VERSION:
+        raise ConfigError(
+            f"schema {schema!r} is at dualmem schema version {version}, "
+            f"and needs migrating to {SCHEMA_VERSION}",
+            hint="open it once without read_only (as a role that may write) to migrate it",
+        )
     return version
 
 

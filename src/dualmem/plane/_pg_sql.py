@@ -18,7 +18,7 @@ from psycopg import sql
 from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
-from dualmem.errors import DatabaseCorrupt, DatabaseLocked, InvalidInput, StoreError
+from dualmem.errors import DatabaseCorrupt, DatabaseLocked, InvalidInput, ReadOnlyStore, StoreError
 from dualmem.plane import _codec as codec
 from dualmem.plane.base import Decision
 from dualmem.text.lexical import fts5_tokens
@@ -96,6 +96,11 @@ def translated(what: str) -> Iterator[None]:
         raise DatabaseLocked(
             f"{what}: the database is busy ({exc.diag.message_primary or exc})",
             hint="another session holds a lock; retry, or raise the timeout",
+        ) from exc
+    except psycopg.errors.ReadOnlySqlTransaction as exc:  # a read-only open, role default or standby
+        raise ReadOnlyStore(
+            f"{what}: the database accepts only reads here ({exc.diag.message_primary or exc})",
+            hint="open the memory without read_only, as a role that may write, on the primary server",
         ) from exc
     except _MISSING as exc:
         raise DatabaseCorrupt(f"{what}: the schema is not a complete dualmem one ({exc})") from exc

@@ -23,10 +23,10 @@ import psycopg
 import psycopg_pool
 from psycopg import sql as pgsql
 
-from dualmem.errors import ConfigError, EmbedderMismatch, InvalidInput, NotFound
+from dualmem.errors import ConfigError, EmbedderMismatch, InvalidInput, NotFound, ReadOnlyStore
 from dualmem.plane import _codec as codec
 from dualmem.plane import _pg_sql as sql
-from dualmem.plane._pg_schema import fix_dimension, migrate, vector_dim
+from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
 from dualmem.plane.base import Decision, StoreStats
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -55,10 +55,17 @@ class PostgresStore:
     """A ``Store`` in a PostgreSQL schema. Open with :meth:`PostgresStore.open`; safe across threads."""
 
     def __init__(
-        self, pool: psycopg_pool.ConnectionPool[_Conn], schema: str, *, exact_below: int, ef_search: int
+        self,
+        pool: psycopg_pool.ConnectionPool[_Conn],
+        schema: str,
+        *,
+        exact_below: int,
+        ef_search: int,
+        read_only: bool = False,
     ) -> None:
         self._pool = pool
         self.schema = schema
+        self.read_only = read_only
         self.exact_below = exact_below
         self.ef_search = ef_search
         self._local = threading.local()
@@ -74,10 +81,14 @@ class PostgresStore:
         pool_size: int = 4,
         exact_below: int = DEFAULT_EXACT_BELOW,
         ef_search: int = DEFAULT_EF_SEARCH,
+        read_only: bool = False,
     ) -> PostgresStore:
         """Connect, create ``schema`` and migrate it if needed, and open a pool of ``pool_size`` connections.
 
-        ``timeout`` bounds the wait for a lock or a free connection (seconds).
+        ``timeout`` bounds the wait for a lock or a free connection (seconds). ``read_only=True``
+        creates and migrates nothing (the schema must exist at this version) and runs every session
+        with ``default_transaction_read_only``: writes raise ``ReadOnlyStore`` before reaching the
+        server, and the server refuses any that would. It works for a role that may only read.
         """
         if not schema or not schema.strip():
             raise ConfigError("the PostgreSQL schema name is empty", hint="pass schema='dualmem'")
@@ -86,7 +97,10 @@ class PostgresStore:
                 psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(timeout))) as conn,
                 sql.translated("prepare the schema"),
             ):
-                migrate(conn, schema)
+                if read_only:
+                    check_version(conn, schema)
+                else:
+                    migrate(conn, schema)
                 oid = int(
                     cast(tuple[int], conn.execute("SELECT 'public.vector'::regtype::oid").fetchone())[0]
                 )
@@ -99,6 +113,8 @@ class PostgresStore:
         def configure(conn: _Conn) -> None:
             conn.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(schema)))
             conn.execute(pgsql.SQL("SET lock_timeout = {}").format(pgsql.Literal(f"{lock_ms}ms")))
+            if read_only:
+                conn.execute("SET default_transaction_read_only = on")
             sql.register_vector(conn, oid)
 
         pool: psycopg_pool.ConnectionPool[_Conn] = psycopg_pool.ConnectionPool(
@@ -113,7 +129,7 @@ class PostgresStore:
         )
         with sql.translated("open the connection pool"):
             pool.open(wait=True, timeout=max(timeout, 5.0))
-        return cls(pool, schema, exact_below=exact_below, ef_search=ef_search)
+        return cls(pool, schema, exact_below=exact_below, ef_search=ef_search, read_only=read_only)
 
     # -- connections ------------------------------------------------------------------------
     @contextmanager
@@ -147,6 +163,8 @@ class PostgresStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """A transaction on one pooled connection, pinned to this thread; a SAVEPOINT when nested."""
+        if self.read_only:
+            raise ReadOnlyStore("this memory was opened read-only", hint="open it without read_only")
         pinned: _Conn | None = getattr(self._local, "conn", None)
         with sql.translated("run a transaction"):
             if pinned is not None:
@@ -178,6 +196,11 @@ class PostgresStore:
                 self._local.conn = None
 
     def bind_embedder(self, name: str, dim: int) -> None:
+        if self.read_only:  # check only; a store no embedder has bound yet is read by any
+            bound = self.get_meta("embedder")
+            if bound is not None:
+                codec.check_embedder(bound, name, dim)
+            return
         with self._write("bind the embedder") as conn:
             bound = self._get_meta(conn, "embedder")
             if bound is None:
@@ -737,7 +760,8 @@ class PostgresStore:
     def check(self, *, repair: bool = False) -> CheckReport:
         """Pending nodes and nodes without a vector (foreign keys keep every other link whole);
         nothing here is repairable by the store (``repair`` is accepted and changes nothing)."""
-        del repair
+        if repair and self.read_only:
+            raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
         with self.snapshot(), self._conn("check the database") as conn:
             pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()
             bare = conn.execute(

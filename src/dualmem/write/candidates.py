@@ -8,21 +8,32 @@ vector and lexical shortlists are top-``cand_pool`` index lookups; an entity cou
 rare (linked to at most ``cand_entity_share`` of the user's nodes, an O(1) lookup per entity), and the
 store reads at most a fixed number of links per entity; time proximity walks the (user, time) index
 ``cand_pool`` deep each way. The speaker is a field, never an entity.
+
+Discovery depends on what is stored when it runs (BM25 statistics, shortlist depths, entity shares),
+so it runs once per node, at write time, before the next node is stored. When the controller fails
+and the node stays ``pending``, its candidates are recorded with it (:func:`candidate_records`, as
+``candidates`` decisions, which go with the node or the candidate when either is forgotten) and
+``repair`` asks the controller about exactly those (:func:`recorded_candidates`): a repaired memory
+equals one built without the outage, however many nodes were written in between.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from dualmem.config import WriteProfile
-from dualmem.plane.base import Store
+from dualmem.plane.base import Decision, Store
 from dualmem.types import Node, Tenant
 
-__all__ = ["Candidate", "discover"]
+__all__ = ["CANDIDATES", "Candidate", "candidate_records", "discover", "recorded_candidates"]
+
+#: the decision purpose under which a pending node's write-time candidates are kept for repair
+CANDIDATES = "candidates"
+_COUNT = "candidates.count"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +92,40 @@ def discover(
             similarity = _cosine(node, other)
         common = tuple(sorted(own & set(other.entities)))
         out.append(Candidate(other, score, similarity, common))
+    return out
+
+
+def candidate_records(node: Node, candidates: Sequence[Candidate]) -> list[Decision]:
+    """The candidates discovered for ``node`` as decision records: a count, then one per candidate
+    (its fused score, in rank order), so that an empty list is recorded too."""
+    out = [Decision(node.id, CANDIDATES, "candidates", _COUNT, float(len(candidates)))]
+    out += [
+        Decision(node.id, CANDIDATES, f"candidate_{i}", "candidate", float(c.score), other_id=c.node.id)
+        for i, c in enumerate(candidates)
+    ]
+    return out
+
+
+def recorded_candidates(store: Store, node: Node) -> list[Candidate] | None:
+    """The candidates recorded for ``node`` when it was written (those still stored, in rank order);
+    ``None`` when none were recorded (a node written before records existed)."""
+    records = [d for d in store.decisions_of(node.id) if d.purpose == CANDIDATES]
+    if not any(d.key == _COUNT for d in records):
+        return None
+    ranked = sorted(
+        (int(d.name.rpartition("_")[2]), d.other_id, d.value)
+        for d in records
+        if d.key == "candidate" and d.other_id is not None
+    )
+    tenant = Tenant(node.tenant.user, node.tenant.agent, node.tenant.run)
+    nodes = store.get_nodes([other for _, other, _ in ranked], tenant)
+    own = set(node.entities)
+    out: list[Candidate] = []
+    for _, other_id, score in ranked:
+        other = nodes.get(other_id)
+        if other is not None:
+            common = tuple(sorted(own & set(other.entities)))
+            out.append(Candidate(other, score, _cosine(node, other), common))
     return out
 
 

@@ -5,15 +5,26 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Collection, Iterable, Mapping
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from dualmem.errors import DualmemError, InvalidInput
+from dualmem.errors import DatabaseLocked, DualmemError, InvalidInput
 from dualmem.plane.base import Store
 from dualmem.text.timeparse import parse_time
 from dualmem.types import Edge, JSONValue, Node, Tenant, check_json, check_text, utcnow
 
-__all__ = ["Filter", "check_import_tenant", "forget_closure", "history", "select", "supersede"]
+__all__ = [
+    "Filter",
+    "check_import_tenant",
+    "forget_closure",
+    "history",
+    "repair_at_open",
+    "select",
+    "supersede",
+]
+
+log = logging.getLogger("dualmem")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,3 +180,26 @@ def _check_owner(doc: Mapping[str, object], tenant: Tenant) -> None:
             f"the import holds memories of another tenant ({found}); this import is for {wanted}",
             hint="import a file exported by the same tenant, or pass that tenant's user/agent/run",
         )
+
+
+def repair_at_open(store: Store, repair: Callable[[], object] | None) -> bool:
+    """Complete the store's pending nodes when a memory opens for writing; True if it repaired.
+
+    ``repair`` is the memory's ``repair_all`` when its controller is offline (the builtin decider:
+    no network, milliseconds a node), else None: a remote controller is never called at open, and
+    pending nodes are only reported. A write lock held by another process is not waited out as a
+    failure: the nodes stay pending for the next open or ``dualmem check --repair``.
+    """
+    if next(iter(store.iter_nodes(None, status="pending")), None) is None:
+        return False
+    if repair is None:
+        log.warning(
+            "this memory has pending nodes (a controller outage); run repair or dualmem check --repair"
+        )
+        return False
+    try:
+        repair()
+    except DatabaseLocked:
+        log.warning("pending nodes not repaired at open: another process holds the write lock")
+        return False
+    return True

@@ -29,7 +29,7 @@ from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import EntityExtractor, create_extractor
 from dualmem.text.temporal import ground
 from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
-from dualmem.write.candidates import Candidate, discover
+from dualmem.write.candidates import Candidate, candidate_records, discover, recorded_candidates
 from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
 
 __all__ = ["WriteReport", "Writer", "embedding_text", "natural_key"]
@@ -161,12 +161,21 @@ class Writer:
         return dataclasses.replace(report, ids=tuple(ids), existing=existing)
 
     def repair(self, tenant: Tenant | None) -> WriteReport:
-        """Re-run the controller decisions of every ``pending`` node (after an outage)."""
-        nodes = list(self.store.iter_nodes(tenant, status="pending"))
-        if not nodes:
-            return WriteReport((), (), 0)
+        """Re-run the controller decisions of every ``pending`` node (after an outage).
+
+        Each node is related to the candidates discovered when it was written (recorded with it), so
+        the result equals a build without the outage. A node without that record (written by an older
+        version) has its candidates discovered again, among the nodes stored before it.
+        """
+        if next(iter(self.store.iter_nodes(tenant, status="pending")), None) is None:
+            return WriteReport((), (), 0)  # nothing to do: no write lock taken
         with self.store.transaction():
-            return self._relate(nodes, repairing=True)
+            # listed again under the lock: another process may have repaired some meanwhile
+            nodes = list(self.store.iter_nodes(tenant, status="pending"))
+            if not nodes:
+                return WriteReport((), (), 0)
+            found = [recorded_candidates(self.store, node) for node in nodes]
+            return self._relate(nodes, repairing=True, found=found)
 
     # -- steps -------------------------------------------------------------------------------
     def _node(self, obs: Observation, tenant: Tenant, vector: object) -> Node:
@@ -187,16 +196,22 @@ class Writer:
         )
 
     def _relate(
-        self, nodes: list[Node], *, repairing: bool = False, found: Sequence[list[Candidate]] | None = None
+        self,
+        nodes: list[Node],
+        *,
+        repairing: bool = False,
+        found: Sequence[list[Candidate] | None] | None = None,
     ) -> WriteReport:
         batch_ids = [n.id for n in nodes]
         plans: list[tuple[Node, list[Candidate]]] = []
         edges: list[Edge] = []
+        unrecorded: set[int] = set()  # nodes whose candidates are not recorded in the store yet
         for i, node in enumerate(nodes):
-            if found is not None:
-                cands = found[i]
-            else:
+            cands = None if found is None else found[i]
+            if cands is None:
                 cands = discover(self.store, node, profile=self.profile, exclude=batch_ids[i:])
+            if not repairing or found is None or found[i] is None:
+                unrecorded.add(i)
             previous = None if repairing else self._previous(node)
             edges.extend(deterministic_edges(node, cands, previous))
             plans.append((node, cands))
@@ -211,6 +226,10 @@ class Writer:
             [related[i] for i in done],  # type: ignore[misc]
         )
         self.store.put_edges(inferred)
+        # a pending node keeps its write-time candidates: repair relates it to exactly those
+        for i, f in enumerate(failures):
+            if f is not None and i in unrecorded:
+                decisions += candidate_records(*plans[i])
         self.store.put_decisions(decisions)
         for node in updated:
             self.store.update_node(node)

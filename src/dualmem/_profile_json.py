@@ -1,0 +1,122 @@
+"""A ``Profile`` as JSON and back: every field by name, nested sections as objects, strictly checked.
+
+The file form is ``{"format": "dualmem-profile/1", "name": ..., "write": {...}, "read": {...}, ...}``.
+Fields left out keep their defaults (so a file written before a field existed still loads); an
+unknown field, or a value of the wrong kind, is a ``ConfigError`` naming it. The per-backend
+calibration (``Profile.calibration``) is stored inline in its own format (``dualmem calibrate-backend``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dualmem.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dualmem.config import Profile
+
+__all__ = ["FORMAT", "load_profile", "profile_from_json", "profile_to_json", "save_profile"]
+
+FORMAT = "dualmem-profile/1"
+
+
+def profile_to_json(profile: Profile) -> dict[str, Any]:
+    out: dict[str, Any] = {"format": FORMAT}
+    out.update(_dump(profile))
+    return out
+
+
+def _dump(obj: object) -> Any:
+    from dualmem.control.calibration import Calibration
+
+    if isinstance(obj, Calibration):
+        return obj.to_json()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _dump(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple):
+        return [_dump(x) for x in obj]
+    return obj
+
+
+def profile_from_json(data: object, *, source: str = "profile") -> Profile:
+    from dualmem.config import Profile
+
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: a profile is a JSON object", hint="write one with Profile.save")
+    doc = dict(data)
+    fmt = doc.pop("format", FORMAT)
+    if fmt != FORMAT:
+        raise ConfigError(f"{source}: profile format {fmt!r}, expected {FORMAT!r}")
+    profile: Profile = _load(Profile, doc, source)
+    return profile
+
+
+def _load(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
+    defaults = cls()
+    optional = {f.name: "None" in str(f.type) for f in dataclasses.fields(cls)}  # "float | None"
+    unknown = sorted(set(data) - optional.keys())
+    if unknown:
+        raise ConfigError(f"{where}: unknown profile settings {unknown}")
+    values: dict[str, Any] = {}
+    for name, raw in data.items():
+        if raw is None and optional[name]:
+            values[name] = None
+            continue
+        values[name] = _value(getattr(defaults, name), raw, f"{where}.{name}", name)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _value(default: object, raw: object, where: str, name: str) -> object:
+    from dualmem.control.calibration import Calibration
+
+    if name == "calibration":
+        return Calibration.from_json(raw, source=where)
+    if dataclasses.is_dataclass(default):
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{where} must be an object")
+        return _load(type(default), raw, where)
+    if isinstance(default, tuple):
+        if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+            raise ConfigError(f"{where} must be a list of strings")
+        return tuple(raw)
+    if isinstance(default, bool):
+        if not isinstance(raw, bool):
+            raise ConfigError(f"{where} must be true or false, got {raw!r}")
+        return raw
+    if isinstance(default, int):
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise ConfigError(f"{where} must be an integer, got {raw!r}")
+        return raw
+    if isinstance(default, float) or default is None:  # None by default: an optional number
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise ConfigError(f"{where} must be a number, got {raw!r}")
+        return raw
+    if isinstance(default, str):
+        if not isinstance(raw, str):
+            raise ConfigError(f"{where} must be a string, got {raw!r}")
+        return raw
+    return raw
+
+
+def save_profile(profile: Profile, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(profile_to_json(profile), indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def load_profile(path: str | Path) -> Profile:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read profile {path}: {exc.strerror}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not a JSON profile", hint="write one with Profile.save") from exc
+    return profile_from_json(raw, source=str(path))
