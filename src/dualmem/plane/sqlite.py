@@ -31,6 +31,8 @@ from dualmem.errors import (
     ReadOnlyStore,
 )
 from dualmem.plane import _codec as codec
+from dualmem.plane import _context as context
+from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import ann
@@ -39,7 +41,7 @@ from dualmem.plane._sqlite_conn import Synchronous, connect
 from dualmem.plane._sqlite_schema import check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._vectors import UserVectors
-from dualmem.plane.base import Decision, StoreStats
+from dualmem.plane.base import Decision, NodeContext, StoreStats
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -59,6 +61,7 @@ class SQLiteStore:
         self._data_version = -1
         self._ann: ann.AnnIndex | None = None
         self._ann_threshold = 0
+        self._context_window = context.CONTEXT_WINDOW
 
     @classmethod
     def open(
@@ -87,7 +90,13 @@ class SQLiteStore:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, target, read_only=read_only)
+        store = cls(conn, target, read_only=read_only)
+        try:
+            store._load_context_window()
+        except BaseException:
+            conn.close()
+            raise
+        return store
 
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
@@ -229,6 +238,7 @@ class SQLiteStore:
                     ],
                 )
                 self._link_entities(nodes)
+                self._refresh_context(context.affected(self, nodes, self._context_window))
             self._cache_append(nodes, vectors)
 
     def _existing(self, ids: Collection[str]) -> set[str]:
@@ -255,6 +265,7 @@ class SQLiteStore:
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
             if (old[3], old[4]) != (node.content, node.speaker):
                 self._tx.erase = True  # the old text's FTS5 terms must not outlive it
+            before = self.get_nodes([node.id])
             self._conn.execute(
                 "UPDATE nodes SET content = ?, at = ?, at_ts = ?, speaker = ?, source = ?, session = ?, "
                 "turn_id = ?, metadata = ?, entities = ?, temporal_refs = ?, types = ?, status = ?, "
@@ -272,6 +283,9 @@ class SQLiteStore:
                     (node.id, node.tenant.user, vector.shape[0], vector.tobytes()),
                 )
                 self._vectors.pop(node.tenant.user, None)
+            window = self._context_window
+            touched = context.affected(self, [*before.values(), node], window)
+            self._refresh_context(touched | {node.id})
 
     def get_node(self, node_id: str, tenant: Tenant | None = None) -> Node | None:
         with self._lock, sql.translated("read a node"):
@@ -304,6 +318,8 @@ class SQLiteStore:
     def delete_nodes(self, node_ids: Collection[str]) -> int:
         removed = 0
         with self._lock, self.transaction(), sql.translated("delete nodes"):
+            gone_nodes = self.get_nodes(node_ids).values()
+            touched = context.affected(self, gone_nodes, self._context_window) - set(node_ids)
             for chunk in sql.chunks(node_ids):
                 marks = sql.marks(len(chunk))
                 if self._ann is not None:
@@ -313,6 +329,7 @@ class SQLiteStore:
                 removed += max(cur.rowcount, 0)
             if removed:
                 self._tx.erase = True
+                self._refresh_context(touched)
                 self._prune_entities()
                 gone = set(node_ids)
                 for vectors in self._vectors.values():
@@ -535,6 +552,56 @@ class SQLiteStore:
         for a, pairs in found.items():
             out[a] = tuple((b, offset) for offset, b in sorted(pairs))
         return out
+
+    # -- neighbour context --------------------------------------------------------------------
+    def _refresh_context(self, node_ids: Collection[str]) -> None:
+        """Recompute and store the context of ``node_ids`` (inside the caller's write)."""
+        if node_ids:
+            ctx.write(self._conn, context.derive(self, node_ids, self._context_window))
+
+    def rebuild_context(self) -> int:
+        """Recompute every node's context from the nodes (the repair of a derived index)."""
+        with self._lock, self.transaction(), sql.translated("rebuild the context"):
+            ctx.clear(self._conn)
+            ids = ctx.all_ids(self._conn)
+            for start in range(0, len(ids), 2000):
+                self._refresh_context(ids[start : start + 2000])
+            self._conn.execute("DELETE FROM meta WHERE key = ?", (ctx.STALE_KEY,))
+            self._tx.erase = True
+        return len(ids)
+
+    def _load_context_window(self) -> None:
+        stored = self.get_meta("context_window")
+        if isinstance(stored, int):
+            self._context_window = stored
+        if self.get_meta(ctx.STALE_KEY) is not None and not self.read_only:
+            self.rebuild_context()
+
+    def set_context_window(self, window: int) -> None:
+        if window == self._context_window or self.read_only:
+            return
+        with self._lock, self.transaction():
+            self._context_window = window
+            self.set_meta("context_window", window)
+            self.rebuild_context()
+
+    def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
+        if not terms or k <= 0:
+            return []
+        with self._lock, sql.translated("context search"):
+            terms = scale.select_terms(
+                self._conn,
+                terms,
+                max_terms=codec.QUERY_OR_TERMS,
+                common_share=codec.QUERY_COMMON_SHARE,
+                min_docs=codec.QUERY_MIN_DOCS,
+            )
+            return ctx.search(self._conn, fts_or(terms), k, sql.tenant_sql(tenant))
+
+    def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
+        with self._lock, sql.translated("read context"), sql.decoding("read context"):
+            return ctx.read(self._conn, node_ids, sql.tenant_sql(tenant))
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):
