@@ -6,7 +6,8 @@ so a context never holds text its readers could not see):
 
 - a **context field**: the neighbours' contents, in session order, indexed for BM25 apart from the
   node's own text (``Store.context_search``);
-- a **context vector**: the normalised mean of the neighbours' embeddings, stored as float16.
+- a **context vector**: the normalised mean of the neighbours' embeddings, stored as int8 (the
+  direction is what a cosine needs: 384 bytes at MiniLM's dimension, renormalised when read).
 
 Context is derived: a store recomputes it for every node whose window a write changes (a new turn
 changes the context of the turns before it; a forget or an edit changes its neighbours'), and
@@ -22,6 +23,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from dualmem.plane.base import NodeContext
 from dualmem.types import Node, Tenant
 
 __all__ = [
@@ -29,11 +31,13 @@ __all__ = [
     "ContextRow",
     "Neighbours",
     "affected",
+    "as_unit",
     "decode_vector",
     "derive",
     "encode_vector",
     "neighbours_json",
     "parse_neighbours",
+    "stale",
 ]
 
 #: session turns either side that form a node's stored context (``ReadProfile.pool_window``'s default)
@@ -44,6 +48,8 @@ Neighbours = tuple[tuple[str, int], ...]
 
 class _Reads(Protocol):
     def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]: ...
+
+    def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]: ...
 
     def session_neighbours(
         self, tenant: Tenant, node_ids: Collection[str], window: int
@@ -58,22 +64,31 @@ class ContextRow:
     tenant: Tenant
     neighbours: Neighbours
     text: str
-    vector: npt.NDArray[np.float16] | None
+    vector: npt.NDArray[np.int8] | None
 
 
-def encode_vector(vectors: Sequence[npt.NDArray[np.float32]]) -> npt.NDArray[np.float16] | None:
-    """The normalised mean of ``vectors`` as float16 (``None`` when there is none or it is zero)."""
+def encode_vector(vectors: Sequence[npt.NDArray[np.float32]]) -> npt.NDArray[np.int8] | None:
+    """The mean of ``vectors`` quantised to int8 (largest component ±127); ``None`` if none or zero."""
     if not vectors:
         return None
     mean = np.mean(np.stack(vectors).astype(np.float32), axis=0)
-    norm = float(np.linalg.norm(mean))
-    return None if norm == 0.0 else (mean / norm).astype(np.float16)
+    top = float(np.max(np.abs(mean)))
+    if not np.isfinite(top) or top == 0.0:
+        return None
+    quantised: npt.NDArray[np.int8] = np.rint(mean * (127.0 / top)).astype(np.int8)
+    return quantised
+
+
+def as_unit(vector: npt.NDArray[np.int8]) -> npt.NDArray[np.float32]:
+    out = vector.astype(np.float32)
+    return out / np.float32(np.linalg.norm(out))
 
 
 def decode_vector(blob: bytes | None) -> npt.NDArray[np.float32] | None:
+    """A stored context vector as a unit-length float32 array."""
     if not blob:
         return None
-    return np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+    return as_unit(np.frombuffer(blob, dtype=np.int8))
 
 
 def neighbours_json(pairs: Neighbours) -> list[list[str | int]]:
@@ -122,3 +137,27 @@ def derive(store: _Reads, node_ids: Collection[str], window: int) -> list[Contex
         vectors = [v for j, _ in pairs if (v := known[j].embedding) is not None]
         rows.append(ContextRow(node_id, node.tenant, pairs, text, encode_vector(vectors)))
     return rows
+
+
+def stale(store: _Reads, node_ids: Sequence[str], window: int) -> list[str]:
+    """The nodes of ``node_ids`` whose stored context differs from a fresh derivation (``check``)."""
+    out: list[str] = []
+    for start in range(0, len(node_ids), 2000):
+        rows = derive(store, node_ids[start : start + 2000], window)
+        by_user: dict[str, list[ContextRow]] = {}
+        for row in rows:
+            by_user.setdefault(row.tenant.user, []).append(row)
+        for user, mine in by_user.items():
+            stored = store.node_context([r.node_id for r in mine], Tenant(user))
+            out += [r.node_id for r in mine if not _same(r, stored.get(r.node_id))]
+    return out
+
+
+def _same(row: ContextRow, stored: NodeContext | None) -> bool:
+    if stored is None or not row.neighbours:
+        return stored is None and not row.neighbours
+    if stored.neighbours != row.neighbours or (stored.vector is None) != (row.vector is None):
+        return False
+    if stored.vector is None or row.vector is None:
+        return True
+    return bool(np.allclose(stored.vector, as_unit(row.vector), atol=1e-4))

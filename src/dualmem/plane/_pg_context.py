@@ -1,6 +1,6 @@
 """The PostgreSQL store's neighbour context (schema v3; what it holds: ``plane._context``).
 
-``node_context`` keeps one row per node that has session neighbours (neighbours as JSON, the float16
+``node_context`` keeps one row per node that has session neighbours (neighbours as JSON, the int8
 context vector, the field's token count); ``ctx_postings`` and ``ctx_stats`` index the field for
 BM25 exactly as ``postings`` and ``lex_stats`` index the nodes (the text itself is not stored).
 Everything is keyed by ``user_id`` first, like every other tenant table.

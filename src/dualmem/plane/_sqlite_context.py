@@ -1,7 +1,7 @@
 """The SQLite store's neighbour context (schema v6; what it holds: ``plane._context``).
 
 ``node_context`` keeps one row per node that has session neighbours: the neighbours (JSON ``[[id,
-offset], ...]``), their text and the float16 context vector. ``context_fts`` indexes the text for
+offset], ...]``), their text and the int8 context vector. ``context_fts`` indexes the text for
 BM25 as an external-content FTS5 table, kept by triggers (the text is stored once). Rows cascade
 with their node; a forget rewrites the neighbours' rows, and the transaction's FTS5 ``optimize``
 clears the pages that held the forgotten text (``_sqlite_tx``).
@@ -16,6 +16,7 @@ from typing import Any
 from dualmem.plane import _codec as codec
 from dualmem.plane._context import ContextRow, decode_vector, neighbours_json, parse_neighbours
 from dualmem.plane.base import NodeContext
+from dualmem.types import Tenant
 
 __all__ = ["STALE_KEY", "V6", "all_ids", "clear", "read", "search", "write"]
 
@@ -79,23 +80,23 @@ def write(conn: sqlite3.Connection, rows: Sequence[ContextRow]) -> None:
         )
 
 
-def read(
-    conn: sqlite3.Connection, ids: Collection[str], where: tuple[str, list[Any]]
-) -> dict[str, NodeContext]:
-    """The stored context of the nodes of ``ids`` that ``where`` (a tenant filter on ``n``) admits."""
-    clause, params = where
+def read(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, tuple[Tenant, NodeContext | None]]:
+    """For each stored node of ``ids``: its tenant and its context (``None`` when it has none)."""
     items = list(dict.fromkeys(ids))
-    out: dict[str, NodeContext] = {}
+    out: dict[str, tuple[Tenant, NodeContext | None]] = {}
     for start in range(0, len(items), 500):
         part = items[start : start + 500]
         marks = ",".join("?" * len(part))
         rows = conn.execute(
-            "SELECT n.id, c.neighbours, c.vec FROM nodes n JOIN node_context c ON c.seq = n.seq "
-            f"WHERE n.id IN ({marks}) AND {clause}",
-            [*part, *params],
+            "SELECT n.id, n.user_id, n.agent_id, n.run_id, c.neighbours, c.vec FROM nodes n "
+            f"LEFT JOIN node_context c ON c.seq = n.seq WHERE n.id IN ({marks})",
+            part,
         ).fetchall()
-        for node_id, pairs, blob in rows:
-            out[node_id] = NodeContext(parse_neighbours(codec.load_json(pairs)), decode_vector(blob))
+        for node_id, user, agent, run, pairs, blob in rows:
+            found = None
+            if pairs is not None:
+                found = NodeContext(parse_neighbours(codec.load_json(pairs)), decode_vector(blob))
+            out[node_id] = (Tenant(user, agent, run), found)
     return out
 
 

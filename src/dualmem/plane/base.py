@@ -53,7 +53,8 @@ class Decision:
 @dataclass(frozen=True, slots=True)
 class NodeContext:
     """A node's stored neighbour context (``plane._context``): its session neighbours within the
-    store's context window, as (id, offset), and the normalised mean of their embeddings."""
+    store's context window, as (id, offset), and the normalised mean of their embeddings (unit
+    length; stored quantised, so within about 1% of the exact mean)."""
 
     neighbours: tuple[tuple[str, int], ...]
     vector: Vector | None

@@ -358,7 +358,7 @@ class InMemoryStore:
                     continue
                 row = self._user_contexts(node.tenant.user).get(node_id)
                 if row is not None:
-                    vector = None if row.vector is None else row.vector.astype(np.float32)
+                    vector = None if row.vector is None else context.as_unit(row.vector)
                     out[node_id] = NodeContext(row.neighbours, vector)
             return out
 

@@ -806,18 +806,31 @@ class PostgresStore:
 
     # -- health -----------------------------------------------------------------------------
     def check(self, *, repair: bool = False) -> CheckReport:
-        """Pending nodes and nodes without a vector (foreign keys keep every other link whole);
-        nothing here is repairable by the store (``repair`` is accepted and changes nothing)."""
-        del repair
+        """Pending nodes and nodes without a vector (foreign keys keep every other link whole), and
+        the derived neighbour context, which ``repair`` rebuilds."""
+        report = self._check()
+        if not repair or "context" not in report.kinds():
+            return report
+        self.rebuild_context()
+        after = self._check()
+        return CheckReport(after.healthy, after.problems, repaired=("context",), before=report.problems)
+
+    def _check(self) -> CheckReport:
         with self.snapshot(), self._conn("check the database") as conn:
             pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()
             bare = conn.execute(
                 "SELECT count(*) FROM nodes n WHERE NOT EXISTS "
                 "(SELECT 1 FROM vectors v WHERE v.user_id = n.user_id AND v.node_id = n.id)"
             ).fetchone()
+            ids = [
+                cast(str, sql.dec(row[0]))
+                for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
+            ]
+            bad = context.stale(self, ids, self._context_window)
         return CheckReport.of(
             [
                 Problem("pending_nodes", int(cast(tuple[int], pending)[0]), repairable=False),
                 Problem("nodes_without_vector", int(cast(tuple[int], bare)[0]), repairable=False),
+                Problem("context", len(bad), tuple(bad[:5])),
             ]
         )

@@ -38,6 +38,7 @@ from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import ann
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
+from dualmem.plane._sqlite_nodes import NodeCache
 from dualmem.plane._sqlite_schema import check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._vectors import UserVectors
@@ -62,6 +63,8 @@ class SQLiteStore:
         self._ann: ann.AnnIndex | None = None
         self._ann_threshold = 0
         self._context_window = context.CONTEXT_WINDOW
+        self._nodes = NodeCache()
+        self._contexts: dict[str, tuple[Tenant, NodeContext | None]] = {}  # cleared as ``_nodes``
 
     @classmethod
     def open(
@@ -101,6 +104,8 @@ class SQLiteStore:
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
         self._vectors.clear()
+        self._nodes.clear()
+        self._contexts.clear()
         if self._ann is not None:
             self._ann.drop()
 
@@ -283,6 +288,7 @@ class SQLiteStore:
                     (node.id, node.tenant.user, vector.shape[0], vector.tobytes()),
                 )
                 self._vectors.pop(node.tenant.user, None)
+            self._nodes.drop([node.id])
             window = self._context_window
             touched = context.affected(self, [*before.values(), node], window)
             self._refresh_context(touched | {node.id})
@@ -300,20 +306,26 @@ class SQLiteStore:
         return node
 
     def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]:
+        """Decoded nodes are cached (``NodeCache``) until a write changes them or another
+        connection commits; a cached node's embedding is read-only."""
         found: dict[str, Node] = {}
         rows: list[tuple[object, ...]] = []
         with self._lock, self.snapshot(), sql.translated("read nodes"):
-            for chunk in sql.chunks(node_ids):
+            self._fresh()
+            wanted = list(dict.fromkeys(node_ids))
+            found.update(self._nodes.get_many(wanted))
+            for chunk in sql.chunks([i for i in wanted if i not in found]):
                 statement = (
                     f"SELECT {sql.NODE_COLS} FROM {sql.NODE_FROM} WHERE n.id IN ({sql.marks(len(chunk))})"
                 )
                 rows.extend(self._conn.execute(statement, chunk))
-        with sql.decoding("read nodes"):
-            for row in rows:
-                node = sql.to_node(row)
-                if tenant is None or tenant.covers(node.tenant):
-                    found[node.id] = node
-        return {node_id: found[node_id] for node_id in dict.fromkeys(node_ids) if node_id in found}
+            with sql.decoding("read nodes"):
+                decoded = [sql.to_node(row) for row in rows]
+            self._nodes.put_many(decoded)
+        found.update((node.id, node) for node in decoded)
+        return {
+            i: found[i] for i in wanted if i in found and (tenant is None or tenant.covers(found[i].tenant))
+        }
 
     def delete_nodes(self, node_ids: Collection[str]) -> int:
         removed = 0
@@ -327,6 +339,9 @@ class SQLiteStore:
                 scale.forget_decisions(self._conn, chunk)
                 cur = self._conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
                 removed += max(cur.rowcount, 0)
+            self._nodes.drop(node_ids)
+            for node_id in node_ids:
+                self._contexts.pop(node_id, None)
             if removed:
                 self._tx.erase = True
                 self._refresh_context(touched)
@@ -425,6 +440,8 @@ class SQLiteStore:
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
             self._vectors.clear()
+            self._nodes.clear()
+            self._contexts.clear()
             self._data_version = version
 
     def _user_vectors(self, user: str) -> UserVectors | None:
@@ -558,6 +575,8 @@ class SQLiteStore:
         """Recompute and store the context of ``node_ids`` (inside the caller's write)."""
         if node_ids:
             ctx.write(self._conn, context.derive(self, node_ids, self._context_window))
+            for node_id in node_ids:
+                self._contexts.pop(node_id, None)
 
     def rebuild_context(self) -> int:
         """Recompute every node's context from the nodes (the repair of a derived index)."""
@@ -600,8 +619,18 @@ class SQLiteStore:
             return ctx.search(self._conn, fts_or(terms), k, sql.tenant_sql(tenant))
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
-        with self._lock, sql.translated("read context"), sql.decoding("read context"):
-            return ctx.read(self._conn, node_ids, sql.tenant_sql(tenant))
+        """Read through a cache that each context write updates (and another connection's commit,
+        or a rollback, empties)."""
+        with self._lock, self.snapshot(), sql.translated("read context"), sql.decoding("read context"):
+            self._fresh()
+            cache, wanted = self._contexts, list(node_ids)
+            missing = [i for i in wanted if i not in cache]
+            if missing:
+                if len(cache) > 50_000:
+                    cache.clear()
+                cache.update(ctx.read(self._conn, missing))
+            hits = [(i, cache.get(i)) for i in wanted]
+            return {i: hit[1] for i, hit in hits if hit and hit[1] and tenant.covers(hit[0])}
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):
@@ -699,17 +728,33 @@ class SQLiteStore:
 
     # -- health -----------------------------------------------------------------------------
     def check(self, *, repair: bool = False) -> checks.CheckReport:
-        """Integrity of the file, the FTS5 index, vectors and links (see ``plane.check``)."""
+        """Integrity of the file, the FTS5 index, vectors, links and the derived neighbour context."""
         with self._lock:
             if repair and self.read_only:
                 raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
-            report = checks.sqlite_check(self._conn, repair=False)
+            report = self._check()
             if not repair or report.healthy:
                 return report
             with self.transaction(), sql.translated("repair the database"):
                 repaired = checks.sqlite_repair(self._conn, report)
             self._vectors.clear()
-            after = checks.sqlite_check(self._conn, repair=False)
+            self._nodes.clear()
+            self._contexts.clear()
+            if "context" in report.kinds() or "integrity" in repaired:
+                self.rebuild_context()
+                repaired = (*repaired, "context")
+            after = self._check()
             return checks.CheckReport(
-                after.healthy, after.problems, repaired=repaired, before=report.problems
+                after.healthy, after.problems, repaired=tuple(dict.fromkeys(repaired)), before=report.problems
             )
+
+    def _check(self) -> checks.CheckReport:
+        self._nodes.clear()  # a check reads what is stored, not what was cached
+        self._contexts.clear()
+        report = checks.sqlite_check(self._conn, repair=False)
+        if "integrity" in report.kinds():
+            return report
+        with sql.translated("check the context"), self.snapshot():
+            ids = ctx.all_ids(self._conn)
+            bad = context.stale(self, ids, self._context_window)
+        return checks.CheckReport.of([*report.problems, checks.Problem("context", len(bad), tuple(bad[:5]))])
