@@ -109,7 +109,8 @@ def test_cached_nodes_and_contexts_follow_another_connections_writes(tmp_path: P
         a.put_nodes(turns)
         first = a.get_nodes(["s1-1"])["s1-1"]
         assert a.node_context(["s1-0"], USER)["s1-0"].neighbours == (("s1-1", 1), ("s1-2", 2))
-        assert first.embedding is not None and not first.embedding.flags.writeable  # shared: read-only
+        assert first.embedding is not None
+        assert not first.embedding.flags.writeable  # shared between callers: read-only
         b.update_node(dataclasses.replace(turns[1], content="we talked about rowan"))
         b.delete_nodes(["s1-2"])
         assert a.get_nodes(["s1-1"])["s1-1"].content == "we talked about rowan"
