@@ -16,7 +16,7 @@ from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, DatabaseLocked, InvalidInput, StoreError
 from dualmem.plane import InMemoryStore, SQLiteStore, open_store
-from dualmem.plane._sqlite_schema import MIGRATIONS
+from dualmem.plane._sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from dualmem.text.lexical import content_tokens
 from dualmem.types import Edge, Node, Tenant
 
@@ -61,6 +61,7 @@ def test_file_is_wal_with_migrations_and_meta(db: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         rows = conn.execute("SELECT version, applied_at FROM schema_migrations").fetchall()
         assert [r[0] for r in rows] == [version for version, _ in MIGRATIONS]
+        assert rows[-1][0] == SCHEMA_VERSION
         dt.datetime.fromisoformat(rows[0][1])
         assert conn.execute("SELECT value FROM meta WHERE key = 'hello'").fetchone()[0] == '{"x": 1}'
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import sqlite3
 from pathlib import Path
@@ -96,6 +97,34 @@ def test_text_replaced_by_update_node_is_erased_too(tmp_path: Path) -> None:
         store.put_nodes([node])
         store.update_node(Node(id="x", tenant=USER, content="new text", at=None, embedding=unit(rng)))
     assert sum(raw_hits(db, token.encode()).values()) == 0
+
+
+@pytest.mark.parametrize("filled", [0, 600])
+def test_forgotten_turn_leaves_its_neighbours_context(tmp_path: Path, filled: int) -> None:
+    """A turn's text lives in its session neighbours' context fields too: forget rewrites them."""
+    rng = np.random.default_rng(filled + 1)
+    db = tmp_path / "memory.db"
+    token = f"zq{secrets.token_hex(6)}c"
+    turns = [dataclasses.replace(n, session="s1") for n in filler(rng, 5, "t")]
+    secret = Node(
+        id="secret", tenant=USER, content=f"the gate code is {token}", at=None, session="s1",
+        embedding=unit(rng),
+    )  # fmt: skip
+    with SQLiteStore.open(db) as store:
+        store.bind_embedder("test", 64)
+        for start in range(0, filled, 300):
+            store.put_nodes(filler(rng, 300, f"f{start}-"))
+        store.put_nodes(turns[:2])
+        store.put_nodes([secret])
+        store.put_nodes(turns[2:])  # the later turns take the secret into their context as well
+        hits = {i for i, _ in store.context_search(USER, token, 10)}
+        assert hits == {"t0", "t1", "t2", "t3"}
+        with store.transaction():
+            assert store.delete_nodes(["secret"]) == 1
+        assert store.context_search(USER, token, 10) == []
+        assert store.node_context(["t1"], USER)["t1"].neighbours == (("t0", -1), ("t2", 1), ("t3", 2))
+    assert sum(raw_hits(db, token.encode()).values()) == 0
+    assert sum(raw_hits(db, token[:8].encode()).values()) == 0
 
 
 def test_connection_settings(tmp_path: Path) -> None:

@@ -111,6 +111,7 @@ class Memory:
             self._bind()  # a mismatched database is refused at open
         if isinstance(store, SQLiteStore):
             store.use_ann(self.profile.ann_threshold)
+        store.set_context_window(self.profile.read.pool_window)  # a changed window rebuilds the context
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         # one learned head: the builtin decider's ranks the anchors too (read on first use)
         ranker = (lambda: controller.ranker) if isinstance(controller, BuiltinController) else None

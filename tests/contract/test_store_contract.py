@@ -682,3 +682,69 @@ def test_session_neighbours_follow_write_order_within_a_session(store: Store) ->
     # another user's node in a session of the same name is never a neighbour
     assert other.id not in {i for pairs in got.values() for i, _ in pairs}
     assert store.session_neighbours(BOB, [s1[2].id], 2) == {s1[2].id: ()}
+
+
+# -- write-time neighbour context (issue 10) ------------------------------------------------------
+
+
+def _mean(*nodes: Node) -> np.ndarray:
+    total = np.sum([n.embedding for n in nodes], axis=0)
+    return total / np.linalg.norm(total)
+
+
+def _context_ids(store: Store, query: str, tenant: Tenant = ALICE) -> set[str]:
+    return {i for i, _ in store.context_search(tenant, query, 10)}
+
+
+def test_context_is_built_at_write_and_follows_later_turns(store: Store) -> None:
+    rng = np.random.default_rng(3)
+    words = ["apple", "banana", "cherry", "damson", "elder"]
+    turns = [make_node(rng, f"turn about {w}", session="s1") for w in words]
+    loose = make_node(rng, "no session at all damson")
+    store.put_nodes([*turns[:3], loose])
+    got = store.node_context([turns[0].id, turns[2].id, loose.id, "missing"], ALICE)
+    assert set(got) == {turns[0].id, turns[2].id}  # no neighbours: no context
+    assert got[turns[0].id].neighbours == ((turns[1].id, 1), (turns[2].id, 2))
+    vector = got[turns[0].id].vector
+    assert vector is not None
+    assert np.allclose(vector, _mean(turns[1], turns[2]), atol=2e-2)
+    assert _context_ids(store, "cherry") == {turns[0].id, turns[1].id}  # never the node itself
+    assert _context_ids(store, "damson") == set()
+    # a later turn changes the context of the turns before it (one at a time, or in one batch)
+    store.put_nodes([turns[3]])
+    store.put_nodes([turns[4]])
+    assert _context_ids(store, "damson") == {turns[1].id, turns[2].id, turns[4].id}
+    after = store.node_context([turns[2].id], ALICE)[turns[2].id]
+    assert after.neighbours == ((turns[0].id, -2), (turns[1].id, -1), (turns[3].id, 1), (turns[4].id, 2))
+    assert after.vector is not None
+    assert np.allclose(after.vector, _mean(turns[0], turns[1], turns[3], turns[4]), atol=2e-2)
+
+
+def test_forget_and_update_rewrite_the_neighbours_context(store: Store) -> None:
+    rng = np.random.default_rng(4)
+    turns = [make_node(rng, f"turn {w}", session="s1") for w in ("kiwi", "lemon", "mango", "nectar")]
+    store.put_nodes(turns)
+    assert _context_ids(store, "lemon") == {turns[0].id, turns[2].id, turns[3].id}
+    assert store.delete_nodes([turns[1].id]) == 1
+    assert _context_ids(store, "lemon") == set()
+    got = store.node_context([turns[0].id], ALICE)[turns[0].id]
+    assert got.neighbours == ((turns[2].id, 1), (turns[3].id, 2))
+    store.update_node(dataclasses.replace(turns[2], content="turn olive"))
+    assert _context_ids(store, "mango") == set()
+    assert _context_ids(store, "olive") == {turns[0].id, turns[3].id}
+
+
+def test_context_never_crosses_tenants(store: Store) -> None:
+    rng = np.random.default_rng(5)
+    agent = Tenant("alice", "helper")
+    mine = [make_node(rng, f"alice {w}", session="s1") for w in ("pear", "plum")]
+    scoped = make_node(rng, "agent quince", tenant=agent, session="s1")
+    bob = [make_node(rng, f"bob {w}", tenant=BOB, session="s1") for w in ("fig", "grape")]
+    store.put_nodes([mine[0], bob[0], scoped, mine[1], bob[1]])
+    assert _context_ids(store, "fig") == set()
+    assert _context_ids(store, "fig", BOB) == {bob[1].id}
+    assert _context_ids(store, "plum") == {mine[0].id}  # the agent's node does not see user-wide text
+    assert _context_ids(store, "quince") == {mine[0].id, mine[1].id}
+    assert _context_ids(store, "quince", agent) == set()
+    assert store.node_context([mine[0].id], BOB) == {}
+    assert store.node_context([scoped.id], agent) == {}

@@ -15,6 +15,7 @@ import psycopg
 from psycopg import sql
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, EmbedderMismatch
+from dualmem.plane._pg_context import V3
 from dualmem.types import utcnow
 
 __all__ = [
@@ -154,7 +155,8 @@ _V2: tuple[str, ...] = (
     "CREATE INDEX write_keys_node ON write_keys (user_id, node_id)",
 )
 
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2))
+# v3 (issue 10): write-time neighbour context (``_pg_context``)
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, V3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _HNSW_M = 16

@@ -279,19 +279,21 @@ def tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[sql.Composed, l
 _HIT_COLS = "node_id, seq, agent_id, run_id, dl, tf"
 
 
-def _phrase_hits(index: int, phrase: tuple[str, ...], user: str) -> tuple[sql.Composed, list[Any]]:
+def _phrase_hits(
+    index: int, phrase: tuple[str, ...], user: str, table: str = "postings"
+) -> tuple[sql.Composed, list[Any]]:
     """(phrase, node, order, agent, run, length, frequency) for the nodes of ``user`` with ``phrase``."""
     if len(phrase) == 1:
         return (
-            sql.SQL("SELECT {} AS q, {} FROM postings WHERE user_id = %s AND term = %s").format(
-                sql.Literal(index), sql.SQL(_HIT_COLS)
+            sql.SQL("SELECT {} AS q, {} FROM {} WHERE user_id = %s AND term = %s").format(
+                sql.Literal(index), sql.SQL(_HIT_COLS), sql.Identifier(table)
             ),
             [user, phrase[0]],
         )
     joins = sql.SQL(" ").join(
         sql.SQL(
-            "JOIN postings {p} ON {p}.user_id = p0.user_id AND {p}.node_id = p0.node_id AND {p}.term = %s"
-        ).format(p=sql.Identifier(f"p{i}"))
+            "JOIN {t} {p} ON {p}.user_id = p0.user_id AND {p}.node_id = p0.node_id AND {p}.term = %s"
+        ).format(t=sql.Identifier(table), p=sql.Identifier(f"p{i}"))
         for i in range(1, len(phrase))
     )
     follows = sql.SQL(" AND ").join(
@@ -301,28 +303,38 @@ def _phrase_hits(index: int, phrase: tuple[str, ...], user: str) -> tuple[sql.Co
     statement = sql.SQL(
         "SELECT {q} AS q, {cols} FROM (SELECT p0.node_id, p0.seq, p0.agent_id, p0.run_id, p0.dl, "
         "(SELECT count(*) FROM unnest(p0.positions) AS x(pos) WHERE {follows})::integer AS tf "
-        "FROM postings p0 {joins} WHERE p0.user_id = %s AND p0.term = %s) AS ph WHERE tf > 0"
-    ).format(q=sql.Literal(index), cols=sql.SQL(_HIT_COLS), follows=follows, joins=joins)
+        "FROM {t} p0 {joins} WHERE p0.user_id = %s AND p0.term = %s) AS ph WHERE tf > 0"
+    ).format(
+        q=sql.Literal(index), cols=sql.SQL(_HIT_COLS), follows=follows, joins=joins, t=sql.Identifier(table)
+    )
     return statement, [*phrase[1:], user, phrase[0]]
 
 
 def bm25_query(
-    tenant: Tenant, phrases: Sequence[tuple[str, ...]], k: int, *, k1: float, b: float
+    tenant: Tenant,
+    phrases: Sequence[tuple[str, ...]],
+    k: int,
+    *,
+    k1: float,
+    b: float,
+    field: tuple[str, str] = ("postings", "lex_stats"),
 ) -> tuple[sql.Composed, list[Any]]:
     """FTS5's ``bm25()`` over the postings of ``tenant.user`` (statistics per user), top ``k``.
 
     Document frequencies count every node of the user; the agent/run filter applies to the hits.
+    ``field``: the (postings, statistics) tables of the indexed field (the nodes, or their context).
     """
+    table, stats = field
     user = cast(str, enc(tenant.user))
     parts, params = [], []
     for i, phrase in enumerate(phrases):
-        part, part_params = _phrase_hits(i, phrase, user)
+        part, part_params = _phrase_hits(i, phrase, user, table)
         parts.append(part)
         params.extend(part_params)
     where, where_params = tenant_sql(Tenant(tenant.user, tenant.agent, tenant.run), "h")
     statement = sql.SQL(
         "WITH st AS (SELECT docs::float8 AS total, tokens::float8 / GREATEST(docs, 1) AS avgdl "
-        "FROM lex_stats WHERE user_id = %s), "
+        "FROM {stats} WHERE user_id = %s), "
         "hits AS ({hits}), "
         "df AS (SELECT q, count(*)::float8 AS n FROM hits GROUP BY q), "
         "idf AS (SELECT q, ln((st.total - df.n + 0.5) / (df.n + 0.5)) AS w FROM df, st) "
@@ -331,6 +343,7 @@ def bm25_query(
         "FROM (SELECT %s AS user_id, * FROM hits) AS h JOIN idf USING (q) CROSS JOIN st WHERE {where} "
         "GROUP BY h.node_id, h.seq ORDER BY score DESC, h.seq LIMIT %s"
     ).format(
+        stats=sql.Identifier(stats),
         hits=sql.SQL(" UNION ALL ").join(parts),
         k1p=sql.Literal(k1 + 1.0),
         k1=sql.Literal(k1),

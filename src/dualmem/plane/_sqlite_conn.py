@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
-from dualmem.errors import ConfigError, DualmemError, ReadOnlyStore
+from dualmem.errors import ConfigError, DatabaseCorrupt, DualmemError, ReadOnlyStore
 from dualmem.plane import _sqlite_sql as sql
 
 __all__ = ["JOURNAL_SIZE_LIMIT", "Synchronous", "connect"]
@@ -47,6 +47,9 @@ def _writable(target: str, *, timeout: float, synchronous: Synchronous) -> sqlit
     except sqlite3.Error as exc:
         conn.close()
         raise _open_error(target, exc) from exc
+    except UnicodeDecodeError as exc:  # a pragma's answer read from a damaged page
+        conn.close()
+        raise DatabaseCorrupt(f"open {target}: the database is damaged ({exc.reason})") from exc
     except BaseException:
         conn.close()
         raise

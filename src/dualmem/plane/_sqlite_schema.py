@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
+from dualmem.plane._sqlite_context import V6
 from dualmem.plane._sqlite_scale import V2
 from dualmem.plane._sqlite_vectors import V7
 from dualmem.types import utcnow
@@ -139,6 +140,7 @@ Step = str | Callable[[sqlite3.Connection], None]
 
 #: ordered migrations: (version, steps). Append only; never edit a released one.
 #: 4: entity/user counts, packed decisions, fts5vocab (issue 13, ``_sqlite_scale``)
+#: 6: write-time neighbour context (issue 10, ``_sqlite_context``); independent of 5
 #: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``;
 #: 5 and 6 are other branches' numbers: each step applies whether or not they exist)
 MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
@@ -146,6 +148,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (2, _V2),
     (3, _V3),
     (4, (V2,)),
+    (6, V6),
     (7, V7),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]

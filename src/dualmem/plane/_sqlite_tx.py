@@ -67,6 +67,7 @@ class Transactions:
                 with sql.translated("commit"):
                     if depth == 0 and self.erase:
                         self.conn.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('optimize')")
+                        self.conn.execute("INSERT INTO context_fts (context_fts) VALUES ('optimize')")
                     self.conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
             except BaseException:
                 self._rollback(depth, savepoint)

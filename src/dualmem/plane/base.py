@@ -31,7 +31,7 @@ from dualmem.types import Edge, JSONValue, Node, NodeStatus, Tenant, Vector, Vie
 if TYPE_CHECKING:
     from dualmem.plane.check import CheckReport
 
-__all__ = ["Decision", "Store", "StoreStats"]
+__all__ = ["Decision", "NodeContext", "Store", "StoreStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,16 @@ class Decision:
     latency_ms: float = 0.0
     other_id: str | None = None  # the other node of a pair decision
     created_at: dt.datetime = field(default_factory=utcnow)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeContext:
+    """A node's stored neighbour context (``plane._context``): its session neighbours within the
+    store's context window, as (id, offset), and the normalised mean of their embeddings (unit
+    length; stored quantised, so within about 1% of the exact mean)."""
+
+    neighbours: tuple[tuple[str, int], ...]
+    vector: Vector | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +171,19 @@ class Store(Protocol):
 
         Only nodes visible to ``tenant``; a node without a session (or unknown) maps to ``()``.
         """
+        ...
+
+    # -- neighbour context (derived at write time, ``plane._context``) -------------------------
+    def set_context_window(self, window: int) -> None:
+        """The session window of the stored context; a change rebuilds every node's context."""
+        ...
+
+    def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 top-k over the nodes' context fields (their session neighbours' text), best first."""
+        ...
+
+    def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
+        """The stored context of each node of ``node_ids`` visible to ``tenant`` that has neighbours."""
         ...
 
     def entities_of(self, node_id: str) -> tuple[str, ...]: ...

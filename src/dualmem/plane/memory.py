@@ -20,8 +20,9 @@ import numpy as np
 
 from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
 from dualmem.plane import _codec as codec
+from dualmem.plane import _context as context
 from dualmem.plane._vectors import UserVectors
-from dualmem.plane.base import Decision, StoreStats
+from dualmem.plane.base import Decision, NodeContext, StoreStats
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.text.lexical import fts5_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -42,6 +43,30 @@ def _phrase_count(doc: Sequence[str], counts: Counter[str], phrase: tuple[str, .
     return sum(1 for i in range(len(doc) - width + 1) if tuple(doc[i : i + width]) == phrase)
 
 
+def _bm25(
+    docs: Sequence[tuple[Node, list[str], Counter[str]]],
+    phrases: Sequence[tuple[str, ...]],
+    tenant: Tenant,
+    k: int,
+) -> list[tuple[str, float]]:
+    """FTS5's bm25 over ``docs`` (statistics over all of them), top ``k`` of those ``tenant`` covers."""
+    if not phrases or k <= 0 or not docs:
+        return []
+    total = len(docs)
+    avgdl = sum(len(toks) for _, toks, _ in docs) / total
+    hits = [[_phrase_count(toks, counts, p) for p in phrases] for _, toks, counts in docs]
+    idf = [codec.bm25_idf(total, sum(1 for row in hits if row[j] > 0)) for j in range(len(phrases))]
+    scored: list[tuple[float, int, str]] = []
+    for i, ((node, toks, _), row) in enumerate(zip(docs, hits, strict=True)):
+        if not any(row) or not tenant.covers(node.tenant):
+            continue
+        norm = codec.BM25_K1 * (1 - codec.BM25_B + codec.BM25_B * len(toks) / avgdl)
+        score = sum(w * tf * (codec.BM25_K1 + 1) / (tf + norm) for w, tf in zip(idf, row, strict=True) if tf)
+        scored.append((-score, i, node.id))
+    scored.sort()
+    return [(node_id, -neg) for neg, _, node_id in scored[:k]]
+
+
 class InMemoryStore:
     """A ``Store`` held in process memory. Nothing persists; transactions roll back by snapshot."""
 
@@ -55,6 +80,9 @@ class InMemoryStore:
         self._depth = 0
         self._vectors: dict[str, UserVectors] = {}
         self._tokens: dict[str, tuple[str, list[str], Counter[str]]] = {}
+        # neighbour context is derived on demand from the nodes (cached per user until a write)
+        self._context_window = context.CONTEXT_WINDOW
+        self._contexts: dict[str, dict[str, context.ContextRow]] = {}
 
     # -- lifecycle and metadata -------------------------------------------------------------
     def close(self) -> None:
@@ -83,6 +111,7 @@ class InMemoryStore:
             except BaseException:
                 self._nodes, self._edges, self._decisions, self._meta, self._keys = snapshot
                 self._vectors.clear()
+                self._contexts.clear()
                 raise
             finally:
                 self._depth -= 1
@@ -158,6 +187,7 @@ class InMemoryStore:
             if known or len({node.id for node in nodes}) != len(nodes):
                 raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
             self._check_dims(vectors)
+            self._contexts.clear()
             for node in stored:
                 self._nodes[node.id] = node
             for user in {node.tenant.user for node in stored}:
@@ -182,6 +212,7 @@ class InMemoryStore:
                     self._vectors.pop(node.tenant.user, None)
             new = self._canonical(node, vector if vector is not None else old.embedding)
             self._nodes[node.id] = dataclasses.replace(new, created_at=old.created_at)
+            self._contexts.clear()
 
     def get_node(self, node_id: str, tenant: Tenant | None = None) -> Node | None:
         with self._lock:
@@ -205,6 +236,7 @@ class InMemoryStore:
                 return 0
             for node_id in gone:
                 del self._nodes[node_id]
+            self._contexts.clear()
             self._edges = {
                 key: e for key, e in self._edges.items() if e.source not in gone and e.target not in gone
             }
@@ -291,26 +323,46 @@ class InMemoryStore:
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         """BM25 with FTS5's formula, statistics over every stored node (as FTS5 computes them)."""
-        phrases = codec.query_phrases(query)
-        if not phrases or k <= 0:
-            return []
         with self._lock:
             docs = [(node, *self._doc(node)) for node in self._nodes.values()]
-        total = len(docs)
-        avgdl = sum(len(toks) for _, toks, _ in docs) / total
-        hits = [[_phrase_count(toks, counts, p) for p in phrases] for _, toks, counts in docs]
-        idf = [codec.bm25_idf(total, sum(1 for row in hits if row[j] > 0)) for j in range(len(phrases))]
-        scored: list[tuple[float, int, str]] = []
-        for i, ((node, toks, _), row) in enumerate(zip(docs, hits, strict=True)):
-            if not any(row) or not tenant.covers(node.tenant):
-                continue
-            norm = codec.BM25_K1 * (1 - codec.BM25_B + codec.BM25_B * len(toks) / avgdl)
-            score = sum(
-                w * tf * (codec.BM25_K1 + 1) / (tf + norm) for w, tf in zip(idf, row, strict=True) if tf
-            )
-            scored.append((-score, i, node.id))
-        scored.sort()
-        return [(node_id, -neg) for neg, _, node_id in scored[:k]]
+        return _bm25(docs, codec.query_phrases(query), tenant, k)
+
+    # -- neighbour context (derived on demand: the same rows the SQLite store keeps) --------------
+    def _user_contexts(self, user: str) -> dict[str, context.ContextRow]:
+        cached = self._contexts.get(user)
+        if cached is None:
+            ids = [n.id for n in self._nodes.values() if n.tenant.user == user and n.session is not None]
+            rows = context.derive(self, ids, self._context_window)
+            cached = self._contexts[user] = {row.node_id: row for row in rows if row.neighbours}
+        return cached
+
+    def set_context_window(self, window: int) -> None:
+        with self._lock:
+            self._context_window = window
+            self._contexts.clear()
+
+    def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 over the context fields; statistics over the user's nodes that have a context."""
+        with self._lock:
+            rows = self._user_contexts(tenant.user)
+            docs = []
+            for node_id, row in rows.items():
+                toks = fts5_tokens(row.text)
+                docs.append((self._nodes[node_id], toks, Counter(toks)))
+        return _bm25(docs, codec.query_phrases(query), tenant, k)
+
+    def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
+        with self._lock:
+            out: dict[str, NodeContext] = {}
+            for node_id in dict.fromkeys(node_ids):
+                node = self._nodes.get(node_id)
+                if node is None or not tenant.covers(node.tenant):
+                    continue
+                row = self._user_contexts(node.tenant.user).get(node_id)
+                if row is not None:
+                    vector = None if row.vector is None else context.as_unit(row.vector)
+                    out[node_id] = NodeContext(row.neighbours, vector)
+            return out
 
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         keys = {codec.entity_key(e) for e in entities} - {""}

@@ -25,9 +25,11 @@ from psycopg import sql as pgsql
 
 from dualmem.errors import ConfigError, EmbedderMismatch, InvalidInput, NotFound, ReadOnlyStore
 from dualmem.plane import _codec as codec
+from dualmem.plane import _context as context
+from dualmem.plane import _pg_context as pgctx
 from dualmem.plane import _pg_sql as sql
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
-from dualmem.plane.base import Decision, StoreStats
+from dualmem.plane.base import Decision, NodeContext, StoreStats
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -70,6 +72,7 @@ class PostgresStore:
         self.ef_search = ef_search
         self._local = threading.local()
         self._dim: int | None = None
+        self._context_window = context.CONTEXT_WINDOW
 
     @classmethod
     def open(
@@ -129,7 +132,13 @@ class PostgresStore:
         )
         with sql.translated("open the connection pool"):
             pool.open(wait=True, timeout=max(timeout, 5.0))
-        return cls(pool, schema, exact_below=exact_below, ef_search=ef_search, read_only=read_only)
+        store = cls(pool, schema, exact_below=exact_below, ef_search=ef_search, read_only=read_only)
+        try:
+            store._load_context_window()
+        except BaseException:
+            pool.close()
+            raise
+        return store
 
     # -- connections ------------------------------------------------------------------------
     @contextmanager
@@ -336,6 +345,7 @@ class PostgresStore:
                 )
             self._index_text(conn, nodes, seqs, lexed)
             self._add_stats(conn, deltas)
+            self._refresh_context(conn, context.affected(self, nodes, self._context_window))
 
     def update_node(self, node: Node) -> None:
         length, terms = sql.doc_terms(node.speaker, node.content)
@@ -350,6 +360,7 @@ class PostgresStore:
                 raise NotFound(f"no node {node.id}")
             if Tenant(sql.dec(old[0]) or "", sql.dec(old[1]), sql.dec(old[2])) != node.tenant:
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
+            before = list(self.get_nodes([node.id]).values())
             key = (row[1], row[0])
             conn.execute(
                 sql.UPDATE_NODE,
@@ -365,6 +376,8 @@ class PostgresStore:
                 conn.execute(
                     "UPDATE vectors SET embedding = %s WHERE user_id = %s AND node_id = %s", (vector, *key)
                 )
+            touched = context.affected(self, [*before, node], self._context_window)
+            self._refresh_context(conn, touched | {node.id})
 
     def get_node(self, node_id: str, tenant: Tenant | None = None) -> Node | None:
         return self.get_nodes([node_id], tenant).get(node_id)
@@ -389,6 +402,11 @@ class PostgresStore:
             return 0
         removed = 0
         with self._write("delete nodes") as conn:
+            doomed = self.get_nodes(node_ids)
+            touched = context.affected(self, doomed.values(), self._context_window) - set(node_ids)
+            pgctx.drop(
+                conn, [(cast(str, sql.enc(n.tenant.user)), cast(str, sql.enc(n.id))) for n in doomed.values()]
+            )
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
                 gone = conn.execute(
@@ -408,6 +426,7 @@ class PostgresStore:
                         "DELETE FROM decisions WHERE user_id = %s AND other_id = ANY(%s)", (user, mine)
                     )
                 self._add_stats(conn, deltas)
+            self._refresh_context(conn, touched)
         return removed
 
     def _ids(self, statement: pgsql.Composed, params: Sequence[Any], what: str) -> list[str]:
@@ -644,6 +663,58 @@ class PostgresStore:
             out[a] = tuple((b, offset) for offset, b in sorted(pairs))
         return out
 
+    # -- neighbour context --------------------------------------------------------------------
+    def _refresh_context(self, conn: _Conn, node_ids: Collection[str]) -> None:
+        if node_ids:
+            pgctx.write(conn, context.derive(self, node_ids, self._context_window))
+
+    def rebuild_context(self) -> int:
+        """Recompute every node's context from the nodes (the repair of a derived index)."""
+        with self._write("rebuild the context") as conn:
+            conn.execute("DELETE FROM node_context")
+            conn.execute("DELETE FROM ctx_postings")
+            conn.execute("DELETE FROM ctx_stats")
+            ids = [
+                cast(str, sql.dec(row[0]))
+                for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
+            ]
+            for start in range(0, len(ids), 2000):
+                self._refresh_context(conn, ids[start : start + 2000])
+            conn.execute("DELETE FROM meta WHERE key = %s", (pgctx.STALE_KEY,))
+        return len(ids)
+
+    def _load_context_window(self) -> None:
+        stored = self.get_meta("context_window")
+        if isinstance(stored, int):
+            self._context_window = stored
+        if self.get_meta(pgctx.STALE_KEY) is not None and not self.read_only:
+            self.rebuild_context()
+
+    def set_context_window(self, window: int) -> None:
+        if window == self._context_window or self.read_only:
+            return
+        with self.transaction():
+            self._context_window = window
+            self.set_meta("context_window", window)
+            self.rebuild_context()
+
+    def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        phrases = sql.query_terms(query)
+        if not phrases or k <= 0:
+            return []
+        statement, params = sql.bm25_query(
+            tenant, phrases, k, k1=codec.BM25_K1, b=codec.BM25_B, field=("ctx_postings", "ctx_stats")
+        )
+        with self._conn("context search") as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
+
+    def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
+        if not node_ids:
+            return {}
+        with self._conn("read context") as conn:
+            return pgctx.read(conn, node_ids, tenant)
+
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._conn("read entities") as conn:
             row = conn.execute("SELECT entities FROM nodes WHERE id = %s", (sql.enc(node_id),)).fetchone()
@@ -758,19 +829,33 @@ class PostgresStore:
 
     # -- health -----------------------------------------------------------------------------
     def check(self, *, repair: bool = False) -> CheckReport:
-        """Pending nodes and nodes without a vector (foreign keys keep every other link whole);
-        nothing here is repairable by the store (``repair`` is accepted and changes nothing)."""
+        """Pending nodes and nodes without a vector (foreign keys keep every other link whole), and
+        the derived neighbour context, which ``repair`` rebuilds."""
         if repair and self.read_only:
             raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
+        report = self._check()
+        if not repair or "context" not in report.kinds():
+            return report
+        self.rebuild_context()
+        after = self._check()
+        return CheckReport(after.healthy, after.problems, repaired=("context",), before=report.problems)
+
+    def _check(self) -> CheckReport:
         with self.snapshot(), self._conn("check the database") as conn:
             pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()
             bare = conn.execute(
                 "SELECT count(*) FROM nodes n WHERE NOT EXISTS "
                 "(SELECT 1 FROM vectors v WHERE v.user_id = n.user_id AND v.node_id = n.id)"
             ).fetchone()
+            ids = [
+                cast(str, sql.dec(row[0]))
+                for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
+            ]
+            bad = context.stale(self, ids, self._context_window)
         return CheckReport.of(
             [
                 Problem("pending_nodes", int(cast(tuple[int], pending)[0]), repairable=False),
                 Problem("nodes_without_vector", int(cast(tuple[int], bare)[0]), repairable=False),
+                Problem("context", len(bad), tuple(bad[:5])),
             ]
         )

@@ -29,15 +29,18 @@ from dualmem.errors import (
     ReadOnlyStore,
 )
 from dualmem.plane import _codec as codec
+from dualmem.plane import _context as context
+from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import ann
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
+from dualmem.plane._sqlite_nodes import NodeCache
 from dualmem.plane._sqlite_schema import check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
-from dualmem.plane.base import Decision, StoreStats
+from dualmem.plane.base import Decision, NodeContext, StoreStats
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -58,6 +61,10 @@ class SQLiteStore:
         self._lock = self._tx.lock
         self._ann: ann.AnnIndex | None = None
         self._ann_threshold = 0
+        self._context_window = context.CONTEXT_WINDOW
+        self._nodes = NodeCache()
+        self._contexts: dict[str, tuple[Tenant, NodeContext | None]] = {}  # cleared as ``_nodes``
+        self._data_version = -1  # PRAGMA data_version the node and context caches match
 
     @classmethod
     def open(
@@ -86,11 +93,19 @@ class SQLiteStore:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, target, read_only=read_only)
+        store = cls(conn, target, read_only=read_only)
+        try:
+            store._load_context_window()
+        except BaseException:
+            conn.close()
+            raise
+        return store
 
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
         self._cache.rolled_back()
+        self._nodes.clear()
+        self._contexts.clear()
         if self._ann is not None:
             self._ann.drop()
 
@@ -226,6 +241,7 @@ class SQLiteStore:
             )
             self._link_entities(nodes)
             self._cache.appended(self._conn, [n.id for n in nodes], [n.tenant for n in nodes], vectors)
+            self._refresh_context(context.affected(self, nodes, self._context_window))
 
     def _existing(self, ids: Collection[str]) -> set[str]:
         return set(self._users(ids))
@@ -251,6 +267,7 @@ class SQLiteStore:
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
             if (old[3], old[4]) != (node.content, node.speaker):
                 self._tx.erase = True  # the old text's FTS5 terms must not outlive it
+            before = self.get_nodes([node.id])
             self._conn.execute(
                 "UPDATE nodes SET content = ?, at = ?, at_ts = ?, speaker = ?, source = ?, session = ?, "
                 "turn_id = ?, metadata = ?, entities = ?, temporal_refs = ?, types = ?, status = ?, "
@@ -262,6 +279,10 @@ class SQLiteStore:
             self._prune_entities()
             if vector is not None:
                 self._put_vector(node, vector)
+            self._nodes.drop([node.id])
+            window = self._context_window
+            touched = context.affected(self, [*before.values(), node], window)
+            self._refresh_context(touched | {node.id})
 
     def _put_vector(self, node: Node, vector: Vector) -> None:
         """Store ``node``'s vector in an update (a no-op when it is the stored one)."""
@@ -291,25 +312,33 @@ class SQLiteStore:
         return node
 
     def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]:
+        """Decoded nodes are cached (``NodeCache``) until a write changes them or another
+        connection commits; a cached node's embedding is read-only."""
         found: dict[str, Node] = {}
         rows: list[tuple[object, ...]] = []
         with self._lock, self.snapshot(), sql.translated("read nodes"):
-            for chunk in sql.chunks(node_ids):
+            self._fresh()
+            wanted = list(dict.fromkeys(node_ids))
+            found.update(self._nodes.get_many(wanted))
+            for chunk in sql.chunks([i for i in wanted if i not in found]):
                 statement = (
                     f"SELECT {sql.NODE_COLS} FROM {sql.NODE_FROM} WHERE n.id IN ({sql.marks(len(chunk))})"
                 )
                 rows.extend(self._conn.execute(statement, chunk))
-        with sql.decoding("read nodes"):
-            for row in rows:
-                node = sql.to_node(row)
-                if tenant is None or tenant.covers(node.tenant):
-                    found[node.id] = node
-        return {node_id: found[node_id] for node_id in dict.fromkeys(node_ids) if node_id in found}
+            with sql.decoding("read nodes"):
+                decoded = [sql.to_node(row) for row in rows]
+            self._nodes.put_many(decoded)
+        found.update((node.id, node) for node in decoded)
+        return {
+            i: found[i] for i in wanted if i in found and (tenant is None or tenant.covers(found[i].tenant))
+        }
 
     def delete_nodes(self, node_ids: Collection[str]) -> int:
         removed = 0
         with self._lock, self.transaction(), sql.translated("delete nodes"):
             self._cache.sync(self._conn, set(self._users(node_ids).values()))
+            gone_nodes = self.get_nodes(node_ids).values()
+            touched = context.affected(self, gone_nodes, self._context_window) - set(node_ids)
             for chunk in sql.chunks(node_ids):
                 marks = sql.marks(len(chunk))
                 if self._ann is not None:
@@ -317,8 +346,12 @@ class SQLiteStore:
                 scale.forget_decisions(self._conn, chunk)
                 cur = self._conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
                 removed += max(cur.rowcount, 0)
+            self._nodes.drop(node_ids)
+            for node_id in node_ids:
+                self._contexts.pop(node_id, None)
             if removed:
                 self._tx.erase = True
+                self._refresh_context(touched)
                 self._prune_entities()
                 self._cache.removed(self._conn, node_ids)
         return removed
@@ -406,6 +439,16 @@ class SQLiteStore:
             )
 
     # -- indexes ----------------------------------------------------------------------------
+    def _fresh(self) -> None:
+        """Drop the decoded-node and context caches when another connection committed since we last
+        looked (call in a snapshot); the vector cache follows such commits by itself (``VectorCache``)."""
+        self._conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # pins the snapshot first
+        version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._data_version:
+            self._nodes.clear()
+            self._contexts.clear()
+            self._data_version = version
+
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
         with self._lock:
             if self._ann is not None and not self._conn.in_transaction:
@@ -496,6 +539,68 @@ class SQLiteStore:
         for a, pairs in found.items():
             out[a] = tuple((b, offset) for offset, b in sorted(pairs))
         return out
+
+    # -- neighbour context --------------------------------------------------------------------
+    def _refresh_context(self, node_ids: Collection[str]) -> None:
+        """Recompute and store the context of ``node_ids`` (inside the caller's write)."""
+        if node_ids:
+            ctx.write(self._conn, context.derive(self, node_ids, self._context_window))
+            for node_id in node_ids:
+                self._contexts.pop(node_id, None)
+
+    def rebuild_context(self) -> int:
+        """Recompute every node's context from the nodes (the repair of a derived index)."""
+        with self._lock, self.transaction(), sql.translated("rebuild the context"):
+            ctx.clear(self._conn)
+            ids = ctx.all_ids(self._conn)
+            for start in range(0, len(ids), 2000):
+                self._refresh_context(ids[start : start + 2000])
+            self._conn.execute("DELETE FROM meta WHERE key = ?", (ctx.STALE_KEY,))
+            self._tx.erase = True
+        return len(ids)
+
+    def _load_context_window(self) -> None:
+        stored = self.get_meta("context_window")
+        if isinstance(stored, int):
+            self._context_window = stored
+        if self.get_meta(ctx.STALE_KEY) is not None and not self.read_only:
+            self.rebuild_context()
+
+    def set_context_window(self, window: int) -> None:
+        if window == self._context_window or self.read_only:
+            return
+        with self._lock, self.transaction():
+            self._context_window = window
+            self.set_meta("context_window", window)
+            self.rebuild_context()
+
+    def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
+        if not terms or k <= 0:
+            return []
+        with self._lock, sql.translated("context search"):
+            terms = scale.select_terms(
+                self._conn,
+                terms,
+                max_terms=codec.QUERY_OR_TERMS,
+                common_share=codec.QUERY_COMMON_SHARE,
+                min_docs=codec.QUERY_MIN_DOCS,
+            )
+            return ctx.search(self._conn, fts_or(terms), k, sql.tenant_sql(tenant))
+
+    def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
+        """Read through a cache that each context write updates (and another connection's commit,
+        or a rollback, empties)."""
+        with self._lock, self.snapshot(), sql.translated("read context"), sql.decoding("read context"):
+            self._fresh()
+            cache, wanted = self._contexts, list(node_ids)
+            missing = [i for i in wanted if i not in cache]
+            if missing:
+                if len(cache) > 50_000:
+                    cache.clear()
+                cache.update(ctx.read(self._conn, missing))
+            hits = [(i, cache.get(i)) for i in wanted]
+            return {i: hit[1] for i, hit in hits if hit and hit[1] and tenant.covers(hit[0])}
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):
@@ -593,17 +698,33 @@ class SQLiteStore:
 
     # -- health -----------------------------------------------------------------------------
     def check(self, *, repair: bool = False) -> checks.CheckReport:
-        """Integrity of the file, the FTS5 index, vectors and links (see ``plane.check``)."""
+        """Integrity of the file, the FTS5 index, vectors, links and the derived neighbour context."""
         with self._lock:
             if repair and self.read_only:
                 raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
-            report = checks.sqlite_check(self._conn, repair=False)
+            report = self._check()
             if not repair or report.healthy:
                 return report
             with self.transaction(), sql.translated("repair the database"):
                 repaired = checks.sqlite_repair(self._conn, report)
             self._cache.clear()
-            after = checks.sqlite_check(self._conn, repair=False)
+            self._nodes.clear()
+            self._contexts.clear()
+            if "context" in report.kinds() or "integrity" in repaired:
+                self.rebuild_context()
+                repaired = (*repaired, "context")
+            after = self._check()
             return checks.CheckReport(
-                after.healthy, after.problems, repaired=repaired, before=report.problems
+                after.healthy, after.problems, repaired=tuple(dict.fromkeys(repaired)), before=report.problems
             )
+
+    def _check(self) -> checks.CheckReport:
+        self._nodes.clear()  # a check reads what is stored, not what was cached
+        self._contexts.clear()
+        report = checks.sqlite_check(self._conn, repair=False)
+        if "integrity" in report.kinds():
+            return report
+        with sql.translated("check the context"), self.snapshot():
+            ids = ctx.all_ids(self._conn)
+            bad = context.stale(self, ids, self._context_window)
+        return checks.CheckReport.of([*report.problems, checks.Problem("context", len(bad), tuple(bad[:5]))])

@@ -1,8 +1,10 @@
 """The candidate pool of a query and the features System One scores it by.
 
-The pool is the vector top-N and the lexical top-N of the query (N = ``ReadProfile.pool``) and
-their session neighbours (``window`` turns either way, in write order): the answer to a question
-often sits a turn or two from what matches it. Query analysis (:mod:`dualmem.text.query`) runs
+The pool is the vector top-N and the lexical top-N of the query (N = ``ReadProfile.pool``), the
+context top-N (BM25 of the query over the nodes' write-time context fields: a node whose session
+neighbours match, ``Store.context_search``) and their session neighbours (``window`` turns either
+way, in write order, read from the stored context): the answer to a question often sits a turn or
+two from what matches it. Query analysis (:mod:`dualmem.text.query`) runs
 first: the memory's speakers that the query names are removed from the text that is embedded and
 matched (a name otherwise dominates both and pulls in content-free turns of that speaker) and kept
 as a feature.
@@ -12,14 +14,14 @@ Each candidate gets the features in ``FEATURES`` (all in [0, 1] or close):
 ==============  ===========================================================================
 vec             cosine of the name-stripped query and the node
 vec_rank        10 / (10 + rank) in the vector list (rank 4N when absent)
-ctx_vec         cosine of the query and the mean of the node's neighbours (its context vector)
-nb_vec          the best ``vec`` among the node's neighbours
+ctx_vec         cosine of the query and the node's stored context vector (its own ``vec`` without one)
+nb_vec          the best ``vec`` among the node's neighbours that are in the pool
 lex             BM25 of the query as written (speaker field included) / the best in the pool
 lex_rank        10 / (10 + rank) in that list
 lex_q           BM25 of the name-stripped query / the best
 lex_q_rank      10 / (10 + rank) in that list
 nb_lex          the best ``lex_q`` among the node's neighbours
-ctx_lex         the mean ``lex_q`` of the node's neighbours (its context field)
+ctx_lex         BM25 of the name-stripped query over the node's context field / the best
 speaker         the node's speaker is a person the query names
 other_speaker   the query names persons and the node's speaker is none of them
 log_len         log(1 + words) / 5
@@ -29,7 +31,8 @@ neighbour       the node is in the pool only as a neighbour
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
-features at query time and for ``dualmem calibrate``.
+features at query time and for ``dualmem calibrate``. Query-time work: one query embedding, four
+searches, two batched context reads and one batched node read (the candidates only).
 """
 
 from __future__ import annotations
@@ -43,14 +46,14 @@ import numpy.typing as npt
 
 from dualmem.control.states import QUERY, EmbeddingFeatures
 from dualmem.embed.base import Embedder
-from dualmem.plane.base import Store
+from dualmem.plane.base import NodeContext, Store
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
 
 __all__ = ["FEATURES", "POOL_VERSION", "Pool", "PoolFeatures", "PoolSettings", "build_pool", "extend_pool"]
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
-POOL_VERSION = "1"
+POOL_VERSION = "2"
 
 FEATURES: tuple[str, ...] = (
     "vec",
@@ -85,7 +88,7 @@ class PoolSettings:
 class _Query:
     qvec: Vector
     analysis: QueryAnalysis
-    ranks: tuple[dict[str, tuple[int, float]], ...]  # vector, lexical, lexical of the stripped query
+    ranks: tuple[dict[str, tuple[int, float]], ...]  # vector, lexical, stripped lexical, context lexical
     base_count: int
     absent: int
 
@@ -133,9 +136,13 @@ def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
 def build_pool(
     store: Store, embedder: Embedder, query: str, tenant: Tenant, settings: PoolSettings | None = None
 ) -> Pool:
-    """Search, analyse, expand to neighbours and compute the feature matrix of ``query``'s pool."""
+    """Search, analyse, expand to neighbours and compute the feature matrix of ``query``'s pool.
+
+    Neighbours and context come from the store's write-time context (``Store.node_context``, one
+    batched read per round), so only the candidates' own nodes are read.
+    """
     settings = settings or PoolSettings()
-    n, window = settings.n, settings.window
+    n = settings.n
     lex_hits = store.lexical_search(tenant, query, n)
     lex_nodes = store.get_nodes([i for i, _ in lex_hits], tenant)
     speakers = {nd.speaker for nd in lex_nodes.values() if nd.speaker}
@@ -145,20 +152,31 @@ def build_pool(
     stripped_hits = (
         lex_hits if analysis.stripped == query else store.lexical_search(tenant, analysis.stripped, n)
     )
-    base = list(
-        dict.fromkeys([i for i, _ in vec_hits] + [i for i, _ in lex_hits] + [i for i, _ in stripped_hits])
-    )
-    near = store.session_neighbours(tenant, base, window)
-    extra = list(dict.fromkeys(j for i in base for j, _ in near.get(i, ()) if j not in near))
-    near.update(store.session_neighbours(tenant, extra, window))
-    wanted = set(near) | {j for pairs in near.values() for j, _ in pairs}
+    ctx_hits = store.context_search(tenant, analysis.stripped, n)
+    base = list(dict.fromkeys(i for hits in (vec_hits, lex_hits, stripped_hits, ctx_hits) for i, _ in hits))
+    contexts = store.node_context(base, tenant)
+    near = _near(contexts, base, settings.window)
+    extra = list(dict.fromkeys(j for i in base for j, _ in near[i] if j not in near))
+    contexts.update(store.node_context(extra, tenant))
+    near.update(_near(contexts, extra, settings.window))
     nodes = dict(lex_nodes)
-    nodes.update(store.get_nodes([i for i in wanted if i not in nodes], tenant))
+    nodes.update(store.get_nodes([i for i in (*base, *extra) if i not in nodes], tenant))
     ids = tuple(i for i in (*base, *extra) if i in nodes)
-    ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits))
+    ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits), _ranks(ctx_hits))
     q = _Query(qvec, analysis, ranks, len(base), 4 * n)
-    features = _features(ids, nodes, near, q)
+    features = _features(ids, nodes, near, contexts, q)
     return Pool(query, analysis, qvec, ids, nodes, features, near, q)
+
+
+def _near(
+    contexts: Mapping[str, NodeContext], ids: Sequence[str], window: int
+) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Each id's stored neighbours within ``window`` (``()`` for a node without context)."""
+    out: dict[str, tuple[tuple[str, int], ...]] = {}
+    for i in ids:
+        found = contexts.get(i)
+        out[i] = () if found is None else tuple(p for p in found.neighbours if abs(p[1]) <= window)
+    return out
 
 
 def extend_pool(
@@ -170,14 +188,13 @@ def extend_pool(
     if not add or pool.context is None:
         return pool
     settings = settings or PoolSettings()
+    contexts = store.node_context([n.id for n in add], tenant)
     near = dict(pool.neighbours)
-    near.update(store.session_neighbours(tenant, [n.id for n in add if n.id not in near], settings.window))
+    near.update(_near(contexts, [n.id for n in add], settings.window))
     nodes = dict(pool.nodes)
     nodes.update({n.id: n for n in add})
-    wanted = {j for n in add for j, _ in near.get(n.id, ())} - nodes.keys()
-    nodes.update(store.get_nodes(list(wanted), tenant))
     ids = (*pool.ids, *(n.id for n in add))
-    rows = _features([n.id for n in add], nodes, near, replace(pool.context, base_count=0))
+    rows = _features([n.id for n in add], nodes, near, contexts, replace(pool.context, base_count=0))
     rows[:, _COL["neighbour"]] = 0.0  # reached by an edge, not only as a session neighbour
     return replace(pool, ids=ids, nodes=nodes, features=np.vstack([pool.features, rows]), neighbours=near)
 
@@ -186,44 +203,32 @@ def _features(
     ids: Sequence[str],
     nodes: Mapping[str, Node],
     near: Mapping[str, tuple[tuple[str, int], ...]],
+    contexts: Mapping[str, NodeContext],
     q: _Query,
 ) -> npt.NDArray[np.float64]:
-    vec_r, lex_r, lexq_r = q.ranks
+    vec_r, lex_r, lexq_r, ctx_r = q.ranks
     qvec, analysis, absent = q.qvec, q.analysis, q.absent
-    # similarity of every node we hold (pool and neighbours) to the stripped query
+    # similarity of every node we hold (the candidates) to the stripped query
     known = list(nodes)
     emb = np.stack([_vector(nodes[i], qvec) for i in known]) if known else np.zeros((0, len(qvec)))
     sim = dict(zip(known, (emb @ qvec).tolist(), strict=True))
-    pos = {i: k for k, i in enumerate(known)}
-    top_lex = max((s for _, s in lex_r.values()), default=0.0) or 1.0
-    top_lexq = max((s for _, s in lexq_r.values()), default=0.0) or 1.0
-    lexq = {i: s / top_lexq for i, (_, s) in lexq_r.items()}
+    top = [max((s for _, s in r.values()), default=0.0) or 1.0 for r in (lex_r, lexq_r, ctx_r)]
+    lexq = {i: s / top[1] for i, (_, s) in lexq_r.items()}
     out = np.zeros((len(ids), len(FEATURES)))
-    nbs_of = [[pos[j] for j, _ in near.get(node_id, ()) if j in pos] for node_id in ids]
-    # context vectors of every row at once: the mean of its neighbours' embeddings
-    avg = np.zeros((len(ids), len(known)))
-    for row, nbs in enumerate(nbs_of):
-        if nbs:
-            avg[row, nbs] = 1.0 / len(nbs)
-    ctx = avg @ emb
-    norms = np.linalg.norm(ctx, axis=1)
-    ctx_dot = ctx @ qvec
-    sims = np.array([sim[i] for i in known])
-    lexq_arr = np.array([lexq.get(i, 0.0) for i in known])
     for row, node_id in enumerate(ids):
         node = nodes[node_id]
-        nbs = nbs_of[row]
+        nbs = near.get(node_id, ())
         f = out[row]
         f[_COL["vec"]] = sim[node_id]
         f[_COL["vec_rank"]] = 10.0 / (10.0 + vec_r.get(node_id, (absent, 0.0))[0])
+        stored = contexts.get(node_id)
+        cvec = None if stored is None else stored.vector
+        f[_COL["ctx_vec"]] = float(cvec @ qvec) if cvec is not None else sim[node_id]
         if nbs:
-            f[_COL["ctx_vec"]] = float(ctx_dot[row]) / float(norms[row]) if norms[row] > 0 else 0.0
-            f[_COL["nb_vec"]] = float(sims[nbs].max())
-            f[_COL["nb_lex"]] = float(lexq_arr[nbs].max())
-            f[_COL["ctx_lex"]] = float(lexq_arr[nbs].sum()) / len(nbs)
-        else:
-            f[_COL["ctx_vec"]] = sim[node_id]
-        f[_COL["lex"]] = lex_r[node_id][1] / top_lex if node_id in lex_r else 0.0
+            f[_COL["nb_vec"]] = max((sim[j] for j, _ in nbs if j in sim), default=0.0)
+            f[_COL["nb_lex"]] = max(lexq.get(j, 0.0) for j, _ in nbs)
+        f[_COL["ctx_lex"]] = ctx_r[node_id][1] / top[2] if node_id in ctx_r else 0.0
+        f[_COL["lex"]] = lex_r[node_id][1] / top[0] if node_id in lex_r else 0.0
         f[_COL["lex_rank"]] = 10.0 / (10.0 + lex_r.get(node_id, (absent, 0.0))[0])
         f[_COL["lex_q"]] = lexq.get(node_id, 0.0)
         f[_COL["lex_q_rank"]] = 10.0 / (10.0 + lexq_r.get(node_id, (absent, 0.0))[0])

@@ -1,0 +1,91 @@
+"""Read-path latency at LoCoMo scale: BM25 alone, the query embedding, the candidate pool, Memory.search.
+
+Opens a memory built from one LoCoMo conversation (``--db``, e.g. a CV build under
+``<out>/cache``; or builds one from ``--data`` with ``add_many`` into ``--db``) and times every
+question of it through each path in the same process, so the ratios to ``bm25`` hold under whatever
+load the machine has. Wall and CPU (process) time are both reported: on a shared machine the CPU
+time is the steadier figure. ``pool-cold`` empties the store's decoded-node cache before each query.
+
+    python bench/pool_latency.py --db /tmp/context-cv/cache/conv-26-full-....sqlite --conversation conv-26
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from dualmem.conversations import load_conversations  # noqa: E402
+from dualmem.memory import Memory  # noqa: E402
+from dualmem.plane import SQLiteStore  # noqa: E402
+from dualmem.read.pool import PoolSettings, build_pool  # noqa: E402
+from dualmem.types import Tenant  # noqa: E402
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"p50": round(pick(0.5), 3), "p95": round(pick(0.95), 3)}
+
+
+def _time(fn: Callable[[str], object], queries: list[str], before: Callable[[], None] | None = None) -> dict:
+    wall, cpu = [], []
+    for q in queries:
+        if before is not None:
+            before()
+        w, c = time.perf_counter(), time.process_time()
+        fn(q)
+        cpu.append(1000 * (time.process_time() - c))
+        wall.append(1000 * (time.perf_counter() - w))
+    return {"wall_ms": _percentiles(wall), "cpu_ms": _percentiles(cpu)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--conversation", default="conv-26")
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
+    parser.add_argument("--limit", type=int, default=200, help="questions timed (after 5 warm-up)")
+    ns = parser.parse_args()
+    conv = {c.id: c for c in load_conversations(ns.data)}[ns.conversation]
+    with Memory.open(ns.db) as mem:
+        if mem.count(user=conv.id) == 0:
+            mem.add_many(conv.observations, user=conv.id)
+        tenant = Tenant(conv.id)
+        store, embedder = mem.store, mem.embedder
+        queries = [qa.question for qa in conv.questions][: ns.limit + 5]
+        for q in queries[:5]:  # warm-up: model session, vector cache
+            mem.search(q, user=conv.id, k=10)
+        queries = queries[5:]
+        settings = PoolSettings(mem.profile.read.pool, mem.profile.read.pool_window)
+
+        def bm25(q: str) -> object:
+            return store.get_nodes([i for i, _ in store.lexical_search(tenant, q, 10)], tenant)
+
+        def cold() -> None:
+            cache = getattr(store, "_nodes", None) if isinstance(store, SQLiteStore) else None
+            if cache is not None:
+                cache.clear()
+
+        out = {
+            "conversation": conv.id,
+            "nodes": mem.count(user=conv.id),
+            "queries": len(queries),
+            "bm25": _time(bm25, queries),
+            "embed": _time(lambda q: embedder.embed([q]), queries),
+            "pool-cold": _time(lambda q: build_pool(store, embedder, q, tenant, settings), queries, cold),
+            "pool": _time(lambda q: build_pool(store, embedder, q, tenant, settings), queries),
+            "search": _time(lambda q: mem.search(q, user=conv.id, k=10), queries),
+        }
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

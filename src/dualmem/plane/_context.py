@@ -1,0 +1,163 @@
+"""Write-time neighbour context of nodes, shared by the store backends (issue 10).
+
+A node's context is derived from the nodes of its session that sit up to ``window`` positions
+before and after it in write order (``Store.session_neighbours`` read with the node's own tenant,
+so a context never holds text its readers could not see):
+
+- a **context field**: the neighbours' contents, in session order, indexed for BM25 apart from the
+  node's own text (``Store.context_search``);
+- a **context vector**: the normalised mean of the neighbours' embeddings, stored as int8 (the
+  direction is what a cosine needs: 384 bytes at MiniLM's dimension, renormalised when read).
+
+Context is derived: a store recomputes it for every node whose window a write changes (a new turn
+changes the context of the turns before it; a forget or an edit changes its neighbours'), and
+``check(repair=True)`` rebuilds it. The canonical node stays one verbatim observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from dualmem.plane.base import NodeContext
+from dualmem.types import Node, Tenant
+
+__all__ = [
+    "CONTEXT_WINDOW",
+    "ContextRow",
+    "Neighbours",
+    "affected",
+    "as_unit",
+    "decode_vector",
+    "derive",
+    "encode_vector",
+    "neighbours_json",
+    "parse_neighbours",
+    "stale",
+]
+
+#: session turns either side that form a node's stored context (``ReadProfile.pool_window``'s default)
+CONTEXT_WINDOW = 2
+
+Neighbours = tuple[tuple[str, int], ...]
+
+
+class _Reads(Protocol):
+    def get_nodes(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Node]: ...
+
+    def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]: ...
+
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, Neighbours]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRow:
+    """The context of one node; ``neighbours == ()`` means it has none (no row is kept)."""
+
+    node_id: str
+    tenant: Tenant
+    neighbours: Neighbours
+    text: str
+    vector: npt.NDArray[np.int8] | None
+
+
+def encode_vector(vectors: Sequence[npt.NDArray[np.float32]]) -> npt.NDArray[np.int8] | None:
+    """The mean of ``vectors`` quantised to int8 (largest component ±127); ``None`` if none or zero."""
+    if not vectors:
+        return None
+    mean = np.mean(np.stack(vectors).astype(np.float32), axis=0)
+    top = float(np.max(np.abs(mean)))
+    if not np.isfinite(top) or top == 0.0:
+        return None
+    quantised: npt.NDArray[np.int8] = np.rint(mean * (127.0 / top)).astype(np.int8)
+    return quantised
+
+
+def as_unit(vector: npt.NDArray[np.int8]) -> npt.NDArray[np.float32]:
+    out = vector.astype(np.float32)
+    return out / np.float32(np.linalg.norm(out))
+
+
+def decode_vector(blob: bytes | None) -> npt.NDArray[np.float32] | None:
+    """A stored context vector as a unit-length float32 array."""
+    if not blob:
+        return None
+    return as_unit(np.frombuffer(blob, dtype=np.int8))
+
+
+def neighbours_json(pairs: Neighbours) -> list[list[str | int]]:
+    return [[node_id, offset] for node_id, offset in pairs]
+
+
+def parse_neighbours(value: object) -> Neighbours:
+    if not isinstance(value, list):
+        raise ValueError("context neighbours are not a list")
+    out: list[tuple[str, int]] = []
+    for item in value:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            raise ValueError("a context neighbour is not [id, offset]")
+        out.append((item[0], int(item[1])))
+    return tuple(out)
+
+
+def affected(store: _Reads, nodes: Iterable[Node], window: int) -> set[str]:
+    """``nodes`` and every node whose context window holds one of them (same user and session)."""
+    by_user: dict[str, list[str]] = {}
+    for node in nodes:
+        if node.session is not None:
+            by_user.setdefault(node.tenant.user, []).append(node.id)
+    out = {node_id for ids in by_user.values() for node_id in ids}
+    for user, ids in by_user.items():
+        near = store.session_neighbours(Tenant(user), ids, window)
+        out.update(j for pairs in near.values() for j, _ in pairs)
+    return out
+
+
+def derive(store: _Reads, node_ids: Collection[str], window: int) -> list[ContextRow]:
+    """The current context of each stored node of ``node_ids`` (unknown ids are left out)."""
+    nodes = store.get_nodes(node_ids)
+    by_tenant: dict[Tenant, list[str]] = {}
+    for node in nodes.values():
+        by_tenant.setdefault(node.tenant, []).append(node.id)
+    near: dict[str, Neighbours] = {}
+    for tenant, ids in by_tenant.items():
+        near.update(store.session_neighbours(tenant, ids, window))
+    wanted = {j for pairs in near.values() for j, _ in pairs} - nodes.keys()
+    known: Mapping[str, Node] = {**nodes, **store.get_nodes(wanted)}
+    rows = []
+    for node_id, node in nodes.items():
+        pairs = tuple((j, off) for j, off in near.get(node_id, ()) if j in known)
+        text = "\n".join(known[j].content for j, _ in pairs)
+        vectors = [v for j, _ in pairs if (v := known[j].embedding) is not None]
+        rows.append(ContextRow(node_id, node.tenant, pairs, text, encode_vector(vectors)))
+    return rows
+
+
+def stale(store: _Reads, node_ids: Sequence[str], window: int) -> list[str]:
+    """The nodes of ``node_ids`` whose stored context differs from a fresh derivation (``check``)."""
+    out: list[str] = []
+    for start in range(0, len(node_ids), 2000):
+        rows = derive(store, node_ids[start : start + 2000], window)
+        by_user: dict[str, list[ContextRow]] = {}
+        for row in rows:
+            by_user.setdefault(row.tenant.user, []).append(row)
+        for user, mine in by_user.items():
+            stored = store.node_context([r.node_id for r in mine], Tenant(user))
+            out += [r.node_id for r in mine if not _same(r, stored.get(r.node_id))]
+    return out
+
+
+def _same(row: ContextRow, stored: NodeContext | None) -> bool:
+    if stored is None or not row.neighbours:
+        return stored is None and not row.neighbours
+    if stored.neighbours != row.neighbours or (stored.vector is None) != (row.vector is None):
+        return False
+    if stored.vector is None or row.vector is None:
+        return True
+    return bool(np.allclose(stored.vector, as_unit(row.vector), atol=1e-4))
