@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
-from dualmem.errors import ConfigError, DualmemError, ReadOnlyStore
+from dualmem.errors import ConfigError, DatabaseCorrupt, DualmemError, ReadOnlyStore
 from dualmem.plane import _sqlite_sql as sql
 
 __all__ = ["JOURNAL_SIZE_LIMIT", "Synchronous", "connect"]
@@ -41,12 +41,19 @@ def _writable(target: str, *, timeout: float, synchronous: Synchronous) -> sqlit
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("PRAGMA page_size = 8192")  # new files only: 5 MiniLM vectors a page, not 2
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
     except sqlite3.Error as exc:
         conn.close()
         raise _open_error(target, exc) from exc
+    except UnicodeDecodeError as exc:  # an error message quoting a damaged schema byte
+        conn.close()
+        raise DatabaseCorrupt(
+            f"open {target}: the schema does not decode as UTF-8 ({exc.reason})",
+            hint="run 'dualmem check', restore a backup, or point dualmem at another file",
+        ) from exc
     except BaseException:
         conn.close()
         raise

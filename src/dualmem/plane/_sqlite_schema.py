@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
+from dualmem.plane._sqlite_edges import V7_EDGES
 from dualmem.plane._sqlite_scale import V2
 from dualmem.plane._sqlite_vectors import V7
 from dualmem.types import utcnow
@@ -139,14 +140,15 @@ Step = str | Callable[[sqlite3.Connection], None]
 
 #: ordered migrations: (version, steps). Append only; never edit a released one.
 #: 4: entity/user counts, packed decisions, fts5vocab (issue 13, ``_sqlite_scale``)
-#: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``;
-#: 5 and 6 are other branches' numbers: each step applies whether or not they exist)
+#: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``),
+#: and edges by integer node refs (``_sqlite_edges``); 5 and 6 are other branches' numbers: v7 applies
+#: whether or not they exist
 MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (1, _V1),
     (2, _V2),
     (3, _V3),
     (4, (V2,)),
-    (7, V7),
+    (7, (*V7, *V7_EDGES)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
