@@ -62,8 +62,8 @@ def test_the_schema_refuses_a_cross_user_edge_written_with_raw_sql(tmp_path: Pat
     try:
         with pytest.raises(sqlite3.IntegrityError, match="two users"):
             conn.execute(
-                "INSERT INTO edges VALUES "
-                "('a1', 'b1', 'semantic', 'x', 1.0, '2024-01-01T00:00:00+00:00', NULL, NULL)"
+                "INSERT INTO edges SELECT a.seq, b.seq, 'semantic', 'x', 1.0, '2024-01-01T00:00:00+00:00', "
+                "NULL, NULL FROM nodes a, nodes b WHERE a.id = 'a1' AND b.id = 'b1'"
             )
     finally:
         conn.close()
@@ -111,8 +111,10 @@ def damage(db: Path) -> None:
         conn.execute("PRAGMA foreign_keys = OFF")
         conn.execute("DROP TRIGGER edges_same_user_insert")
         created = "'2024-01-01T00:00:00+00:00'"
-        conn.execute(f"INSERT INTO edges VALUES ('a1', 'b1', 'semantic', 'x', 1.0, {created}, NULL, NULL)")
-        conn.execute(f"INSERT INTO edges VALUES ('a1', 'gone', 'semantic', 'x', 1.0, {created}, NULL, NULL)")
+        seq = "(SELECT seq FROM nodes WHERE id = '{}')"
+        a1, b1 = seq.format("a1"), seq.format("b1")
+        conn.execute(f"INSERT INTO edges VALUES ({a1}, {b1}, 'semantic', 'x', 1.0, {created}, NULL, NULL)")
+        conn.execute(f"INSERT INTO edges VALUES ({a1}, 999, 'semantic', 'x', 1.0, {created}, NULL, NULL)")
         conn.execute("INSERT INTO vectors VALUES ('gone', 'alice', 8, zeroblob(32))")
         conn.execute("UPDATE vectors SET user_id = 'bob' WHERE node_id = 'a2'")
         conn.execute(

@@ -7,6 +7,7 @@ Every check compares the cached search with exact numpy over what the database h
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -193,3 +194,54 @@ def test_random_interleaving_of_two_writers_matches_exact_search(pair) -> None: 
         if step % 3 == 0:
             q = unit(rng)
             assert hits(store, q, k=10) == truth(path, USER, q, 10), step
+
+
+def test_v4_database_migrates_edges_to_integer_refs_and_counts_vector_changes(tmp_path: Path) -> None:
+    from dualmem.plane._sqlite_schema import MIGRATIONS
+    from dualmem.types import Edge
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for version, steps in MIGRATIONS:
+        if version > 4:
+            break
+        for step in steps:
+            step(conn) if callable(step) else conn.execute(step)
+        conn.execute("INSERT INTO schema_migrations VALUES (?, '2023-01-01T00:00:00')", (version,))
+    rng = np.random.default_rng(8)
+    for i, nid in enumerate(("a", "b", "c")):
+        conn.execute(
+            "INSERT INTO nodes (id, user_id, content, metadata, entities, temporal_refs, created_at, "
+            "created_ts, status) VALUES (?, 'u', ?, '{}', '[]', '[]', '2023-01-01T00:00:00+00:00', 0, "
+            "'complete')",
+            (nid, f"note {i}"),
+        )
+        conn.execute("INSERT INTO vectors VALUES (?, 'u', ?, ?)", (nid, DIM, unit(rng).tobytes()))
+    made = "2023-01-02T00:00:00+00:00"
+    old = [
+        ("c", "a", "temporal", "before"),
+        ("a", "b", "semantic", "related"),
+        ("b", "c", "entity", "shared_entity"),
+    ]
+    for source, target, view, label in old:
+        conn.execute(
+            "INSERT INTO edges VALUES (?, ?, ?, ?, 0.5, ?, NULL, NULL)", (source, target, view, label, made)
+        )
+    conn.close()
+    with SQLiteStore.open(path) as store:
+        got = store.edges_of("a")
+        assert [(e.source, e.target, e.view, e.label) for e in got] == old[:2]  # write order kept
+        assert all(e.weight == 0.5 and e.created_at.isoformat() == made for e in got)
+        store.put_edges([Edge("a", "c", "semantic", "related", 0.7)])
+        assert store.stats(USER).edges_by_view["semantic"] == 2
+        q = unit(rng)
+        before = hits(store, q)
+        store.delete_nodes(["c"])  # its edges go with it
+        assert [(e.source, e.target) for e in store.edges_of("a")] == [("a", "b")]
+        assert hits(store, q) == [h for h in before if h != "c"]
+        assert store._conn.execute("SELECT changes FROM vector_changes WHERE user_id = 'u'").fetchone() == (
+            1,
+        )
+        assert store.check().healthy

@@ -41,15 +41,19 @@ def _writable(target: str, *, timeout: float, synchronous: Synchronous) -> sqlit
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("PRAGMA page_size = 8192")  # new files only: 5 MiniLM vectors a page, not 2
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
     except sqlite3.Error as exc:
         conn.close()
         raise _open_error(target, exc) from exc
-    except UnicodeDecodeError as exc:  # a pragma's answer read from a damaged page
+    except UnicodeDecodeError as exc:  # a damaged schema byte or pragma answer
         conn.close()
-        raise DatabaseCorrupt(f"open {target}: the database is damaged ({exc.reason})") from exc
+        raise DatabaseCorrupt(
+            f"open {target}: the schema does not decode as UTF-8 ({exc.reason})",
+            hint="run 'dualmem check', restore a backup, or point dualmem at another file",
+        ) from exc
     except BaseException:
         conn.close()
         raise

@@ -31,6 +31,7 @@ __all__ = [
     "get_decisions",
     "put_decisions",
     "select_terms",
+    "session_neighbours",
     "user_total",
 ]
 
@@ -155,6 +156,66 @@ def entity_search(
         if len(out) >= k:
             break
     return out[:k]
+
+
+# -- session neighbours ------------------------------------------------------------------------
+def _tenant_rows(
+    conn: sqlite3.Connection, tenant: Tenant, node_ids: Sequence[str]
+) -> list[tuple[str, str, str, int]]:
+    """(id, user, session, seq) of the nodes among ``node_ids`` that ``tenant`` covers and that have a
+    session: by the id index alone (the planner must never walk a user's session index for these)."""
+    out: list[tuple[str, str, str, int]] = []
+    for start in range(0, len(node_ids), 500):
+        part = list(node_ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        for node_id, user, agent, run, session, seq in conn.execute(
+            f"SELECT id, user_id, agent_id, run_id, session, seq FROM nodes WHERE id IN ({marks})", part
+        ):
+            if session is not None and tenant.covers(Tenant(user, agent, run)):
+                out.append((node_id, user, session, int(seq)))
+    return out
+
+
+def session_neighbours(
+    conn: sqlite3.Connection, tenant: Tenant, node_ids: Sequence[str], window: int
+) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Each node's ``window`` nearest nodes before and after it in its session (write order), as
+    (id, offset): at most ``2 x window`` index probes per node, whatever the session's length.
+
+    Positions count only the nodes ``tenant`` covers, as the offsets mean "the n-th visible turn".
+    """
+    extra, params = "", []
+    for column, value in (("agent_id", tenant.agent), ("run_id", tenant.run)):
+        if value is not None:
+            extra += f" AND p.{column} = ?"
+            params.append(value)
+    found: dict[str, tuple[tuple[str, int], ...]] = {}
+    rows = _tenant_rows(conn, tenant, node_ids)
+    for start in range(0, len(rows), 200):
+        part = rows[start : start + 200]
+        values = ",".join("(?, ?, ?, ?)" for _ in part)
+        side = (
+            "SELECT q.id, m.id, m.seq, {sign} FROM q JOIN nodes m ON m.seq IN (SELECT p.seq FROM nodes p "
+            "WHERE p.user_id = q.user_id AND p.session = q.session AND p.seq {op} q.seq" + extra + " "
+            "ORDER BY p.seq {order} LIMIT ?)"
+        )
+        statement = (
+            f"WITH q (id, user_id, session, seq) AS (VALUES {values}) "
+            + side.format(sign=-1, op="<", order="DESC")
+            + " UNION ALL "
+            + side.format(sign=1, op=">", order="ASC")
+        )
+        args = [x for row in part for x in row] + [*params, window, *params, window]
+        pairs: dict[str, list[tuple[int, int, str]]] = {}
+        for a, b, seq, sign in conn.execute(statement, args):
+            pairs.setdefault(a, []).append((int(sign), int(seq), b))
+        for a, items in pairs.items():
+            before = sorted((x for x in items if x[0] < 0), key=lambda x: -x[1])
+            after = sorted((x for x in items if x[0] > 0), key=lambda x: x[1])
+            offsets = [(b, -(i + 1)) for i, (_, _, b) in enumerate(before)]
+            offsets += [(b, i + 1) for i, (_, _, b) in enumerate(after)]
+            found[a] = tuple(sorted(offsets, key=lambda x: x[1]))
+    return found
 
 
 # -- packed decisions ------------------------------------------------------------------------

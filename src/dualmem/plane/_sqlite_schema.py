@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
 from dualmem.plane._sqlite_context import V6
+from dualmem.plane._sqlite_edges import V7_EDGES
 from dualmem.plane._sqlite_scale import V2
 from dualmem.plane._sqlite_vectors import V7
 from dualmem.types import utcnow
@@ -140,16 +141,17 @@ Step = str | Callable[[sqlite3.Connection], None]
 
 #: ordered migrations: (version, steps). Append only; never edit a released one.
 #: 4: entity/user counts, packed decisions, fts5vocab (issue 13, ``_sqlite_scale``)
-#: 6: write-time neighbour context (issue 10, ``_sqlite_context``); independent of 5
-#: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``;
-#: 5 and 6 are other branches' numbers: each step applies whether or not they exist)
+#: 6: write-time neighbour context (issue 10, ``_sqlite_context``)
+#: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``),
+#: and edges by integer node refs (``_sqlite_edges``); each applies whether or not the
+#: others exist, and ``migrate`` applies every version not yet recorded (not only those above the highest)
 MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (1, _V1),
     (2, _V2),
     (3, _V3),
     (4, (V2,)),
     (6, V6),
-    (7, V7),
+    (7, (*V7, *V7_EDGES)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -167,20 +169,29 @@ def _current_version(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
+def _applied(conn: sqlite3.Connection) -> set[int]:
+    if _current_version(conn) == 0:
+        return set()
+    return {int(row[0]) for row in conn.execute("SELECT version FROM schema_migrations")}
+
+
 def migrate(conn: sqlite3.Connection) -> int:
-    """Apply pending migrations (each in its own ``BEGIN IMMEDIATE`` transaction); the final version."""
+    """Apply every migration not yet recorded, in order (each in its own ``BEGIN IMMEDIATE``
+    transaction; a version below the highest recorded one still applies when it is missing, as
+    independently developed migrations may land out of order); the final version."""
     version = _current_version(conn)
     if version > SCHEMA_VERSION:
         raise ConfigError(
             f"the database has schema version {version}; this dualmem knows up to {SCHEMA_VERSION}",
             hint="upgrade dualmem to open this file",
         )
+    applied = _applied(conn)
     for target, statements in MIGRATIONS:
-        if target <= version:
+        if target in applied:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if _current_version(conn) >= target:  # another process migrated meanwhile
+            if target in _applied(conn):  # another process migrated meanwhile
                 conn.execute("COMMIT")
                 continue
             conn.execute(_MIGRATIONS_TABLE)
@@ -198,8 +209,7 @@ def migrate(conn: sqlite3.Connection) -> int:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        version = target
-    return version
+    return _current_version(conn)
 
 
 def check_version(conn: sqlite3.Connection) -> int:
@@ -211,5 +221,11 @@ def check_version(conn: sqlite3.Connection) -> int:
         raise ConfigError(
             f"the database has schema version {version}; this dualmem knows up to {SCHEMA_VERSION}",
             hint="upgrade dualmem to open this file",
+        )
+    missing = sorted({target for target, _ in MIGRATIONS} - _applied(conn))
+    if missing:
+        raise ConfigError(
+            f"the database lacks schema migration(s) {missing}",
+            hint="open it writable once so dualmem can migrate it",
         )
     return version

@@ -64,6 +64,9 @@ _DAMAGED_SCHEMA = (
     "decode to UTF-8",
     "unrecognized option",
     "no such tokenizer",
+    # the recorded schema version disagrees with the schema (a migration re-runs on a flipped version)
+    "already exists",
+    "duplicate column name",
 )
 _LOCK_CODES = {"SQLITE_BUSY", "SQLITE_LOCKED"}
 

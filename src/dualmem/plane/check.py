@@ -83,17 +83,17 @@ _COUNTED: dict[str, tuple[str, str | None]] = {
         None,
     ),
     "orphan_edges": (
-        "SELECT e.source || ' -> ' || e.target FROM edges e "
-        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = e.source) "
-        "OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = e.target)",
-        "DELETE FROM edges WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = edges.source) "
-        "OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = edges.target)",
+        "SELECT e.src || ' -> ' || e.dst FROM edges e "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.seq = e.src) "
+        "OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.seq = e.dst)",
+        "DELETE FROM edges WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.seq = edges.src) "
+        "OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.seq = edges.dst)",
     ),
     "cross_user_edges": (
-        "SELECT e.source || ' -> ' || e.target FROM edges e JOIN nodes a ON a.id = e.source "
-        "JOIN nodes b ON b.id = e.target WHERE a.user_id != b.user_id",
-        "DELETE FROM edges WHERE (SELECT user_id FROM nodes WHERE id = edges.source) "
-        "!= (SELECT user_id FROM nodes WHERE id = edges.target)",
+        "SELECT a.id || ' -> ' || b.id FROM edges e JOIN nodes a ON a.seq = e.src "
+        "JOIN nodes b ON b.seq = e.dst WHERE a.user_id != b.user_id",
+        "DELETE FROM edges WHERE (SELECT user_id FROM nodes WHERE seq = edges.src) "
+        "!= (SELECT user_id FROM nodes WHERE seq = edges.dst)",
     ),
     "orphan_entity_links": (
         "SELECT ne.node_id FROM node_entities ne "

@@ -31,6 +31,7 @@ from dualmem.errors import (
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane import _sqlite_context as ctx
+from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import ann
@@ -398,11 +399,6 @@ class SQLiteStore:
     def put_edges(self, edges: Sequence[Edge]) -> None:
         if not edges:
             return
-        rows = [
-            (e.source, e.target, e.view, e.label, float(e.weight), e.created_at.isoformat(),
-             codec.to_iso(e.valid_from), codec.to_iso(e.valid_to))
-            for e in edges
-        ]  # fmt: skip
         with self._lock, self.transaction(), sql.translated("store edges"):
             users = self._users({e.source for e in edges} | {e.target for e in edges})
             missing = ({e.source for e in edges} | {e.target for e in edges}) - users.keys()
@@ -413,30 +409,15 @@ class SQLiteStore:
                 raise InvalidInput(
                     f"an edge cannot link two users' memories: {crossing[0].source} -> {crossing[0].target}"
                 )
-            self._conn.executemany(
-                f"INSERT INTO edges ({sql.EDGE_COLS}) VALUES ({sql.marks(8)}) "
-                "ON CONFLICT (source, target, view, label) DO UPDATE SET weight = excluded.weight, "
-                "created_at = excluded.created_at, valid_from = excluded.valid_from, "
-                "valid_to = excluded.valid_to",
-                rows,
-            )
+            edge_sql.put(self._conn, edges)
 
     def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
-        with self._lock, sql.translated("read edges"):
-            rows = self._conn.execute(
-                f"SELECT {sql.EDGE_COLS} FROM edges WHERE source = ? OR target = ? ORDER BY rowid",
-                (node_id, node_id),
-            ).fetchall()
-        wanted = set(VIEWS if views is None else views)
-        with sql.decoding(f"read the edges of {node_id}"):
-            return [sql.to_edge(row) for row in rows if row[2] in wanted]
+        with self._lock, self.snapshot(), sql.translated("read edges"):
+            return edge_sql.of(self._conn, node_id, views)
 
     def delete_edges(self, edges: Sequence[Edge]) -> None:
         with self._lock, self.transaction(), sql.translated("delete edges"):
-            self._conn.executemany(
-                "DELETE FROM edges WHERE source = ? AND target = ? AND view = ? AND label = ?",
-                [(e.source, e.target, e.view, e.label) for e in edges],
-            )
+            edge_sql.delete(self._conn, edges)
 
     # -- indexes ----------------------------------------------------------------------------
     def _fresh(self) -> None:
@@ -518,26 +499,9 @@ class SQLiteStore:
         out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(node_ids, ())
         if window <= 0 or not out:
             return out
-        where, params = sql.tenant_sql(tenant)
-        found: dict[str, list[tuple[int, str]]] = {}
-        with self._lock, sql.translated("read session neighbours"):
-            for chunk in sql.chunks(list(out)):
-                marks = sql.marks(len(chunk))
-                # positions within each session touched (write order), then the pairs within the window
-                statement = (
-                    "WITH s AS (SELECT DISTINCT n.user_id, n.session FROM nodes n "
-                    f"WHERE n.id IN ({marks}) AND n.session IS NOT NULL AND {where}), "
-                    "r AS (SELECT n.id, n.session, ROW_NUMBER() OVER (PARTITION BY n.session ORDER BY n.seq) "
-                    "AS pos FROM nodes n JOIN s ON n.user_id = s.user_id AND n.session = s.session "
-                    f"WHERE {where}) "
-                    "SELECT a.id, b.id, b.pos - a.pos FROM r a JOIN r b ON a.session = b.session "
-                    f"AND b.pos BETWEEN a.pos - ? AND a.pos + ? AND b.id != a.id WHERE a.id IN ({marks})"
-                )
-                args = [*chunk, *params, *params, window, window, *chunk]
-                for a, b, offset in self._conn.execute(statement, args):
-                    found.setdefault(a, []).append((int(offset), b))
-        for a, pairs in found.items():
-            out[a] = tuple((b, offset) for offset, b in sorted(pairs))
+        with self._lock, self.snapshot(), sql.translated("read session neighbours"):
+            found = scale.session_neighbours(self._conn, tenant, list(out), window)
+        out.update(found)
         return out
 
     # -- neighbour context --------------------------------------------------------------------
@@ -635,7 +599,7 @@ class SQLiteStore:
             ).fetchone()
             by_view = dict.fromkeys(VIEWS, 0)
             for view, count in self._conn.execute(
-                f"SELECT e.view, COUNT(*) FROM edges e JOIN nodes n ON n.id = e.source WHERE {where} "
+                f"SELECT e.view, COUNT(*) FROM edges e JOIN nodes n ON n.seq = e.src WHERE {where} "
                 "GROUP BY e.view",
                 params,
             ):

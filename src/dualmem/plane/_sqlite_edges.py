@@ -1,0 +1,95 @@
+"""The SQLite store's edges by integer node refs (schema v7, issue 13: disk per memory).
+
+Edges were the largest table: two 26-character node ids per row, repeated in the unique index and
+again in the target index (~240 bytes an edge, ~19 edges a memory). From v7 an edge names its nodes
+by ``nodes.seq`` (``src``, ``dst``): the row, the unique ``(src, dst, view, label)`` index and the
+``dst`` index hold small integers. Rowids (write order) are kept, so ``edges_of`` keeps its order;
+``ON DELETE CASCADE`` on ``nodes (seq)`` removes a node's edges with it (a later node that reuses
+the seq never inherits them).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Sequence
+
+from dualmem.plane import _codec as codec
+from dualmem.plane import _sqlite_sql as sql
+from dualmem.types import VIEWS, Edge, View
+
+__all__ = ["V7_EDGES", "delete", "of", "put"]
+
+_SAME_USER = (
+    "(SELECT user_id FROM nodes WHERE seq = new.src) IS NOT (SELECT user_id FROM nodes WHERE seq = new.dst)"
+)
+_REFUSE = "BEGIN SELECT RAISE(ABORT, 'dualmem: an edge cannot link two users'' memories'); END"
+
+#: schema v7 (edges part): rebuild ``edges`` with integer node refs, rowids and order kept
+V7_EDGES: tuple[str, ...] = (
+    """CREATE TABLE edges_v7 (
+        src INTEGER NOT NULL REFERENCES nodes (seq) ON DELETE CASCADE,
+        dst INTEGER NOT NULL REFERENCES nodes (seq) ON DELETE CASCADE,
+        view TEXT NOT NULL,
+        label TEXT NOT NULL,
+        weight REAL NOT NULL,
+        created_at TEXT NOT NULL,
+        valid_from TEXT,
+        valid_to TEXT,
+        UNIQUE (src, dst, view, label)
+    )""",
+    "INSERT INTO edges_v7 (rowid, src, dst, view, label, weight, created_at, valid_from, valid_to) "
+    "SELECT e.rowid, a.seq, b.seq, e.view, e.label, e.weight, e.created_at, e.valid_from, e.valid_to "
+    "FROM edges e JOIN nodes a ON a.id = e.source JOIN nodes b ON b.id = e.target ORDER BY e.rowid",
+    "DROP TABLE edges",
+    "ALTER TABLE edges_v7 RENAME TO edges",
+    "CREATE INDEX edges_dst ON edges (dst)",
+    f"CREATE TRIGGER edges_same_user_insert BEFORE INSERT ON edges WHEN {_SAME_USER} {_REFUSE}",
+    f"CREATE TRIGGER edges_same_user_update BEFORE UPDATE OF src, dst ON edges WHEN {_SAME_USER} {_REFUSE}",
+)
+
+_SELECT = (
+    "SELECT a.id, b.id, e.view, e.label, e.weight, e.created_at, e.valid_from, e.valid_to, e.rowid "
+    "FROM edges e JOIN nodes a ON a.seq = e.src JOIN nodes b ON b.seq = e.dst"
+)
+
+
+def _seq(conn: sqlite3.Connection, node_id: str) -> int | None:
+    row = conn.execute("SELECT seq FROM nodes WHERE id = ?", (node_id,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def put(conn: sqlite3.Connection, edges: Sequence[Edge]) -> None:
+    """Upsert ``edges`` (their nodes are known to exist and to share a user)."""
+    conn.executemany(
+        "INSERT INTO edges (src, dst, view, label, weight, created_at, valid_from, valid_to) "
+        "SELECT a.seq, b.seq, ?, ?, ?, ?, ?, ? FROM nodes a, nodes b WHERE a.id = ? AND b.id = ? "
+        "ON CONFLICT (src, dst, view, label) DO UPDATE SET weight = excluded.weight, "
+        "created_at = excluded.created_at, valid_from = excluded.valid_from, valid_to = excluded.valid_to",
+        [
+            (e.view, e.label, float(e.weight), e.created_at.isoformat(), codec.to_iso(e.valid_from),
+             codec.to_iso(e.valid_to), e.source, e.target)
+            for e in edges
+        ],
+    )  # fmt: skip
+
+
+def of(conn: sqlite3.Connection, node_id: str, views: Collection[View] | None) -> list[Edge]:
+    """Every edge from or to ``node_id``, in write order."""
+    seq = _seq(conn, node_id)
+    if seq is None:
+        return []
+    rows = conn.execute(
+        f"{_SELECT} WHERE e.src = ? UNION ALL {_SELECT} WHERE e.dst = ? AND e.src != ? ORDER BY 9",
+        (seq, seq, seq),
+    ).fetchall()
+    wanted = set(VIEWS if views is None else views)
+    with sql.decoding(f"read the edges of {node_id}"):
+        return [sql.to_edge(row) for row in rows if row[2] in wanted]
+
+
+def delete(conn: sqlite3.Connection, edges: Sequence[Edge]) -> None:
+    conn.executemany(
+        "DELETE FROM edges WHERE src = (SELECT seq FROM nodes WHERE id = ?) "
+        "AND dst = (SELECT seq FROM nodes WHERE id = ?) AND view = ? AND label = ?",
+        [(e.source, e.target, e.view, e.label) for e in edges],
+    )
