@@ -50,8 +50,11 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
     assert result.report.exists()
     assert set(result.folds) == {"c0", "c1", "c2"}
     summary = summarize_cv(result.rows)
+    reach = {"dualmem-pool +reach", "dualmem-pool +reach routed"} | {
+        f"dualmem-pool +reach no-{v}" for v in ("semantic", "temporal", "causal", "entity")
+    }
     systems = {"dualmem", "dualmem-pool", "dualmem-pool no-speaker", "dualmem no-expansion", "bm25", "dense",
-               "hybrid", "dualmem-handset"}  # fmt: skip
+               "hybrid", "dualmem-handset"} | reach  # fmt: skip
     assert set(summary) == systems
     for name in systems:
         s = summary[name]
@@ -63,6 +66,11 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
     for fold in result.abstention.values():
         assert fold["correct_abstention_5"] is not None
         assert fold["false_abstention_1_4"] is not None
+        # the learned gate is fitted on the training folds; the answerer's own abstentions stay
+        assert fold["learned_gate_correct_5"] is not None
+        assert fold["learned_gate_correct_5"] >= fold["correct_abstention_5"]
+        assert 0.0 <= fold["gate_threshold"] <= 1.0
+    assert all("reach" in f for f in result.folds.values())
     assert "dualmem (Memory.search)" in result.latency
     text = result.report.read_text(encoding="utf-8")
     assert "leave-one-conversation-out" in text
