@@ -31,9 +31,11 @@ from dualmem import __version__
 from dualmem.bench.locomo import BenchConfig
 from dualmem.bench.metrics import CATEGORY_NAMES, mrr, percentile, recall_at_k
 from dualmem.config import Lambdas
+from dualmem.control.builtin import default_weights
 from dualmem.conversations import QA, Conversation, load_conversations
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.fit import fit_logistic
+from dualmem.learn.heads import HEAD_GROUPS, HeadExample, LabelledPool, fit_heads, head_example
 from dualmem.learn.ranker import LinearRanker
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION, PoolSettings, build_pool
@@ -712,3 +714,79 @@ def _write(cfg: CVConfig, result: CVResult, pools: Mapping[str, list[QueryPool]]
     }
     (cfg.out / "cv-results.json").write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
     return report
+
+
+# -- learned stop and routing heads -----------------------------------------------------------------
+
+
+def _auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
+    """Area under the ROC curve (ties count half); ``None`` without both outcomes."""
+    s, y = np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=bool)
+    pos, neg = s[y], s[~y]
+    if not len(pos) or not len(neg):
+        return None
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater) / (len(pos) * len(neg))
+
+
+def head_examples(
+    ranker: LinearRanker,
+    conv: str,
+    pools: Sequence[QueryPool],
+    links: Sequence[Links],
+    nodes: Mapping[str, Node],
+    *,
+    k: int = 10,
+) -> list[HeadExample]:
+    """The heads' examples of one conversation's labelled questions, ranked by ``ranker``."""
+    vec = FEATURES.index("vec") if "vec" in FEATURES else None
+    out = []
+    for p, link in zip(pools, links, strict=True):
+        if p.category == 5 or not p.evidence or not all(t in nodes for t in p.turn_ids):
+            continue
+        gold = {i for i, t in enumerate(p.turn_ids) if t in set(p.evidence)}
+        cos = p.features[:, vec] if vec is not None else np.zeros(len(p.turn_ids))
+        pool = LabelledPool(conv, p.question, tuple(nodes[t] for t in p.turn_ids), cos, frozenset(gold), link)
+        out.append(head_example(pool, ranker.logits(p.features, FEATURES), k=k))
+    return out
+
+
+def _turn_nodes(path: Path, conv: str, embedder: str) -> dict[str, Node]:
+    with Memory.open(path, embedder=_embedder(embedder), answerer=None) as mem:
+        return {n.turn_id: n for n in mem.nodes(user=conv) if n.turn_id}
+
+
+def heads_cv(
+    cfg: CVConfig,
+    pools: Mapping[str, list[QueryPool]],
+    links: Mapping[str, list[Links]],
+    paths: Mapping[str, Path],
+) -> dict[str, dict[str, Any]]:
+    """Leave-one-conversation-out AUC of each learned head against the hand-set one, per fold.
+
+    Per fold: the relevance head is fitted on the training conversations, ranks every pool, the
+    stop and routing heads are fitted on the training conversations' examples and both heads score
+    the held-out conversation's. A head the training data does not support keeps the hand-set one."""
+    nodes = {c: _turn_nodes(paths[c], c, cfg.embedder) for c in pools}
+    hand = default_weights()
+    out: dict[str, dict[str, Any]] = {}
+    for held in pools:
+        train = {c: ps for c, ps in pools.items() if c != held}
+        ranker = fit_ranker([p for ps in train.values() for p in ps], l2=_choose_l2(train, (), False))
+        ex = {c: head_examples(ranker, c, pools[c], links[c], nodes[c]) for c in pools}
+        heads = fit_heads([e for c in train for e in ex[c]])
+        fold: dict[str, Any] = {}
+        for key, group in HEAD_GROUPS.items():
+            test = ex[held]
+            labels = [e.targets[key] for e in test]
+            learned = heads.decisions.get(key)
+            fold[key] = {
+                "positive_rate": _rate(labels),
+                "handset_auc": _auc([hand.decisions[key].logit(e.features[group]) for e in test], labels),
+                "learned_auc": _auc([learned.logit(e.features[group]) for e in test], labels)
+                if learned is not None
+                else None,
+                "unsupported": heads.unsupported.get(key),
+            }
+        out[held] = fold
+    return out
