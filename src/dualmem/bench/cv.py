@@ -28,18 +28,17 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem import __version__
+from dualmem.bench.cv_reach import reach_systems
 from dualmem.bench.locomo import BenchConfig
 from dualmem.bench.metrics import CATEGORY_NAMES, mrr, percentile, recall_at_k
 from dualmem.config import Lambdas
-from dualmem.control.builtin import default_weights
 from dualmem.conversations import QA, Conversation, load_conversations
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.fit import fit_logistic
-from dualmem.learn.heads import HEAD_GROUPS, HeadExample, LabelledPool, fit_heads, head_example
 from dualmem.learn.ranker import LinearRanker
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION, PoolSettings, build_pool
-from dualmem.read.reach import REACH_FEATURES, Links, reach_features, reach_links
+from dualmem.read.reach import Links, reach_links
 from dualmem.read.route import rrf
 from dualmem.reason.extractive import ExtractiveAnswerer
 from dualmem.types import VIEWS, Evidence, Node, Tenant
@@ -295,91 +294,6 @@ def _choose_l2(train: Mapping[str, list[QueryPool]], drop: Sequence[str], drop_n
     return best[1]
 
 
-# -- graph reach (the views as learned features) ------------------------------------------------
-
-#: top candidates whose view edges give the reach features (half the beam W = 10)
-REACH_ANCHORS = 5
-
-
-def _reach_rows(
-    ranker: LinearRanker, pools: Sequence[QueryPool], links: Sequence[Links]
-) -> list[tuple[QueryPool, npt.NDArray[np.float64]]]:
-    out = []
-    for p, link in zip(pools, links, strict=True):
-        if p.category != 5 and p.evidence and len(p.turn_ids):
-            out.append((p, reach_features(ranker.logits(p.features, FEATURES), link, anchors=REACH_ANCHORS)))
-    return out
-
-
-def fit_reach(
-    rows: Sequence[tuple[QueryPool, npt.NDArray[np.float64]]], drop: Sequence[str] = ()
-) -> LinearRanker:
-    """The reach head: a logistic re-scorer over the relevance logit and the views' reach features."""
-    cols = [i for i, f in enumerate(REACH_FEATURES) if f not in drop]
-    fit = fit_logistic(np.vstack([x[:, cols] for _, x in rows]), np.concatenate([p.labels for p, _ in rows]))
-    names = tuple(REACH_FEATURES[i] for i in cols)
-    return LinearRanker(names, tuple(float(w) for w in fit.weights), fit.bias, {"l2": 1.0})
-
-
-def _reranked(head: LinearRanker | None, p: QueryPool, x: npt.NDArray[np.float64]) -> tuple[str, ...]:
-    s = x[:, 0] if head is None else head.logits(x, REACH_FEATURES)
-    return tuple(p.turn_ids[i] for i in np.lexsort((np.arange(len(s)), -s)))
-
-
-def _route_row(question: str) -> npt.NDArray[np.float64]:
-    from dualmem.control.builtin_features import GROUPS, Features
-    from dualmem.control.states import RoutingState, WireFeatures
-
-    state = RoutingState(question)
-    f = Features(state, WireFeatures.of(state)).get("route", None)
-    return np.array([f[n] for n in sorted(GROUPS["route"])])
-
-
-def _reach_systems(
-    ranker: LinearRanker,
-    held: str,
-    pools: Mapping[str, list[QueryPool]],
-    links: Mapping[str, list[Links]],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Reach head with every view, without each view in turn, and routed: applied only where a
-    routing head over the question's form (the builtin's route features) predicts that it helps
-    (labels: the head raised or lowered MRR on a training question). All fitted on the training folds."""
-    train = [r for c in pools if c != held for r in _reach_rows(ranker, pools[c], links[c])]
-    test = _reach_rows(ranker, pools[held], links[held])
-    heads = {"dualmem-pool +reach": fit_reach(train)}
-    for view in VIEWS:
-        heads[f"dualmem-pool +reach no-{view}"] = fit_reach(train, (f"via_{view}",))
-    full = heads["dualmem-pool +reach"]
-    xs, ys = [], []
-    for p, x in train:
-        gain = (mrr(_reranked(full, p, x), p.evidence) or 0.0) - (
-            mrr(_reranked(None, p, x), p.evidence) or 0.0
-        )
-        if abs(gain) > 1e-9:
-            xs.append(_route_row(p.question))
-            ys.append(float(gain > 0))
-    # the routing head; without both outcomes among the training questions it never routes
-    route = fit_logistic(np.array(xs), np.array(ys), l2=1.0, balance=False) if 0 < sum(ys) < len(ys) else None
-    rows = []
-    for p, x in test:
-        for name, head in heads.items():
-            rows.append(_record(name, held, p, _reranked(head, p, x)))
-        use = route is not None and float(_route_row(p.question) @ route.weights + route.bias) > 0
-        rows.append(_record("dualmem-pool +reach routed", held, p, _reranked(full if use else None, p, x)))
-    info = {
-        "reach": dict(zip(full.features, full.weights, strict=True)),
-        "route": dict(zip(_route_names(), route.weights.tolist(), strict=True)) if route else None,
-        "route_examples": len(ys),
-    }
-    return rows, info
-
-
-def _route_names() -> list[str]:
-    from dualmem.control.builtin_features import GROUPS
-
-    return sorted(GROUPS["route"])
-
-
 # -- the run --------------------------------------------------------------------------------------
 
 
@@ -465,7 +379,7 @@ def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] =
             if system == "dualmem-pool":
                 result.abstention[held] = _abstention(ranker, train, pools[held])
                 if links is not None:
-                    rows, info = _reach_systems(ranker, held, pools, links)
+                    rows, info = reach_systems(ranker, held, pools, links, _record)
                     result.rows += rows
                     fold["reach"] = info
                 if cfg.search:
@@ -714,79 +628,3 @@ def _write(cfg: CVConfig, result: CVResult, pools: Mapping[str, list[QueryPool]]
     }
     (cfg.out / "cv-results.json").write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
     return report
-
-
-# -- learned stop and routing heads -----------------------------------------------------------------
-
-
-def _auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
-    """Area under the ROC curve (ties count half); ``None`` without both outcomes."""
-    s, y = np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=bool)
-    pos, neg = s[y], s[~y]
-    if not len(pos) or not len(neg):
-        return None
-    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(greater) / (len(pos) * len(neg))
-
-
-def head_examples(
-    ranker: LinearRanker,
-    conv: str,
-    pools: Sequence[QueryPool],
-    links: Sequence[Links],
-    nodes: Mapping[str, Node],
-    *,
-    k: int = 10,
-) -> list[HeadExample]:
-    """The heads' examples of one conversation's labelled questions, ranked by ``ranker``."""
-    vec = FEATURES.index("vec") if "vec" in FEATURES else None
-    out = []
-    for p, link in zip(pools, links, strict=True):
-        if p.category == 5 or not p.evidence or not all(t in nodes for t in p.turn_ids):
-            continue
-        gold = {i for i, t in enumerate(p.turn_ids) if t in set(p.evidence)}
-        cos = p.features[:, vec] if vec is not None else np.zeros(len(p.turn_ids))
-        pool = LabelledPool(conv, p.question, tuple(nodes[t] for t in p.turn_ids), cos, frozenset(gold), link)
-        out.append(head_example(pool, ranker.logits(p.features, FEATURES), k=k))
-    return out
-
-
-def _turn_nodes(path: Path, conv: str, embedder: str) -> dict[str, Node]:
-    with Memory.open(path, embedder=_embedder(embedder), answerer=None) as mem:
-        return {n.turn_id: n for n in mem.nodes(user=conv) if n.turn_id}
-
-
-def heads_cv(
-    cfg: CVConfig,
-    pools: Mapping[str, list[QueryPool]],
-    links: Mapping[str, list[Links]],
-    paths: Mapping[str, Path],
-) -> dict[str, dict[str, Any]]:
-    """Leave-one-conversation-out AUC of each learned head against the hand-set one, per fold.
-
-    Per fold: the relevance head is fitted on the training conversations, ranks every pool, the
-    stop and routing heads are fitted on the training conversations' examples and both heads score
-    the held-out conversation's. A head the training data does not support keeps the hand-set one."""
-    nodes = {c: _turn_nodes(paths[c], c, cfg.embedder) for c in pools}
-    hand = default_weights()
-    out: dict[str, dict[str, Any]] = {}
-    for held in pools:
-        train = {c: ps for c, ps in pools.items() if c != held}
-        ranker = fit_ranker([p for ps in train.values() for p in ps], l2=_choose_l2(train, (), False))
-        ex = {c: head_examples(ranker, c, pools[c], links[c], nodes[c]) for c in pools}
-        heads = fit_heads([e for c in train for e in ex[c]])
-        fold: dict[str, Any] = {}
-        for key, group in HEAD_GROUPS.items():
-            test = ex[held]
-            labels = [e.targets[key] for e in test]
-            learned = heads.decisions.get(key)
-            fold[key] = {
-                "positive_rate": _rate(labels),
-                "handset_auc": _auc([hand.decisions[key].logit(e.features[group]) for e in test], labels),
-                "learned_auc": _auc([learned.logit(e.features[group]) for e in test], labels)
-                if learned is not None
-                else None,
-                "unsupported": heads.unsupported.get(key),
-            }
-        out[held] = fold
-    return out
