@@ -34,6 +34,7 @@ from dualmem.bench.metrics import CATEGORY_NAMES, mrr, percentile, recall_at_k
 from dualmem.config import Lambdas
 from dualmem.conversations import QA, Conversation, load_conversations
 from dualmem.learn.abstain import abstention_features, fit_gate
+from dualmem.learn.calibrate import CAUTIOUS_FALSE
 from dualmem.learn.fit import fit_logistic
 from dualmem.learn.ranker import LinearRanker
 from dualmem.memory import Memory
@@ -438,10 +439,6 @@ def _evidence(p: QueryPool, ranker: LinearRanker, k: int = 10) -> tuple[list[Evi
         for i in order
     ]
     return ev, float(s.max()) if len(s) else 0.0
-
-
-#: the cautious gate's bound on false abstention (categories 1-4) on the training folds
-CAUTIOUS_FALSE = 0.20
 
 
 def _drafts(

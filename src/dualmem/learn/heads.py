@@ -75,7 +75,8 @@ def stop_features(
     query: str, evidence: Sequence[tuple[Node, float, float]], *, max_depth: int
 ) -> dict[str, float]:
     """The ``stop`` group of the round-0 assessment over ``evidence`` ((node, cosine, lexical)),
-    computed from the typed state alone (its documented signal fields)."""
+    computed from the typed state alone (its documented signal fields). The memories carry no
+    grounded time references, as the loop shows them for a query it did not route as temporal."""
     items = tuple(EvidenceItem(MemoryState.of(n), sim, lex) for n, sim, lex in evidence)
     state = StoppingState(query, items, 0, max_depth)
     return dict(Features(state, WireFeatures.of(state)).get("stop", None))
