@@ -34,6 +34,10 @@ def main() -> None:
         help="read-path ablations of the real Memory.search: a view left out, or no expansion",
     )
     parser.add_argument("--no-search", action="store_true", help="score the pool only (no Memory.search)")
+    parser.add_argument("--no-reach", action="store_true", help="skip the views' reach features")
+    parser.add_argument(
+        "--view-limit", type=int, default=None, help="view ablations on the first N questions of each fold"
+    )
     ns = parser.parse_args()
     cfg = CVConfig(
         data=ns.data,
@@ -43,6 +47,8 @@ def main() -> None:
         handset=not ns.no_handset,
         search=not ns.no_search,
         view_ablations=tuple(ns.views),
+        reach=not ns.no_reach,
+        view_limit=ns.view_limit,
     )
     result = run_cv(cfg)
     assert result.report is not None

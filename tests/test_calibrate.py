@@ -13,6 +13,7 @@ import pytest
 
 from dualmem.cli.main import main
 from dualmem.learn import LinearRanker
+from dualmem.learn.heads import HEAD_GROUPS, LearnedHeads
 from dualmem.read.pool import FEATURES
 from fakes.openai_server import FakeOpenAIServer, chat_logprobs, shown_options
 
@@ -69,6 +70,25 @@ def test_calibrate_from_labels_writes_weights_with_provenance(
     assert prov["l2"] in (0.3, 3.0, 30.0)
     # the answer turn shares the query's words: the fitted scorer must like lexical evidence
     assert dict(zip(ranker.features, ranker.weights, strict=True))["lex_q"] > 0
+
+
+def test_calibrate_heads_out_writes_heads_and_the_same_ranker(
+    data: Path, tmp_path: Path, capsys: Any
+) -> None:
+    plain, out, heads_path = tmp_path / "plain.json", tmp_path / "w.json", tmp_path / "heads.json"
+    base = ["--embedder", "hashing:64", "-q", "calibrate", "--data", str(data), "--l2", "3.0"]
+    assert main([*base, "--out", str(plain)]) == 0, capsys.readouterr().err
+    assert main([*base, "--out", str(out), "--heads-out", str(heads_path)]) == 0, capsys.readouterr().err
+    # one pool per question serves both: the relevance head is the one the plain run fits
+    assert LinearRanker.from_file(out).weights == pytest.approx(LinearRanker.from_file(plain).weights)
+    heads = LearnedHeads.from_file(heads_path)
+    assert "--heads-out" in heads.provenance["command"]
+    # twelve easy questions: every gold turn is in the top 10, no adversarial question, few edges,
+    # so no head has the examples it needs and each says so
+    assert not heads.decisions
+    assert heads.abstention is None
+    assert set(heads.unsupported) == {*HEAD_GROUPS, "abstention"}
+    assert main([*base, "--out", str(out), "--heads-out", str(heads_path), "--teacher", "llm"]) == 2
 
 
 def test_calibrate_from_a_jsonl_against_a_database(tmp_path: Path, capsys: Any) -> None:

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dualmem.bench.cv import CVConfig, run_cv, summarize_cv
+from dualmem.bench.cv import CVConfig, load_links, load_pools, run_cv, summarize_cv
+from dualmem.bench.cv_heads import heads_cv, heads_search
+from dualmem.learn.heads import HEAD_GROUPS
 
 PETS = ["dog Pepper", "cat Miso", "parrot Kiwi", "hamster Nibbles", "rabbit Clover"]
 FILLER = ["Nice weather today.", "How was work?", "I had pasta for lunch.", "The train was late again."]
@@ -50,8 +52,11 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
     assert result.report.exists()
     assert set(result.folds) == {"c0", "c1", "c2"}
     summary = summarize_cv(result.rows)
+    reach = {"dualmem-pool +reach", "dualmem-pool +reach routed"} | {
+        f"dualmem-pool +reach no-{v}" for v in ("semantic", "temporal", "causal", "entity")
+    }
     systems = {"dualmem", "dualmem-pool", "dualmem-pool no-speaker", "dualmem no-expansion", "bm25", "dense",
-               "hybrid", "dualmem-handset"}  # fmt: skip
+               "hybrid", "dualmem-handset"} | reach  # fmt: skip
     assert set(summary) == systems
     for name in systems:
         s = summary[name]
@@ -63,7 +68,34 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
     for fold in result.abstention.values():
         assert fold["correct_abstention_5"] is not None
         assert fold["false_abstention_1_4"] is not None
+        # the learned gate is fitted on the training folds; the answerer's own abstentions stay
+        assert fold["learned_gate_correct_5"] is not None
+        assert fold["learned_gate_correct_5"] >= fold["correct_abstention_5"]
+        assert 0.0 <= fold["gate_threshold"] <= 1.0
+    assert all("reach" in f for f in result.folds.values())
     assert "dualmem (Memory.search)" in result.latency
     text = result.report.read_text(encoding="utf-8")
     assert "leave-one-conversation-out" in text
     assert "| bm25 |" in text
+
+
+@pytest.mark.slow
+def test_heads_cv_and_the_loop_with_fold_fitted_heads(tmp_path: Path) -> None:
+    data = tmp_path / "convs"
+    data.mkdir()
+    for i in range(3):
+        (data / f"c{i}.json").write_text(json.dumps(_conversation(f"c{i}", i)), encoding="utf-8")
+    cfg = CVConfig(data=data, out=tmp_path / "out", embedder="hashing:64", handset=False)
+    paths: dict[str, Path] = {}
+    pools = load_pools(cfg, progress=False, paths=paths)
+    links = load_links(cfg, pools, paths)
+    auc = heads_cv(cfg, pools, links, paths)
+    assert set(auc) == {"c0", "c1", "c2"}
+    for fold in auc.values():
+        assert set(fold) == set(HEAD_GROUPS)
+        # ten easy questions per training fold: no head has the examples it needs, each says why
+        assert all(h["learned_auc"] is None and h["unsupported"] for h in fold.values())
+    rows, stats = heads_search(cfg, pools, links, paths, limit=2)
+    assert set(stats) == {"dualmem", "dualmem +heads"}
+    assert len(rows) == 2 * 3 * 2
+    assert all(len(s["calls"]) == 6 and sum(s["stops"].values()) == 6 for s in stats.values())

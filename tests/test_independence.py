@@ -18,12 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dualmem.control import catalog
-from dualmem.control.builtin import BuiltinController
+from dualmem.control.builtin import BuiltinController, LinearWeights
 from dualmem.control.jev import JevController
 from dualmem.control.llm import LLMController
 from dualmem.control.questions import Answer, Batch, Choice, Controller, Noul, Question, Score
 from dualmem.control.retry import RetryPolicy
 from dualmem.control.scripted import ScriptedController
+from dualmem.learn.heads import LearnedHeads, learned_weights
 from dualmem.types import JSONValue
 from fakes.jev_mock import JevMock, MockConfig
 from fakes.openai_server import FakeOpenAIServer
@@ -171,6 +172,17 @@ def _scripted_fn(state: Mapping[str, JSONValue], question: Question) -> float | 
     return value
 
 
+#: learned stop and routing heads (as ``dualmem calibrate --heads-out`` writes them) in the builtin
+_LEARNED = LearnedHeads(
+    {
+        "stop.evidence_sufficient": LinearWeights(
+            -1.0, (("coverage", 3.0), ("top_sim_c", 2.0), ("count", 0.5))
+        ),
+        "route.temporal": LinearWeights(-1.5, (("temporal", 2.0), ("what", -0.5), ("two_names", 0.3))),
+    }
+)
+
+
 @pytest.fixture(scope="module")
 def controllers() -> Iterator[dict[str, Controller]]:
     with FakeOpenAIServer() as llm_server, JevMock() as jev:
@@ -180,6 +192,7 @@ def controllers() -> Iterator[dict[str, Controller]]:
             "llm": LLMController(base_url=llm_server.base_url, model="fake-model", retry=fast),
             "jev": JevController(api_key="k", base_url=jev.url, retry=fast),
             "builtin": BuiltinController(),
+            "builtin-learned": BuiltinController(weights=learned_weights(_LEARNED)),
         }
 
 
@@ -217,9 +230,9 @@ def mismatches(
 
 CASES = [
     (b, n)
-    for b in ("scripted", "llm", "jev", "builtin")
+    for b in ("scripted", "llm", "jev", "builtin", "builtin-learned")
     for n in BATCHES
-    if not (b == "builtin" and n == "mixed")
+    if not (b.startswith("builtin") and n == "mixed")
 ]
 
 

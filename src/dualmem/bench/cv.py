@@ -28,17 +28,21 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem import __version__
+from dualmem.bench.cv_reach import reach_systems
 from dualmem.bench.locomo import BenchConfig
 from dualmem.bench.metrics import CATEGORY_NAMES, mrr, percentile, recall_at_k
 from dualmem.config import Lambdas
 from dualmem.conversations import QA, Conversation, load_conversations
+from dualmem.learn.abstain import abstention_features, fit_gate
+from dualmem.learn.calibrate import CAUTIOUS_FALSE
 from dualmem.learn.fit import fit_logistic
 from dualmem.learn.ranker import LinearRanker
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION, PoolSettings, build_pool
+from dualmem.read.reach import Links, reach_links
 from dualmem.read.route import rrf
 from dualmem.reason.extractive import ExtractiveAnswerer
-from dualmem.types import Evidence, Node, Tenant
+from dualmem.types import VIEWS, Evidence, Node, Tenant
 
 __all__ = ["ABLATIONS", "CVConfig", "CVResult", "QueryPool", "fit_ranker", "run_cv"]
 
@@ -68,7 +72,9 @@ class CVConfig:
     handset: bool = True  # also run the hand-set builtin System One (RRF anchors) as a baseline
     limit: int | None = None
     search: bool = True  # evaluate the real read path (Memory.search) with each fold's scorer
-    view_ablations: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "expansion")
+    view_ablations: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "views", "expansion")
+    reach: bool = True  # the views as learned reach features of the pool (dualmem.read.reach)
+    view_limit: int | None = None  # view ablations on the first N questions of each held-out fold
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +201,30 @@ def load_pools(
     return pools
 
 
+def load_links(
+    cfg: CVConfig, pools: Mapping[str, list[QueryPool]], paths: Mapping[str, Path]
+) -> dict[str, list[Links]]:
+    """Every question's view edges among its pool's candidates (fold-independent; cached)."""
+    out: dict[str, list[Links]] = {}
+    for conv, ps in pools.items():
+        path = paths[conv]
+        key = hashlib.sha256(json.dumps([path.name, cfg.pool, cfg.window, POOL_VERSION]).encode()).hexdigest()
+        cache = path.with_name(f"{path.stem}-links-{key[:12]}.pkl")
+        if cache.exists():
+            with cache.open("rb") as fh:
+                out[conv] = pickle.load(fh)
+            continue
+        with Memory.open(path, embedder=_embedder(cfg.embedder), answerer=None) as mem:
+            by_turn = {n.turn_id: n.id for n in mem.nodes(user=conv) if n.turn_id}
+            out[conv] = []
+            for p in ps:
+                ids = [by_turn.get(t, t.removeprefix("node:")) for t in p.turn_ids]
+                out[conv].append(reach_links(mem.store, ids, range(len(ids)), VIEWS))
+        with cache.open("wb") as fh:
+            pickle.dump(out[conv], fh)
+    return out
+
+
 # -- fitting --------------------------------------------------------------------------------------
 
 
@@ -295,10 +325,12 @@ def _search_records(
     from dualmem.control.builtin import BuiltinController
 
     profile = Profile.builtin()
-    if view_drop is not None:
+    if view_drop == "views":  # every view off: the routing finds no view, nothing is expanded
+        profile = profile.with_(read__views=())
+    elif view_drop == "expansion":
+        profile = profile.with_(read__fixed_depth=0)
+    elif view_drop is not None:
         profile = profile.with_(read__views=tuple(v for v in profile.read.views if v != view_drop))
-    if view_drop == "expansion":
-        profile = profile.with_(read__views=profile.read.views, read__fixed_depth=0)
     rows, ms = [], []
     controller = BuiltinController(ranker=ranker)
     with Memory.open(
@@ -320,13 +352,15 @@ def _embedder(spec: str) -> Any:
     return create_embedder(spec)
 
 
-#: read-path ablations of the real System One: a view left out, or no graph expansion at all
-VIEW_ABLATIONS: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "expansion")
+#: read-path ablations of the real System One: a view left out, every view off (``views``), or no
+#: graph expansion at all (``expansion``: zero rounds, no assessment)
+VIEW_ABLATIONS: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "views", "expansion")
 
 
 def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] = print) -> CVResult:
     paths: dict[str, Path] = {}
     pools = load_pools(cfg, progress=progress, paths=paths)
+    links = load_links(cfg, pools, paths) if cfg.reach else None
     result = CVResult()
     systems: dict[str, tuple[tuple[str, ...], bool]] = {"dualmem-pool": ((), False)}
     for name in cfg.ablations:
@@ -345,13 +379,23 @@ def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] =
                 result.rows.append(_record(system, held, p, rank(ranker, p, drop_neighbours=no_nb)[0]))
             if system == "dualmem-pool":
                 result.abstention[held] = _abstention(ranker, train, pools[held])
+                if links is not None:
+                    rows, info = reach_systems(ranker, held, pools, links, _record)
+                    result.rows += rows
+                    fold["reach"] = info
                 if cfg.search:
                     rows, ms = _search_records("dualmem", held, paths[held], ranker, test, None, cfg.embedder)
                     result.rows += rows
                     search_ms += ms
+                    subset = test[: cfg.view_limit] if cfg.view_limit is not None else test
+                    if cfg.view_ablations and cfg.view_limit is not None:
+                        kept = {p.index for p in subset}
+                        result.rows += [
+                            {**r, "system": "dualmem (view subset)"} for r in rows if r["index"] in kept
+                        ]
                     for view in cfg.view_ablations:
                         name = "dualmem no-expansion" if view == "expansion" else f"dualmem no-{view}"
-                        found = _search_records(name, held, paths[held], ranker, test, view, cfg.embedder)
+                        found = _search_records(name, held, paths[held], ranker, subset, view, cfg.embedder)
                         result.rows += found[0]
         for p in test:
             for base, ranked in p.baselines.items():
@@ -397,36 +441,55 @@ def _evidence(p: QueryPool, ranker: LinearRanker, k: int = 10) -> tuple[list[Evi
     return ev, float(s.max()) if len(s) else 0.0
 
 
+def _drafts(
+    ranker: LinearRanker, pools: Iterable[QueryPool]
+) -> list[tuple[bool, bool, float, dict[str, float]]]:
+    """(adversarial, extractive abstained, best relevance, gate features) per question."""
+    answerer = ExtractiveAnswerer()
+    out = []
+    for p in pools:
+        ev, top = _evidence(p, ranker)
+        draft = answerer.answer(p.question, ev)
+        out.append((p.category == 5, draft.abstained, top, abstention_features(p.question, ev, draft)))
+    return out
+
+
 def _abstention(
     ranker: LinearRanker, train: Mapping[str, list[QueryPool]], test: Sequence[QueryPool]
 ) -> dict[str, float | None]:
-    """Correct abstention on category 5 and false abstention on 1-4 with the extractive answerer,
-    alone and gated by the scorer's best relevance (threshold fitted on the training folds)."""
-    answerer = ExtractiveAnswerer()
-
-    def drafts(ps: Iterable[QueryPool]) -> list[tuple[bool, bool, float]]:
-        out = []
-        for p in ps:
-            ev, top = _evidence(p, ranker)
-            out.append((p.category == 5, answerer.answer(p.question, ev).abstained, top))
-        return out
-
-    train_d = drafts(p for ps in train.values() for p in ps)
+    """Correct abstention on category 5 and false abstention on 1-4 with the extractive answerer:
+    alone, gated by the scorer's best relevance (``tau`` fitted on the training folds), and gated by
+    the learned abstention gate (``dualmem.learn.abstain``, weights and threshold fitted on the
+    training folds). The category is a training label only; no answerer or gate sees it."""
+    train_d = _drafts(ranker, (p for ps in train.values() for p in ps))
     best = (-1.0, 0.0)
     for tau in np.linspace(0.0, 1.0, 41):
-        acc = np.mean([(abst or top < tau) == adv for adv, abst, top in train_d])
+        acc = np.mean([(abst or top < tau) == adv for adv, abst, top, _ in train_d])
         if acc > best[0] + 1e-12:
             best = (float(acc), float(tau))
     tau = best[1]
-    test_d = drafts(test)
+    feats, declines = [f for *_, f in train_d], [adv for adv, *_ in train_d]
+    gate = fit_gate(feats, declines)
+    cautious = fit_gate(feats, declines, max_false=CAUTIOUS_FALSE)
+    test_d = _drafts(ranker, test)
     adv = [d for d in test_d if d[0]]
     ans = [d for d in test_d if not d[0]]
+
+    def gated(d: tuple[bool, bool, float, dict[str, float]]) -> bool:
+        return d[1] or gate.abstains(d[3])
+
     return {
         "tau": tau,
-        "correct_abstention_5": _rate([a for _, a, _ in adv]),
-        "false_abstention_1_4": _rate([a for _, a, _ in ans]),
-        "gated_correct_abstention_5": _rate([a or t < tau for _, a, t in adv]),
-        "gated_false_abstention_1_4": _rate([a or t < tau for _, a, t in ans]),
+        "correct_abstention_5": _rate([a for _, a, _, _ in adv]),
+        "false_abstention_1_4": _rate([a for _, a, _, _ in ans]),
+        "score_gated_correct_5": _rate([a or t < tau for _, a, t, _ in adv]),
+        "score_gated_false_1_4": _rate([a or t < tau for _, a, t, _ in ans]),
+        "gate_threshold": gate.threshold,
+        "learned_gate_correct_5": _rate([gated(d) for d in adv]),
+        "learned_gate_false_1_4": _rate([gated(d) for d in ans]),
+        "cautious_threshold": cautious.threshold,
+        "cautious_gate_correct_5": _rate([d[1] or cautious.abstains(d[3]) for d in adv]),
+        "cautious_gate_false_1_4": _rate([d[1] or cautious.abstains(d[3]) for d in ans]),
     }
 
 
@@ -531,11 +594,17 @@ def _write(cfg: CVConfig, result: CVResult, pools: Mapping[str, list[QueryPool]]
         lines.append(f"| {name} | {_fmt(lat['p50'])} | {_fmt(lat['p95'])} |")
     lines += ["", "## Abstention (extractive answerer over the scorer's top 10)", ""]
     keys = [
-        "tau",
         "correct_abstention_5",
         "false_abstention_1_4",
-        "gated_correct_abstention_5",
-        "gated_false_abstention_1_4",
+        "tau",
+        "score_gated_correct_5",
+        "score_gated_false_1_4",
+        "gate_threshold",
+        "learned_gate_correct_5",
+        "learned_gate_false_1_4",
+        "cautious_threshold",
+        "cautious_gate_correct_5",
+        "cautious_gate_false_1_4",
     ]
     lines += ["| fold | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
     for fold, a in result.abstention.items():

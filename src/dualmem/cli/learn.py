@@ -46,6 +46,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--pool", type=int, default=50, help="vector and lexical depth of the pool (N)")
     p.add_argument("--window", type=int, default=2, help="session neighbours either side")
     p.add_argument("--l2", type=float, default=None, help="L2 strength (default: leave-one-group-out choice)")
+    p.add_argument(
+        "--heads-out",
+        type=Path,
+        default=None,
+        help="also fit the builtin's stop (sufficiency) and routing heads and the abstention gate from "
+        "the labelled conversations and write them here (dualmem.heads/1)",
+    )
     p.set_defaults(handler=cmd_calibrate)
 
 
@@ -57,10 +64,16 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
     jsonl = [p for p in args.data if p.suffix == ".jsonl"]
     if jsonl and len(jsonl) != len(args.data):
         raise InvalidInput("give either conversation files or JSONL query files, not both")
+    if args.heads_out is not None and (args.teacher or jsonl):
+        raise InvalidInput(
+            "--heads-out learns from labelled conversations",
+            hint="drop --teacher and give conversation files",
+        )
+    records: list[Any] = []
     log = args.teacher_log.open("w", encoding="utf-8") if args.teacher_log else None
     try:
         record = (lambda row: log.write(json.dumps(row) + "\n")) if log else None
-        examples = _from_db(args, jsonl, record) if jsonl else _from_conversations(args, record)
+        examples = _from_db(args, jsonl, record) if jsonl else _from_conversations(args, record, records)
     finally:
         if log:
             log.close()
@@ -87,7 +100,22 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
     out = LinearRanker(ranker.features, ranker.weights, ranker.bias, prov)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     out.save(args.out)
-    return {"out": str(args.out), "queries": prov["queries"], "candidates": prov["candidates"], "l2": l2}
+    result: dict[str, Any] = {
+        "out": str(args.out),
+        "queries": prov["queries"],
+        "candidates": prov["candidates"],
+    }
+    result["l2"] = l2
+    if args.heads_out is not None:
+        from dualmem.learn.calibrate import fit_learned_heads
+
+        heads = fit_learned_heads(ranker, records, provenance={**prov, "ranker": str(args.out)})
+        args.heads_out.parent.mkdir(parents=True, exist_ok=True)
+        heads.save(args.heads_out)
+        result["heads"] = {"out": str(args.heads_out), "fitted": sorted(heads.decisions)}
+        result["heads"]["unsupported"] = dict(heads.unsupported)
+        result["heads"]["abstention"] = heads.abstention is not None
+    return result
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -118,13 +146,17 @@ def _from_db(args: argparse.Namespace, files: list[Path], record: Any) -> list[A
         return examples_from_labels(mem.store, mem.embedder, queries, settings=_settings(args))
 
 
-def _from_conversations(args: argparse.Namespace, record: Any) -> list[Any]:
+def _from_conversations(args: argparse.Namespace, record: Any, records: list[Any]) -> list[Any]:
+    """The relevance head's examples of every conversation; with ``--heads-out`` every question's
+    pool also goes to ``records`` (adversarial questions marked as ones to decline)."""
     from dualmem.conversations import load_conversations
     from dualmem.embed import create_embedder
     from dualmem.learn.calibrate import (
         LabelledQuery,
         examples_from_labels,
         examples_from_teacher,
+        pool_records,
+        record_example,
     )
     from dualmem.memory import Memory
 
@@ -150,6 +182,14 @@ def _from_conversations(args: argparse.Namespace, record: Any) -> list[Any]:
                         mem.store, mem.embedder, _meter(args), queries,
                         per_query=args.per_query, settings=_settings(args), record=record,
                     )  # fmt: skip
+                elif args.heads_out is not None:  # one pool per question serves every head
+                    every = [
+                        LabelledQuery(q.question, frozenset(q.evidence), conv.id, conv.id, q.category == 5)
+                        for q in conv.questions
+                    ]
+                    found = pool_records(mem.store, mem.embedder, every, settings=_settings(args))
+                    records += found
+                    examples += [e for r in found if (e := record_example(r)) is not None]
                 else:
                     examples += examples_from_labels(
                         mem.store, mem.embedder, queries, settings=_settings(args)

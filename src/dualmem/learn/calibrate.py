@@ -22,7 +22,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,21 +35,30 @@ from dualmem.control.meter import Meter
 from dualmem.control.questions import Batch
 from dualmem.embed.base import Embedder
 from dualmem.errors import InvalidInput
+from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.fit import fit_logistic
+from dualmem.learn.heads import MIN_POSITIVES, LabelledPool, LearnedHeads, fit_heads, head_example
 from dualmem.learn.ranker import LinearRanker
 from dualmem.plane.base import Store
 from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool
-from dualmem.types import JSONValue, Tenant
+from dualmem.read.reach import Links, reach_links
+from dualmem.reason.extractive import ExtractiveAnswerer
+from dualmem.types import VIEWS, Evidence, JSONValue, Node, Tenant
 
 __all__ = [
+    "CAUTIOUS_FALSE",
     "Example",
     "LabelledQuery",
+    "PoolRecord",
     "choose_l2",
     "examples_from_labels",
     "examples_from_teacher",
     "fit_examples",
+    "fit_learned_heads",
+    "pool_records",
     "provenance",
     "read_labelled_jsonl",
+    "record_example",
 ]
 
 L2_GRID: tuple[float, ...] = (0.3, 3.0, 30.0)
@@ -63,6 +72,7 @@ class LabelledQuery:
     relevant: frozenset[str]
     user: str
     group: str = ""  # a conversation, or the user: L2 is chosen leaving one group out
+    decline: bool = False  # the memory cannot answer it (an adversarial question): abstention label
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,3 +259,81 @@ def provenance(
         "groups": sorted({e.group for e in examples}),
         **dict(extra),
     }
+
+
+# -- the stop/routing heads and the abstention gate (``--heads-out``) ---------------------------------
+
+#: the shipped abstention gate's bound on false abstention over the training queries
+CAUTIOUS_FALSE = 0.20
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRecord:
+    """A labelled query's pool, kept for the heads: features, candidate nodes (without their
+    embeddings) in row order and the views' edges between candidates."""
+
+    query: LabelledQuery
+    features: npt.NDArray[np.float64]
+    nodes: tuple[Node, ...]
+    links: Links
+
+
+def pool_records(
+    store: Store,
+    embedder: Embedder,
+    queries: Sequence[LabelledQuery],
+    *,
+    settings: PoolSettings | None = None,
+) -> list[PoolRecord]:
+    out = []
+    for q, pool in _pools(store, embedder, queries, settings):
+        if not pool.ids:
+            continue
+        nodes = tuple(replace(pool.nodes[i], embedding=None) for i in pool.ids)
+        links = reach_links(store, pool.ids, range(len(pool.ids)), VIEWS)
+        out.append(PoolRecord(q, pool.features, nodes, links))
+    return out
+
+
+def _gold(record: PoolRecord) -> frozenset[int]:
+    rel = record.query.relevant
+    return frozenset(i for i, n in enumerate(record.nodes) if n.id in rel or (n.turn_id or "") in rel)
+
+
+def record_example(record: PoolRecord) -> Example | None:
+    """The relevance head's example of a record (``None`` for a query to decline or without labels
+    in its pool), as ``examples_from_labels`` makes it."""
+    gold = _gold(record)
+    if record.query.decline or not record.query.relevant or not len(record.nodes):
+        return None
+    labels = np.array([float(i in gold) for i in range(len(record.nodes))])
+    return Example(record.query.group or record.query.user, record.features, labels)
+
+
+def fit_learned_heads(
+    ranker: LinearRanker, records: Sequence[PoolRecord], *, provenance: Mapping[str, Any], k: int = 10
+) -> LearnedHeads:
+    """The stop and routing heads (labelled, answerable queries) and the abstention gate (every
+    query; ``decline`` the label) over pools ranked by ``ranker``."""
+    vec = FEATURES.index("vec") if "vec" in FEATURES else None
+    examples, rows, declines = [], [], []
+    answerer = ExtractiveAnswerer()
+    for r in records:
+        logits = ranker.logits(r.features, FEATURES)
+        gold = _gold(r)
+        if gold and not r.query.decline:
+            cos = r.features[:, vec] if vec is not None else np.zeros(len(r.nodes))
+            pool = LabelledPool(r.query.group or r.query.user, r.query.query, r.nodes, cos, gold, r.links)
+            examples.append(head_example(pool, logits, k=k))
+        probs = 0.5 * (1.0 + np.tanh(0.5 * logits))
+        top = np.lexsort((np.arange(len(logits)), -logits))[:k]
+        evidence = [Evidence(r.nodes[i], float(probs[i])) for i in top]
+        draft = answerer.answer(r.query.query, evidence)
+        rows.append(abstention_features(r.query.query, evidence, draft))
+        declines.append(r.query.decline)
+    heads = fit_heads(examples, provenance=provenance)
+    if sum(declines) < MIN_POSITIVES or len(declines) - sum(declines) < MIN_POSITIVES:
+        unsupported = {**heads.unsupported, "abstention": f"{sum(declines)} queries to decline: no gate"}
+        return LearnedHeads(heads.decisions, unsupported, heads.provenance)
+    gate = fit_gate(rows, declines, max_false=CAUTIOUS_FALSE, provenance={"max_false": CAUTIOUS_FALSE})
+    return LearnedHeads(heads.decisions, heads.unsupported, heads.provenance, gate)
