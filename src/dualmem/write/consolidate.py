@@ -28,6 +28,7 @@ from dualmem.control.states import (
     RelationCandidate,
 )
 from dualmem.embed.base import Embedder
+from dualmem.embed.windows import embedding_text
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import extract_entities
 from dualmem.types import Edge, JSONValue, Node, Tenant, new_id, utcnow
@@ -178,7 +179,7 @@ class Consolidator:
             source="consolidation",
             metadata={"representation": representation, "sources": [s.id for s in sources]},
             entities=extract_entities(text),
-            embedding=self.embedder.embed([text])[0],
+            embedding=self.embedder.embed([embedding_text(text)])[0],
             derived=True,
         )
 

@@ -24,6 +24,7 @@ from dualmem.control import catalog
 from dualmem.control.meter import Decided, Meter
 from dualmem.control.questions import Batch
 from dualmem.embed.base import Embedder, Matrix
+from dualmem.embed.windows import embedding_text
 from dualmem.errors import ControllerError
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import EntityExtractor, create_extractor
@@ -41,13 +42,6 @@ def _failure(typed: object, related: object) -> ControllerError | None:
         if isinstance(outcome, ControllerError):
             return outcome
     return None
-
-
-def embedding_text(content: str, speaker: str | None) -> str:
-    """What is embedded for a node: the speaker is part of the meaning ("Mira: I bought a bike")."""
-    if not speaker or content.lstrip().lower().startswith(speaker.lower()):
-        return content
-    return f"{speaker}: {content}"
 
 
 def natural_key(obs: Observation, tenant: Tenant) -> str | None:
@@ -122,7 +116,7 @@ class Writer:
                 yield self._write(chunk, vectors, tenant, None if keys is None else keys[i])
 
     def _embed(self, observations: Sequence[Observation]) -> Matrix:
-        return self.embedder.embed([embedding_text(o.content, o.speaker) for o in observations])
+        return self.embedder.embed([embedding_text(o.content) for o in observations])
 
     def _write(
         self,
