@@ -146,7 +146,23 @@ _V2: tuple[str, ...] = (
     "CREATE INDEX write_keys_node ON write_keys (user_id, node_id)",
 )
 
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2))
+# v3 (issue 10): chunk vectors of long nodes, one row per extra window, removed with their node; the
+# column keeps no fixed dimension (the store checks it on write) and has no ANN index: searched exactly
+_V3: tuple[str, ...] = (
+    f"""CREATE TABLE chunk_vectors (
+        user_id {_K} NOT NULL,
+        node_id {_K} NOT NULL,
+        part integer NOT NULL,
+        seq bigint NOT NULL,
+        agent_id {_K},
+        run_id {_K},
+        embedding vector NOT NULL,
+        PRIMARY KEY (user_id, node_id, part),
+        FOREIGN KEY (user_id, node_id) REFERENCES nodes (user_id, id) ON DELETE CASCADE
+    )""",
+)
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, _V3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _HNSW_M = 16

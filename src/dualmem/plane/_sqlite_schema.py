@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
+from dualmem.plane._sqlite_chunks import V5
 from dualmem.plane._sqlite_scale import V2
 from dualmem.types import utcnow
 
@@ -138,7 +139,14 @@ Step = str | Callable[[sqlite3.Connection], None]
 
 #: ordered migrations: (version, steps). Append only; never edit a released one.
 #: 4: entity/user counts, packed decisions, fts5vocab (issue 13, ``_sqlite_scale``)
-MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, (V2,)))
+#: 5: chunk vectors of long nodes (issue 10, ``_sqlite_chunks``)
+MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
+    (1, _V1),
+    (2, _V2),
+    (3, _V3),
+    (4, (V2,)),
+    (5, V5),
+)
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (

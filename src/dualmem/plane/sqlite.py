@@ -30,10 +30,11 @@ from dualmem.errors import (
     NotFound,
     ReadOnlyStore,
 )
+from dualmem.plane import _chunks, ann
 from dualmem.plane import _codec as codec
+from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane import ann
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
 from dualmem.plane._sqlite_schema import check_version, migrate
@@ -54,6 +55,7 @@ class SQLiteStore:
         self.path = path
         self.read_only = read_only
         self._vectors: dict[str, UserVectors] = {}
+        self._chunks: dict[str, _chunks.UserChunks] = {}  # per user, loaded on first search
         self._tx = Transactions(conn, path, read_only=read_only, on_rollback=self._forget_caches)
         self._lock = self._tx.lock
         self._data_version = -1
@@ -92,6 +94,7 @@ class SQLiteStore:
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
         self._vectors.clear()
+        self._chunks.clear()
         if self._ann is not None:
             self._ann.drop()
 
@@ -317,6 +320,8 @@ class SQLiteStore:
                 gone = set(node_ids)
                 for vectors in self._vectors.values():
                     vectors.remove(gone)
+                for found in self._chunks.values():
+                    found.remove(gone)
         return removed
 
     def iter_nodes(self, tenant: Tenant | None = None, *, status: NodeStatus | None = None) -> Iterator[Node]:
@@ -408,6 +413,7 @@ class SQLiteStore:
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
             self._vectors.clear()
+            self._chunks.clear()
             self._data_version = version
 
     def _user_vectors(self, user: str) -> UserVectors | None:
@@ -445,18 +451,56 @@ class SQLiteStore:
             )
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        """Each node once, scored by its best vector: its embedding or one of its chunk vectors."""
         with self._lock:
-            if self._ann is not None and not self._conn.in_transaction:
-                # the index builds segments only outside a transaction, from committed rows
-                with sql.translated("vector search"):
-                    if scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
-                        return self._ann.search(self._conn, tenant, query, k)
-            with self.snapshot(), sql.translated("vector search"):
+            hits = self._node_search(tenant, query, k)
+            with self.snapshot(), sql.translated("chunk vector search"):
                 self._fresh()
-                if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
+                found = self._user_chunks(tenant.user)
+            return _chunks.merge(hits, found.search(tenant, query, k), k)
+
+    def _node_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        if self._ann is not None and not self._conn.in_transaction:
+            # the index builds segments only outside a transaction, from committed rows
+            with sql.translated("vector search"):
+                if scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
                     return self._ann.search(self._conn, tenant, query, k)
-                vectors = self._user_vectors(tenant.user)
-                return [] if vectors is None else vectors.search(tenant, query, k)
+        with self.snapshot(), sql.translated("vector search"):
+            self._fresh()
+            if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
+                return self._ann.search(self._conn, tenant, query, k)
+            vectors = self._user_vectors(tenant.user)
+            return [] if vectors is None else vectors.search(tenant, query, k)
+
+    def _user_chunks(self, user: str) -> _chunks.UserChunks:
+        """The user's chunk vectors (exact search, also above the ANN threshold); cached, also when none."""
+        cached = self._chunks.get(user)
+        if cached is None:
+            with sql.decoding(f"read the chunk vectors of {user!r}"):
+                cached = self._chunks[user] = chunk_sql.load_user(self._conn, user)
+        return cached
+
+    # -- chunk vectors ----------------------------------------------------------------------
+    def put_chunks(self, chunks: Mapping[str, Vector]) -> None:
+        if not chunks:
+            return
+        with self._lock, self.transaction(), sql.translated("store chunk vectors"):
+            dim = self._stored_dim()
+            rows = {node_id: _chunks.as_chunks(node_id, m, dim) for node_id, m in chunks.items()}
+            tenants = chunk_sql.tenants(self._conn, rows)
+            missing = rows.keys() - tenants.keys()
+            if missing:
+                raise NotFound(f"chunk vectors for unknown nodes: {sorted(missing)[:5]}")
+            chunk_sql.put(self._conn, rows, tenants)
+            for node_id, m in rows.items():
+                cached = self._chunks.get(tenants[node_id].user)
+                if cached is not None:
+                    cached.put(node_id, tenants[node_id], m)
+
+    def get_chunks(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Vector]:
+        where, params = sql.tenant_sql(tenant)
+        with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
+            return chunk_sql.get(self._conn, node_ids, where, params)
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
@@ -642,6 +686,7 @@ class SQLiteStore:
             with self.transaction(), sql.translated("repair the database"):
                 repaired = checks.sqlite_repair(self._conn, report)
             self._vectors.clear()
+            self._chunks.clear()
             after = checks.sqlite_check(self._conn, repair=False)
             return checks.CheckReport(
                 after.healthy, after.problems, repaired=repaired, before=report.problems
