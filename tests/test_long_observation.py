@@ -70,3 +70,46 @@ def test_short_texts_stay_one_vector_and_windows_overlap(minilm: Embedder) -> No
     assert all(len(w.split()) <= CHUNK_TOKENS for w in windows)
     assert windows[1].split()[:5] != windows[0].split()[:5]  # consecutive windows start apart ...
     assert set(windows[0].split()[-20:]) & set(windows[1].split()[:60])  # ... and overlap
+
+
+@pytest.mark.slow
+def test_check_repair_reembed_brings_an_old_database_up_to_date(
+    minilm: Embedder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from dualmem.cli.main import main
+    from dualmem.plane import SQLiteStore
+    from dualmem.types import Node
+
+    db = tmp_path / "old.db"
+    user = Tenant("u")
+    old_texts = ["Mira: I bought a new bicycle yesterday.", f"Assistant: {LONG}"]  # as embedded before
+    old = minilm.embed(old_texts)
+    with SQLiteStore.open(db) as store:
+        store.bind_embedder(minilm.name, minilm.dim)
+        store.put_nodes(
+            [
+                Node(
+                    id="short",
+                    tenant=user,
+                    content=old_texts[0][6:],
+                    at=None,
+                    speaker="Mira",
+                    embedding=old[0],
+                ),
+                Node(id="long", tenant=user, content=LONG, at=None, speaker="Assistant", embedding=old[1]),
+            ]
+        )
+    assert main(["--db", str(db), "check", "--reembed"]) == 2  # only together with --repair
+    capsys.readouterr()
+    assert main(["--db", str(db), "--embedder", "minilm", "check", "--repair", "--reembed"]) == 0
+    assert "reembedded" in json.loads(capsys.readouterr().out)["repaired"]
+    with SQLiteStore.open(db) as store:
+        nodes = store.get_nodes(["short", "long"])
+        want = minilm.embed([nodes["short"].content, LONG])
+        np.testing.assert_allclose(nodes["short"].embedding, want[0], atol=1e-5)  # type: ignore[arg-type]
+        np.testing.assert_allclose(nodes["long"].embedding, want[1], atol=1e-5)  # type: ignore[arg-type]
+        assert set(store.get_chunks(["short", "long"])) == {"long"}
+        query = minilm.embed(["Where is the spare key hidden?"])[0]
+        assert store.vector_search(user, query, 1)[0][0] == "long"
