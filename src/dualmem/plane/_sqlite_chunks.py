@@ -15,7 +15,10 @@ from dualmem.plane._sqlite_sql import chunks as id_chunks
 from dualmem.plane._sqlite_sql import marks
 from dualmem.types import Tenant, Vector
 
-__all__ = ["V5", "get", "load_user", "put", "tenants"]
+__all__ = ["SCHEMA", "V5", "get", "load_user", "put", "tenants"]
+
+#: the schema version that adds ``chunk_vectors`` (the lead may renumber it at merge)
+SCHEMA = 5
 
 V5: tuple[str, ...] = (
     """CREATE TABLE chunk_vectors (

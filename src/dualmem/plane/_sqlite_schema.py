@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
+from dualmem.plane._sqlite_chunks import SCHEMA as CHUNKS_SCHEMA
 from dualmem.plane._sqlite_chunks import V5
 from dualmem.plane._sqlite_scale import V2
 from dualmem.types import utcnow
@@ -145,7 +146,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (2, _V2),
     (3, _V3),
     (4, (V2,)),
-    (5, V5),
+    (CHUNKS_SCHEMA, V5),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

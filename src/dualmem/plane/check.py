@@ -178,6 +178,8 @@ def _counted(conn: sqlite3.Connection, kind: str) -> Problem:
     try:
         rows = [str(row[0]) for row in conn.execute(select)]
     except sqlite3.DatabaseError as exc:
+        if kind.startswith("chunks_") and "no such table: chunk_vectors" in str(exc):
+            return Problem(kind, 0)  # a file before schema v5 opened read-only: it has no chunks
         return Problem(kind, 1, (f"could not check: {exc}",), repairable=False)
     return Problem(kind, len(rows), tuple(rows[:_DETAILS]), repairable=fix is not None)
 

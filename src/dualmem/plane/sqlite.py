@@ -37,7 +37,7 @@ from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
-from dualmem.plane._sqlite_schema import check_version, migrate
+from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, StoreStats
@@ -50,8 +50,12 @@ __all__ = ["SQLiteStore"]
 class SQLiteStore:
     """A ``Store`` in one SQLite file. Open with :meth:`SQLiteStore.open`; safe to share across threads."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, *, read_only: bool = False) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, path: str, *, read_only: bool = False, schema: int = SCHEMA_VERSION
+    ) -> None:
         self._conn = conn
+        #: an older file opened read-only (never migrated) may predate the chunk table (v5)
+        self._has_chunks = schema >= chunk_sql.SCHEMA
         self.path = path
         self.read_only = read_only
         self._vectors: dict[str, UserVectors] = {}
@@ -82,14 +86,11 @@ class SQLiteStore:
         conn = connect(target, timeout=timeout, read_only=read_only, synchronous=synchronous)
         try:
             with sql.translated(f"open {target}"):
-                if read_only:
-                    check_version(conn)
-                else:
-                    migrate(conn)
+                schema = check_version(conn) if read_only else migrate(conn)
         except BaseException:
             conn.close()
             raise
-        return cls(conn, target, read_only=read_only)
+        return cls(conn, target, read_only=read_only, schema=schema)
 
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
@@ -475,6 +476,8 @@ class SQLiteStore:
     def _user_chunks(self, user: str) -> _chunks.UserChunks:
         """The user's chunk vectors (exact search, also above the ANN threshold); cached, also when none."""
         cached = self._chunks.get(user)
+        if cached is None and not self._has_chunks:
+            cached = self._chunks[user] = _chunks.UserChunks()
         if cached is None:
             with sql.decoding(f"read the chunk vectors of {user!r}"):
                 cached = self._chunks[user] = chunk_sql.load_user(self._conn, user)
@@ -498,6 +501,8 @@ class SQLiteStore:
                     cached.put(node_id, tenants[node_id], m)
 
     def get_chunks(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Vector]:
+        if not self._has_chunks:
+            return {}
         where, params = sql.tenant_sql(tenant)
         with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
             return chunk_sql.get(self._conn, node_ids, where, params)
