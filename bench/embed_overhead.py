@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    turns = [f"{o.speaker}: {o.content}" for c in load_conversations(args.data) for o in c.observations]
+    turns = [o.content for c in load_conversations(args.data) for o in c.observations]
     texts = turns[: args.texts]
     bare_rates, our_rates = [], []
     for _ in range(args.rounds):

@@ -83,6 +83,24 @@ def test_golden_file_round_trips() -> None:
     assert store.get_node("n1") == _store().get_node("n1")
 
 
+def test_chunk_vectors_follow_their_node_and_round_trip() -> None:
+    store = _store()
+    chunks = np.stack([_vec(1, 0, 0, 1), _vec(0, 1, 1, 0)])
+    store.put_chunks({"n2": chunks})
+    text = _export(store)
+    lines = text.splitlines()
+    kinds = [json.loads(line)["kind"] for line in lines]
+    assert kinds[:4] == ["header", "node", "node", "chunks"]
+    assert json.loads(lines[3])["node_id"] == "n2"
+    copy = _import(lines)
+    np.testing.assert_array_equal(copy.get_chunks(["n2"])["n2"], chunks)
+    assert _export(copy) == text
+    with pytest.raises(InvalidInput, match=r"line 2 .*do not follow that node"):
+        _import([lines[0], lines[3], lines[1], lines[2]])
+    with pytest.raises(InvalidInput, match=r"line 4 .*not 3 x 4 float32"):
+        _import([*lines[:3], json.dumps({**json.loads(lines[3]), "parts": 3}), *lines[4:]])
+
+
 def _lines() -> list[str]:
     return GOLDEN.read_text(encoding="utf-8").splitlines()
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
@@ -35,19 +36,26 @@ def _build(path: str) -> None:
             for i, note in enumerate(NOTES):
                 mem.add(note, user=user, agent="a1" if i % 2 else None, at=f"2023-05-0{i + 1}")
             mem.consolidate(user=user)
+        # a long node's chunk vectors (the hashing embedder has no window, so they are put directly)
+        first = next(iter(mem.store.iter_nodes(Tenant("ann"))))
+        rows = np.random.default_rng(0).normal(size=(3, 64)).astype(np.float32)
+        mem.store.put_chunks({first.id: rows / np.linalg.norm(rows, axis=1, keepdims=True)})
 
 
 def _snapshot(store: Store) -> dict[str, object]:
     nodes = {n.id: n for n in store.iter_nodes()}
     edges = {n: sorted(store.edges_of(n), key=repr) for n in nodes}
     decisions = {n: store.decisions_of(n) for n in nodes}
-    return {"nodes": nodes, "edges": edges, "decisions": decisions}
+    chunks = {n: m.tolist() for n, m in store.get_chunks(nodes).items()}
+    assert len(chunks) == 1
+    return {"nodes": nodes, "edges": edges, "decisions": decisions, "chunks": chunks}
 
 
 def _same(a: dict[str, object], b: dict[str, object]) -> None:
     assert a["nodes"] == b["nodes"]
     assert a["edges"] == b["edges"]
     assert a["decisions"] == b["decisions"]
+    assert a["chunks"] == b["chunks"]
 
 
 def test_migrate_there_and_back(

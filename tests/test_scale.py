@@ -314,7 +314,7 @@ def test_ann_recall_against_exact_on_minilm_locomo(locomo_dir: Path, minilm: Emb
     convs = load_conversations(locomo_dir)
     turns = [o for c in convs for o in c.observations][:2500]
     questions = [qa.question for c in convs for qa in c.questions][:200]
-    vectors = minilm.embed([f"{t.speaker}: {t.content}" for t in turns])
+    vectors = minilm.embed([t.content for t in turns])
     qvecs = minilm.embed(questions)
     nodes = [
         Node(id=f"t{i:05d}", tenant=USER, content=t.content, at=t.at, embedding=vectors[i])

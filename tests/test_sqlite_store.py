@@ -296,3 +296,29 @@ def test_open_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         open_store("redis://localhost")
     with pytest.raises(ConfigError):
         open_store(str(tmp_path / "missing" / "x.db"))
+
+
+def test_a_file_before_the_chunk_table_reads_without_chunks(tmp_path: Path) -> None:
+    """A v4 file opened read-only is never migrated: it has no chunk table, and nothing breaks."""
+    import sqlite3
+
+    import numpy as np
+
+    from dualmem.plane._sqlite_chunks import SCHEMA as CHUNKS_SCHEMA
+    from dualmem.types import Node, Tenant
+
+    db = tmp_path / "old.db"
+    vec = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    with SQLiteStore.open(db) as store:
+        store.put_nodes([Node(id="a", tenant=Tenant("u"), content="old memory", at=None, embedding=vec)])
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DROP TABLE chunk_vectors")
+    conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (CHUNKS_SCHEMA,))
+    conn.close()
+    with SQLiteStore.open(db, read_only=True) as store:
+        assert store.vector_search(Tenant("u"), vec, 3)[0][0] == "a"
+        assert store.get_chunks(["a"]) == {}
+        assert store.check().healthy
+    with SQLiteStore.open(db) as store:  # opened writable, it is migrated and takes chunks
+        store.put_chunks({"a": np.stack([vec])})
+        assert set(store.get_chunks(["a"])) == {"a"}

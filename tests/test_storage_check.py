@@ -97,10 +97,13 @@ def test_check_is_healthy_then_finds_and_repairs_damage(tmp_path: Path) -> None:
         assert found.kinds() >= {
             "fts", "orphan_edges", "cross_user_edges", "vectors_without_node", "orphan_decisions",
             "orphan_entity_links", "vectors_wrong_user", "pending_nodes",
+            "chunks_without_node", "chunks_wrong_user", "chunks_bad_size",
         }  # fmt: skip
         fixed = store.check(repair=True)
         assert fixed.kinds() == {"pending_nodes"}  # only the write path can complete pending nodes
         assert set(fixed.repaired) >= {"fts", "orphan_edges", "cross_user_edges", "vectors_without_node"}
+        assert set(fixed.repaired) >= {"chunks_without_node", "chunks_wrong_user", "chunks_bad_size"}
+        assert set(store.get_chunks(["a1", "a2", "gone"])) == {"a2"}
         assert [h[0] for h in store.lexical_search(ALICE, "tea", 5)] == ["a1"]
 
 
@@ -117,6 +120,9 @@ def damage(db: Path) -> None:
         conn.execute(f"INSERT INTO edges VALUES ({a1}, 999, 'semantic', 'x', 1.0, {created}, NULL, NULL)")
         conn.execute("INSERT INTO vectors VALUES ('gone', 'alice', 8, zeroblob(32))")
         conn.execute("UPDATE vectors SET user_id = 'bob' WHERE node_id = 'a2'")
+        conn.execute("INSERT INTO chunk_vectors VALUES ('gone', 'alice', 8, 1, zeroblob(32))")
+        conn.execute("INSERT INTO chunk_vectors VALUES ('a2', 'bob', 8, 1, zeroblob(32))")  # wrong user
+        conn.execute("INSERT INTO chunk_vectors VALUES ('a1', 'alice', 8, 2, zeroblob(32))")  # 1 row, not 2
         conn.execute(
             "INSERT INTO decision_sets (node_id, purpose, backend, latency_ms, created_at, answers) "
             f"VALUES ('gone', 'typing', 'b', 0, {created}, zeroblob(4))"

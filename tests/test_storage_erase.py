@@ -63,12 +63,14 @@ def test_forgotten_token_and_embedding_are_not_in_the_files(tmp_path: Path, fill
     )
     vector = secret.embedding
     assert vector is not None
+    chunks = np.stack([unit(rng) for _ in range(3)])  # a long node's chunk vectors (issue 10)
     with SQLiteStore.open(db) as store:
         store.bind_embedder("test", 64)
         before = filler(rng, filled, "a")
         for start in range(0, len(before), 500):
             store.put_nodes(before[start : start + 500])
         store.put_nodes([secret])
+        store.put_chunks({"secret": chunks})
         store.put_nodes(filler(rng, 30, "b"))
         store.put_edges([Edge("secret", "b0", "temporal", "before")])
         assert raw_hits(db, token.encode())["-wal"] > 0  # it really was written
@@ -77,7 +79,9 @@ def test_forgotten_token_and_embedding_are_not_in_the_files(tmp_path: Path, fill
         # while still open, the WAL was truncated after the forget
         assert raw_hits(db, token.encode()).get("-wal", 0) == 0
         assert store.lexical_search(USER, token, 5) == []
-    for needle in (token.encode(), entity.encode(), token[:8].encode(), vector.tobytes()[:24]):
+        assert store.get_chunks(["secret"]) == {}
+    needles = (token.encode(), entity.encode(), token[:8].encode(), vector.tobytes()[:24])
+    for needle in (*needles, *(row.tobytes()[:24] for row in chunks)):
         assert sum(raw_hits(db, needle).values()) == 0, needle
     conn = sqlite3.connect(db)
     try:

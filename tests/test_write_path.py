@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dualmem import ControllerError, Memory
@@ -168,22 +169,23 @@ def _store(path: Path):  # type: ignore[no-untyped-def]
     return SQLiteStore.open(path)
 
 
-def test_embedding_text_carries_the_speaker() -> None:
-    from dualmem.write.pipeline import embedding_text
+def test_the_vector_is_of_the_content_only(minilm: Embedder, db_path: Path) -> None:
+    from dualmem.embed.windows import embedding_text
 
-    assert embedding_text("I painted a sunrise.", "Melanie") == "Melanie: I painted a sunrise."
-    assert embedding_text("Mira: My old bicycle broke.", "Mira") == "Mira: My old bicycle broke."
-    assert embedding_text("No speaker here.", None) == "No speaker here."
-
-
-def test_speaker_makes_own_turns_findable(minilm: Embedder, db_path: Path) -> None:
+    assert embedding_text("I painted a sunrise.") == "I painted a sunrise."
     with Memory(_store(db_path), minilm, scripted(0.0)) as mem:
         painted = mem.add("Yeah, I painted that lake sunrise last year!", user="u", speaker="Melanie")
-        mem.add("Wow Melanie, that sounds lovely. Do you paint often?", user="u", speaker="Caroline")
-        vec = minilm.embed(["When did Melanie paint a sunrise?"])[0]
+        stored = mem.get(painted, user="u").embedding
+        assert stored is not None
+        want = minilm.embed(["Yeah, I painted that lake sunrise last year!"])[0]
+        assert np.allclose(stored, want, atol=1e-6)
+        named = minilm.embed(["Melanie: Yeah, I painted that lake sunrise last year!"])[0]
+        assert not np.allclose(stored, named, atol=1e-3)
+        # the speaker stays a field: in the lexical index and on the node
+        assert mem.get(painted, user="u").speaker == "Melanie"
         from dualmem.types import Tenant
 
-        assert mem.store.vector_search(Tenant("u"), vec, 1)[0][0] == painted
+        assert [i for i, _ in mem.store.lexical_search(Tenant("u"), "Melanie", 5)] == [painted]
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,9 @@
 
 Opens the store directly (no embedder, no controller). ``--repair`` fixes what the store can (FTS5
 rebuild, links to missing nodes, stray vectors), then completes pending nodes through the write path
-(with ``--embedder`` and ``--controller``), and reports what was found before and after. With the
+(with ``--embedder`` and ``--controller``), and reports what was found before and after. ``--repair
+--reembed`` also embeds every memory again (``write/reembed.py``): for databases written before the
+speaker left the embedded text and long texts got chunk vectors (issue 10). With the
 global ``--read-only`` nothing is written (the FTS5 check, which needs a writable connection, is skipped).
 """
 
@@ -30,6 +32,12 @@ class Outcome:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="check the database: SQLite, FTS5, vectors, links, pending writes")
     p.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
+    p.add_argument(
+        "--reembed",
+        action="store_true",
+        help="with --repair: embed every memory again with today's rules (content only, long texts as "
+        "chunks; for a database written before issue 10) using --embedder",
+    )
     p.set_defaults(handler=cmd_check)
 
 
@@ -46,11 +54,26 @@ def cmd_check(args: argparse.Namespace) -> Outcome:
         return Outcome({"db": path, **report.to_json()}, 1)
     try:
         report = store.check(repair=args.repair)
+        if args.reembed and not args.repair:
+            raise ConfigError("--reembed rewrites vectors", hint="pass it together with --repair")
+        if args.repair and args.reembed:
+            report = _reembed(store, args, report)
         if args.repair and "pending_nodes" in report.kinds():
             report = _repair_pending(store, args, report)
     finally:
         store.close()
     return Outcome({"db": path, **report.to_json()}, 0 if report.healthy else 1)
+
+
+def _reembed(store: Store, args: argparse.Namespace, report: CheckReport) -> CheckReport:
+    """Every node's vector (and chunks) made again by the write path's rules (``write/reembed.py``)."""
+    from dualmem.embed import create_embedder
+    from dualmem.write.reembed import reembed
+
+    count = reembed(store, create_embedder(args.embedder))
+    after = store.check()
+    kinds = (*report.repaired, "reembedded") if count else report.repaired
+    return CheckReport(after.healthy, after.problems, kinds, report.before or report.problems)
 
 
 def _repair_pending(store: Store, args: argparse.Namespace, report: CheckReport) -> CheckReport:

@@ -71,6 +71,14 @@ class CachedEmbedder:
                     self._store(text, vector)
         return out
 
+    def windows(self, texts: Sequence[str], *, size: int, stride: int) -> list[list[str]]:
+        """The inner embedder's extra windows of each text (none when it has no window)."""
+        from dualmem.embed.windows import Windowed
+
+        if isinstance(self.inner, Windowed):
+            return self.inner.windows(texts, size=size, stride=stride)
+        return [[] for _ in texts]
+
     def clear(self) -> None:
         with self._lock:
             self._rows.clear()

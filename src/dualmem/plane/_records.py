@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, PlainValidator
 from dualmem.plane.base import Decision
 from dualmem.types import Edge, Node, NodeStatus, Precision, TemporalRef, Tenant, TypeScores, View
 
-__all__ = ["DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord"]
+__all__ = ["ChunksRecord", "DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord"]
 
 
 def _time(value: Any) -> dt.datetime:
@@ -120,6 +120,24 @@ class NodeRecord(_Record):
         if len(raw) != 4 * dim:
             raise ValueError(f"node {self.id} has a {len(raw) // 4}-dim vector, expected {dim}")
         return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+class ChunksRecord(_Record):
+    """The chunk vectors of one long node (issue 10): ``parts`` rows of ``dim`` float32, base64."""
+
+    kind: Literal["chunks"]
+    node_id: str
+    parts: int
+    vectors: str
+
+    def to_matrix(self, dim: int) -> np.ndarray[Any, np.dtype[np.float32]]:
+        try:
+            raw = base64.b64decode(self.vectors, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"node {self.node_id}: chunk vectors are not base64") from exc
+        if self.parts < 1 or len(raw) != 4 * dim * self.parts:
+            raise ValueError(f"node {self.node_id}: chunk vectors are not {self.parts} x {dim} float32")
+        return np.frombuffer(raw, dtype="<f4").reshape(self.parts, dim).astype(np.float32)
 
 
 class EdgeRecord(_Record):

@@ -6,6 +6,8 @@ import sqlite3
 from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
+from dualmem.plane._sqlite_chunks import SCHEMA as CHUNKS_SCHEMA
+from dualmem.plane._sqlite_chunks import V5
 from dualmem.plane._sqlite_context import V6
 from dualmem.plane._sqlite_edges import V7_EDGES
 from dualmem.plane._sqlite_scale import V2
@@ -141,6 +143,7 @@ Step = str | Callable[[sqlite3.Connection], None]
 
 #: ordered migrations: (version, steps). Append only; never edit a released one.
 #: 4: entity/user counts, packed decisions, fts5vocab (issue 13, ``_sqlite_scale``)
+#: 5: chunk vectors of long nodes (issue 10, ``_sqlite_chunks``)
 #: 6: write-time neighbour context (issue 10, ``_sqlite_context``)
 #: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``),
 #: and edges by integer node refs (``_sqlite_edges``); each applies whether or not the
@@ -150,6 +153,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (2, _V2),
     (3, _V3),
     (4, (V2,)),
+    (CHUNKS_SCHEMA, V5),
     (6, V6),
     (7, (*V7, *V7_EDGES)),
 )

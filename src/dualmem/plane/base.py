@@ -3,6 +3,9 @@
 Every implementation passes ``tests/contract/test_store_contract.py``. Backend facts (SQL, files,
 caches) stay inside the backend's module.
 
+Protocol changes (issue 10, expanded index), additive: ``put_chunks`` / ``get_chunks`` (chunk vectors
+of long nodes) and ``vector_search`` scoring a node as its best vector.
+
 Protocol changes (issue 11, trustworthy storage), all additive:
 
 - ``snapshot()``: a read-consistency block. Reads inside see one committed state (SQLite: a read
@@ -141,7 +144,24 @@ class Store(Protocol):
 
     # -- indexes ----------------------------------------------------------------------------
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        """Exact cosine top-k (embeddings are unit length): (node id, similarity), best first."""
+        """Exact cosine top-k (embeddings are unit length): (node id, similarity), best first.
+
+        A node is scored by its best vector, its ``embedding`` or one of its chunk vectors, and
+        returned once.
+        """
+        ...
+
+    def put_chunks(self, chunks: Mapping[str, Vector]) -> None:
+        """Replace the chunk vectors of stored nodes: per node id an ``(m, dim)`` matrix of the
+        extra window vectors of a long text (``embed/windows.py``); ``m == 0`` removes them.
+
+        ``NotFound`` for an unknown node, ``EmbedderMismatch`` for another dimension. Removed with
+        their node by ``delete_nodes`` (and erased like its embedding).
+        """
+        ...
+
+    def get_chunks(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Vector]:
+        """The chunk vectors of each of ``node_ids`` that has any (and that ``tenant`` covers)."""
         ...
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:

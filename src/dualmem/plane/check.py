@@ -78,6 +78,24 @@ _COUNTED: dict[str, tuple[str, str | None]] = {
         "(SELECT dim FROM vectors ORDER BY rowid LIMIT 1)",
         None,
     ),
+    "chunks_without_node": (
+        "SELECT c.node_id FROM chunk_vectors c "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = c.node_id)",
+        "DELETE FROM chunk_vectors "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = chunk_vectors.node_id)",
+    ),
+    "chunks_wrong_user": (
+        "SELECT c.node_id FROM chunk_vectors c JOIN nodes n ON n.id = c.node_id WHERE c.user_id != n.user_id",
+        "UPDATE chunk_vectors SET user_id = "
+        "(SELECT n.user_id FROM nodes n WHERE n.id = chunk_vectors.node_id) "
+        "WHERE user_id != (SELECT n.user_id FROM nodes n WHERE n.id = chunk_vectors.node_id)",
+    ),
+    "chunks_bad_size": (
+        "SELECT node_id FROM chunk_vectors WHERE parts < 1 OR length(blob) != 4 * dim * parts OR dim != "
+        "(SELECT dim FROM vectors ORDER BY rowid LIMIT 1)",
+        "DELETE FROM chunk_vectors WHERE parts < 1 OR length(blob) != 4 * dim * parts OR dim != "
+        "(SELECT dim FROM vectors ORDER BY rowid LIMIT 1)",
+    ),
     "nodes_without_vector": (
         "SELECT n.id FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.node_id = n.id)",
         None,
@@ -160,6 +178,8 @@ def _counted(conn: sqlite3.Connection, kind: str) -> Problem:
     try:
         rows = [str(row[0]) for row in conn.execute(select)]
     except sqlite3.DatabaseError as exc:
+        if kind.startswith("chunks_") and "no such table: chunk_vectors" in str(exc):
+            return Problem(kind, 0)  # a file before schema v5 opened read-only: it has no chunks
         return Problem(kind, 1, (f"could not check: {exc}",), repairable=False)
     return Problem(kind, len(rows), tuple(rows[:_DETAILS]), repairable=fix is not None)
 

@@ -4,7 +4,8 @@ The first line is a header naming the format version, the embedder and its dimen
 is read through a pydantic model of its record kind (:mod:`dualmem.plane._records`), so a bad
 file fails with the line number and the field. Import checks everything before writing anything
 and applies it in one transaction. Round trip is exact: exporting an imported file gives the same
-lines. Nodes are written with :meth:`dualmem.types.Node.to_json` plus their embedding.
+lines. Nodes are written with :meth:`dualmem.types.Node.to_json` plus their embedding; a long node's
+chunk vectors (issue 10) follow its line as a ``chunks`` record.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import pydantic
 
 from dualmem._boundary import describe_error
 from dualmem.errors import EmbedderMismatch, InvalidInput
-from dualmem.plane._records import DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord
+from dualmem.plane._records import ChunksRecord, DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord
 from dualmem.plane.base import Decision, Store
-from dualmem.types import Edge, Node, Tenant, check_json, check_text
+from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines"]
 
@@ -52,9 +53,12 @@ def export_lines(store: Store, tenant: Tenant, *, embedder: str, dim: int) -> It
     yield _dump(header)
     nodes = list(store.iter_nodes(tenant))
     ids = {n.id for n in nodes}
+    chunks = store.get_chunks(ids, tenant)
     edges: dict[tuple[str, str, str, str], Edge] = {}
     for node in nodes:
         yield _dump({"kind": "node", **_node_json(node)})
+        if node.id in chunks:
+            yield _dump({"kind": "chunks", **_chunks_json(node.id, chunks[node.id])})
         for e in store.edges_of(node.id):
             if e.source in ids and e.target in ids:
                 edges[(e.source, e.target, e.view, e.label)] = e
@@ -70,6 +74,7 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
     nodes: list[Node] = []
     edges: list[Edge] = []
     decisions: list[Decision] = []
+    chunks: dict[str, Vector] = {}
     header: HeaderRecord | None = None
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -85,6 +90,11 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
         try:
             if kind == "node":
                 nodes.append(_valid(_checked(NodeRecord, doc, number).to_node(dim)))
+            elif kind == "chunks":
+                record = _checked(ChunksRecord, doc, number)
+                if record.node_id not in {n.id for n in nodes[-1:]} or record.node_id in chunks:
+                    raise ValueError(f"chunk vectors of {record.node_id!r} do not follow that node's line")
+                chunks[record.node_id] = record.to_matrix(dim)
             elif kind == "edge":
                 edges.append(_checked(EdgeRecord, doc, number).to_edge())
             elif kind == "decision":
@@ -105,6 +115,7 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
         )
     with store.transaction():
         store.put_nodes(nodes)
+        store.put_chunks(chunks)
         store.put_edges(edges)
         store.put_decisions(decisions)
     return ImportReport(len(nodes), len(edges), len(decisions))
@@ -176,6 +187,11 @@ def _iso(value: dt.datetime | None) -> str | None:
 def _node_json(n: Node) -> dict[str, Any]:
     vec = None if n.embedding is None else base64.b64encode(np.asarray(n.embedding, "<f4").tobytes()).decode()
     return {**n.to_json(), "embedding": vec}
+
+
+def _chunks_json(node_id: str, rows: Vector) -> dict[str, Any]:
+    raw = np.ascontiguousarray(rows, dtype="<f4").tobytes()
+    return {"node_id": node_id, "parts": int(rows.shape[0]), "vectors": base64.b64encode(raw).decode()}
 
 
 def _edge_json(e: Edge) -> dict[str, Any]:

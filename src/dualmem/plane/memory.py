@@ -19,6 +19,7 @@ from typing import cast
 import numpy as np
 
 from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
+from dualmem.plane import _chunks
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane._vectors import UserVectors
@@ -79,6 +80,8 @@ class InMemoryStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._vectors: dict[str, UserVectors] = {}
+        self._chunk_rows: dict[str, Vector] = {}  # node id -> its chunk vectors
+        self._chunks: dict[str, _chunks.UserChunks] = {}  # per user, built on first search
         self._tokens: dict[str, tuple[str, list[str], Counter[str]]] = {}
         # neighbour context is derived on demand from the nodes (cached per user until a write)
         self._context_window = context.CONTEXT_WINDOW
@@ -88,6 +91,7 @@ class InMemoryStore:
     def close(self) -> None:
         with self._lock:
             self._vectors.clear()
+            self._chunks.clear()
             self._tokens.clear()
 
     def __enter__(self) -> InMemoryStore:
@@ -103,15 +107,16 @@ class InMemoryStore:
         with self._lock:
             snapshot = (
                 dict(self._nodes), dict(self._edges), list(self._decisions), dict(self._meta),
-                dict(self._keys),
+                dict(self._keys), dict(self._chunk_rows),
             )  # fmt: skip
             self._depth += 1
             try:
                 yield
             except BaseException:
-                self._nodes, self._edges, self._decisions, self._meta, self._keys = snapshot
+                self._nodes, self._edges, self._decisions, self._meta, self._keys, self._chunk_rows = snapshot
                 self._vectors.clear()
                 self._contexts.clear()
+                self._chunks.clear()
                 raise
             finally:
                 self._depth -= 1
@@ -242,8 +247,12 @@ class InMemoryStore:
             }
             self._decisions = [d for d in self._decisions if d.node_id not in gone and d.other_id not in gone]
             self._keys = {key: node_id for key, node_id in self._keys.items() if node_id not in gone}
+            for node_id in gone:
+                self._chunk_rows.pop(node_id, None)
             for vectors in self._vectors.values():
                 vectors.remove(gone)
+            for found in self._chunks.values():
+                found.remove(gone)
             return len(gone)
 
     def _covered(self, tenant: Tenant | None) -> list[Node]:
@@ -310,7 +319,44 @@ class InMemoryStore:
                 vectors = UserVectors(int(rows.shape[1]))
                 vectors.append([n.id for n in mine], [n.tenant for n in mine], rows)
                 self._vectors[tenant.user] = vectors
-            return vectors.search(tenant, query, k)
+            hits = vectors.search(tenant, query, k)
+            return _chunks.merge(hits, self._user_chunks(tenant.user).search(tenant, query, k), k)
+
+    def _user_chunks(self, user: str) -> _chunks.UserChunks:
+        found = self._chunks.get(user)
+        if found is None:
+            found = self._chunks[user] = _chunks.UserChunks()
+            for node_id, rows in self._chunk_rows.items():
+                node = self._nodes[node_id]
+                if node.tenant.user == user:
+                    found.put(node_id, node.tenant, rows)
+        return found
+
+    def put_chunks(self, chunks: Mapping[str, Vector]) -> None:
+        with self._lock:
+            dim = self._stored_dim()
+            rows = {node_id: _chunks.as_chunks(node_id, m, dim) for node_id, m in chunks.items()}
+            missing = rows.keys() - self._nodes.keys()
+            if missing:
+                raise NotFound(f"chunk vectors for unknown nodes: {sorted(missing)[:5]}")
+            for node_id, m in rows.items():
+                node = self._nodes[node_id]
+                if m.shape[0] == 0:
+                    self._chunk_rows.pop(node_id, None)
+                else:
+                    self._chunk_rows[node_id] = m.copy()
+                cached = self._chunks.get(node.tenant.user)
+                if cached is not None:
+                    cached.put(node_id, node.tenant, m)
+
+    def get_chunks(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Vector]:
+        with self._lock:
+            return {
+                node_id: self._chunk_rows[node_id].copy()
+                for node_id in dict.fromkeys(node_ids)
+                if node_id in self._chunk_rows
+                and (tenant is None or tenant.covers(self._nodes[node_id].tenant))
+            }
 
     def _doc(self, node: Node) -> tuple[list[str], Counter[str]]:
         # like the SQLite store's FTS5 table, the speaker is indexed alongside the content
@@ -488,6 +534,8 @@ class InMemoryStore:
                 k: e for k, e in self._edges.items() if e.source in self._nodes and e.target in self._nodes
             }
             self._decisions = [d for d in self._decisions if d.node_id in self._nodes]
+            self._chunk_rows = {i: m for i, m in self._chunk_rows.items() if i in self._nodes}
+            self._chunks.clear()
             after = self._check()
             return CheckReport(
                 after.healthy, after.problems, repaired=("orphan_edges",), before=report.problems
@@ -511,6 +559,7 @@ class InMemoryStore:
                 Problem("vectors_bad_size", len(dims) - 1 if dims else 0, repairable=False),
                 Problem("orphan_edges", len(orphans), tuple(orphans[:5])),
                 Problem("orphan_decisions", sum(1 for d in self._decisions if d.node_id not in nodes)),
+                Problem("chunks_without_node", len(self._chunk_rows.keys() - nodes.keys())),
                 Problem(
                     "pending_nodes", sum(1 for n in nodes.values() if n.status == "pending"), repairable=False
                 ),

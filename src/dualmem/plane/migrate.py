@@ -96,6 +96,7 @@ def _copy_nodes(source: Store, target: Store, user: str, chunk: int) -> tuple[in
         mine = [d for n in missing for d in source.decisions_of(n.id)]
         with target.transaction():
             target.put_nodes(missing)
+            target.put_chunks(source.get_chunks([n.id for n in missing]))
             target.put_decisions(mine)
         copied += len(missing)
         decisions += len(mine)

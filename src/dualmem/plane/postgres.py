@@ -24,6 +24,7 @@ import psycopg_pool
 from psycopg import sql as pgsql
 
 from dualmem.errors import ConfigError, EmbedderMismatch, InvalidInput, NotFound, ReadOnlyStore
+from dualmem.plane import _chunks
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane import _pg_context as pgctx
@@ -579,11 +580,65 @@ class PostgresStore:
                 raise InvalidInput("query vector has NaN or infinite values")
             if k <= 0:
                 return []
+            hits: list[tuple[str, float]] | None = None
             if self._tenant_size(conn, tenant) >= self.exact_below:
                 hits = self._approximate(conn, tenant, q, k)
-                if len(hits) == k:
-                    return hits
-            return self._exact(conn, tenant, q, k)
+            if hits is None or len(hits) != k:
+                hits = self._exact(conn, tenant, q, k)
+            return _chunks.merge(hits, self._exact_chunks(conn, tenant, q, k), k)
+
+    @staticmethod
+    def _exact_chunks(conn: _Conn, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        """Chunk vectors, searched exactly (at any size): each node once, with its best chunk."""
+        where, params = sql.tenant_sql(tenant, "v")
+        statement = pgsql.SQL(
+            "WITH c AS MATERIALIZED "
+            "(SELECT v.node_id, v.seq, v.embedding <#> %s AS d FROM chunk_vectors v WHERE {}) "
+            "SELECT node_id, -MIN(d), MIN(seq) AS s FROM c GROUP BY node_id ORDER BY MIN(d), s LIMIT %s"
+        ).format(where)
+        rows = conn.execute(statement, [query, *params, k]).fetchall()
+        return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
+
+    # -- chunk vectors ----------------------------------------------------------------------
+    def put_chunks(self, chunks: Mapping[str, Vector]) -> None:
+        if not chunks:
+            return
+        with self._write("store chunk vectors") as conn:
+            dim = self._stored_dim(conn)
+            rows = {node_id: _chunks.as_chunks(node_id, m, dim) for node_id, m in chunks.items()}
+            ids = {cast(str, sql.enc(node_id)): m for node_id, m in rows.items()}
+            users = self._users_of(conn, ids)
+            missing = ids.keys() - users.keys()
+            if missing:
+                raise NotFound(f"chunk vectors for unknown nodes: {sorted(missing)[:5]}")
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "DELETE FROM chunk_vectors WHERE user_id = %s AND node_id = %s",
+                    [(users[i], i) for i in ids],
+                )
+                cur.executemany(
+                    "INSERT INTO chunk_vectors (user_id, node_id, part, seq, agent_id, run_id, embedding) "
+                    "SELECT n.user_id, n.id, %s, n.seq, n.agent_id, n.run_id, %s FROM nodes n "
+                    "WHERE n.user_id = %s AND n.id = %s",
+                    [(part, m[part], users[i], i) for i, m in ids.items() for part in range(m.shape[0])],
+                )
+
+    def get_chunks(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Vector]:
+        wanted = [cast(str, sql.enc(i)) for i in dict.fromkeys(node_ids)]
+        where, params = sql.tenant_sql(tenant)
+        statement = pgsql.SQL(
+            "SELECT c.node_id, c.embedding FROM chunk_vectors c JOIN nodes n "
+            "ON n.user_id = c.user_id AND n.id = c.node_id WHERE n.id = ANY(%s) AND {} "
+            "ORDER BY c.node_id, c.part"
+        ).format(where)
+        parts: dict[str, list[Vector]] = {}
+        with self._conn("read chunk vectors") as conn:
+            for start in range(0, len(wanted), _CHUNK):
+                for row in conn.execute(statement, [wanted[start : start + _CHUNK], *params]):
+                    parts.setdefault(cast(str, sql.dec(row[0])), []).append(
+                        np.asarray(row[1], dtype=np.float32)
+                    )
+        return {node_id: np.stack(rows) for node_id, rows in parts.items()}
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         phrases = sql.query_terms(query)
@@ -843,6 +898,11 @@ class PostgresStore:
     def _check(self) -> CheckReport:
         with self.snapshot(), self._conn("check the database") as conn:
             pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()
+            dim = self._stored_dim(conn)
+            bad_chunks = conn.execute(
+                "SELECT count(DISTINCT node_id) FROM chunk_vectors WHERE vector_dims(embedding) != %s",
+                (dim if dim is not None else -1,),
+            ).fetchone()
             bare = conn.execute(
                 "SELECT count(*) FROM nodes n WHERE NOT EXISTS "
                 "(SELECT 1 FROM vectors v WHERE v.user_id = n.user_id AND v.node_id = n.id)"
@@ -857,5 +917,6 @@ class PostgresStore:
                 Problem("pending_nodes", int(cast(tuple[int], pending)[0]), repairable=False),
                 Problem("nodes_without_vector", int(cast(tuple[int], bare)[0]), repairable=False),
                 Problem("context", len(bad), tuple(bad[:5])),
+                Problem("chunks_bad_size", int(cast(tuple[int], bad_chunks)[0]), repairable=False),
             ]
         )

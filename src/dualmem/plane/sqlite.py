@@ -28,17 +28,18 @@ from dualmem.errors import (
     NotFound,
     ReadOnlyStore,
 )
+from dualmem.plane import _chunks, ann
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
+from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane import ann
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
 from dualmem.plane._sqlite_nodes import NodeCache
-from dualmem.plane._sqlite_schema import check_version, migrate
+from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane.base import Decision, NodeContext, StoreStats
@@ -51,11 +52,16 @@ __all__ = ["SQLiteStore"]
 class SQLiteStore:
     """A ``Store`` in one SQLite file. Open with :meth:`SQLiteStore.open`; safe to share across threads."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, *, read_only: bool = False) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, path: str, *, read_only: bool = False, schema: int = SCHEMA_VERSION
+    ) -> None:
         self._conn = conn
+        #: an older file opened read-only (never migrated) may predate the chunk table (v5)
+        self._has_chunks = schema >= chunk_sql.SCHEMA
         self.path = path
         self.read_only = read_only
         self._cache = VectorCache()
+        self._chunks: dict[str, _chunks.UserChunks] = {}  # per user, loaded on first search
         self._tx = Transactions(
             conn, path, read_only=read_only, on_rollback=self._forget_caches, on_commit=self._cache.committed
         )
@@ -87,14 +93,11 @@ class SQLiteStore:
         conn = connect(target, timeout=timeout, read_only=read_only, synchronous=synchronous)
         try:
             with sql.translated(f"open {target}"):
-                if read_only:
-                    check_version(conn)
-                else:
-                    migrate(conn)
+                schema = check_version(conn) if read_only else migrate(conn)
         except BaseException:
             conn.close()
             raise
-        store = cls(conn, target, read_only=read_only)
+        store = cls(conn, target, read_only=read_only, schema=schema)
         try:
             store._load_context_window()
         except BaseException:
@@ -107,6 +110,7 @@ class SQLiteStore:
         self._cache.rolled_back()
         self._nodes.clear()
         self._contexts.clear()
+        self._chunks.clear()
         if self._ann is not None:
             self._ann.drop()
 
@@ -355,6 +359,9 @@ class SQLiteStore:
                 self._refresh_context(touched)
                 self._prune_entities()
                 self._cache.removed(self._conn, node_ids)
+                gone = set(node_ids)
+                for found in self._chunks.values():
+                    found.remove(gone)
         return removed
 
     def iter_nodes(self, tenant: Tenant | None = None, *, status: NodeStatus | None = None) -> Iterator[Node]:
@@ -428,20 +435,63 @@ class SQLiteStore:
         if version != self._data_version:
             self._nodes.clear()
             self._contexts.clear()
+            self._chunks.clear()
             self._data_version = version
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        """Each node once, scored by its best vector: its embedding or one of its chunk vectors."""
         with self._lock:
-            if self._ann is not None and not self._conn.in_transaction:
-                # the index builds segments only outside a transaction, from committed rows
-                with sql.translated("vector search"):
-                    if scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
-                        return self._ann.search(self._conn, tenant, query, k)
-            with self.snapshot(), sql.translated("vector search"):
-                if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
+            hits = self._node_search(tenant, query, k)
+            with self.snapshot(), sql.translated("chunk vector search"):
+                self._fresh()
+                found = self._user_chunks(tenant.user)
+            return _chunks.merge(hits, found.search(tenant, query, k), k)
+
+    def _node_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        if self._ann is not None and not self._conn.in_transaction:
+            # the index builds segments only outside a transaction, from committed rows
+            with sql.translated("vector search"):
+                if scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
                     return self._ann.search(self._conn, tenant, query, k)
-                vectors = self._cache.get(self._conn, tenant.user, writing=self._tx.writing)
-                return [] if vectors is None else vectors.search(tenant, query, k)
+        with self.snapshot(), sql.translated("vector search"):
+            if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
+                return self._ann.search(self._conn, tenant, query, k)
+            vectors = self._cache.get(self._conn, tenant.user, writing=self._tx.writing)
+            return [] if vectors is None else vectors.search(tenant, query, k)
+
+    def _user_chunks(self, user: str) -> _chunks.UserChunks:
+        """The user's chunk vectors (exact search, also above the ANN threshold); cached, also when none."""
+        cached = self._chunks.get(user)
+        if cached is None and not self._has_chunks:
+            cached = self._chunks[user] = _chunks.UserChunks()
+        if cached is None:
+            with sql.decoding(f"read the chunk vectors of {user!r}"):
+                cached = self._chunks[user] = chunk_sql.load_user(self._conn, user)
+        return cached
+
+    # -- chunk vectors ----------------------------------------------------------------------
+    def put_chunks(self, chunks: Mapping[str, Vector]) -> None:
+        if not chunks:
+            return
+        with self._lock, self.transaction(), sql.translated("store chunk vectors"):
+            dim = self._stored_dim()
+            rows = {node_id: _chunks.as_chunks(node_id, m, dim) for node_id, m in chunks.items()}
+            tenants = chunk_sql.tenants(self._conn, rows)
+            missing = rows.keys() - tenants.keys()
+            if missing:
+                raise NotFound(f"chunk vectors for unknown nodes: {sorted(missing)[:5]}")
+            chunk_sql.put(self._conn, rows, tenants)
+            for node_id, m in rows.items():
+                cached = self._chunks.get(tenants[node_id].user)
+                if cached is not None:
+                    cached.put(node_id, tenants[node_id], m)
+
+    def get_chunks(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Vector]:
+        if not self._has_chunks:
+            return {}
+        where, params = sql.tenant_sql(tenant)
+        with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
+            return chunk_sql.get(self._conn, node_ids, where, params)
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
@@ -674,6 +724,7 @@ class SQLiteStore:
             self._cache.clear()
             self._nodes.clear()
             self._contexts.clear()
+            self._chunks.clear()
             if "context" in report.kinds() or "integrity" in repaired:
                 self.rebuild_context()
                 repaired = (*repaired, "context")

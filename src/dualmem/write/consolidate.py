@@ -28,9 +28,10 @@ from dualmem.control.states import (
     RelationCandidate,
 )
 from dualmem.embed.base import Embedder
+from dualmem.embed.windows import embed_texts
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import extract_entities
-from dualmem.types import Edge, JSONValue, Node, Tenant, new_id, utcnow
+from dualmem.types import Edge, JSONValue, Node, Tenant, Vector, new_id, utcnow
 from dualmem.write.candidates import Candidate, discover
 from dualmem.write.relations import decisions_from
 
@@ -103,6 +104,7 @@ class Consolidator:
         updates: dict[str, Node] = {}
         superseded: list[tuple[str, str]] = []
         derived: list[Node] = []
+        chunks: dict[str, Vector] = {}
         labels: Counter[str] = Counter()
         decisions: list[Decision] = []
         gate = self.profile
@@ -127,13 +129,16 @@ class Consolidator:
                 and rep.probability >= gate.consolidation_gate
                 and contradiction < gate.contradiction_gate
             ):
-                node = self._derive([old, new], rep.label)
+                node, node_chunks = self._derive([old, new], rep.label)
                 derived.append(node)
+                if node_chunks is not None:
+                    chunks[node.id] = node_chunks
                 edges += [Edge(node.id, src.id, "semantic", "derived_from", 1.0) for src in (old, new)]
             decisions += _pair_decisions(i, new, old, batch, res, decided.backend, decided.latency_ms)
         with self.store.transaction():
             if derived:
                 self.store.put_nodes(derived)
+                self.store.put_chunks(chunks)
             for node in updates.values():
                 self.store.update_node(node)
             self.store.put_edges(edges)
@@ -166,9 +171,11 @@ class Consolidator:
         scored.sort(key=lambda t: -t[0])
         return [(n, c) for _, n, c in scored[: self.profile.consolidation_pairs]]
 
-    def _derive(self, sources: list[Node], representation: str) -> Node:
+    def _derive(self, sources: list[Node], representation: str) -> tuple[Node, Vector | None]:
+        """A derived summary node of ``sources`` and its chunk vectors (a long summary), if any."""
         assert self.summarizer is not None
         text = self.summarizer(sources, representation).strip()
+        vectors = embed_texts(self.embedder, [text])
         newest = max(sources, key=lambda n: (n.at is not None, n.at, n.created_at))
         return Node(
             id=new_id(),
@@ -178,9 +185,9 @@ class Consolidator:
             source="consolidation",
             metadata={"representation": representation, "sources": [s.id for s in sources]},
             entities=extract_entities(text),
-            embedding=self.embedder.embed([text])[0],
+            embedding=vectors.rows[0],
             derived=True,
-        )
+        ), vectors.chunks[0]
 
 
 def _supersedes(threshold: float | None, obsolete: float, contradiction: float) -> bool:

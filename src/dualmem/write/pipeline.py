@@ -23,16 +23,17 @@ from dualmem.config import WriteProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Decided, Meter
 from dualmem.control.questions import Batch
-from dualmem.embed.base import Embedder, Matrix
+from dualmem.embed.base import Embedder
+from dualmem.embed.windows import NodeVectors, embed_texts
 from dualmem.errors import ControllerError
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import EntityExtractor, create_extractor
 from dualmem.text.temporal import ground
-from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
+from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, Vector, new_id
 from dualmem.write.candidates import Candidate, candidate_records, discover, recorded_candidates
 from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
 
-__all__ = ["WriteReport", "Writer", "embedding_text", "natural_key"]
+__all__ = ["WriteReport", "Writer", "natural_key"]
 
 
 def _failure(typed: object, related: object) -> ControllerError | None:
@@ -41,13 +42,6 @@ def _failure(typed: object, related: object) -> ControllerError | None:
         if isinstance(outcome, ControllerError):
             return outcome
     return None
-
-
-def embedding_text(content: str, speaker: str | None) -> str:
-    """What is embedded for a node: the speaker is part of the meaning ("Mira: I bought a bike")."""
-    if not speaker or content.lstrip().lower().startswith(speaker.lower()):
-        return content
-    return f"{speaker}: {content}"
 
 
 def natural_key(obs: Observation, tenant: Tenant) -> str | None:
@@ -121,13 +115,13 @@ class Writer:
                     upcoming = pool.submit(self._embed, chunks[i + 1])
                 yield self._write(chunk, vectors, tenant, None if keys is None else keys[i])
 
-    def _embed(self, observations: Sequence[Observation]) -> Matrix:
-        return self.embedder.embed([embedding_text(o.content, o.speaker) for o in observations])
+    def _embed(self, observations: Sequence[Observation]) -> NodeVectors:
+        return embed_texts(self.embedder, [o.content for o in observations])
 
     def _write(
         self,
         observations: Sequence[Observation],
-        vectors: Matrix,
+        vectors: NodeVectors,
         tenant: Tenant,
         keys: Sequence[str | None] | None,
     ) -> WriteReport:
@@ -137,13 +131,17 @@ class Writer:
             ids: list[str] = []
             nodes: list[Node] = []
             fresh: dict[str, str] = {}
+            chunks: dict[str, Vector] = {}
             for i, obs in enumerate(observations):
                 key = wanted[i]
                 known = None if key is None else stored.get(key, fresh.get(key))
                 if known is not None:
                     ids.append(known)
                     continue
-                node = self._node(obs, tenant, vectors[i])
+                node = self._node(obs, tenant, vectors.rows[i])
+                extra = vectors.chunks[i]
+                if extra is not None:
+                    chunks[node.id] = extra
                 nodes.append(node)
                 ids.append(node.id)
                 if key is not None:
@@ -153,6 +151,8 @@ class Writer:
             found: list[list[Candidate]] = []
             for node in nodes:
                 self.store.put_nodes([node])
+                if node.id in chunks:
+                    self.store.put_chunks({node.id: chunks[node.id]})
                 found.append(discover(self.store, node, profile=self.profile))
             self.store.put_keys(tenant.user, fresh)
             report = self._relate(nodes, found=found) if nodes else WriteReport((), (), 0)
