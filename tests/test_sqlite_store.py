@@ -298,8 +298,9 @@ def test_open_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         open_store(str(tmp_path / "missing" / "x.db"))
 
 
-def test_a_file_before_the_chunk_table_reads_without_chunks(tmp_path: Path) -> None:
-    """A v4 file opened read-only is never migrated: it has no chunk table, and nothing breaks."""
+def test_a_file_missing_a_migration_is_refused_read_only_and_migrated_writable(tmp_path: Path) -> None:
+    """A file without the chunk table (v5) opened read-only is never migrated: a typed error says to
+    open it writable once; opened writable, the missing version applies (also below the highest)."""
     import sqlite3
 
     import numpy as np
@@ -313,12 +314,12 @@ def test_a_file_before_the_chunk_table_reads_without_chunks(tmp_path: Path) -> N
         store.put_nodes([Node(id="a", tenant=Tenant("u"), content="old memory", at=None, embedding=vec)])
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DROP TABLE chunk_vectors")
-    conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (CHUNKS_SCHEMA,))
+    conn.execute("DELETE FROM schema_migrations WHERE version = ?", (CHUNKS_SCHEMA,))
     conn.close()
-    with SQLiteStore.open(db, read_only=True) as store:
-        assert store.vector_search(Tenant("u"), vec, 3)[0][0] == "a"
-        assert store.get_chunks(["a"]) == {}
-        assert store.check().healthy
+    with pytest.raises(ConfigError, match="lacks schema migration") as info:
+        SQLiteStore.open(db, read_only=True)
+    assert "writable" in (info.value.hint or "")
     with SQLiteStore.open(db) as store:  # opened writable, it is migrated and takes chunks
+        assert store.vector_search(Tenant("u"), vec, 3)[0][0] == "a"
         store.put_chunks({"a": np.stack([vec])})
         assert set(store.get_chunks(["a"])) == {"a"}
