@@ -162,3 +162,22 @@ def test_cli_check_of_a_damaged_or_missing_file(tmp_path: Path, capsys: pytest.C
     assert out["problems"][0]["kind"] == "open"
     assert main(["--db", str(tmp_path / "absent.db"), "check"]) == 2
     assert not (tmp_path / "absent.db").exists()
+
+
+def test_deleting_a_node_leaves_no_reference_of_its_own_decisions(tmp_path: Path) -> None:
+    """Found by bench/crash.py: the pair decisions a forgotten node made about others (its own sets,
+    cascaded away) left their references behind, and ``check`` reported orphan_decision_refs."""
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        store.put_nodes([node("a1", ALICE), node("a2", ALICE), node("a3", ALICE)])
+        store.put_decisions(
+            [
+                Decision("a3", "relations", "p", "related", 0.9, other_id="a1"),
+                Decision("a3", "relations", "p", "related", 0.8, other_id="a2"),
+                Decision("a1", "relations", "p", "related", 0.7, other_id="a3"),
+            ]
+        )
+        assert store.check().healthy
+        assert store.delete_nodes(["a3"]) == 1
+        report = store.check()
+        assert report.healthy, report.problems
+        assert store.decisions_of("a1") == []  # its answer about a3 went with a3

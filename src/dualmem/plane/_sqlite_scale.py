@@ -279,15 +279,29 @@ def get_decisions(conn: sqlite3.Connection, node_id: str) -> list[Decision]:
     return out
 
 
+def _drop_own_refs(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+    """Delete the ``decision_refs`` rows of the sets that belong to the nodes ``ids``."""
+    marks = ",".join("?" * len(ids))
+    pairs: list[tuple[int, int]] = []
+    sets = conn.execute(f"SELECT seq, answers FROM decision_sets WHERE node_id IN ({marks})", list(ids))
+    for set_seq, blob in sets.fetchall():
+        others, _ = _unpack(blob)
+        if others:
+            pairs += [(seq, int(set_seq)) for seq in _seqs(conn, others)]
+    conn.executemany("DELETE FROM decision_refs WHERE other_seq = ? AND set_seq = ?", pairs)
+
+
 def forget_decisions(conn: sqlite3.Connection, gone: Collection[str]) -> None:
     """Drop the pair decisions (of other nodes) that name a node of ``gone``; repack those sets.
 
-    Call it before the nodes are deleted: references are by node ``seq``. A reference whose set is
-    gone, or whose seq a later node reused, is harmless: answers are matched by node id.
+    Call it before the nodes are deleted: references are by node ``seq``. The references of the
+    gone nodes' own sets (which the delete cascades away) go too, looked up by primary key from each
+    set's packed list of other nodes, so no reference outlives its set (``dualmem check``).
     """
     ids = list(gone)
     touched: set[int] = set()
     for start in range(0, len(ids), 500):
+        _drop_own_refs(conn, ids[start : start + 500])
         seqs = _seqs(conn, ids[start : start + 500])
         if not seqs:
             continue
