@@ -230,3 +230,29 @@ def test_k_is_filled_when_the_loop_stops_early(mem: Memory) -> None:
     assert len(set(ids)) == len(ids)
     admitted = {c.node_id for rnd in found.trace.rounds for c in rnd.candidates if c.admitted}
     assert set(ids[: len(admitted)]) == admitted
+
+
+class _Recording:
+    """A real embedder that also keeps every text it was asked to embed (what the read path sends)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.texts = inner, []  # type: ignore[var-annotated]
+        self.name, self.dim = inner.name, inner.dim
+
+    def embed(self, texts: object) -> object:
+        self.texts.extend(texts)  # type: ignore[arg-type]
+        return self.inner.embed(texts)  # type: ignore[arg-type]
+
+
+def test_the_hand_set_path_embeds_the_query_without_the_named_speaker(tmp_path: Path) -> None:
+    from dualmem.embed import HashingEmbedder
+
+    spy = _Recording(HashingEmbedder(64))
+    with Memory.open(tmp_path / "m.db", embedder=spy, answerer=None, profile=Profile.paper()) as m:  # type: ignore[arg-type]
+        m.add("I painted a sunrise over the lake.", user="u", speaker="Caroline", session="s1")
+        m.add("Nice! I went hiking instead.", user="u", speaker="Melanie", session="s1")
+        spy.texts.clear()
+        found = m.search("What did Caroline paint?", user="u", k=2)
+    assert found.evidence
+    assert spy.texts
+    assert all("Caroline" not in t for t in spy.texts), spy.texts

@@ -35,7 +35,15 @@ from dualmem.errors import ControllerTimeout
 from dualmem.learn.ranker import LinearRanker, default_ranker
 from dualmem.plane.base import Store
 from dualmem.read import scoring
-from dualmem.read.pool import FEATURES, Pool, PoolFeatures, PoolSettings, build_pool, extend_pool
+from dualmem.read.pool import (
+    FEATURES,
+    Pool,
+    PoolFeatures,
+    PoolSettings,
+    analyze_query,
+    build_pool,
+    extend_pool,
+)
 from dualmem.read.route import active_views, allocate, depth, rrf
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
 from dualmem.text.temporal import query_time_focus
@@ -109,8 +117,10 @@ class Retriever:
             pool = self.pool(query, tenant)
             qvec, fused = pool.qvec, self.pool_ranking(pool)
         else:
-            qvec = self.embedder.embed([query])[0]
-            fused = self.anchors(query, qvec, tenant)
+            # the query's named speakers are kept out of the embedded text, as the pool does
+            lex_hits, _, analysis = analyze_query(self.store, query, tenant, self.profile.anchor_pool)
+            qvec = self.embedder.embed([analysis.stripped])[0]
+            fused = self.anchors(query, qvec, tenant, lexical=lex_hits)
         run = _Run(query, qvec, tenant, started, pool=pool)
         if not fused:
             return Retrieval(query, (), self._trace(run, [], 0, "empty"))
@@ -147,11 +157,15 @@ class Retriever:
         if clear is not None:
             clear()
 
-    def anchors(self, query: str, qvec: Vector, tenant: Tenant) -> list[tuple[str, float]]:
-        """Vector and lexical rankings fused by RRF (eq. 16)."""
+    def anchors(
+        self, query: str, qvec: Vector, tenant: Tenant, *, lexical: Sequence[tuple[str, float]] | None = None
+    ) -> list[tuple[str, float]]:
+        """Vector and lexical rankings fused by RRF (eq. 16); ``lexical``: the query's lexical
+        top-``anchor_pool`` when the caller already has it."""
         pool = self.profile.anchor_pool
         vec = [i for i, _ in self.store.vector_search(tenant, qvec, pool)]
-        lex = [i for i, _ in self.store.lexical_search(tenant, query, pool)]
+        hits = self.store.lexical_search(tenant, query, pool) if lexical is None else lexical
+        lex = [i for i, _ in hits]
         return rrf([vec, lex], self.profile.rrf_kappa)
 
     def pool(self, query: str, tenant: Tenant) -> Pool:

@@ -50,7 +50,16 @@ from dualmem.plane.base import NodeContext, Store
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
 
-__all__ = ["FEATURES", "POOL_VERSION", "Pool", "PoolFeatures", "PoolSettings", "build_pool", "extend_pool"]
+__all__ = [
+    "FEATURES",
+    "POOL_VERSION",
+    "Pool",
+    "PoolFeatures",
+    "PoolSettings",
+    "analyze_query",
+    "build_pool",
+    "extend_pool",
+]
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
 POOL_VERSION = "2"
@@ -133,6 +142,18 @@ def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
     return {node_id: (rank, score) for rank, (node_id, score) in enumerate(hits)}
 
 
+def analyze_query(
+    store: Store, query: str, tenant: Tenant, n: int
+) -> tuple[list[tuple[str, float]], dict[str, Node], QueryAnalysis]:
+    """The lexical top-``n`` of ``query``, their nodes, and the query's analysis against the
+    speakers of those hits (the memory's persons the query names are stripped from the text that
+    is embedded)."""
+    lex_hits = store.lexical_search(tenant, query, n)
+    lex_nodes = store.get_nodes([i for i, _ in lex_hits], tenant)
+    speakers = {nd.speaker for nd in lex_nodes.values() if nd.speaker}
+    return lex_hits, lex_nodes, analyze(query, names=speakers)
+
+
 def build_pool(
     store: Store, embedder: Embedder, query: str, tenant: Tenant, settings: PoolSettings | None = None
 ) -> Pool:
@@ -143,10 +164,7 @@ def build_pool(
     """
     settings = settings or PoolSettings()
     n = settings.n
-    lex_hits = store.lexical_search(tenant, query, n)
-    lex_nodes = store.get_nodes([i for i, _ in lex_hits], tenant)
-    speakers = {nd.speaker for nd in lex_nodes.values() if nd.speaker}
-    analysis = analyze(query, names=speakers)
+    lex_hits, lex_nodes, analysis = analyze_query(store, query, tenant, n)
     qvec = embedder.embed([analysis.stripped])[0]
     vec_hits = store.vector_search(tenant, qvec, n)
     stripped_hits = (
