@@ -493,18 +493,26 @@ class SQLiteStore:
         with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
             return chunk_sql.get(self._conn, node_ids, where, params)
 
-    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+    def _query_terms(self, query: str) -> list[str]:
+        """The query's terms that are worth an OR clause (common terms out, a cap); call locked."""
         terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
-        if not terms or k <= 0:
+        if not terms:
+            return []
+        return scale.select_terms(
+            self._conn,
+            terms,
+            max_terms=codec.QUERY_OR_TERMS,
+            common_share=codec.QUERY_COMMON_SHARE,
+            min_docs=codec.QUERY_MIN_DOCS,
+        )
+
+    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
             return []
         with self._lock, sql.translated("select query terms"):
-            terms = scale.select_terms(
-                self._conn,
-                terms,
-                max_terms=codec.QUERY_OR_TERMS,
-                common_share=codec.QUERY_COMMON_SHARE,
-                min_docs=codec.QUERY_MIN_DOCS,
-            )
+            terms = self._query_terms(query)
+        if not terms:
+            return []
         expression = fts_or(terms)
         where, params = sql.tenant_sql(tenant)
         statement = (
@@ -589,18 +597,11 @@ class SQLiteStore:
             self.rebuild_context()
 
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
-        if not terms or k <= 0:
+        if k <= 0:
             return []
         with self._lock, sql.translated("context search"):
-            terms = scale.select_terms(
-                self._conn,
-                terms,
-                max_terms=codec.QUERY_OR_TERMS,
-                common_share=codec.QUERY_COMMON_SHARE,
-                min_docs=codec.QUERY_MIN_DOCS,
-            )
-            return ctx.search(self._conn, fts_or(terms), k, sql.tenant_sql(tenant))
+            terms = self._query_terms(query)
+            return ctx.search(self._conn, fts_or(terms), k, sql.tenant_sql(tenant)) if terms else []
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         """Read through a cache that each context write updates (and another connection's commit,
