@@ -12,27 +12,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dualmem.text import extract_entities, ground, parse_time
+from dualmem.conversations import load_conversations
+from dualmem.text import extract_entities, ground
 from dualmem.text.lexical import tokenize
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
 
 
 def locomo_turns(root: Path) -> list[tuple[str, str, object]]:
-    turns: list[tuple[str, str, object]] = []
-    for path in sorted(root.glob("*.json")):
-        conv = json.loads(path.read_text(encoding="utf-8"))
-        for key, value in conv.items():
-            if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
-                at = parse_time(conv[f"{key}_date_time"])
-                turns += [(t["text"], t["speaker"], at) for t in value]
-    return turns
+    """Every LoCoMo turn as dualmem reads it: (text, speaker, session time)."""
+    return [(o.content, o.speaker or "", o.at) for c in load_conversations(root) for o in c.observations]
 
 
 def per_turn_ms(

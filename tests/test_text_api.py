@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
 
 import dualmem.text as text_pkg
-from dualmem.text import cues, entities, extract_entities, ground, lexical, parse_time, temporal, timeparse
+from dualmem.conversations import load_conversations
+from dualmem.text import cues, entities, extract_entities, ground, lexical, temporal, timeparse
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -35,14 +34,7 @@ def test_package_reexports_submodules() -> None:
 
 
 def _locomo_turns(root: Path) -> list[tuple[str, str, object]]:
-    turns: list[tuple[str, str, object]] = []
-    for path in sorted(root.glob("*.json")):
-        conv = json.loads(path.read_text(encoding="utf-8"))
-        for key, value in conv.items():
-            if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
-                at = parse_time(conv[f"{key}_date_time"])
-                turns += [(t["text"], t["speaker"], at) for t in value]
-    return turns
+    return [(o.content, o.speaker or "", o.at) for c in load_conversations(root) for o in c.observations]
 
 
 @pytest.mark.locomo
