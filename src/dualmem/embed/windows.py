@@ -22,7 +22,15 @@ import numpy as np
 
 from dualmem.embed.base import Embedder, Matrix
 
-__all__ = ["CHUNK_STRIDE", "CHUNK_TOKENS", "NodeVectors", "Windowed", "embed_texts", "embedding_text"]
+__all__ = [
+    "CHUNK_STRIDE",
+    "CHUNK_TOKENS",
+    "NodeVectors",
+    "WindowEmbedder",
+    "Windowed",
+    "embed_texts",
+    "embedding_text",
+]
 
 #: tokens per extra window of a long text, and the step between window starts (50 tokens overlap)
 CHUNK_TOKENS = 200
@@ -55,9 +63,21 @@ class NodeVectors:
         return len(self.chunks)
 
 
+@runtime_checkable
+class WindowEmbedder(Protocol):
+    """An embedder that embeds texts and their extra windows itself, in one pass (MiniLM: one
+    tokenisation per text, every row of the call in one sorted, de-duplicated run)."""
+
+    def embed_windows(self, texts: Sequence[str], *, size: int, stride: int) -> NodeVectors:
+        """The same rows as ``embed(texts)`` and ``embed`` of each text's ``windows``."""
+        ...
+
+
 def embed_texts(embedder: Embedder, contents: Sequence[str]) -> NodeVectors:
     """Embed node contents and the extra windows of long ones in ONE call (sorted by length inside)."""
     texts = [embedding_text(c) for c in contents]
+    if isinstance(embedder, WindowEmbedder):
+        return embedder.embed_windows(texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
     if isinstance(embedder, Windowed):
         extra = embedder.windows(texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
     else:
