@@ -178,3 +178,17 @@ def test_embed_windows_rows_equal_embed_of_the_texts_and_their_windows(minilm: E
         assert chunks.shape == (len(ws), minilm.dim)
         assert float(np.min(np.sum(chunks * minilm.embed(ws), axis=1))) >= 0.9999
     np.testing.assert_array_equal(out.chunks[0], out.chunks[3])  # a repeated text: the same rows
+
+
+def test_a_cached_embedder_keeps_the_one_pass_path_and_the_chunks(minilm: Embedder) -> None:
+    from dualmem.embed import CachedEmbedder, HashingEmbedder
+
+    texts = [LONG, "Mira: I bought a new bicycle yesterday."]
+    direct = embed_texts(minilm, texts)
+    cached = embed_texts(CachedEmbedder(minilm, size=8), texts)
+    np.testing.assert_array_equal(cached.rows, direct.rows)
+    np.testing.assert_array_equal(cached.chunks[0], direct.chunks[0])  # type: ignore[arg-type]
+    assert cached.chunks[1] is None
+    plain = embed_texts(CachedEmbedder(HashingEmbedder(64), size=8), texts)  # no window: no chunks
+    assert plain.chunks == (None, None)
+    np.testing.assert_allclose(plain.rows, HashingEmbedder(64).embed(texts), atol=1e-6)

@@ -29,6 +29,7 @@ __all__ = [
     "WindowEmbedder",
     "Windowed",
     "embed_texts",
+    "embed_with_windows",
     "embedding_text",
 ]
 
@@ -78,11 +79,17 @@ def embed_texts(embedder: Embedder, contents: Sequence[str]) -> NodeVectors:
     texts = [embedding_text(c) for c in contents]
     if isinstance(embedder, WindowEmbedder):
         return embedder.embed_windows(texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
+    return embed_with_windows(embedder, texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
+
+
+def embed_with_windows(embedder: Embedder, texts: Sequence[str], *, size: int, stride: int) -> NodeVectors:
+    """The rows of ``texts`` and of their ``windows`` through ``embedder.embed`` (one call): the path of
+    an embedder without ``embed_windows``; no chunks for one without ``windows``."""
     if isinstance(embedder, Windowed):
-        extra = embedder.windows(texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
+        extra = embedder.windows(texts, size=size, stride=stride)
     else:
         extra = [[] for _ in texts]
-    flat = texts + [w for ws in extra for w in ws]
+    flat = [*texts, *(w for ws in extra for w in ws)]
     rows = embedder.embed(flat) if flat else np.zeros((0, embedder.dim), dtype=np.float32)
     chunks: list[Matrix | None] = []
     at = len(texts)
