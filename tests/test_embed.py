@@ -82,6 +82,34 @@ def test_minilm_batch_size_and_padding_do_not_change_vectors(minilm: MiniLMEmbed
     np.testing.assert_allclose(one_batch, minilm.embed(TEXTS), atol=1e-4)
 
 
+def _one_at_a_time(embedder: MiniLMEmbedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """The definition, with nothing of the embedder's batching: each text alone, no padding, mean of its
+    token vectors, unit length."""
+    runtime = embedder._load()
+    rows = []
+    for text in texts:
+        ids = np.asarray([runtime.tokenizer.encode(text).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        (hidden,) = runtime.session.run(["last_hidden_state"], feeds)
+        pooled = np.asarray(hidden, dtype=np.float64)[0].mean(axis=0)
+        rows.append(pooled / np.linalg.norm(pooled))
+    return np.asarray(rows, dtype=np.float32)
+
+
+def test_minilm_batched_dedup_and_pooling_equal_one_text_at_a_time_on_real_turns(
+    minilm: MiniLMEmbedder, locomo_dir: Path
+) -> None:
+    from dualmem.conversations import load_conversations
+
+    turns = [o.content for c in load_conversations(locomo_dir) for o in c.observations][::23]
+    texts = [*turns, *turns[:5], *TEXTS[:3], *TEXTS[4:]]  # repeats are embedded once, given back each time
+    batched = MiniLMEmbedder(batch_size=32).embed(texts)
+    cosines = np.sum(batched * _one_at_a_time(minilm, texts), axis=1)
+    assert len(turns) > 100
+    assert float(cosines.min()) >= 0.9999
+    np.testing.assert_array_equal(batched[len(turns) : len(turns) + 5], batched[:5])
+
+
 def test_minilm_empty_list(minilm: MiniLMEmbedder) -> None:
     out = minilm.embed([])
     assert out.shape == (0, 384)

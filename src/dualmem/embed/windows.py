@@ -22,7 +22,16 @@ import numpy as np
 
 from dualmem.embed.base import Embedder, Matrix
 
-__all__ = ["CHUNK_STRIDE", "CHUNK_TOKENS", "NodeVectors", "Windowed", "embed_texts", "embedding_text"]
+__all__ = [
+    "CHUNK_STRIDE",
+    "CHUNK_TOKENS",
+    "NodeVectors",
+    "WindowEmbedder",
+    "Windowed",
+    "embed_texts",
+    "embed_with_windows",
+    "embedding_text",
+]
 
 #: tokens per extra window of a long text, and the step between window starts (50 tokens overlap)
 CHUNK_TOKENS = 200
@@ -55,14 +64,32 @@ class NodeVectors:
         return len(self.chunks)
 
 
+@runtime_checkable
+class WindowEmbedder(Protocol):
+    """An embedder that embeds texts and their extra windows itself, in one pass (MiniLM: one
+    tokenisation per text, every row of the call in one sorted, de-duplicated run)."""
+
+    def embed_windows(self, texts: Sequence[str], *, size: int, stride: int) -> NodeVectors:
+        """The same rows as ``embed(texts)`` and ``embed`` of each text's ``windows``."""
+        ...
+
+
 def embed_texts(embedder: Embedder, contents: Sequence[str]) -> NodeVectors:
     """Embed node contents and the extra windows of long ones in ONE call (sorted by length inside)."""
     texts = [embedding_text(c) for c in contents]
+    if isinstance(embedder, WindowEmbedder):
+        return embedder.embed_windows(texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
+    return embed_with_windows(embedder, texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
+
+
+def embed_with_windows(embedder: Embedder, texts: Sequence[str], *, size: int, stride: int) -> NodeVectors:
+    """The rows of ``texts`` and of their ``windows`` through ``embedder.embed`` (one call): the path of
+    an embedder without ``embed_windows``; no chunks for one without ``windows``."""
     if isinstance(embedder, Windowed):
-        extra = embedder.windows(texts, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
+        extra = embedder.windows(texts, size=size, stride=stride)
     else:
         extra = [[] for _ in texts]
-    flat = texts + [w for ws in extra for w in ws]
+    flat = [*texts, *(w for ws in extra for w in ws)]
     rows = embedder.embed(flat) if flat else np.zeros((0, embedder.dim), dtype=np.float32)
     chunks: list[Matrix | None] = []
     at = len(texts)
