@@ -199,13 +199,13 @@ def yardsticks(path: Path, queries: list[str], qvecs: np.ndarray, user: str) -> 
     return {"numpy": pct(numpy_ms), "fts5": pct(fts_ms), "exact": [{ids[j] for j in e} for e in exact]}
 
 
-def open_first_search(path: Path, embedder: str, query: str, user: str) -> dict[str, float]:
+def open_first_search(path: Path, embedder: str, query: str, user: str, threshold: int) -> dict[str, float]:
     """Fresh processes: Memory.open + the first search (model load included), the search alone, and
     the bare store (open + one vector top-10, no model): what a CLI call pays before any work."""
     code = (
         "import time,sys\nt0=time.perf_counter()\nfrom dualmem import Memory\nt1=time.perf_counter()\n"
         f"m=Memory.open({str(path)!r}, embedder={embedder!r}, answerer=None, profile='builtin')\n"
-        "m.embedder.embed(['warm up the model'])\nt2=time.perf_counter()\n"
+        f"m.store.use_ann({threshold})\nm.embedder.embed(['warm up the model'])\nt2=time.perf_counter()\n"
         f"m.search({query!r}, user={user!r}, k=10)\nt3=time.perf_counter()\n"
         "print((t3-t1)*1000, (t2-t1)*1000, (t3-t2)*1000)\nm.close()\n"
     )
@@ -213,9 +213,9 @@ def open_first_search(path: Path, embedder: str, query: str, user: str) -> dict[
     total, opened, first = (float(x) for x in out.stdout.split())
     bare = (
         "import time\nimport numpy as np\nimport onnxruntime\n"
-        "from dualmem.config import Profile\nfrom dualmem.plane import SQLiteStore\n"
+        "from dualmem.plane import SQLiteStore\n"
         "from dualmem.types import Tenant\nt0=time.perf_counter()\n"
-        f"s=SQLiteStore.open({str(path)!r})\ns.use_ann(Profile().ann_threshold)\n"
+        f"s=SQLiteStore.open({str(path)!r})\ns.use_ann({threshold})\n"
         "q=np.ones(s.get_meta('embedder')['dim'], dtype=np.float32)\nq/=np.linalg.norm(q)\n"
         f"s.vector_search(Tenant({user!r}), q, 10)\nprint((time.perf_counter()-t0)*1000)\ns.close()\n"
     )
@@ -238,6 +238,8 @@ def measure(
     sticks = yardsticks(path, queries, qvecs, user)
     out: dict[str, object] = {"n": n}
     with Memory.open(path, embedder=embedder, answerer=None, profile="builtin") as mem:
+        threshold = mem.profile.ann_threshold if args.ann_threshold is None else args.ann_threshold
+        mem.store.use_ann(threshold)
         tenant = Tenant(user)
         store = mem.store
         vec_ms = timed(lambda i: store.vector_search(tenant, qvecs[i], 10), len(queries))
@@ -262,13 +264,14 @@ def measure(
             numpy_topk=sticks["numpy"],
             bare_fts5=sticks["fts5"],
             ann_recall_at_10=round(recall, 4),
-            ann_used=ann_available() and store.count(tenant) >= mem.profile.ann_threshold,
+            ann_used=ann_available() and 0 < threshold <= store.count(tenant),
+            ann_threshold=threshold,
             rss_mb=rss_mb(),
             peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         )
     out["disk_bytes_per_memory"] = round(disk_bytes(path) / (n + args.adds))
     # after the in-process searches, which built the approximate index a bulk-loaded file lacks
-    out.update(open_first_search(path, args.embedder, queries[-1], user))
+    out.update(open_first_search(path, args.embedder, queries[-1], user, threshold))
     return out
 
 
@@ -360,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--write-max", type=int, default=10_000, help="sizes above are bulk-loaded")
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument(
+        "--ann-threshold", type=int, default=None, help="override the profile's (ANN recall at small sizes)"
+    )
     parser.add_argument("--adds", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/scale-cache"))
