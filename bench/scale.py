@@ -26,6 +26,7 @@ import json
 import random
 import re
 import resource
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -172,11 +173,12 @@ def build_write(path: Path, corpus: Corpus, n: int, args: argparse.Namespace) ->
 
 
 # -- measure ---------------------------------------------------------------------------------------
-def yardsticks(path: Path, queries: list[str], qvecs: np.ndarray) -> dict[str, object]:
-    """Plain numpy top-10 over the user's whole matrix, and bare FTS5, on the same file."""
+def yardsticks(path: Path, queries: list[str], qvecs: np.ndarray, user: str) -> dict[str, object]:
+    """Plain numpy top-10 over ``user``'s whole matrix, and bare FTS5 (no tenant filter: every row of
+    the table), on the same file."""
     conn = sqlite3.connect(path)
     try:
-        blobs = [r[0] for r in conn.execute("SELECT blob FROM vectors WHERE user_id = ?", (USER,))]
+        blobs = [r[0] for r in conn.execute("SELECT blob FROM vectors WHERE user_id = ?", (user,))]
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
         numpy_ms = timed(lambda i: np.argpartition(-(matrix @ qvecs[i]), 10)[:10], len(queries))
         fts = [fts_query(q) for q in queries]
@@ -190,32 +192,34 @@ def yardsticks(path: Path, queries: list[str], qvecs: np.ndarray) -> dict[str, o
             ),
             len(queries),
         )
-        exact = [set(np.argsort(-(matrix @ q))[:10].tolist()) for q in qvecs]
-        ids = [r[0] for r in conn.execute("SELECT node_id FROM vectors WHERE user_id = ?", (USER,))]
+        exact = [np.argsort(-(matrix @ q))[:10] for q in qvecs]
+        tenth = [float(matrix[e[-1]] @ q) for e, q in zip(exact, qvecs, strict=True)]
+        ids = [r[0] for r in conn.execute("SELECT node_id FROM vectors WHERE user_id = ?", (user,))]
     finally:
         conn.close()
-    return {"numpy": pct(numpy_ms), "fts5": pct(fts_ms), "exact": [{ids[j] for j in e} for e in exact]}
+    exact_ids = [{ids[j] for j in e} for e in exact]
+    return {"numpy": pct(numpy_ms), "fts5": pct(fts_ms), "exact": exact_ids, "tenth": tenth}
 
 
-def open_first_search(path: Path, embedder: str, query: str) -> dict[str, float]:
+def open_first_search(path: Path, embedder: str, query: str, user: str, threshold: int) -> dict[str, float]:
     """Fresh processes: Memory.open + the first search (model load included), the search alone, and
     the bare store (open + one vector top-10, no model): what a CLI call pays before any work."""
     code = (
         "import time,sys\nt0=time.perf_counter()\nfrom dualmem import Memory\nt1=time.perf_counter()\n"
         f"m=Memory.open({str(path)!r}, embedder={embedder!r}, answerer=None, profile='builtin')\n"
-        "m.embedder.embed(['warm up the model'])\nt2=time.perf_counter()\n"
-        f"m.search({query!r}, user={USER!r}, k=10)\nt3=time.perf_counter()\n"
+        f"m.store.use_ann({threshold})\nm.embedder.embed(['warm up the model'])\nt2=time.perf_counter()\n"
+        f"m.search({query!r}, user={user!r}, k=10)\nt3=time.perf_counter()\n"
         "print((t3-t1)*1000, (t2-t1)*1000, (t3-t2)*1000)\nm.close()\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     total, opened, first = (float(x) for x in out.stdout.split())
     bare = (
         "import time\nimport numpy as np\nimport onnxruntime\n"
-        "from dualmem.config import Profile\nfrom dualmem.plane import SQLiteStore\n"
+        "from dualmem.plane import SQLiteStore\n"
         "from dualmem.types import Tenant\nt0=time.perf_counter()\n"
-        f"s=SQLiteStore.open({str(path)!r})\ns.use_ann(Profile().ann_threshold)\n"
+        f"s=SQLiteStore.open({str(path)!r})\ns.use_ann({threshold})\n"
         "q=np.ones(s.get_meta('embedder')['dim'], dtype=np.float32)\nq/=np.linalg.norm(q)\n"
-        f"s.vector_search(Tenant({USER!r}), q, 10)\nprint((time.perf_counter()-t0)*1000)\ns.close()\n"
+        f"s.vector_search(Tenant({user!r}), q, 10)\nprint((time.perf_counter()-t0)*1000)\ns.close()\n"
     )
     store = subprocess.run([sys.executable, "-c", bare], capture_output=True, text=True, check=True)
     return {
@@ -226,81 +230,118 @@ def open_first_search(path: Path, embedder: str, query: str) -> dict[str, float]
     }
 
 
-def measure(path: Path, corpus: Corpus, n: int, args: argparse.Namespace) -> dict[str, object]:
+def measure(
+    path: Path, corpus: Corpus, n: int, args: argparse.Namespace, user: str = USER
+) -> dict[str, object]:
+    """Every figure for ``user`` of the file at ``path`` (``n``: the memories the file holds)."""
     queries = [corpus.query() for _ in range(args.queries)]
     embedder = create_embedder(args.embedder)
     qvecs = embedder.embed(queries)
-    sticks = yardsticks(path, queries, qvecs)
     out: dict[str, object] = {"n": n}
+    sticks = yardsticks(path, queries, qvecs, user)
+    exact, tenth = sticks.pop("exact"), sticks.pop("tenth")
+    assert isinstance(exact, list)
+    assert isinstance(tenth, list)
+    stage(out, numpy_topk=sticks["numpy"], bare_fts5=sticks["fts5"])
     with Memory.open(path, embedder=embedder, answerer=None, profile="builtin") as mem:
-        tenant = Tenant(USER)
+        threshold = mem.profile.ann_threshold if args.ann_threshold is None else args.ann_threshold
+        mem.store.use_ann(threshold)
+        tenant = Tenant(user)
         store = mem.store
-        vec_ms = timed(lambda i: store.vector_search(tenant, qvecs[i], 10), len(queries))
-        got = [{j for j, _ in store.vector_search(tenant, q, 10)} for q in qvecs]
-        exact = sticks.pop("exact")
-        assert isinstance(exact, list)
-        recall = sum(len(a & b) for a, b in zip(got, exact, strict=True)) / (10 * len(queries))
         lex_ms = timed(lambda i: store.lexical_search(tenant, queries[i], 10), len(queries))
-        search_ms = timed(lambda i: mem.search(queries[i], user=USER, k=10), len(queries))
+        ctx_ms = timed(lambda i: store.context_search(tenant, queries[i], 10), len(queries))
+        stage(out, store_lexical=pct(lex_ms), store_context=pct(ctx_ms))
+        # the first vector search loads the exact matrix, or opens (on a bulk-loaded file: builds) the index
+        first = timed(lambda i: store.vector_search(tenant, qvecs[i], 10), 1)[0]
+        vec_ms = timed(lambda i: store.vector_search(tenant, qvecs[i], 10), len(queries))
+        hits = [store.vector_search(tenant, q, 10) for q in qvecs]
+        recall = sum(len({j for j, _ in a} & b) for a, b in zip(hits, exact, strict=True)) / (
+            10 * len(queries)
+        )
+        # ties count: a hit scoring at least the exact 10th best is as good (hashing vectors tie a lot)
+        tied = sum(sum(s >= t - 1e-5 for _, s in a) for a, t in zip(hits, tenth, strict=True)) / (
+            10 * len(queries)
+        )
+        stage(
+            out,
+            first_vector_search_ms=round(first, 1),
+            store_vector=pct(vec_ms),
+            ann_recall_at_10=round(recall, 4),
+            ann_recall_at_10_ties=round(tied, 4),
+            ann_used=ann_available() and 0 < threshold <= store.count(tenant),
+            ann_threshold=threshold,
+        )
+        search_ms = timed(lambda i: mem.search(queries[i], user=user, k=10), len(queries))
+        stage(out, search=pct(search_ms), rss_mb=rss_mb())
         extra = [corpus.observation(n + i) for i in range(args.adds)]
         add_ms = timed(
-            lambda i: mem.add(extra[i].content, user=USER, speaker=extra[i].speaker, at=extra[i].at),
+            lambda i: mem.add(extra[i].content, user=user, speaker=extra[i].speaker, at=extra[i].at),
             args.adds,
         )
-        out.update(
+        stage(
+            out,
             add=pct(add_ms),
-            search=pct(search_ms),
-            store_vector=pct(vec_ms),
-            store_lexical=pct(lex_ms),
-            numpy_topk=sticks["numpy"],
-            bare_fts5=sticks["fts5"],
-            ann_recall_at_10=round(recall, 4),
-            ann_used=ann_available() and n >= mem.profile.ann_threshold,
-            rss_mb=rss_mb(),
             peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         )
     out["disk_bytes_per_memory"] = round(disk_bytes(path) / (n + args.adds))
     # after the in-process searches, which built the approximate index a bulk-loaded file lacks
-    out.update(open_first_search(path, args.embedder, queries[-1]))
+    out.update(open_first_search(path, args.embedder, queries[-1], user, threshold))
     return out
+
+
+def stage(out: dict[str, object], **figures: object) -> None:
+    """Record ``figures`` and print them at once (a long run keeps what it measured)."""
+    out.update(figures)
+    print(json.dumps({"n": out["n"], **figures}), file=sys.stderr, flush=True)
+
+
+def built(args: argparse.Namespace, name: str, build: Callable[[Path], float]) -> tuple[Path, float | None]:
+    """The database file ``name`` under ``--keep`` (built once, then reused: ``None`` seconds), or
+    built in the temporary folder."""
+    folder = args.keep or Path(args.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path, done = folder / f"{name}.db", folder / f"{name}.built"
+    if args.keep is not None and done.is_file():
+        return path, None
+    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        stale.unlink(missing_ok=True)
+    seconds = build(path)
+    done.write_text(f"{seconds}\n")
+    return path, seconds
 
 
 def run_size(n: int, args: argparse.Namespace) -> dict[str, object]:
     corpus = Corpus(args.data, args.seed)
-    with tempfile.TemporaryDirectory(prefix="dualmem-scale-", dir=args.tmp) as folder:
-        path = Path(folder) / "m.db"
-        mode = "write" if n <= args.write_max else "bulk"
-        seconds = (
-            build_write(path, corpus, n, args)
-            if mode == "write"
-            else build_bulk(path, corpus, n, args, [USER])
-        )
-        result = measure(path, corpus, n, args)
-    result.update(
-        build=mode, build_s=round(seconds, 1), build_per_s=round(n / seconds, 1), embedder=args.embedder
+    mode = "write" if n <= args.write_max else "bulk"
+    path, seconds = built(
+        args,
+        f"{mode}-{args.embedder}-{args.seed}-{n}",
+        lambda p: (
+            build_write(p, corpus, n, args) if mode == "write" else build_bulk(p, corpus, n, args, [USER])
+        ),
     )
+    result = measure(path, corpus, n, args)
+    result.update(build=mode, embedder=args.embedder)
+    if seconds is not None:
+        result.update(build_s=round(seconds, 1), build_per_s=round(n / seconds, 1))
     return result
 
 
 def run_users(users: int, per_user: int, args: argparse.Namespace) -> dict[str, object]:
+    """``users`` tenants of ``per_user`` memories in one file; measured for one of them (the FTS5
+    yardstick still ranks every tenant's rows)."""
     corpus = Corpus(args.data, args.seed)
     names = [f"user-{i:04d}" for i in range(users)]
-    with tempfile.TemporaryDirectory(prefix="dualmem-scale-", dir=args.tmp) as folder:
-        path = Path(folder) / "m.db"
-        seconds = build_bulk(path, corpus, users * per_user, args, names)
-        queries = [corpus.query() for _ in range(args.queries)]
-        with Memory.open(path, embedder=args.embedder, answerer=None, profile="builtin") as mem:
-            search_ms = timed(lambda i: mem.search(queries[i], user=names[i % users], k=10), len(queries))
-            add_ms = timed(lambda i: mem.add(queries[i], user=names[(7 * i) % users]), args.adds)
-            result: dict[str, object] = {
-                "users": users,
-                "per_user": per_user,
-                "build_s": round(seconds, 1),
-                "search": pct(search_ms),
-                "add": pct(add_ms),
-                "rss_mb": rss_mb(),
-            }
-        result["disk_bytes_per_memory"] = round(disk_bytes(path) / (users * per_user))
+    total = users * per_user
+    path, seconds = built(
+        args,
+        f"users-{args.embedder}-{args.seed}-{users}x{per_user}",
+        lambda p: build_bulk(p, corpus, total, args, names),
+    )
+    result = measure(path, corpus, total, args, user=names[users // 2])
+    result.update(users=users, per_user=per_user, build="bulk", embedder=args.embedder)
+    if seconds is not None:
+        result.update(build_s=round(seconds, 1), build_per_s=round(total / seconds, 1))
     return result
 
 
@@ -318,6 +359,7 @@ def plot(results: list[dict[str, object]], file: Path) -> None:
         ("store_vector", "store vector top-10"),
         ("numpy_topk", "numpy top-10 (yardstick)"),
         ("store_lexical", "store lexical top-10"),
+        ("store_context", "store context top-10"),
         ("bare_fts5", "bare FTS5 (yardstick)"),
     ):
         ax.plot(sizes, [r[key]["p50_ms"] for r in results], marker="o", label=label)  # type: ignore[index]
@@ -341,19 +383,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--write-max", type=int, default=10_000, help="sizes above are bulk-loaded")
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument(
+        "--ann-threshold", type=int, default=None, help="override the profile's (ANN recall at small sizes)"
+    )
     parser.add_argument("--adds", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/scale-cache"))
     parser.add_argument("--tmp", default=None, help="folder for the temporary databases")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the built databases in this folder and reuse them"
+    )
     parser.add_argument("--out", type=Path, default=None, help="write OUT.json (and OUT.png)")
     args = parser.parse_args(argv)
     results = []
-    for n in args.sizes:
-        results.append(run_size(n, args))
-        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
-    report: dict[str, object] = {"sizes": results, "ann_extra": ann_available()}
-    if args.users:
-        report["tenants"] = run_users(args.users, args.per_user, args)
+    with tempfile.TemporaryDirectory(prefix="dualmem-scale-", dir=args.tmp) as folder:
+        args.folder = folder
+        for n in args.sizes:
+            results.append(run_size(n, args))
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+            for stale in Path(folder).iterdir():  # one size's file at a time
+                shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+        report: dict[str, object] = {"sizes": results, "ann_extra": ann_available()}
+        if args.users:
+            report["tenants"] = run_users(args.users, args.per_user, args)
+            print(json.dumps(report["tenants"]), file=sys.stderr, flush=True)
     text = json.dumps(report, indent=2)
     print(text)
     if args.out is not None:

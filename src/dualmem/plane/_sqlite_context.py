@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from dualmem.plane import _codec as codec
 from dualmem.plane._context import ContextRow, decode_vector, neighbours_json, parse_neighbours
 from dualmem.plane.base import NodeContext
 from dualmem.types import Tenant
 
-__all__ = ["STALE_KEY", "V6", "all_ids", "clear", "read", "search", "write"]
+__all__ = ["STALE_KEY", "V6", "all_ids", "clear", "read", "write"]
 
 #: meta key set by the migration: the store rebuilds every node's context on its next writable open
 STALE_KEY = "context_stale"
@@ -98,20 +97,6 @@ def read(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, tuple[Tena
                 found = NodeContext(parse_neighbours(codec.load_json(pairs)), decode_vector(blob))
             out[node_id] = (Tenant(user, agent, run), found)
     return out
-
-
-def search(
-    conn: sqlite3.Connection, expression: str, k: int, where: tuple[str, list[Any]]
-) -> list[tuple[str, float]]:
-    """BM25 top-k of the context field for an FTS5 ``expression`` among the nodes ``where`` admits."""
-    clause, params = where
-    statement = (
-        "SELECT n.id, -bm25(context_fts) AS score FROM context_fts CROSS JOIN nodes n "
-        f"ON n.seq = context_fts.rowid WHERE context_fts MATCH ? AND {clause} "
-        "ORDER BY score DESC, n.seq LIMIT ?"
-    )
-    rows = conn.execute(statement, [expression, *params, k]).fetchall()
-    return [(row[0], float(row[1])) for row in rows]
 
 
 def all_ids(conn: sqlite3.Connection) -> list[str]:

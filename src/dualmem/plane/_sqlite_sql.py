@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 import sqlite3
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -33,6 +35,7 @@ __all__ = [
     "chunks",
     "classify",
     "decoding",
+    "fts_top",
     "marks",
     "node_row",
     "tenant_sql",
@@ -221,3 +224,49 @@ def to_decision(r: tuple[Any, ...]) -> Decision:
         node_id=r[0], purpose=r[1], name=r[2], key=r[3], value=r[4], label=r[5], backend=r[6],
         latency_ms=r[7], other_id=r[8], created_at=dt.datetime.fromisoformat(r[9]),
     )  # fmt: skip
+
+
+#: bounded FTS5 top-k (``fts_top``): the first window holds at least FTS_FIRST rows and ``FTS_SPARE``
+#: times the rows the tenant's share predicts for ``k``; each miss widens it FTS_WIDEN times; past
+#: FTS_MAX_WINDOW (a tenant too small to fill ``k`` from it) the plain join runs
+FTS_FIRST = 32
+FTS_SPARE = 4
+FTS_WIDEN = 8
+FTS_MAX_WINDOW = 8192
+
+
+def fts_top(
+    conn: sqlite3.Connection, table: str, expression: str, k: int, where: tuple[str, list[Any]], share: float
+) -> list[tuple[str, float]]:
+    """BM25 top-k ``(node id, -bm25)`` of FTS5 ``table`` (rowid = ``nodes.seq``) among the nodes that
+    ``where`` admits, best first, ties by ``seq``: the same rows and order as the plain join
+    ``MATCH ... AND where ORDER BY -bm25 DESC, seq LIMIT k``, without joining every match to ``nodes``.
+
+    FTS5 ranks every match (as a bare ``MATCH ... ORDER BY rank`` does) in the same total order
+    (``rank, rowid``) and hands over a window of the best; only those rows are joined and filtered by
+    tenant. The window is a prefix of the plain join's order, so when it yields ``k`` admitted rows (or
+    held every match) they are the answer; otherwise it is widened. ``share`` (the tenant's estimated
+    part of the rows) sizes the first window.
+    """
+    clause, params = where
+    window = max(FTS_FIRST, math.ceil(FTS_SPARE * k / max(share, 1e-9)))
+    while window <= FTS_MAX_WINDOW:
+        ranked = conn.execute(
+            f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
+            (expression, window),
+        ).fetchall()
+        score = {int(seq): -float(rank) for seq, rank in ranked}
+        rows = conn.execute(  # the window drives the join (by rowid), never the tenant's index
+            f"SELECT n.seq, n.id FROM json_each(?) w CROSS JOIN nodes n ON n.seq = w.value WHERE {clause}",
+            [json.dumps(list(score)), *params],
+        ).fetchall()
+        if len(rows) >= k or len(ranked) < window:
+            found = sorted((-score[seq], seq, node_id) for seq, node_id in rows)
+            return [(node_id, -negated) for negated, _, node_id in found[:k]]
+        window *= FTS_WIDEN
+    statement = (
+        f"SELECT n.id, -bm25({table}) AS score FROM {table} CROSS JOIN nodes n "
+        f"ON n.seq = {table}.rowid WHERE {table} MATCH ? AND {clause} "
+        "ORDER BY score DESC, n.seq LIMIT ?"
+    )
+    return [(row[0], float(row[1])) for row in conn.execute(statement, [expression, *params, k])]

@@ -506,23 +506,21 @@ class SQLiteStore:
             min_docs=codec.QUERY_MIN_DOCS,
         )
 
+    def _share(self, tenant: Tenant) -> float:
+        """The tenant's user's part of every stored node (sizes the bounded FTS5 window); call locked."""
+        total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+        return scale.user_total(self._conn, tenant.user) / total if total else 1.0
+
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        with self._lock, sql.translated("select query terms"):
+        with self._lock, self.snapshot(), sql.translated("lexical search"):
             terms = self._query_terms(query)
-        if not terms:
-            return []
-        expression = fts_or(terms)
-        where, params = sql.tenant_sql(tenant)
-        statement = (
-            "SELECT n.id, -bm25(nodes_fts) AS score FROM nodes_fts CROSS JOIN nodes n "
-            f"ON n.seq = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {where} "
-            "ORDER BY score DESC, n.seq LIMIT ?"
-        )
-        with self._lock, sql.translated("lexical search"):
-            rows = self._conn.execute(statement, [expression, *params, k]).fetchall()
-        return [(row[0], float(row[1])) for row in rows]
+            if not terms:
+                return []
+            return sql.fts_top(
+                self._conn, "nodes_fts", fts_or(terms), k, sql.tenant_sql(tenant), self._share(tenant)
+            )
 
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         keys = [key for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
@@ -599,9 +597,13 @@ class SQLiteStore:
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        with self._lock, sql.translated("context search"):
+        with self._lock, self.snapshot(), sql.translated("context search"):
             terms = self._query_terms(query)
-            return ctx.search(self._conn, fts_or(terms), k, sql.tenant_sql(tenant)) if terms else []
+            if not terms:
+                return []
+            return sql.fts_top(
+                self._conn, "context_fts", fts_or(terms), k, sql.tenant_sql(tenant), self._share(tenant)
+            )
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         """Read through a cache that each context write updates (and another connection's commit,
