@@ -540,6 +540,19 @@ class SQLiteStore:
             rows = self._conn.execute(statement, [expression, *params, k]).fetchall()
         return [(row[0], float(row[1])) for row in rows]
 
+    def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
+        """``lexical_search`` bounded for write-time candidates: below ``scale.PROBE_FROM`` indexed
+        rows it is ``lexical_search``; from there only the text's rare terms count (see
+        ``_sqlite_scale.lexical_probe``), so one add reads a bounded number of index rows."""
+        if k <= 0:
+            return []
+        terms = list(dict.fromkeys(content_tokens(text)))[: codec.QUERY_MAX_TERMS]
+        if not terms:
+            return []
+        with self._lock, self.snapshot(), sql.translated("lexical probe"):
+            found = scale.lexical_probe(self._conn, terms, k, sql.tenant_sql(tenant))
+        return self.lexical_search(tenant, text, k) if found is None else found
+
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         keys = [key for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
         if not keys or k <= 0:
