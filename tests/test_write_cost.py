@@ -64,3 +64,39 @@ def test_a_large_memory_ranks_only_the_rare_terms_rows(
     assert all(store.get_node(i).tenant == USER for i, _ in probed)  # type: ignore[union-attr]
     assert store.lexical_probe(USER, "common", 10) == []  # no rare term: no lexical candidates
     assert store.lexical_probe(USER, "rare", 0) == []
+
+
+def test_a_written_only_memory_turns_its_ann_delta_into_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Candidate discovery searches inside the write transaction, where no segment is built: the
+    commit builds it once the delta is full, so the delta an add searches stays bounded."""
+    from dualmem.plane import ann
+
+    if not ann.available():
+        pytest.skip("the scale extra (usearch) is not installed")
+    monkeypatch.setattr(ann, "SEGMENT_ROWS", 8)
+    rng = np.random.default_rng(9)
+
+    def node(i: int) -> Node:
+        v = rng.normal(size=8).astype(np.float32)
+        return Node(
+            id=f"a{i:03d}", tenant=USER, content=f"memory {i}", at=T0, embedding=v / np.linalg.norm(v)
+        )
+
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        store.use_ann(1)
+        store.put_nodes([node(i) for i in range(4)])
+        query = node(999).embedding
+        assert query is not None
+        store.vector_search(USER, query, 3)  # outside a transaction: the first segment
+        assert store._ann is not None
+        assert len(store._ann.segments("u")) == 1
+        for i in range(4, 14):  # as an add does: store, then search inside the same transaction
+            with store.transaction():
+                store.put_nodes([node(i)])
+                store.vector_search(USER, query, 3)
+        assert len(store._ann.segments("u")) == 2
+        held = store.get_nodes([f"a{i:03d}" for i in range(14)])
+        exact = sorted(held, key=lambda i: -float(held[i].embedding @ query))[:5]  # type: ignore[operator]
+        assert [i for i, _ in store.vector_search(USER, query, 5)] == exact

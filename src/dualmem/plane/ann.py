@@ -148,6 +148,17 @@ class AnnIndex:
                 if rowid in user.delta_ids and user.delta is not None:
                     user.remove(user.delta_ids.index(rowid))
 
+    def settle(self, conn: sqlite3.Connection) -> None:
+        """After a commit (outside any transaction): a loaded user whose delta has reached
+        ``SEGMENT_ROWS`` gets its segment now, so a memory that is only written (its searches all
+        inside write transactions, as candidate discovery's are) does not search a growing delta."""
+        if conn.in_transaction:
+            return
+        with self._lock:
+            for user_id, user in self._users.items():
+                if user.delta is not None and len(user.delta_ids) >= SEGMENT_ROWS:
+                    self._maintain(conn, user, user_id, int(user.delta.shape[1]))
+
     def drop(self) -> None:
         """Forget what is loaded (after a rollback or when another connection wrote)."""
         with self._lock:

@@ -14,6 +14,7 @@ it commits, and checkpoints and truncates the WAL after: see docs/storage.md for
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import sqlite3
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -27,6 +28,7 @@ from dualmem.errors import (
     InvalidInput,
     NotFound,
     ReadOnlyStore,
+    StoreError,
 )
 from dualmem.plane import _chunks, ann
 from dualmem.plane import _codec as codec
@@ -48,6 +50,8 @@ from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vect
 
 __all__ = ["SQLiteStore"]
 
+log = logging.getLogger("dualmem")
+
 
 class SQLiteStore:
     """A ``Store`` in one SQLite file. Open with :meth:`SQLiteStore.open`; safe to share across threads."""
@@ -63,7 +67,7 @@ class SQLiteStore:
         self._cache = VectorCache()
         self._chunks: dict[str, _chunks.UserChunks] = {}  # per user, loaded on first search
         self._tx = Transactions(
-            conn, path, read_only=read_only, on_rollback=self._forget_caches, on_commit=self._cache.committed
+            conn, path, read_only=read_only, on_rollback=self._forget_caches, on_commit=self._committed
         )
         self._lock = self._tx.lock
         self._ann: ann.AnnIndex | None = None
@@ -104,6 +108,17 @@ class SQLiteStore:
             conn.close()
             raise
         return store
+
+    def _committed(self) -> None:
+        """After the outermost commit: the vector cache keeps what it did; a full ANN delta becomes a
+        segment (the write has committed: a failure to build one is logged, never raised)."""
+        self._cache.committed()
+        if self._ann is not None:
+            try:
+                with sql.translated("build an approximate index segment"):
+                    self._ann.settle(self._conn)
+            except (StoreError, OSError) as exc:
+                log.warning("could not extend the approximate index of %s: %s", self.path, exc)
 
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
