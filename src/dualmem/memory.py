@@ -298,7 +298,8 @@ class Memory:
             for obs, given in zip(items, keys or [None] * len(items), strict=True)
         ]
         # a retry or a resumed ingest: what is stored already is neither embedded nor written again
-        found = self.store.find_keys(tenant.user, {k for k in wanted if k is not None})
+        asked = {k for k in wanted if k is not None}
+        found = self.store.find_keys(tenant.user, asked) if asked else {}
         ids: list[str | None] = [None if k is None else found.get(k) for k in wanted]
         todo = [i for i, known in enumerate(ids) if known is None]
         chunks = self._chunks(tenant, todo, chunk_size)

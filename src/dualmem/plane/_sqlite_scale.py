@@ -21,14 +21,19 @@ from collections.abc import Collection, Sequence
 from typing import Any, cast
 
 from dualmem.plane.base import Decision
+from dualmem.text.lexical import fts_or
 from dualmem.types import Tenant
 
 __all__ = [
+    "PROBE_DOCS",
+    "PROBE_FROM",
+    "PROBE_TERMS",
     "V2",
     "entity_counts",
     "entity_search",
     "forget_decisions",
     "get_decisions",
+    "lexical_probe",
     "put_decisions",
     "select_terms",
     "session_neighbours",
@@ -37,6 +42,11 @@ __all__ = [
 
 #: a bounded entity probe reads at most this many links of one entity
 ENTITY_PROBE = 256
+#: the write-time lexical probe (``lexical_probe``): from PROBE_FROM indexed rows on, only terms held
+#: by at most PROBE_DOCS rows count (each counted by a scan that stops there), the PROBE_TERMS rarest
+PROBE_FROM = 4096
+PROBE_DOCS = 512
+PROBE_TERMS = 8
 
 _V2_SQL: tuple[str, ...] = (
     "ALTER TABLE entities ADD COLUMN nodes INTEGER NOT NULL DEFAULT 0",
@@ -360,3 +370,44 @@ def select_terms(
     if len(keep) > max_terms:
         keep = sorted(sorted(keep, key=lambda i: (freq[i], i))[:max_terms])
     return [terms[i] for i in keep]
+
+
+# -- the write-time lexical probe ---------------------------------------------------------------
+def _held_by(conn: sqlite3.Connection, term: str, cap: int) -> int:
+    """How many indexed rows hold ``term``, counted up to ``cap + 1`` (the scan stops there)."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ? LIMIT ?)",
+        (fts_or([term]), cap + 1),
+    ).fetchone()
+    return int(row[0])
+
+
+def rare_terms(conn: sqlite3.Connection, terms: Sequence[str], *, max_docs: int, max_terms: int) -> list[str]:
+    """The terms held by between 1 and ``max_docs`` indexed rows; the ``max_terms`` rarest, in order."""
+    counted = [
+        (n, i) for i, term in enumerate(terms) if 0 < (n := _held_by(conn, term, max_docs)) <= max_docs
+    ]
+    keep = sorted(i for _, i in sorted(counted)[:max_terms])
+    return [terms[i] for i in keep]
+
+
+def lexical_probe(
+    conn: sqlite3.Connection, terms: Sequence[str], k: int, where: tuple[str, list[Any]]
+) -> list[tuple[str, float]] | None:
+    """BM25 top-k over the rows holding the query's rare terms: O(PROBE_TERMS x PROBE_DOCS) rows,
+    whatever the index's size. ``None`` below PROBE_FROM indexed rows (the caller's plain search
+    then answers, so a small memory's candidates are exactly the lexical search's)."""
+    total = int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+    if total < PROBE_FROM:
+        return None
+    rare = rare_terms(conn, terms, max_docs=PROBE_DOCS, max_terms=PROBE_TERMS)
+    if not rare:
+        return []
+    clause, params = where
+    statement = (
+        "SELECT n.id, -bm25(nodes_fts) AS score FROM nodes_fts CROSS JOIN nodes n "
+        f"ON n.seq = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {clause} "
+        "ORDER BY score DESC, n.seq LIMIT ?"
+    )
+    rows = conn.execute(statement, [fts_or(rare), *params, k]).fetchall()
+    return [(row[0], float(row[1])) for row in rows]

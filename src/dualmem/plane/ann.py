@@ -67,11 +67,37 @@ class _Segment:
 class _User:
     segments: list[_Segment] = field(default_factory=list)
     delta_ids: list[int] = field(default_factory=list)
-    delta: npt.NDArray[np.float32] | None = None
+    delta: npt.NDArray[np.float32] | None = None  # a view of the first len(delta_ids) rows of _rows
+    _rows: npt.NDArray[np.float32] | None = None  # room for appends: doubled when full
 
     @property
     def covered(self) -> int:
         return self.segments[-1].hi if self.segments else 0
+
+    def append(self, ids: list[int], matrix: npt.NDArray[np.float32]) -> None:
+        """Add rows to the delta in amortised O(rows): one add never copies the whole delta."""
+        held = len(self.delta_ids) if self.delta is not None else 0
+        need = held + len(ids)
+        if self._rows is None or self._rows.shape[0] < need or self._rows.shape[1] != matrix.shape[1]:
+            grown = np.empty((max(need, 2 * held, 64), matrix.shape[1]), dtype=np.float32)
+            if self.delta is not None and held:
+                grown[:held] = self.delta
+            self._rows = grown
+        self._rows[held:need] = matrix
+        del self.delta_ids[held:]
+        self.delta_ids.extend(ids)
+        self.delta = self._rows[:need]
+
+    def remove(self, i: int) -> None:
+        """Drop delta row ``i``."""
+        if self.delta is None:
+            return
+        self.delta_ids.pop(i)
+        kept = np.delete(self.delta, i, axis=0)
+        self._rows, self.delta = kept, kept
+
+    def clear_delta(self) -> None:
+        self.delta_ids, self.delta, self._rows = [], None, None
 
 
 class AnnIndex:
@@ -120,9 +146,18 @@ class AnnIndex:
                     if seg.lo <= rowid <= seg.hi:
                         seg.dead += 1
                 if rowid in user.delta_ids and user.delta is not None:
-                    i = user.delta_ids.index(rowid)
-                    user.delta_ids.pop(i)
-                    user.delta = np.delete(user.delta, i, axis=0)
+                    user.remove(user.delta_ids.index(rowid))
+
+    def settle(self, conn: sqlite3.Connection) -> None:
+        """After a commit (outside any transaction): a loaded user whose delta has reached
+        ``SEGMENT_ROWS`` gets its segment now, so a memory that is only written (its searches all
+        inside write transactions, as candidate discovery's are) does not search a growing delta."""
+        if conn.in_transaction:
+            return
+        with self._lock:
+            for user_id, user in self._users.items():
+                if user.delta is not None and len(user.delta_ids) >= SEGMENT_ROWS:
+                    self._maintain(conn, user, user_id, int(user.delta.shape[1]))
 
     def drop(self) -> None:
         """Forget what is loaded (after a rollback or when another connection wrote)."""
@@ -158,15 +193,14 @@ class AnnIndex:
         if not rows:
             return
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        user.delta = matrix.copy() if user.delta is None else np.vstack([user.delta, matrix])
-        user.delta_ids.extend(int(r[0]) for r in rows)
+        user.append([int(r[0]) for r in rows], matrix)
 
     def _maintain(self, conn: sqlite3.Connection, user: _User, user_id: str, dim: int) -> None:
         changed = False
         if len(user.delta_ids) >= SEGMENT_ROWS:
             lo, hi = user.covered + 1, user.delta_ids[-1]
             user.segments.append(self._build(conn, user_id, dim, lo, hi))
-            user.delta_ids, user.delta = [], None
+            user.clear_delta()
             changed = True
         while len(user.segments) > MAX_SEGMENTS:
             sizes = [s.size for s in user.segments]

@@ -171,6 +171,12 @@ class Store(Protocol):
         """
         ...
 
+    def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
+        """The lexical shortlist of write-time candidate discovery: ``lexical_search``'s answer, or
+        (in a store that bounds it) the same BM25 ranking over the rows that hold ``text``'s rare
+        terms, so that one write's cost does not grow with the memory's size."""
+        ...
+
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         """Nodes linked to any of ``entities``: (node id, number shared), most shared first."""
         ...

@@ -373,6 +373,10 @@ class InMemoryStore:
             docs = [(node, *self._doc(node)) for node in self._nodes.values()]
         return _bm25(docs, codec.query_phrases(query), tenant, k)
 
+    def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
+        """Write-time candidates' lexical shortlist: this store's ``lexical_search`` (not bounded here)."""
+        return self.lexical_search(tenant, text, k)
+
     # -- neighbour context (derived on demand: the same rows the SQLite store keeps) --------------
     def _user_contexts(self, user: str) -> dict[str, context.ContextRow]:
         cached = self._contexts.get(user)

@@ -649,6 +649,10 @@ class PostgresStore:
             rows = conn.execute(statement, params).fetchall()
         return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
 
+    def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
+        """Write-time candidates' lexical shortlist: this store's ``lexical_search`` (not bounded here)."""
+        return self.lexical_search(tenant, text, k)
+
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         keys = [sql.enc(key) for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
         if not keys or k <= 0:

@@ -14,6 +14,7 @@ it commits, and checkpoints and truncates the WAL after: see docs/storage.md for
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import sqlite3
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -27,6 +28,7 @@ from dualmem.errors import (
     InvalidInput,
     NotFound,
     ReadOnlyStore,
+    StoreError,
 )
 from dualmem.plane import _chunks, ann
 from dualmem.plane import _codec as codec
@@ -48,6 +50,8 @@ from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vect
 
 __all__ = ["SQLiteStore"]
 
+log = logging.getLogger("dualmem")
+
 
 class SQLiteStore:
     """A ``Store`` in one SQLite file. Open with :meth:`SQLiteStore.open`; safe to share across threads."""
@@ -63,7 +67,7 @@ class SQLiteStore:
         self._cache = VectorCache()
         self._chunks: dict[str, _chunks.UserChunks] = {}  # per user, loaded on first search
         self._tx = Transactions(
-            conn, path, read_only=read_only, on_rollback=self._forget_caches, on_commit=self._cache.committed
+            conn, path, read_only=read_only, on_rollback=self._forget_caches, on_commit=self._committed
         )
         self._lock = self._tx.lock
         self._ann: ann.AnnIndex | None = None
@@ -104,6 +108,17 @@ class SQLiteStore:
             conn.close()
             raise
         return store
+
+    def _committed(self) -> None:
+        """After the outermost commit: the vector cache keeps what it did; a full ANN delta becomes a
+        segment (the write has committed: a failure to build one is logged, never raised)."""
+        self._cache.committed()
+        if self._ann is not None:
+            try:
+                with sql.translated("build an approximate index segment"):
+                    self._ann.settle(self._conn)
+            except (StoreError, OSError) as exc:
+                log.warning("could not extend the approximate index of %s: %s", self.path, exc)
 
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
@@ -260,34 +275,50 @@ class SQLiteStore:
         return found
 
     def update_node(self, node: Node) -> None:
+        """Only what changed is rewritten: the text (and its FTS5 row) when the content or speaker
+        changed, the entity links when the entities did, the vector when it differs, and the context
+        of the node's session neighbours when its text, vector or session changed. Completing a
+        node after its controller decisions (types and status only) is one narrow UPDATE."""
         row = sql.node_row(node)
         vector = None if node.embedding is None else codec.as_vector(node)
         with self._lock, self.transaction(), sql.translated("update a node"):
-            old = self._conn.execute(
-                "SELECT user_id, agent_id, run_id, content, speaker FROM nodes WHERE id = ?", (node.id,)
-            ).fetchone()
-            if old is None:
+            before = self.get_nodes([node.id]).get(node.id)
+            if before is None:
                 raise NotFound(f"no node {node.id}")
-            if Tenant(*old[:3]) != node.tenant:
+            if before.tenant != node.tenant:
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
-            if (old[3], old[4]) != (node.content, node.speaker):
+            text = (before.content, before.speaker) != (node.content, node.speaker)
+            if text:
                 self._tx.erase = True  # the old text's FTS5 terms must not outlive it
-            before = self.get_nodes([node.id])
-            self._conn.execute(
-                "UPDATE nodes SET content = ?, at = ?, at_ts = ?, speaker = ?, source = ?, session = ?, "
-                "turn_id = ?, metadata = ?, entities = ?, temporal_refs = ?, types = ?, status = ?, "
-                "valid_from = ?, valid_to = ?, derived = ? WHERE id = ?",
-                (*row[4:15], *row[17:], node.id),
-            )
-            self._conn.execute("DELETE FROM node_entities WHERE node_id = ?", (node.id,))
-            self._link_entities([node])
-            self._prune_entities()
-            if vector is not None:
+                self._conn.execute(
+                    f"UPDATE nodes SET {_TEXT_SET}, {_FIELDS_SET} WHERE id = ?", _text_args(row)
+                )
+            else:  # the FTS5 trigger fires on ``UPDATE OF content, speaker`` only
+                self._conn.execute(f"UPDATE nodes SET {_FIELDS_SET} WHERE id = ?", _field_args(row))
+            if before.entities != node.entities:
+                self._relink_entities(node)
+            moved = vector is not None and not _same_vector(before.embedding, vector)
+            if moved:
+                assert vector is not None
                 self._put_vector(node, vector)
             self._nodes.drop([node.id])
-            window = self._context_window
-            touched = context.affected(self, [*before.values(), node], window)
-            self._refresh_context(touched | {node.id})
+            if text or moved or before.session != node.session:
+                window = self._context_window
+                touched = context.affected(self, [before, node], window)
+                self._refresh_context(touched | {node.id})
+
+    def _relink_entities(self, node: Node) -> None:
+        """Replace ``node``'s entity links; drop the entities no node links any more."""
+        old = [
+            r[0]
+            for r in self._conn.execute("SELECT entity_id FROM node_entities WHERE node_id = ?", (node.id,))
+        ]
+        self._conn.execute("DELETE FROM node_entities WHERE node_id = ?", (node.id,))
+        self._link_entities([node])
+        for chunk in sql.chunks(old):
+            self._conn.execute(
+                f"DELETE FROM entities WHERE id IN ({sql.marks(len(chunk))}) AND nodes <= 0", chunk
+            )
 
     def _put_vector(self, node: Node, vector: Vector) -> None:
         """Store ``node``'s vector in an update (a no-op when it is the stored one)."""
@@ -522,6 +553,19 @@ class SQLiteStore:
                 self._conn, "nodes_fts", fts_or(terms), k, sql.tenant_sql(tenant), self._share(tenant)
             )
 
+    def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
+        """``lexical_search`` bounded for write-time candidates: below ``scale.PROBE_FROM`` indexed
+        rows it is ``lexical_search``; from there only the text's rare terms count (see
+        ``_sqlite_scale.lexical_probe``), so one add reads a bounded number of index rows."""
+        if k <= 0:
+            return []
+        terms = list(dict.fromkeys(content_tokens(text)))[: codec.QUERY_MAX_TERMS]
+        if not terms:
+            return []
+        with self._lock, self.snapshot(), sql.translated("lexical probe"):
+            found = scale.lexical_probe(self._conn, terms, k, sql.tenant_sql(tenant))
+        return self.lexical_search(tenant, text, k) if found is None else found
+
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         keys = [key for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
         if not keys or k <= 0:
@@ -746,3 +790,24 @@ class SQLiteStore:
             ids = ctx.all_ids(self._conn)
             bad = context.stale(self, ids, self._context_window)
         return checks.CheckReport.of([*report.problems, checks.Problem("context", len(bad), tuple(bad[:5]))])
+
+
+#: the columns ``update_node`` rewrites: the text (with its FTS5 row) only when it changed
+_TEXT_SET = "content = ?, speaker = ?"
+_FIELDS_SET = (
+    "at = ?, at_ts = ?, source = ?, session = ?, turn_id = ?, metadata = ?, entities = ?, "
+    "temporal_refs = ?, types = ?, status = ?, valid_from = ?, valid_to = ?, derived = ?"
+)
+
+
+def _field_args(row: tuple[object, ...]) -> tuple[object, ...]:
+    """``_FIELDS_SET``'s values from a ``node_row``, then the id."""
+    return (*row[5:7], *row[8:15], *row[17:], row[0])
+
+
+def _text_args(row: tuple[object, ...]) -> tuple[object, ...]:
+    return (row[4], row[7], *_field_args(row))
+
+
+def _same_vector(held: Vector | None, vector: Vector) -> bool:
+    return held is not None and held.shape == vector.shape and held.tobytes() == vector.tobytes()

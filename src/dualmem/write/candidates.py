@@ -4,10 +4,12 @@ s_cand(v, u) fuses four signals: vector similarity, lexical (BM25) rank, shared 
 temporal proximity. No controller call happens here.
 
 Every probe is bounded (issue 13), so a write costs O(log n)-ish whatever the memory's size: the
-vector and lexical shortlists are top-``cand_pool`` index lookups; an entity counts only while it is
-rare (linked to at most ``cand_entity_share`` of the user's nodes, an O(1) lookup per entity), and the
-store reads at most a fixed number of links per entity; time proximity walks the (user, time) index
-``cand_pool`` deep each way. The speaker is a field, never an entity.
+vector and lexical shortlists are top-``cand_pool`` index lookups (the lexical one through
+``Store.lexical_probe``, which in a large SQLite memory ranks only the rows holding the node's rare
+terms); an entity counts only while it is rare (linked to at most ``cand_entity_share`` of the
+user's nodes, an O(1) lookup per entity), and the store reads at most a fixed number of links per
+entity; time proximity walks the (user, time) index ``cand_pool`` deep each way. The speaker is a
+field, never an entity.
 
 Discovery depends on what is stored when it runs (BM25 statistics, shortlist depths, entity shares),
 so it runs once per node, at write time, before the next node is stored. When the controller fails
@@ -66,7 +68,7 @@ def discover(
         for node_id, sim in store.vector_search(tenant, node.embedding, pool + len(skip)):
             sims[node_id] = sim
             add(node_id, profile.cand_vector * max(sim, 0.0))
-    for rank, (node_id, _) in enumerate(store.lexical_search(tenant, node.content, pool)):
+    for rank, (node_id, _) in enumerate(store.lexical_probe(tenant, node.content, pool)):
         add(node_id, profile.cand_lexical / (1.0 + rank) ** 0.5)
     # the speaker is an entity of nearly every turn they say: as a signal it only adds noise and cost
     salient = _rare(store, tenant, node, profile.cand_entity_share)

@@ -127,7 +127,8 @@ class Writer:
     ) -> WriteReport:
         wanted = [None] * len(observations) if keys is None else list(keys)
         with self.store.transaction():
-            stored = self.store.find_keys(tenant.user, {k for k in wanted if k is not None})
+            asked = {k for k in wanted if k is not None}
+            stored = self.store.find_keys(tenant.user, asked) if asked else {}
             ids: list[str] = []
             nodes: list[Node] = []
             fresh: dict[str, str] = {}

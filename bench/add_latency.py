@@ -1,0 +1,177 @@
+"""Cost of one ``Memory.add`` as one user's memory grows (issue 13), and where it goes.
+
+Builds (once, cached under ``--cache``) a store per size with ``bench/scale.py``'s own builders:
+the write path (``add_many``: edges, decisions and all) up to ``--write-max``, bulk-loaded above it
+(nodes, entities, vectors; no edges or decisions). Each measurement runs on a fresh copy of the
+cached file, so every run starts from the same state. Per size, in the same run:
+
+- ``add`` p50/p95 through the whole stack (builtin controller, consolidation off so that a pass on
+  the worker thread does not land inside one add's timing; ``--consolidation background`` keeps it);
+- ``embed``: the embedder alone on the same texts (the floor an add cannot go under);
+- SQLite statements and transactions (``BEGIN`` / ``SAVEPOINT``) per add, from the trace callback
+  (on ``--counted`` further adds, not the timed ones; FTS5's own statements count too);
+- with ``--profile N``: the top-N functions of a cProfile over the adds (cumulative time).
+
+    nice -n 10 python bench/add_latency.py --sizes 1000 10000 100000 --embedder hashing
+    nice -n 10 python bench/add_latency.py --sizes 1000 --write-max 1000 --embedder minilm --profile 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import importlib.util
+import io
+import json
+import pstats
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+from dualmem import Memory, Profile
+from dualmem.embed import create_embedder
+
+
+def _load_scale() -> ModuleType:
+    """bench/scale.py (the corpus and the builders, used as they are), loaded from beside this file."""
+    spec = importlib.util.spec_from_file_location("bench_scale", Path(__file__).with_name("scale.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+scale = _load_scale()
+
+
+def cached_store(n: int, args: argparse.Namespace) -> Path:
+    """The built store for ``n`` memories (built on first use, then reused)."""
+    mode = "write" if n <= args.write_max else "bulk"
+    file = args.cache / f"add-{mode}-{args.embedder}-{args.seed}-{n}.db"
+    if file.is_file():
+        return file
+    args.cache.mkdir(parents=True, exist_ok=True)
+    part = file.with_suffix(".part")
+    for old in (part, Path(f"{part}-wal"), Path(f"{part}-shm")):
+        old.unlink(missing_ok=True)
+    corpus = scale.Corpus(args.data, args.seed)
+    seconds = (
+        scale.build_write(part, corpus, n, args)
+        if mode == "write"
+        else scale.build_bulk(part, corpus, n, args, [scale.USER])
+    )
+    with sqlite3.connect(part) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    part.rename(file)
+    for old in (Path(f"{part}-wal"), Path(f"{part}-shm")):
+        old.unlink(missing_ok=True)
+    print(f"built {file.name} in {seconds:.1f} s", file=sys.stderr, flush=True)
+    return file
+
+
+class Tally:
+    """Counts the statements a connection runs (``set_trace_callback``)."""
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.transactions = 0
+
+    def __call__(self, statement: str) -> None:
+        self.statements += 1
+        head = statement.lstrip()[:9].upper()
+        if head.startswith("BEGIN") or head.startswith("SAVEPOINT"):
+            self.transactions += 1
+
+
+def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
+    source = cached_store(n, args)
+    corpus = scale.Corpus(args.data, args.seed)
+    for i in range(n):  # the same random stream as the build: the adds continue the corpus
+        corpus.observation(i)
+    extra = [corpus.observation(n + i) for i in range(args.warmup + args.adds + args.counted)]
+    embedder = create_embedder(args.embedder)
+    base = Profile.named("builtin")
+    profile = dataclasses.replace(
+        base, write=dataclasses.replace(base.write, consolidation=args.consolidation)
+    )
+    with tempfile.TemporaryDirectory(prefix="dualmem-add-", dir=args.tmp) as folder:
+        path = Path(folder) / "m.db"
+        shutil.copyfile(source, path)
+        with Memory.open(path, embedder=embedder, answerer=None, profile=profile) as mem:
+            texts = [o.content for o in extra]
+            embed_ms = scale.timed(lambda i: embedder.embed([texts[i]]), len(texts))[args.warmup :]
+
+            def add(i: int) -> None:
+                o = extra[i]
+                mem.add(o.content, user=scale.USER, speaker=o.speaker, at=o.at, session=o.session)
+
+            # one search first, as in use: it builds the approximate index a bulk-loaded file lacks
+            # (segments are only built outside a write transaction)
+            mem.search(corpus.query(), user=scale.USER, k=10)
+            for i in range(args.warmup):
+                add(i)
+            profiler = cProfile.Profile() if args.profile else None
+            if profiler is not None:
+                profiler.enable()
+            add_ms = scale.timed(lambda i: add(args.warmup + i), args.adds)
+            if profiler is not None:
+                profiler.disable()
+            # counted on a few more adds, not the timed ones (the trace callback costs time too)
+            tally = Tally()
+            conn = mem.store._conn  # type: ignore[attr-defined]  # the SQLite store's one connection
+            conn.set_trace_callback(tally)
+            for i in range(args.counted):
+                add(args.warmup + args.adds + i)
+            conn.set_trace_callback(None)
+    out: dict[str, object] = {
+        "n": n,
+        "build": "write" if n <= args.write_max else "bulk",
+        "embedder": args.embedder,
+        "add": scale.pct(add_ms),
+        "embed_one": scale.pct(embed_ms),
+        "statements_per_add": round(tally.statements / args.counted, 1),
+        "transactions_per_add": round(tally.transactions / args.counted, 1),
+    }
+    if profiler is not None:
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(args.profile)
+        out["profile"] = text.getvalue()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10_000, 100_000])
+    parser.add_argument("--embedder", default="hashing")
+    parser.add_argument("--write-max", type=int, default=0, help="sizes above are bulk-loaded")
+    parser.add_argument("--adds", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--counted", type=int, default=5, help="further adds whose statements are counted")
+    parser.add_argument("--consolidation", default="off", choices=["off", "background", "inline"])
+    parser.add_argument("--profile", type=int, default=0, help="print the top N cProfile functions")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/add-latency-cache"))
+    parser.add_argument("--tmp", default=None, help="folder for the temporary copies")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    results = []
+    for n in args.sizes:
+        result = measure(n, args)
+        profile = result.pop("profile", None)
+        results.append(result)
+        print(json.dumps(result), file=sys.stderr, flush=True)
+        if profile:
+            print(profile, file=sys.stderr, flush=True)
+    print(json.dumps({"sizes": results, "seconds": round(time.perf_counter() - started, 1)}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
