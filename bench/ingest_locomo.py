@@ -5,12 +5,16 @@ same run so the ratios are fair on a noisy machine:
 
 - ``embed-only``: the embedder alone over the same texts (the floor);
 - ``no-control``: the full write path with the controller switched off (deterministic edges only);
-- ``builtin``: the default stack (MiniLM + builtin System-One controller).
+- ``builtin``: the default stack (MiniLM + builtin System-One controller), with ``add_many``;
+- ``builtin_add``: the same stack, one ``add`` per turn (``--add``; the slower path an agent uses).
 
 Then runs every LoCoMo question through ``search`` (adaptive) and through plain RRF, and prints
 JSON: turns/s, controller calls per write, edges per node by view, search latency p50/p95.
 
-    .venv/bin/python bench/ingest_locomo.py --data ../shared/data/locomo
+    .venv/bin/python bench/ingest_locomo.py --data ../shared/data/locomo [--add] [--no-search]
+
+The script uses only the public API, so it can time another checkout's ``src`` (before/after):
+``PYTHONPATH=<other>/src python bench/ingest_locomo.py ...``; ``version`` says which ran.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import dualmem
 from dualmem import Memory, Profile
 from dualmem.conversations import load_conversations
 from dualmem.embed import MiniLMEmbedder
@@ -34,14 +39,21 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def ingest(data: Path, profile: Profile, tmp: Path, name: str, embedder: MiniLMEmbedder) -> dict[str, Any]:
+def ingest(
+    data: Path, profile: Profile, tmp: Path, name: str, embedder: MiniLMEmbedder, *, one_by_one: bool = False
+) -> dict[str, Any]:
     convs = load_conversations(data)
     turns = sum(len(c.observations) for c in convs)
     started = time.perf_counter()
     db = tmp / f"{name}.db"
     with Memory.open(db, embedder=embedder, controller="builtin", profile=profile) as mem:
         for conv in convs:
-            mem.add_many(conv.observations, user=conv.id)
+            if one_by_one:
+                for o in conv.observations:
+                    mem.add(o.content, user=conv.id, speaker=o.speaker, at=o.at, session=o.session,
+                            turn_id=o.turn_id)  # fmt: skip
+            else:
+                mem.add_many(conv.observations, user=conv.id)
         elapsed = time.perf_counter() - started
         stats = mem.meter.stats
         edges: dict[str, int] = {}
@@ -91,6 +103,8 @@ def search_latency(data: Path, db: Path, embedder: MiniLMEmbedder, profile: Prof
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo")
+    ap.add_argument("--add", action="store_true", help="also ingest with one add per turn (builtin_add)")
+    ap.add_argument("--no-search", action="store_true", help="skip the search latency part")
     args = ap.parse_args()
     embedder = MiniLMEmbedder()
     convs = load_conversations(args.data)
@@ -104,14 +118,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         result: dict[str, Any] = {
+            "version": dualmem.__version__,
+            "source": str(Path(dualmem.__file__).resolve().parent),
             "embed_only": {"turns_per_s": round(len(texts) / embed_s, 1)},
             "no_control": ingest(args.data, off, tmp, "off", embedder),
             "builtin": ingest(args.data, base, tmp, "builtin", embedder),
         }
-        result["builtin_vs_embed_only"] = round(
-            result["builtin"]["turns_per_s"] / result["embed_only"]["turns_per_s"], 3
-        )
-        result["search"] = search_latency(args.data, tmp / "builtin.db", embedder, base)
+        if args.add:
+            result["builtin_add"] = ingest(args.data, base, tmp, "builtin-add", embedder, one_by_one=True)
+        floor = result["embed_only"]["turns_per_s"]
+        for name in ("builtin", "builtin_add"):
+            if name in result:
+                result[f"{name}_vs_embed_only"] = round(result[name]["turns_per_s"] / floor, 3)
+        if not args.no_search:
+            result["search"] = search_latency(args.data, tmp / "builtin.db", embedder, base)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

@@ -9,7 +9,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dualmem.bench.cv import CVConfig, load_links, load_pools, run_cv, summarize_cv
+from dualmem.bench.cv import (
+    VIEW_ABLATIONS,
+    CVConfig,
+    load_links,
+    load_pools,
+    read_variant,
+    run_cv,
+    summarize_cv,
+)
 from dualmem.bench.cv_heads import heads_cv, heads_search
 from dualmem.learn.heads import HEAD_GROUPS
 
@@ -46,17 +54,17 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
     for i in range(3):
         (data / f"c{i}.json").write_text(json.dumps(_conversation(f"c{i}", i)), encoding="utf-8")
     cfg = CVConfig(data=data, out=tmp_path / "out", embedder="hashing:64", ablations=("no-speaker",),
-                   view_ablations=("expansion",))  # fmt: skip
+                   view_ablations=("expansion", "loop-rank"))  # fmt: skip
     result = run_cv(cfg, progress=False, log=lambda _m: None)
     assert result.report is not None
     assert result.report.exists()
     assert set(result.folds) == {"c0", "c1", "c2"}
     summary = summarize_cv(result.rows)
-    reach = {"dualmem-pool +reach", "dualmem-pool +reach routed"} | {
+    reach = {"dualmem-pool +reach", "dualmem-pool +reach routed", "dualmem-pool +reach multi-hop"} | {
         f"dualmem-pool +reach no-{v}" for v in ("semantic", "temporal", "causal", "entity")
     }
-    systems = {"dualmem", "dualmem-pool", "dualmem-pool no-speaker", "dualmem no-expansion", "bm25", "dense",
-               "hybrid", "dualmem-handset"} | reach  # fmt: skip
+    systems = {"dualmem", "dualmem-pool", "dualmem-pool no-speaker", "dualmem no-expansion",
+               "dualmem loop-rank", "bm25", "dense", "hybrid", "dualmem-handset"} | reach  # fmt: skip
     assert set(summary) == systems
     for name in systems:
         s = summary[name]
@@ -72,7 +80,10 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
         assert fold["learned_gate_correct_5"] is not None
         assert fold["learned_gate_correct_5"] >= fold["correct_abstention_5"]
         assert 0.0 <= fold["gate_threshold"] <= 1.0
-    assert all("reach" in f for f in result.folds.values())
+    assert all("reach" in f and "multi_hop_theta" in f["reach"] for f in result.folds.values())
+    # the loop ranks by its fold's scorer: never below the pool ranking it starts from
+    for k in ("R@1", "R@5", "R@10", "R@20"):
+        assert summary["dualmem"]["all"][k] >= summary["dualmem-pool"]["all"][k] - 1e-9
     assert "dualmem (Memory.search)" in result.latency
     text = result.report.read_text(encoding="utf-8")
     assert "leave-one-conversation-out" in text
@@ -99,3 +110,21 @@ def test_heads_cv_and_the_loop_with_fold_fitted_heads(tmp_path: Path) -> None:
     assert set(stats) == {"dualmem", "dualmem +heads"}
     assert len(rows) == 2 * 3 * 2
     assert all(len(s["calls"]) == 6 and sum(s["stops"].values()) == 6 for s in stats.values())
+
+
+def test_read_variants_change_one_setting_each() -> None:
+    from dualmem.config import Profile
+    from dualmem.errors import DualmemError
+
+    base = Profile.builtin()
+    assert read_variant(base, None) == base
+    assert read_variant(base, "views").read.views == ()
+    assert read_variant(base, "expansion").read.fixed_depth == 0
+    assert read_variant(base, "entity").read.views == ("semantic", "temporal", "causal")
+    old = read_variant(base, "loop-rank-all-edges").read
+    assert (old.final_rank, old.edges_per_node) == ("loop", None)
+    assert read_variant(base, "loop-rank").read.edges_per_node == base.read.edges_per_node
+    assert read_variant(base, "all-edges").read.final_rank == base.read.final_rank == "pool"
+    assert all(read_variant(base, v) != base for v in VIEW_ABLATIONS)
+    with pytest.raises((ValueError, DualmemError)):
+        read_variant(base, "nonsense")

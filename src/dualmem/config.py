@@ -61,6 +61,11 @@ EXTENSIONS: Mapping[str, str] = {
     "scorer (dualmem.learn) instead of RRF; paper: False (RRF anchors, eq. 16)",
     "read.pool": "N, the depth of each search of the pool; paper: unused",
     "read.pool_window": "session neighbours either side added to the pool; paper: unused",
+    "read.final_rank": "with pool_scoring, the K passed on are every candidate the loop saw (the pool "
+    "and the nodes expansion reached) ranked by the one learned scorer, undecayed ('pool'), instead of "
+    "admitted evidence by eq. 23 with hop decay before the runners-up ('loop'); paper: unused",
+    "read.edges_per_node": "expansion reads only a beam node's strongest edges of the active views "
+    "(by weight); paper: None (every edge, within the edge limit)",
     "read.controller_enabled": "ablation: False = plain RRF top-K; paper: True",
     "read.views": "ablation: the views that may be used; paper: all four",
     "read.fixed_depth": "ablation: run exactly this many rounds; paper: None (off)",
@@ -159,6 +164,12 @@ class ReadProfile:
     pool_scoring: bool = False
     pool: int = 50  # N: depth of each search of the pool
     pool_window: int = 2  # session neighbours either side
+    #: with ``pool_scoring``: "pool" ranks every candidate the loop saw by the learned scorer
+    #: (expanded nodes compete on the pool's score, never decayed in); "loop" ranks admitted
+    #: evidence (eq. 23, hop decay) before the runners-up (extension; see EXTENSIONS)
+    final_rank: Literal["pool", "loop"] = "pool"
+    #: expansion reads a beam node's strongest ``edges_per_node`` edges only (None: all of them)
+    edges_per_node: int | None = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +197,7 @@ class Profile:
         return cls(
             name="paper",
             write=WriteProfile(supersede_threshold=None),
-            read=ReadProfile(prefer_current=False, hop_decay=1.0, k_fill=False),
+            read=ReadProfile(prefer_current=False, hop_decay=1.0, k_fill=False, edges_per_node=None),
         )
 
     @classmethod

@@ -220,6 +220,29 @@ def test_several_typed_edges_join_one_pair(store: Store, rng: np.random.Generato
     assert store.edges_of("nobody") == []
 
 
+def test_edges_of_with_a_limit_reads_the_strongest(store: Store, rng: np.random.Generator) -> None:
+    a, b, c = _pair(store, rng)
+    edges = [
+        Edge(a.id, b.id, "temporal", "before", 0.4),
+        Edge(c.id, a.id, "entity", "shared_entity", 0.9),
+        Edge(a.id, b.id, "semantic", "related", 0.4),
+        Edge(a.id, c.id, "temporal", "before", 1.0),
+        Edge(b.id, a.id, "causal", "causes", 0.7),
+    ]
+    store.put_edges(edges)
+    # strongest first, ties in write order; both directions count
+    assert store.edges_of(a.id, limit=3) == [edges[3], edges[1], edges[4]]
+    assert store.edges_of(a.id, limit=5) == [edges[3], edges[1], edges[4], edges[0], edges[2]]
+    assert store.edges_of(a.id, limit=99) == store.edges_of(a.id, limit=5)
+    assert store.edges_of(a.id, ["temporal", "semantic"], limit=2) == [edges[3], edges[0]]
+    assert store.edges_of(a.id, ["semantic"], limit=2) == [edges[2]]
+    assert store.edges_of(a.id, limit=0) == []
+    assert store.edges_of(a.id, [], limit=2) == []
+    assert store.edges_of("nobody", limit=2) == []
+    # without a limit: every edge, in write order
+    assert store.edges_of(a.id) == edges
+
+
 def test_same_key_edge_is_replaced(store: Store, rng: np.random.Generator) -> None:
     a, b, _ = _pair(store, rng)
     store.put_edges([Edge(a.id, b.id, "semantic", "related", 0.2)])

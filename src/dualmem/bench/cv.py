@@ -31,7 +31,7 @@ from dualmem import __version__
 from dualmem.bench.cv_reach import reach_systems
 from dualmem.bench.locomo import BenchConfig
 from dualmem.bench.metrics import CATEGORY_NAMES, mrr, percentile, recall_at_k
-from dualmem.config import Lambdas
+from dualmem.config import Lambdas, Profile
 from dualmem.conversations import QA, Conversation, load_conversations
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.calibrate import CAUTIOUS_FALSE
@@ -321,16 +321,9 @@ def _search_records(
     embedder: str = "minilm",
 ) -> tuple[list[dict[str, Any]], list[float]]:
     """The real read path (``Memory.search``) on the held-out build with this fold's scorer."""
-    from dualmem.config import Profile
     from dualmem.control.builtin import BuiltinController
 
-    profile = Profile.builtin()
-    if view_drop == "views":  # every view off: the routing finds no view, nothing is expanded
-        profile = profile.with_(read__views=())
-    elif view_drop == "expansion":
-        profile = profile.with_(read__fixed_depth=0)
-    elif view_drop is not None:
-        profile = profile.with_(read__views=tuple(v for v in profile.read.views if v != view_drop))
+    profile = read_variant(Profile.builtin(), view_drop)
     rows, ms = [], []
     controller = BuiltinController(ranker=ranker)
     with Memory.open(
@@ -352,9 +345,45 @@ def _embedder(spec: str) -> Any:
     return create_embedder(spec)
 
 
-#: read-path ablations of the real System One: a view left out, every view off (``views``), or no
-#: graph expansion at all (``expansion``: zero rounds, no assessment)
-VIEW_ABLATIONS: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "views", "expansion")
+#: read-path ablations of the real System One: a view left out, every view off (``views``), no
+#: graph expansion at all (``expansion``: zero rounds, no assessment); and the final-ranking rules
+#: against each other: ``loop-rank`` (admitted evidence by eq. 23 with hop decay before the
+#: runners-up, the rule before ``read.final_rank``), ``all-edges`` (expansion reads every edge of a
+#: beam node, not its strongest ``read.edges_per_node``), ``loop-rank-all-edges`` (both: main 3db89a3)
+VIEW_ABLATIONS: tuple[str, ...] = (
+    "semantic",
+    "temporal",
+    "causal",
+    "entity",
+    "views",
+    "expansion",
+    "loop-rank",
+    "all-edges",
+    "loop-rank-all-edges",
+)
+
+
+def read_variant(profile: Profile, name: str | None) -> Profile:
+    """``profile`` with one read-path ablation of :data:`VIEW_ABLATIONS` applied (``None``: as is)."""
+    if name is None:
+        return profile
+    if name == "views":  # every view off: the routing finds no view, nothing is expanded
+        return profile.with_(read__views=())
+    if name == "expansion":
+        return profile.with_(read__fixed_depth=0)
+    if name in ("loop-rank", "all-edges", "loop-rank-all-edges"):
+        rank = "loop" if name.startswith("loop-rank") else profile.read.final_rank
+        edges = None if name.endswith("all-edges") else profile.read.edges_per_node
+        return profile.with_(read__final_rank=rank, read__edges_per_node=edges)
+    if name in VIEWS:
+        return profile.with_(read__views=tuple(v for v in profile.read.views if v != name))
+    raise ValueError(f"unknown read-path ablation {name!r}")
+
+
+def _variant_system(name: str) -> str:
+    if name == "expansion":
+        return "dualmem no-expansion"
+    return f"dualmem {name}" if name.startswith(("loop-rank", "all-edges")) else f"dualmem no-{name}"
 
 
 def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] = print) -> CVResult:
@@ -394,7 +423,7 @@ def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] =
                             {**r, "system": "dualmem (view subset)"} for r in rows if r["index"] in kept
                         ]
                     for view in cfg.view_ablations:
-                        name = "dualmem no-expansion" if view == "expansion" else f"dualmem no-{view}"
+                        name = _variant_system(view)
                         found = _search_records(name, held, paths[held], ranker, subset, view, cfg.embedder)
                         result.rows += found[0]
         for p in test:

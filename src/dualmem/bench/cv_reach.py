@@ -7,12 +7,13 @@ Part of :mod:`dualmem.bench.cv` (``dualmem-pool +reach ...`` systems); see
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dualmem.bench.metrics import mrr
+from dualmem.bench.metrics import mrr, recall_at_k
 from dualmem.learn.fit import fit_logistic
 from dualmem.learn.ranker import LinearRanker
 from dualmem.read.pool import FEATURES
@@ -22,7 +23,7 @@ from dualmem.types import VIEWS
 if TYPE_CHECKING:
     from dualmem.bench.cv import QueryPool
 
-__all__ = ["REACH_ANCHORS", "fit_reach", "reach_systems"]
+__all__ = ["REACH_ANCHORS", "fit_reach", "multi_hop_need", "multi_hop_threshold", "reach_systems"]
 
 Record = Callable[[str, str, "QueryPool", Sequence[str]], dict[str, Any]]
 
@@ -90,18 +91,56 @@ def reach_systems(
             ys.append(float(gain > 0))
     # the routing head; without both outcomes among the training questions it never routes
     route = fit_logistic(np.array(xs), np.array(ys), l2=1.0, balance=False) if 0 < sum(ys) < len(ys) else None
+    theta = multi_hop_threshold(full, train)
     rows = []
     for p, x in test:
         for name, head in heads.items():
             rows.append(record(name, held, p, _reranked(head, p, x)))
         use = route is not None and float(_route_row(p.question) @ route.weights + route.bias) > 0
         rows.append(record("dualmem-pool +reach routed", held, p, _reranked(full if use else None, p, x)))
+        hop = theta is not None and multi_hop_need(p.question) >= theta
+        rows.append(record("dualmem-pool +reach multi-hop", held, p, _reranked(full if hop else None, p, x)))
     info = {
         "reach": dict(zip(full.features, full.weights, strict=True)),
         "route": dict(zip(_route_names(), route.weights.tolist(), strict=True)) if route else None,
         "route_examples": len(ys),
+        "multi_hop_theta": theta,
     }
     return rows, info
+
+
+@cache
+def multi_hop_need(question: str) -> float:
+    """The builtin System One's route head ``multi_hop_need`` for ``question`` (what sets D(q))."""
+    from dualmem.control import catalog
+    from dualmem.control.builtin import BuiltinController
+    from dualmem.control.questions import Batch
+    from dualmem.control.states import RoutingState
+
+    batch = Batch.of(RoutingState(question), catalog.routing_questions(), "routing")
+    return BuiltinController().decide(batch).noul("multi_hop_need")
+
+
+def _quality(head: LinearRanker | None, p: QueryPool, x: npt.NDArray[np.float64]) -> tuple[float, float]:
+    ranked = _reranked(head, p, x)
+    return recall_at_k(ranked, p.evidence, 10) or 0.0, mrr(ranked, p.evidence) or 0.0
+
+
+def multi_hop_threshold(
+    head: LinearRanker, train: Sequence[tuple[QueryPool, npt.NDArray[np.float64]]]
+) -> float | None:
+    """The ``multi_hop_need`` at or above which the reach head re-scores a question: the value of
+    the training questions' own needs (or never, ``None``) with the best mean training R@10, then MRR."""
+    needs = [multi_hop_need(p.question) for p, _ in train]
+    base = [_quality(None, p, x) for p, x in train]
+    reach = [_quality(head, p, x) for p, x in train]
+    best: tuple[float, float, float | None] = (*np.mean(base, axis=0).tolist(), None)
+    for theta in sorted(set(needs)):
+        picked = [r if n >= theta else b for n, b, r in zip(needs, base, reach, strict=True)]
+        r10, m = np.mean(picked, axis=0).tolist()
+        if (r10, m) > best[:2]:
+            best = (r10, m, float(theta))
+    return best[2]
 
 
 def _route_names() -> list[str]:

@@ -28,6 +28,7 @@ from dualmem.types import Edge, JSONValue, Node, Tenant
 __all__ = [
     "DEC_COLS",
     "EDGES_OF",
+    "EDGES_OF_STRONGEST",
     "EDGE_COLS",
     "INSERT_NODE",
     "NODE_COLS",
@@ -75,7 +76,12 @@ UPSERT_EDGE = (
 )
 EDGES_OF = (
     f"SELECT {EDGE_COLS} FROM edges WHERE user_id = (SELECT user_id FROM nodes WHERE id = %s) "
-    "AND (source = %s OR target = %s) ORDER BY seq"
+    "AND (source = %s OR target = %s) AND view = ANY(%s) ORDER BY seq"
+)
+#: ``EDGES_OF`` with a limit: the strongest first, ties in write order
+EDGES_OF_STRONGEST = (
+    f"SELECT {EDGE_COLS} FROM edges WHERE user_id = (SELECT user_id FROM nodes WHERE id = %s) "
+    "AND (source = %s OR target = %s) AND view = ANY(%s) ORDER BY weight DESC, seq LIMIT %s"
 )
 
 _LOCKED = (

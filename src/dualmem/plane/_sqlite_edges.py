@@ -73,18 +73,28 @@ def put(conn: sqlite3.Connection, edges: Sequence[Edge]) -> None:
     )  # fmt: skip
 
 
-def of(conn: sqlite3.Connection, node_id: str, views: Collection[View] | None) -> list[Edge]:
-    """Every edge from or to ``node_id``, in write order."""
+def of(
+    conn: sqlite3.Connection, node_id: str, views: Collection[View] | None, limit: int | None = None
+) -> list[Edge]:
+    """Every edge from or to ``node_id`` (of ``views``), in write order; with ``limit``, only the
+    ``limit`` strongest (by weight, then write order), strongest first."""
     seq = _seq(conn, node_id)
     if seq is None:
         return []
+    wanted = [v for v in VIEWS if views is None or v in views]
+    if not wanted:
+        return []
+    only = "" if len(wanted) == len(VIEWS) else f" AND e.view IN ({sql.marks(len(wanted))})"
+    args: list[object] = [seq, *(wanted if only else []), seq, seq, *(wanted if only else [])]
+    order = "ORDER BY 9"
+    if limit is not None:
+        order, args = "ORDER BY 5 DESC, 9 LIMIT ?", [*args, max(0, limit)]
     rows = conn.execute(
-        f"{_SELECT} WHERE e.src = ? UNION ALL {_SELECT} WHERE e.dst = ? AND e.src != ? ORDER BY 9",
-        (seq, seq, seq),
+        f"{_SELECT} WHERE e.src = ?{only} UNION ALL {_SELECT} WHERE e.dst = ? AND e.src != ?{only} {order}",
+        args,
     ).fetchall()
-    wanted = set(VIEWS if views is None else views)
     with sql.decoding(f"read the edges of {node_id}"):
-        return [sql.to_edge(row) for row in rows if row[2] in wanted]
+        return [sql.to_edge(row) for row in rows]
 
 
 def delete(conn: sqlite3.Connection, edges: Sequence[Edge]) -> None:

@@ -136,8 +136,14 @@ class Store(Protocol):
         """
         ...
 
-    def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
-        """Edges touching ``node_id`` in either direction, optionally only in ``views``."""
+    def edges_of(
+        self, node_id: str, views: Collection[View] | None = None, *, limit: int | None = None
+    ) -> list[Edge]:
+        """Edges touching ``node_id`` in either direction, optionally only in ``views``, in write order.
+
+        With ``limit``, only the ``limit`` strongest of them: highest weight first, ties in write
+        order (the read loop's bounded expansion reads a node's strongest edges only).
+        """
         ...
 
     def delete_edges(self, edges: Sequence[Edge]) -> None: ...

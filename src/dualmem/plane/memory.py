@@ -293,10 +293,16 @@ class InMemoryStore:
             for edge in edges:
                 self._edges[_edge_key(edge)] = edge
 
-    def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
+    def edges_of(
+        self, node_id: str, views: Collection[View] | None = None, *, limit: int | None = None
+    ) -> list[Edge]:
         wanted = set(VIEWS if views is None else views)
         with self._lock:
-            return [e for e in self._edges.values() if node_id in (e.source, e.target) and e.view in wanted]
+            found = [e for e in self._edges.values() if node_id in (e.source, e.target) and e.view in wanted]
+        if limit is None:
+            return found
+        order = sorted(range(len(found)), key=lambda i: (-found[i].weight, i))  # stable: write order
+        return [found[i] for i in order[: max(0, limit)]]
 
     def delete_edges(self, edges: Sequence[Edge]) -> None:
         with self._lock:

@@ -496,15 +496,19 @@ class PostgresStore:
                     rows,
                 )
 
-    def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
+    def edges_of(
+        self, node_id: str, views: Collection[View] | None = None, *, limit: int | None = None
+    ) -> list[Edge]:
         key = sql.enc(node_id)
+        wanted = [v for v in VIEWS if views is None or v in views]
+        if not wanted:
+            return []
         with self._conn("read edges") as conn:
-            rows = conn.execute(
-                sql.EDGES_OF,
-                (key, key, key),
-            ).fetchall()
-        wanted = set(VIEWS if views is None else views)
-        return [sql.to_edge(row) for row in rows if row[2] in wanted]
+            if limit is None:
+                rows = conn.execute(sql.EDGES_OF, (key, key, key, wanted)).fetchall()
+            else:
+                rows = conn.execute(sql.EDGES_OF_STRONGEST, (key, key, key, wanted, max(0, limit))).fetchall()
+        return [sql.to_edge(row) for row in rows]
 
     def delete_edges(self, edges: Sequence[Edge]) -> None:
         if not edges:

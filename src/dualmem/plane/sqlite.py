@@ -449,9 +449,11 @@ class SQLiteStore:
                 )
             edge_sql.put(self._conn, edges)
 
-    def edges_of(self, node_id: str, views: Collection[View] | None = None) -> list[Edge]:
+    def edges_of(
+        self, node_id: str, views: Collection[View] | None = None, *, limit: int | None = None
+    ) -> list[Edge]:
         with self._lock, self.snapshot(), sql.translated("read edges"):
-            return edge_sql.of(self._conn, node_id, views)
+            return edge_sql.of(self._conn, node_id, views, limit)
 
     def delete_edges(self, edges: Sequence[Edge]) -> None:
         with self._lock, self.transaction(), sql.translated("delete edges"):

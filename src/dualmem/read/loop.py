@@ -142,7 +142,11 @@ class Retriever:
         return Retrieval(query, self._top(run, fused, k), self._trace(run, anchors, max_depth, reason))
 
     def _top(self, run: _Run, fused: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
-        """The K best: admitted evidence, then scored runners-up, then RRF anchors (K-fill)."""
+        """The K best. With the pool and ``final_rank="pool"``: every candidate the loop saw, by the
+        learned scorer (``_pool_top``). Otherwise admitted evidence, then scored runners-up, then RRF
+        anchors (K-fill)."""
+        if run.pool is not None and self.profile.final_rank == "pool":
+            return self._pool_top(run, k)
         if not self.profile.k_fill:
             return tuple(scoring.fill_top(list(run.evidence.values()), [], k))
         ranked = scoring.fill_top(list(run.evidence.values()), list(run.runners_up.values()), k)
@@ -151,6 +155,41 @@ class Retriever:
             nodes = self.store.get_nodes([i for i, _ in more], run.tenant)
             ranked += [Evidence(nodes[i], s, "anchor") for i, s in more if i in nodes]
         return tuple(ranked)
+
+    def _pool_top(self, run: _Run, k: int) -> tuple[Evidence, ...]:
+        """The K best of the pool (as expansion extended it) by the one learned scorer.
+
+        A node reached over an edge competes on the same score as every pool candidate: no hop
+        decay, no place ahead of better runners-up, so the loop is never below its own pool ranking
+        at any K (the pool's rows are scored as ``pool_ranking`` scores them). What the loop found
+        (the view and edge that reached a node, the round) is kept on the evidence. The superseded
+        demotion applies as everywhere (``read.prefer_current``).
+        """
+        pool = run.pool
+        assert pool is not None
+        if not pool.ids:
+            return ()
+        p = self.profile
+        asks_past = query_time_focus(run.query) == "past"
+        factor = p.superseded_factor if p.prefer_current else None
+        raw = self.ranker.score(pool.features, FEATURES)
+        scores = [
+            scoring.demote_superseded(
+                float(s), superseded=pool.nodes[i].valid_to is not None, asks_past=asks_past, factor=factor
+            )
+            for i, s in zip(pool.ids, raw, strict=True)
+        ]
+        order = sorted(range(len(pool.ids)), key=lambda r: (-scores[r], r))[:k]
+        out: list[Evidence] = []
+        for r in order:
+            node_id = pool.ids[r]
+            seen = run.evidence.get(node_id) or run.runners_up.get(node_id)
+            if seen is not None:
+                out.append(replace(seen, score=scores[r]))
+            else:
+                node = pool.nodes[node_id]
+                out.append(Evidence(node, scores[r], "anchor", None, 0, node.temporal_refs))
+        return tuple(out)
 
     def clear_cache(self) -> None:
         clear = getattr(self.embedder, "clear", None)
@@ -282,7 +321,8 @@ class Retriever:
     def _expand(self, run: _Run, beam: Sequence[Node]) -> list[tuple[Node, Edge | None, float]]:
         """Neighbours of the beam along the active views, within the per-view budgets.
 
-        Every edge of the beam is inspected (up to the edge limit); each neighbour gets an expansion
+        A beam node's strongest ``edges_per_node`` edges of the open views are inspected (every edge
+        when ``None``; up to the edge limit in all); each neighbour gets an expansion
         prior and the best are picked within the round's room and the views' quotas and budgets
         (``scoring.expansion_prior``, ``scoring.pick_expansion``).
         """
@@ -296,9 +336,10 @@ class Retriever:
             return []
         top = max((e.score for e in run.evidence.values()), default=1.0) or 1.0
         options: list[scoring.ExpansionOption] = []
+        per_node = self.profile.edges_per_node
         for node in beam:
             source = run.evidence.get(node.id)
-            for edge in self.store.edges_of(node.id, views):  # type: ignore[arg-type]
+            for edge in self.store.edges_of(node.id, views, limit=per_node):  # type: ignore[arg-type]
                 if run.edges_inspected >= lim.max_edges:
                     break
                 run.edges_inspected += 1
