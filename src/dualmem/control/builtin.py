@@ -209,6 +209,7 @@ class BuiltinController(BaseController):
     """Offline System-One backend: answers catalog decisions from state features (not a model)."""
 
     name = "builtin"
+    runs_inline = True  # in-process and deterministic: the Meter needs no watchdog thread
 
     def __init__(
         self,
