@@ -202,7 +202,8 @@ def extend_pool(
 ) -> Pool:
     """``pool`` with ``new`` nodes added as candidates (reached over a graph edge, say): their
     features are computed as for any candidate; nodes already in the pool are left as they are."""
-    add = [n for n in new if n.id not in set(pool.ids)]
+    have = set(pool.ids)
+    add = [n for n in new if n.id not in have]
     if not add or pool.context is None:
         return pool
     settings = settings or PoolSettings()
@@ -224,45 +225,119 @@ def _features(
     contexts: Mapping[str, NodeContext],
     q: _Query,
 ) -> npt.NDArray[np.float64]:
+    """The feature matrix of ``ids``, column by column over the whole batch (the definitions are
+    the module docstring's; ``tests/test_pool_features.py`` checks them against a per-candidate
+    reference)."""
     vec_r, lex_r, lexq_r, ctx_r = q.ranks
     qvec, analysis, absent = q.qvec, q.analysis, q.absent
+    out = np.zeros((len(ids), len(FEATURES)))
+    if not ids:
+        return out
+    row_of = {node_id: row for row, node_id in enumerate(ids)}
     # similarity of every node we hold (the candidates) to the stripped query
     known = list(nodes)
-    emb = np.stack([_vector(nodes[i], qvec) for i in known]) if known else np.zeros((0, len(qvec)))
-    sim = dict(zip(known, (emb @ qvec).tolist(), strict=True))
-    top = [max((s for _, s in r.values()), default=0.0) or 1.0 for r in (lex_r, lexq_r, ctx_r)]
-    lexq = {i: s / top[1] for i, (_, s) in lexq_r.items()}
-    out = np.zeros((len(ids), len(FEATURES)))
-    for row, node_id in enumerate(ids):
-        node = nodes[node_id]
-        nbs = near.get(node_id, ())
-        f = out[row]
-        f[_COL["vec"]] = sim[node_id]
-        f[_COL["vec_rank"]] = 10.0 / (10.0 + vec_r.get(node_id, (absent, 0.0))[0])
-        stored = contexts.get(node_id)
-        cvec = None if stored is None else stored.vector
-        f[_COL["ctx_vec"]] = float(cvec @ qvec) if cvec is not None else sim[node_id]
-        if nbs:
-            f[_COL["nb_vec"]] = max((sim[j] for j, _ in nbs if j in sim), default=0.0)
-            f[_COL["nb_lex"]] = max(lexq.get(j, 0.0) for j, _ in nbs)
-        f[_COL["ctx_lex"]] = ctx_r[node_id][1] / top[2] if node_id in ctx_r else 0.0
-        f[_COL["lex"]] = lex_r[node_id][1] / top[0] if node_id in lex_r else 0.0
-        f[_COL["lex_rank"]] = 10.0 / (10.0 + lex_r.get(node_id, (absent, 0.0))[0])
-        f[_COL["lex_q"]] = lexq.get(node_id, 0.0)
-        f[_COL["lex_q_rank"]] = 10.0 / (10.0 + lexq_r.get(node_id, (absent, 0.0))[0])
-        named = analysis.mentions(node.speaker)
-        f[_COL["speaker"]] = float(named)
-        f[_COL["other_speaker"]] = float(bool(analysis.persons) and not named)
-        words = len(node.content.split())
-        f[_COL["log_len"]] = math.log1p(words) / 5.0
-        f[_COL["short"]] = float(words <= 8)
-        f[_COL["time"]] = float(_time_match(node, analysis))
-        f[_COL["neighbour"]] = float(row >= q.base_count)
+    sims = _similarities([nodes[i] for i in known], qvec)
+    sim = dict(zip(known, sims.tolist(), strict=True))
+    vec = np.fromiter((sim[i] for i in ids), np.float64, len(ids))
+    out[:, _COL["vec"]] = vec
+    out[:, _COL["ctx_vec"]] = vec
+    for node_id, stored in contexts.items():
+        row = row_of.get(node_id)
+        if row is not None and stored.vector is not None:
+            out[row, _COL["ctx_vec"]] = float(stored.vector @ qvec)
+    _rank_column(out[:, _COL["vec_rank"]], vec_r, row_of, absent)
+    _rank_column(out[:, _COL["lex_rank"]], lex_r, row_of, absent)
+    _rank_column(out[:, _COL["lex_q_rank"]], lexq_r, row_of, absent)
+    lexq = _score_column(out[:, _COL["lex_q"]], lexq_r, row_of)
+    _score_column(out[:, _COL["lex"]], lex_r, row_of)
+    _score_column(out[:, _COL["ctx_lex"]], ctx_r, row_of)
+    _neighbour_columns(out, ids, near, sim, lexq)
+    _node_columns(out, [nodes[i] for i in ids], analysis)
+    out[q.base_count :, _COL["neighbour"]] = 1.0
     return out
 
 
-def _vector(node: Node, like: Vector) -> Vector:
-    return node.embedding if node.embedding is not None else np.zeros_like(like)
+def _similarities(nodes: Sequence[Node], qvec: Vector) -> npt.NDArray[np.float32]:
+    """Cosine of each node to ``qvec`` (a node without a vector scores 0), one matrix product."""
+    emb = np.zeros((len(nodes), len(qvec)), dtype=qvec.dtype)
+    for row, node in enumerate(nodes):
+        if node.embedding is not None:
+            emb[row] = node.embedding
+    out: npt.NDArray[np.float32] = emb @ qvec
+    return out
+
+
+def _rank_column(
+    col: npt.NDArray[np.float64],
+    ranks: Mapping[str, tuple[int, float]],
+    row_of: Mapping[str, int],
+    absent: int,
+) -> None:
+    """``10 / (10 + rank)`` in a ranked list, ``rank = absent`` for the candidates not in it."""
+    col[:] = 10.0 / (10.0 + absent)
+    hits = [(row_of[i], r) for i, (r, _) in ranks.items() if i in row_of]
+    if hits:
+        rows, found = zip(*hits, strict=True)
+        col[list(rows)] = 10.0 / (10.0 + np.asarray(found, dtype=np.float64))
+
+
+def _score_column(
+    col: npt.NDArray[np.float64], ranks: Mapping[str, tuple[int, float]], row_of: Mapping[str, int]
+) -> dict[str, float]:
+    """A list's score / the list's best (1 when the best is 0) for the candidates in it, 0 for
+    the rest; returns the normalised score of every node of the list (pooled or not)."""
+    top = max((s for _, s in ranks.values()), default=0.0) or 1.0
+    scaled = {i: s / top for i, (_, s) in ranks.items()}
+    for i, value in scaled.items():
+        row = row_of.get(i)
+        if row is not None:
+            col[row] = value
+    return scaled
+
+
+def _neighbour_columns(
+    out: npt.NDArray[np.float64],
+    ids: Sequence[str],
+    near: Mapping[str, tuple[tuple[str, int], ...]],
+    sim: Mapping[str, float],
+    lexq: Mapping[str, float],
+) -> None:
+    """``nb_vec`` (best ``vec`` of a neighbour we hold, 0 with none) and ``nb_lex`` (best ``lex_q``
+    over all neighbours, 0 for an absent one): a scatter-max over the (candidate, neighbour) pairs."""
+    rows: list[int] = []
+    lex: list[float] = []
+    vec_rows: list[int] = []
+    vec: list[float] = []
+    for row, node_id in enumerate(ids):
+        for j, _ in near.get(node_id, ()):
+            rows.append(row)
+            lex.append(lexq.get(j, 0.0))
+            s = sim.get(j)
+            if s is not None:
+                vec_rows.append(row)
+                vec.append(s)
+    for col, at, values in ((_COL["nb_lex"], rows, lex), (_COL["nb_vec"], vec_rows, vec)):
+        if at:
+            best = np.full(len(ids), -np.inf)
+            np.maximum.at(best, at, values)
+            out[:, col] = np.where(np.isfinite(best), best, 0.0)
+
+
+def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Node], analysis: QueryAnalysis) -> None:
+    """The columns of the node alone: speaker, length and time."""
+    named: dict[str | None, bool] = {}
+    for node in nodes:
+        if node.speaker not in named:
+            named[node.speaker] = analysis.mentions(node.speaker)
+    speaker = np.fromiter((named[n.speaker] for n in nodes), np.float64, len(nodes))
+    out[:, _COL["speaker"]] = speaker
+    if analysis.persons:
+        out[:, _COL["other_speaker"]] = 1.0 - speaker
+    words = [len(n.content.split()) for n in nodes]
+    out[:, _COL["log_len"]] = [math.log1p(w) / 5.0 for w in words]
+    out[:, _COL["short"]] = np.asarray(words) <= 8
+    if analysis.times:
+        out[:, _COL["time"]] = [_time_match(n, analysis) for n in nodes]
 
 
 def _time_match(node: Node, analysis: QueryAnalysis) -> bool:
