@@ -38,7 +38,7 @@ searches, two batched context reads and one batched node read (the candidates on
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -100,6 +100,7 @@ class _Query:
     ranks: tuple[dict[str, tuple[int, float]], ...]  # vector, lexical, stripped lexical, context lexical
     base_count: int
     absent: int
+    emb: npt.NDArray[np.float32]  # the vectors of the nodes held (the candidates), in their order
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +182,7 @@ def build_pool(
     nodes.update(store.get_nodes([i for i in (*base, *extra) if i not in nodes], tenant))
     ids = tuple(i for i in (*base, *extra) if i in nodes)
     ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits), _ranks(ctx_hits))
-    q = _Query(qvec, analysis, ranks, len(base), 4 * n)
+    q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(nodes.values(), qvec))
     features = _features(ids, nodes, near, contexts, q)
     return Pool(query, analysis, qvec, ids, nodes, features, near, q)
 
@@ -193,7 +194,7 @@ def _near(
     out: dict[str, tuple[tuple[str, int], ...]] = {}
     for i in ids:
         found = contexts.get(i)
-        out[i] = () if found is None else tuple(p for p in found.neighbours if abs(p[1]) <= window)
+        out[i] = () if found is None else tuple([p for p in found.neighbours if -window <= p[1] <= window])
     return out
 
 
@@ -213,9 +214,11 @@ def extend_pool(
     nodes = dict(pool.nodes)
     nodes.update({n.id: n for n in add})
     ids = (*pool.ids, *(n.id for n in add))
-    rows = _features([n.id for n in add], nodes, near, contexts, replace(pool.context, base_count=0))
+    q = replace(pool.context, emb=np.vstack([pool.context.emb, _matrix(add, pool.qvec)]))
+    rows = _features([n.id for n in add], nodes, near, contexts, replace(q, base_count=0))
     rows[:, _COL["neighbour"]] = 0.0  # reached by an edge, not only as a session neighbour
-    return replace(pool, ids=ids, nodes=nodes, features=np.vstack([pool.features, rows]), neighbours=near)
+    features = np.vstack([pool.features, rows])
+    return replace(pool, ids=ids, nodes=nodes, features=features, neighbours=near, context=q)
 
 
 def _features(
@@ -234,10 +237,9 @@ def _features(
     if not ids:
         return out
     row_of = {node_id: row for row, node_id in enumerate(ids)}
-    # similarity of every node we hold (the candidates) to the stripped query
-    known = list(nodes)
-    sims = _similarities([nodes[i] for i in known], qvec)
-    sim = dict(zip(known, sims.tolist(), strict=True))
+    # the cosine of every node held to the stripped query (one product over them all: a node's
+    # value does not depend on which batch it was first scored in)
+    sim = dict(zip(nodes, (q.emb @ qvec).tolist(), strict=True))
     vec = np.fromiter((sim[i] for i in ids), np.float64, len(ids))
     out[:, _COL["vec"]] = vec
     out[:, _COL["ctx_vec"]] = vec
@@ -257,14 +259,10 @@ def _features(
     return out
 
 
-def _similarities(nodes: Sequence[Node], qvec: Vector) -> npt.NDArray[np.float32]:
-    """Cosine of each node to ``qvec`` (a node without a vector scores 0), one matrix product."""
-    emb = np.zeros((len(nodes), len(qvec)), dtype=qvec.dtype)
-    for row, node in enumerate(nodes):
-        if node.embedding is not None:
-            emb[row] = node.embedding
-    out: npt.NDArray[np.float32] = emb @ qvec
-    return out
+def _matrix(nodes: Iterable[Node], like: Vector) -> npt.NDArray[np.float32]:
+    """The nodes' vectors as rows (zeros for a node without one)."""
+    rows = [n.embedding if n.embedding is not None else np.zeros_like(like) for n in nodes]
+    return np.array(rows, dtype=like.dtype).reshape(len(rows), len(like))
 
 
 def _rank_column(
@@ -303,24 +301,18 @@ def _neighbour_columns(
     lexq: Mapping[str, float],
 ) -> None:
     """``nb_vec`` (best ``vec`` of a neighbour we hold, 0 with none) and ``nb_lex`` (best ``lex_q``
-    over all neighbours, 0 for an absent one): a scatter-max over the (candidate, neighbour) pairs."""
-    rows: list[int] = []
-    lex: list[float] = []
-    vec_rows: list[int] = []
-    vec: list[float] = []
-    for row, node_id in enumerate(ids):
-        for j, _ in near.get(node_id, ()):
-            rows.append(row)
-            lex.append(lexq.get(j, 0.0))
-            s = sim.get(j)
-            if s is not None:
-                vec_rows.append(row)
-                vec.append(s)
-    for col, at, values in ((_COL["nb_lex"], rows, lex), (_COL["nb_vec"], vec_rows, vec)):
-        if at:
-            best = np.full(len(ids), -np.inf)
-            np.maximum.at(best, at, values)
-            out[:, col] = np.where(np.isfinite(best), best, 0.0)
+    over all neighbours, 0 for an absent one): a max over each candidate's run of neighbours."""
+    counts = np.fromiter((len(near.get(i, ())) for i in ids), np.intp, len(ids))
+    has = counts > 0
+    if not has.any():
+        return
+    js = [j for i in ids for j, _ in near.get(i, ())]
+    starts = (np.cumsum(counts) - counts)[has]  # where each non-empty run begins
+    lex = np.fromiter((lexq.get(j, 0.0) for j in js), np.float64, len(js))
+    out[has, _COL["nb_lex"]] = np.maximum.reduceat(lex, starts)
+    vec = np.fromiter((sim.get(j, np.nan) for j in js), np.float64, len(js))
+    best = np.fmax.reduceat(vec, starts)  # NaN (not held) loses to any value; all NaN: none held
+    out[has, _COL["nb_vec"]] = np.where(np.isnan(best), 0.0, best)
 
 
 def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Node], analysis: QueryAnalysis) -> None:
