@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -62,14 +62,7 @@ class LinearRanker:
 
     def columns(self, names: Sequence[str]) -> list[int]:
         """Indexes of this ranker's features in a feature matrix whose columns are ``names``."""
-        index = {n: i for i, n in enumerate(names)}
-        missing = [f for f in self.features if f not in index]
-        if missing:
-            raise ConfigError(
-                f"the ranker uses features the pool does not compute: {missing}",
-                hint="refit it with `dualmem calibrate` for this version",
-            )
-        return [index[f] for f in self.features]
+        return list(_columns(self.features, tuple(names)))
 
     def logits(self, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> npt.NDArray[np.float64]:
         """The raw linear scores of each row of ``matrix`` (columns named by ``names``)."""
@@ -125,6 +118,19 @@ class LinearRanker:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read ranker weights {path}: {exc}") from exc
         return cls.from_json(data, source=str(path))
+
+
+@lru_cache(maxsize=64)
+def _columns(features: tuple[str, ...], names: tuple[str, ...]) -> tuple[int, ...]:
+    """Where each of ``features`` is among ``names`` (looked up once per pair of name lists)."""
+    index = {n: i for i, n in enumerate(names)}
+    missing = [f for f in features if f not in index]
+    if missing:
+        raise ConfigError(
+            f"the ranker uses features the pool does not compute: {missing}",
+            hint="refit it with `dualmem calibrate` for this version",
+        )
+    return tuple(index[f] for f in features)
 
 
 @cache

@@ -133,10 +133,27 @@ class PoolFeatures(EmbeddingFeatures):
         texts = {n.id: n.content for n in nodes}
         vectors[QUERY], texts[QUERY] = pool.qvec, pool.query
         super().__init__(vectors, texts)
-        self._rows = {i: pool.features[k] for k, i in enumerate(pool.ids)}
+        self._matrix = pool.features
+        self._index = {i: k for k, i in enumerate(pool.ids)}
+        # a state asks the same pair more than once (its items, then the decider): computed once
+        self._cosines: dict[tuple[str, str], float] = {}
+        self._lexicals: dict[tuple[str, str], float] = {}
+
+    def cosine(self, a: str, b: str) -> float:
+        found = self._cosines.get((a, b))
+        if found is None:
+            found = self._cosines[a, b] = super().cosine(a, b)
+        return found
+
+    def lexical(self, a: str, b: str) -> float:
+        found = self._lexicals.get((a, b))
+        if found is None:
+            found = self._lexicals[a, b] = super().lexical(a, b)
+        return found
 
     def candidate_row(self, node_id: str) -> npt.NDArray[np.float64] | None:
-        return self._rows.get(node_id)
+        k = self._index.get(node_id)
+        return None if k is None else self._matrix[k]
 
 
 def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
