@@ -90,6 +90,11 @@ def _unit(value: float) -> float:
 
 
 def _lower(values: tuple[str, ...]) -> frozenset[str]:
+    return _lowered(tuple(values))  # a state built by hand may hold a list
+
+
+@lru_cache(maxsize=16384)
+def _lowered(values: tuple[str, ...]) -> frozenset[str]:
     return frozenset(v.strip().lower() for v in values if v.strip())
 
 
