@@ -5,6 +5,12 @@ Opens a memory built from one LoCoMo conversation (``--db``, e.g. a CV build und
 question of it through each path in the same process, so the ratios to ``bm25`` hold under whatever
 load the machine has. Wall and CPU (process) time are both reported: on a shared machine the CPU
 time is the steadier figure. ``pool-cold`` empties the store's decoded-node cache before each query.
+``stages`` splits ``Memory.search`` per query into its steps (wall ms, timed by wrapping the
+retriever's methods after the plain ``search`` run, so the wrappers never touch that figure):
+``pool`` (searches, query embedding, features), ``rank`` (the learned scorer over the pool), the
+controller's ``route``/``assess`` asks, ``score`` (the scoring rounds, their ask included),
+``expand`` (edges and pool extension) and ``controller`` (every ask, also inside ``score``).
+``--threads`` sets onnxruntime's intra-op threads of the MiniLM embedder (default: onnxruntime's).
 
     python bench/pool_latency.py --db /tmp/context-cv/cache/conv-26-full-....sqlite --conversation conv-26
 """
@@ -19,10 +25,12 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from dualmem.conversations import load_conversations  # noqa: E402
+from dualmem.embed import MiniLMEmbedder  # noqa: E402
 from dualmem.memory import Memory  # noqa: E402
 from dualmem.plane import SQLiteStore  # noqa: E402
 from dualmem.read.pool import PoolSettings, build_pool  # noqa: E402
@@ -47,15 +55,54 @@ def _time(fn: Callable[[str], object], queries: list[str], before: Callable[[], 
     return {"wall_ms": _percentiles(wall), "cpu_ms": _percentiles(cpu)}
 
 
+_STAGES = {"pool": "pool", "pool_ranking": "rank", "_route": "route", "_assess": "assess"}
+_STAGES |= {"_score": "score", "_expand": "expand"}
+
+
+def _stages(mem: Memory, queries: list[str], user: str) -> dict[str, dict[str, dict[str, float]]]:
+    """Per-query wall and CPU ms of each step of ``Memory.search`` (p50/p95 over the queries)."""
+    spent: dict[tuple[str, str], float] = defaultdict(float)
+
+    def timed(fn: Callable[..., object], label: str) -> Callable[..., object]:
+        def run(*args: object, **kwargs: object) -> object:
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label, "cpu_ms"] += 1000 * (time.process_time() - cpu)
+                spent[label, "wall_ms"] += 1000 * (time.perf_counter() - wall)
+
+        return run
+
+    retriever = mem._retriever
+    for name, label in _STAGES.items():
+        setattr(retriever, name, timed(getattr(retriever, name), label))
+    retriever.meter.ask = timed(retriever.meter.ask, "controller")  # type: ignore[method-assign,assignment]
+    search = timed(lambda q: mem.search(q, user=user, k=10), "search")
+    per: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for q in queries:
+        spent.clear()
+        retriever.clear_cache()  # embed every query, as the plain search run does
+        search(q)
+        for label in ["search", *_STAGES.values(), "controller"]:
+            for clock in ("wall_ms", "cpu_ms"):
+                per[label, clock].append(spent[label, clock])
+    out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    for (label, clock), values in per.items():
+        out[label][clock] = _percentiles(values)
+    return dict(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--conversation", default="conv-26")
     parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
     parser.add_argument("--limit", type=int, default=200, help="questions timed (after 5 warm-up)")
+    parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
     ns = parser.parse_args()
     conv = {c.id: c for c in load_conversations(ns.data)}[ns.conversation]
-    with Memory.open(ns.db) as mem:
+    with Memory.open(ns.db, embedder=MiniLMEmbedder(threads=ns.threads)) as mem:
         if mem.count(user=conv.id) == 0:
             mem.add_many(conv.observations, user=conv.id)
         tenant = Tenant(conv.id)
@@ -83,6 +130,9 @@ def main() -> None:
             "pool-cold": _time(lambda q: build_pool(store, embedder, q, tenant, settings), queries, cold),
             "pool": _time(lambda q: build_pool(store, embedder, q, tenant, settings), queries),
             "search": _time(lambda q: mem.search(q, user=conv.id, k=10), queries),
+            "stages": _stages(mem, queries, conv.id),
+            "threads": ns.threads,
+            "load": [round(x, 2) for x in os.getloadavg()],
         }
     print(json.dumps(out, indent=2))
 

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from dualmem.control import catalog
+from dualmem.control.builtin import BuiltinController
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Batch, BatchResult, ChoiceAnswer, NoulAnswer
 from dualmem.control.scripted import ScriptedController
@@ -60,6 +61,50 @@ def test_timeout_raises_controller_timeout() -> None:
         assert meter.stats.by_purpose["routing"].failures == 1
     finally:
         slow.release.set()
+        meter.close()
+
+
+class ThreadNoting(BuiltinController):
+    """The builtin decider, noting the thread each request runs on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+
+    def decide(self, batch: Batch) -> BatchResult:
+        self.threads.append(threading.get_ident())
+        return super().decide(batch)
+
+
+def test_an_inline_backend_runs_on_the_callers_thread_even_with_a_timeout() -> None:
+    """The builtin decider is in-process: no watchdog thread, the same answers as without a timeout."""
+    inline = ThreadNoting()
+    meter = Meter(inline, timeout_s=5.0)
+    got = meter.ask(routing(), timeout=1.0)
+    assert inline.threads == [threading.get_ident()]
+    assert meter._pool is None  # no worker was started
+    assert got.result == Meter(BuiltinController()).ask(routing()).result
+    assert meter.stats.calls_for("routing") == 1
+
+
+def test_a_backend_that_is_not_inline_still_gets_a_worker_thread() -> None:
+    class Noting:
+        name = "noting"
+
+        def __init__(self) -> None:
+            self.threads: list[int] = []
+
+        def decide(self, batch: Batch) -> BatchResult:
+            self.threads.append(threading.get_ident())
+            return BatchResult({n: NoulAnswer(0.5) for n in batch.questions})
+
+    ctl = Noting()
+    meter = Meter(ctl, timeout_s=5.0)
+    try:
+        meter.ask(routing())
+        assert len(ctl.threads) == 1
+        assert ctl.threads[0] != threading.get_ident()
+    finally:
         meter.close()
 
 

@@ -8,7 +8,9 @@ batch's result or its own failure, so one failed batch does not void the others)
 
 Deadlines: a backend whose ``supports_deadline`` is True bounds ``decide_each(..., timeout=s)``
 itself (every request and retry within ``s`` seconds); for the others the
-:class:`~dualmem.control.meter.Meter` enforces the timeout from outside, on a worker thread.
+:class:`~dualmem.control.meter.Meter` enforces the timeout from outside, on a worker thread. A
+backend whose ``runs_inline`` is True (in-process, bounded, no I/O: the builtin decider) needs no
+such watchdog: the Meter calls it on the caller's thread, sparing each request a thread hop.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class BaseController(ABC):
     name: str
     #: True when ``decide_each`` honours its ``timeout`` itself
     supports_deadline: ClassVar[bool] = False
+    #: True when ``decide`` is in-process, bounded and does no I/O: run on the caller's thread
+    runs_inline: ClassVar[bool] = False
 
     @abstractmethod
     def decide(self, batch: Batch) -> BatchResult:

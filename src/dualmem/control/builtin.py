@@ -209,6 +209,7 @@ class BuiltinController(BaseController):
     """Offline System-One backend: answers catalog decisions from state features (not a model)."""
 
     name = "builtin"
+    runs_inline = True  # in-process and deterministic: the Meter needs no watchdog thread
 
     def __init__(
         self,
@@ -241,23 +242,20 @@ class BuiltinController(BaseController):
         if not batch.questions:
             return BatchResult(answers={})
         features = features_of(batch)
+        pooled = _pooled(batch)
         answers: dict[str, Answer] = {}
         for name, question in batch.questions.items():
-            answers[name] = self._learned(question, batch) or self._answer(question, weights, features)
+            learned = self._learned(question, *pooled) if pooled is not None else None
+            answers[name] = learned or self._answer(question, weights, features)
         return BatchResult(answers=answers)
 
-    def _learned(self, question: Question, batch: Batch) -> NoulAnswer | None:
+    def _learned(self, question: Question, state: TraversalState, source: CandidateRows) -> NoulAnswer | None:
         """Candidate relevance from the learned head, when the batch's FeatureSource carries the
         candidate's pool features (an in-process pooled retrieval); otherwise ``None`` (hand-set)."""
-        if question.key != _LEARNED_KEY or not isinstance(batch.typed, TraversalState):
-            return None
-        source: object = batch.features
         target = question.target
-        if not isinstance(source, CandidateRows) or target is None:
+        if question.key != _LEARNED_KEY or target is None or not 0 <= target < len(state.candidates):
             return None
-        if not 0 <= target < len(batch.typed.candidates):
-            return None
-        row = source.candidate_row(batch.typed.candidates[target].memory.id)
+        row = source.candidate_row(state.candidates[target].memory.id)
         if row is None:
             return None
         return NoulAnswer(score=float(self.ranker.score(row[None, :], source.feature_names)[0]))
@@ -292,6 +290,16 @@ class BuiltinController(BaseController):
                 best = max(question.labels, key=lambda label: ordered[label])
                 return ChoiceAnswer(label=best, distribution=ordered)
         raise _unknown(key, question.kind, weights)
+
+
+def _pooled(batch: Batch) -> tuple[TraversalState, CandidateRows] | None:
+    """A traversal state and its FeatureSource when that carries the pooled candidates' rows
+    (checked once per batch: a protocol ``isinstance`` costs more than a feature)."""
+    state, source = batch.typed, batch.features
+    rows: object = source  # a FeatureSource that may also be CandidateRows
+    if isinstance(state, TraversalState) and isinstance(rows, CandidateRows):
+        return state, rows
+    return None
 
 
 _FAMILY_PURPOSE: Mapping[str, Purpose] = {

@@ -90,6 +90,11 @@ def _unit(value: float) -> float:
 
 
 def _lower(values: tuple[str, ...]) -> frozenset[str]:
+    return _lowered(tuple(values))  # a state built by hand may hold a list
+
+
+@lru_cache(maxsize=16384)
+def _lowered(values: tuple[str, ...]) -> frozenset[str]:
     return frozenset(v.strip().lower() for v in values if v.strip())
 
 
@@ -262,6 +267,7 @@ class _EvidenceView:
         self.tokens = frozenset().union(*(c.tokens for c in self.cues))
         self.entities = frozenset().union(*(_lower(e.entities) for e in self.items))
         self.query = query_cues(state.query)
+        self.query_new = self.query.tokens - self.tokens  # query tokens no evidence has yet
 
     def coverage(self) -> float:
         q = self.query.tokens
@@ -309,7 +315,7 @@ def _traverse(ev: _EvidenceView, trav: TraversalCandidate) -> dict[str, float]:
     sim = _unit(ev.source.cosine(QUERY, cand.id))
     sim_c = _centred(sim, QUERY_SIM_FLOOR)
     qcov = containment(q.tokens, c.tokens)
-    qcov_new = containment(q.tokens - ev.tokens, c.tokens) if q.tokens - ev.tokens else 0.0
+    qcov_new = containment(ev.query_new, c.tokens) if ev.query_new else 0.0
     speakers = _speakers(cand, c)
     own = c.tokens - speakers
     in_evidence = cand.id in ev.ids

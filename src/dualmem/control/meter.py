@@ -85,9 +85,11 @@ class Meter:
     """Wraps a Controller with accounting, an optional wall-clock timeout and an optional LRU cache.
 
     ``timeout_s`` bounds each request from the caller's side (the request runs on a worker thread;
-    remote backends also carry their own HTTP timeouts). ``cache_size`` > 0 caches answers by the
-    exact batch content (state and questions), which pays off for repeated queries. ``calibration``
-    (a profile's per-backend calibration, ``control/calibration.py``) maps every Noul answer.
+    remote backends also carry their own HTTP timeouts); a backend that ``runs_inline`` (the builtin
+    decider: in-process, no I/O) is called on the caller's thread and not bounded. ``cache_size`` > 0
+    caches answers by the exact batch content (state and questions), which pays off for repeated
+    queries. ``calibration`` (a profile's per-backend calibration, ``control/calibration.py``) maps
+    every Noul answer.
 
     Thread-safe: the foreground and the background consolidation thread share one meter. Its cache,
     counters and worker pool are guarded by one lock, never held while the controller works.
@@ -231,8 +233,8 @@ class Meter:
                     results.append(exc)
             return results
 
-        if limit is None:
-            return call()
+        if limit is None or getattr(self.controller, "runs_inline", False):
+            return call()  # nothing to bound, or an in-process decider that needs no watchdog
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dualmem-s1")

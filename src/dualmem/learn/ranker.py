@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -62,21 +62,14 @@ class LinearRanker:
 
     def columns(self, names: Sequence[str]) -> list[int]:
         """Indexes of this ranker's features in a feature matrix whose columns are ``names``."""
-        index = {n: i for i, n in enumerate(names)}
-        missing = [f for f in self.features if f not in index]
-        if missing:
-            raise ConfigError(
-                f"the ranker uses features the pool does not compute: {missing}",
-                hint="refit it with `dualmem calibrate` for this version",
-            )
-        return [index[f] for f in self.features]
+        return [int(i) for i in _columns(self.features, tuple(names))]
 
     def logits(self, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> npt.NDArray[np.float64]:
         """The raw linear scores of each row of ``matrix`` (columns named by ``names``)."""
         if matrix.shape[0] == 0:
             return np.zeros(0)
-        w = np.asarray(self.weights, dtype=np.float64)
-        out: npt.NDArray[np.float64] = matrix[:, self.columns(names)] @ w + self.bias
+        cols, w = _columns(self.features, tuple(names)), _array(self.weights)
+        out: npt.NDArray[np.float64] = matrix[:, cols] @ w + self.bias
         return out
 
     def score(self, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> npt.NDArray[np.float64]:
@@ -125,6 +118,28 @@ class LinearRanker:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read ranker weights {path}: {exc}") from exc
         return cls.from_json(data, source=str(path))
+
+
+@lru_cache(maxsize=64)
+def _columns(features: tuple[str, ...], names: tuple[str, ...]) -> npt.NDArray[np.intp]:
+    """Where each of ``features`` is among ``names`` (looked up once per pair of name lists)."""
+    index = {n: i for i, n in enumerate(names)}
+    missing = [f for f in features if f not in index]
+    if missing:
+        raise ConfigError(
+            f"the ranker uses features the pool does not compute: {missing}",
+            hint="refit it with `dualmem calibrate` for this version",
+        )
+    out = np.array([index[f] for f in features], dtype=np.intp)
+    out.flags.writeable = False  # shared by every call
+    return out
+
+
+@lru_cache(maxsize=64)
+def _array(weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
+    out = np.array(weights, dtype=np.float64)
+    out.flags.writeable = False  # shared by every call
+    return out
 
 
 @cache

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from types import MappingProxyType
 
 from dualmem.config import ReadProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Meter
-from dualmem.control.questions import Batch, BatchResult
+from dualmem.control.questions import Batch, BatchResult, Question
 from dualmem.control.states import (
     QUERY,
     EmbeddingFeatures,
@@ -50,6 +52,15 @@ from dualmem.text.temporal import query_time_focus
 from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
 
 __all__ = ["Retriever"]
+
+
+@lru_cache(maxsize=512)
+def _traversal_questions(n: int) -> Mapping[str, Question]:
+    """The scoring questions of ``n`` candidates (the catalog's, built once per batch size)."""
+    questions: dict[str, Question] = {}
+    for i in range(n):
+        questions.update(catalog.traversal_questions(i))
+    return MappingProxyType(questions)
 
 
 class _OutOfTime(Exception):
@@ -378,10 +389,7 @@ class Retriever:
             self._evidence_items(run, evidence, source),
             tuple(self._candidate(run, n, e, w, source) for n, e, w in cands),
         )
-        questions = {}
-        for i in range(len(cands)):
-            questions.update(catalog.traversal_questions(i))
-        res = self._ask(run, Batch.of(state, questions, "scoring", features=source))
+        res = self._ask(run, Batch.of(state, _traversal_questions(len(cands)), "scoring", features=source))
         scored: list[tuple[float, ScoredCandidate, Node, Edge | None]] = []
         for i, ((node, edge, weight), cand) in enumerate(zip(cands, state.candidates, strict=True)):
             a = res.noul(f"candidate_{i}_relevance")
@@ -404,7 +412,7 @@ class Retriever:
                 node, s, edge.view if edge else "anchor", edge, round_no, node.temporal_refs
             )
         ids = {t[2].id for t in admitted}
-        trace = tuple(replace(sc, admitted=sc.node_id in ids) for _, sc, _, _ in scored)
+        trace = tuple(replace(sc, admitted=True) if sc.node_id in ids else sc for _, sc, _, _ in scored)
         run.rounds.append(RoundTrace(round_no, assessment, trace))
         return [node for _, _, node, _ in admitted]
 

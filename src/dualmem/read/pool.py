@@ -38,7 +38,7 @@ searches, two batched context reads and one batched node read (the candidates on
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -100,6 +100,7 @@ class _Query:
     ranks: tuple[dict[str, tuple[int, float]], ...]  # vector, lexical, stripped lexical, context lexical
     base_count: int
     absent: int
+    emb: npt.NDArray[np.float32]  # the vectors of the nodes held (the candidates), in their order
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +133,27 @@ class PoolFeatures(EmbeddingFeatures):
         texts = {n.id: n.content for n in nodes}
         vectors[QUERY], texts[QUERY] = pool.qvec, pool.query
         super().__init__(vectors, texts)
-        self._rows = {i: pool.features[k] for k, i in enumerate(pool.ids)}
+        self._matrix = pool.features
+        self._index = {i: k for k, i in enumerate(pool.ids)}
+        # a state asks the same pair more than once (its items, then the decider): computed once
+        self._cosines: dict[tuple[str, str], float] = {}
+        self._lexicals: dict[tuple[str, str], float] = {}
+
+    def cosine(self, a: str, b: str) -> float:
+        found = self._cosines.get((a, b))
+        if found is None:
+            found = self._cosines[a, b] = super().cosine(a, b)
+        return found
+
+    def lexical(self, a: str, b: str) -> float:
+        found = self._lexicals.get((a, b))
+        if found is None:
+            found = self._lexicals[a, b] = super().lexical(a, b)
+        return found
 
     def candidate_row(self, node_id: str) -> npt.NDArray[np.float64] | None:
-        return self._rows.get(node_id)
+        k = self._index.get(node_id)
+        return None if k is None else self._matrix[k]
 
 
 def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
@@ -181,7 +199,7 @@ def build_pool(
     nodes.update(store.get_nodes([i for i in (*base, *extra) if i not in nodes], tenant))
     ids = tuple(i for i in (*base, *extra) if i in nodes)
     ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits), _ranks(ctx_hits))
-    q = _Query(qvec, analysis, ranks, len(base), 4 * n)
+    q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(nodes.values(), qvec))
     features = _features(ids, nodes, near, contexts, q)
     return Pool(query, analysis, qvec, ids, nodes, features, near, q)
 
@@ -193,7 +211,7 @@ def _near(
     out: dict[str, tuple[tuple[str, int], ...]] = {}
     for i in ids:
         found = contexts.get(i)
-        out[i] = () if found is None else tuple(p for p in found.neighbours if abs(p[1]) <= window)
+        out[i] = () if found is None else tuple([p for p in found.neighbours if -window <= p[1] <= window])
     return out
 
 
@@ -202,7 +220,8 @@ def extend_pool(
 ) -> Pool:
     """``pool`` with ``new`` nodes added as candidates (reached over a graph edge, say): their
     features are computed as for any candidate; nodes already in the pool are left as they are."""
-    add = [n for n in new if n.id not in set(pool.ids)]
+    have = set(pool.ids)
+    add = [n for n in new if n.id not in have]
     if not add or pool.context is None:
         return pool
     settings = settings or PoolSettings()
@@ -212,9 +231,11 @@ def extend_pool(
     nodes = dict(pool.nodes)
     nodes.update({n.id: n for n in add})
     ids = (*pool.ids, *(n.id for n in add))
-    rows = _features([n.id for n in add], nodes, near, contexts, replace(pool.context, base_count=0))
+    q = replace(pool.context, emb=np.vstack([pool.context.emb, _matrix(add, pool.qvec)]))
+    rows = _features([n.id for n in add], nodes, near, contexts, replace(q, base_count=0))
     rows[:, _COL["neighbour"]] = 0.0  # reached by an edge, not only as a session neighbour
-    return replace(pool, ids=ids, nodes=nodes, features=np.vstack([pool.features, rows]), neighbours=near)
+    features = np.vstack([pool.features, rows])
+    return replace(pool, ids=ids, nodes=nodes, features=features, neighbours=near, context=q)
 
 
 def _features(
@@ -224,45 +245,108 @@ def _features(
     contexts: Mapping[str, NodeContext],
     q: _Query,
 ) -> npt.NDArray[np.float64]:
+    """The feature matrix of ``ids``, column by column over the whole batch (the definitions are
+    the module docstring's; ``tests/test_pool_features.py`` checks them against a per-candidate
+    reference)."""
     vec_r, lex_r, lexq_r, ctx_r = q.ranks
     qvec, analysis, absent = q.qvec, q.analysis, q.absent
-    # similarity of every node we hold (the candidates) to the stripped query
-    known = list(nodes)
-    emb = np.stack([_vector(nodes[i], qvec) for i in known]) if known else np.zeros((0, len(qvec)))
-    sim = dict(zip(known, (emb @ qvec).tolist(), strict=True))
-    top = [max((s for _, s in r.values()), default=0.0) or 1.0 for r in (lex_r, lexq_r, ctx_r)]
-    lexq = {i: s / top[1] for i, (_, s) in lexq_r.items()}
     out = np.zeros((len(ids), len(FEATURES)))
-    for row, node_id in enumerate(ids):
-        node = nodes[node_id]
-        nbs = near.get(node_id, ())
-        f = out[row]
-        f[_COL["vec"]] = sim[node_id]
-        f[_COL["vec_rank"]] = 10.0 / (10.0 + vec_r.get(node_id, (absent, 0.0))[0])
-        stored = contexts.get(node_id)
-        cvec = None if stored is None else stored.vector
-        f[_COL["ctx_vec"]] = float(cvec @ qvec) if cvec is not None else sim[node_id]
-        if nbs:
-            f[_COL["nb_vec"]] = max((sim[j] for j, _ in nbs if j in sim), default=0.0)
-            f[_COL["nb_lex"]] = max(lexq.get(j, 0.0) for j, _ in nbs)
-        f[_COL["ctx_lex"]] = ctx_r[node_id][1] / top[2] if node_id in ctx_r else 0.0
-        f[_COL["lex"]] = lex_r[node_id][1] / top[0] if node_id in lex_r else 0.0
-        f[_COL["lex_rank"]] = 10.0 / (10.0 + lex_r.get(node_id, (absent, 0.0))[0])
-        f[_COL["lex_q"]] = lexq.get(node_id, 0.0)
-        f[_COL["lex_q_rank"]] = 10.0 / (10.0 + lexq_r.get(node_id, (absent, 0.0))[0])
-        named = analysis.mentions(node.speaker)
-        f[_COL["speaker"]] = float(named)
-        f[_COL["other_speaker"]] = float(bool(analysis.persons) and not named)
-        words = len(node.content.split())
-        f[_COL["log_len"]] = math.log1p(words) / 5.0
-        f[_COL["short"]] = float(words <= 8)
-        f[_COL["time"]] = float(_time_match(node, analysis))
-        f[_COL["neighbour"]] = float(row >= q.base_count)
+    if not ids:
+        return out
+    row_of = {node_id: row for row, node_id in enumerate(ids)}
+    # the cosine of every node held to the stripped query (one product over them all: a node's
+    # value does not depend on which batch it was first scored in)
+    sim = dict(zip(nodes, (q.emb @ qvec).tolist(), strict=True))
+    vec = np.fromiter((sim[i] for i in ids), np.float64, len(ids))
+    out[:, _COL["vec"]] = vec
+    out[:, _COL["ctx_vec"]] = vec
+    for node_id, stored in contexts.items():
+        row = row_of.get(node_id)
+        if row is not None and stored.vector is not None:
+            out[row, _COL["ctx_vec"]] = float(stored.vector @ qvec)
+    _rank_column(out[:, _COL["vec_rank"]], vec_r, row_of, absent)
+    _rank_column(out[:, _COL["lex_rank"]], lex_r, row_of, absent)
+    _rank_column(out[:, _COL["lex_q_rank"]], lexq_r, row_of, absent)
+    lexq = _score_column(out[:, _COL["lex_q"]], lexq_r, row_of)
+    _score_column(out[:, _COL["lex"]], lex_r, row_of)
+    _score_column(out[:, _COL["ctx_lex"]], ctx_r, row_of)
+    _neighbour_columns(out, ids, near, sim, lexq)
+    _node_columns(out, [nodes[i] for i in ids], analysis)
+    out[q.base_count :, _COL["neighbour"]] = 1.0
     return out
 
 
-def _vector(node: Node, like: Vector) -> Vector:
-    return node.embedding if node.embedding is not None else np.zeros_like(like)
+def _matrix(nodes: Iterable[Node], like: Vector) -> npt.NDArray[np.float32]:
+    """The nodes' vectors as rows (zeros for a node without one)."""
+    rows = [n.embedding if n.embedding is not None else np.zeros_like(like) for n in nodes]
+    return np.array(rows, dtype=like.dtype).reshape(len(rows), len(like))
+
+
+def _rank_column(
+    col: npt.NDArray[np.float64],
+    ranks: Mapping[str, tuple[int, float]],
+    row_of: Mapping[str, int],
+    absent: int,
+) -> None:
+    """``10 / (10 + rank)`` in a ranked list, ``rank = absent`` for the candidates not in it."""
+    col[:] = 10.0 / (10.0 + absent)
+    hits = [(row_of[i], r) for i, (r, _) in ranks.items() if i in row_of]
+    if hits:
+        rows, found = zip(*hits, strict=True)
+        col[list(rows)] = 10.0 / (10.0 + np.asarray(found, dtype=np.float64))
+
+
+def _score_column(
+    col: npt.NDArray[np.float64], ranks: Mapping[str, tuple[int, float]], row_of: Mapping[str, int]
+) -> dict[str, float]:
+    """A list's score / the list's best (1 when the best is 0) for the candidates in it, 0 for
+    the rest; returns the normalised score of every node of the list (pooled or not)."""
+    top = max((s for _, s in ranks.values()), default=0.0) or 1.0
+    scaled = {i: s / top for i, (_, s) in ranks.items()}
+    for i, value in scaled.items():
+        row = row_of.get(i)
+        if row is not None:
+            col[row] = value
+    return scaled
+
+
+def _neighbour_columns(
+    out: npt.NDArray[np.float64],
+    ids: Sequence[str],
+    near: Mapping[str, tuple[tuple[str, int], ...]],
+    sim: Mapping[str, float],
+    lexq: Mapping[str, float],
+) -> None:
+    """``nb_vec`` (best ``vec`` of a neighbour we hold, 0 with none) and ``nb_lex`` (best ``lex_q``
+    over all neighbours, 0 for an absent one): a max over each candidate's run of neighbours."""
+    counts = np.fromiter((len(near.get(i, ())) for i in ids), np.intp, len(ids))
+    has = counts > 0
+    if not has.any():
+        return
+    js = [j for i in ids for j, _ in near.get(i, ())]
+    starts = (np.cumsum(counts) - counts)[has]  # where each non-empty run begins
+    lex = np.fromiter((lexq.get(j, 0.0) for j in js), np.float64, len(js))
+    out[has, _COL["nb_lex"]] = np.maximum.reduceat(lex, starts)
+    vec = np.fromiter((sim.get(j, np.nan) for j in js), np.float64, len(js))
+    best = np.fmax.reduceat(vec, starts)  # NaN (not held) loses to any value; all NaN: none held
+    out[has, _COL["nb_vec"]] = np.where(np.isnan(best), 0.0, best)
+
+
+def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Node], analysis: QueryAnalysis) -> None:
+    """The columns of the node alone: speaker, length and time."""
+    named: dict[str | None, bool] = {}
+    for node in nodes:
+        if node.speaker not in named:
+            named[node.speaker] = analysis.mentions(node.speaker)
+    speaker = np.fromiter((named[n.speaker] for n in nodes), np.float64, len(nodes))
+    out[:, _COL["speaker"]] = speaker
+    if analysis.persons:
+        out[:, _COL["other_speaker"]] = 1.0 - speaker
+    words = [len(n.content.split()) for n in nodes]
+    out[:, _COL["log_len"]] = [math.log1p(w) / 5.0 for w in words]
+    out[:, _COL["short"]] = np.asarray(words) <= 8
+    if analysis.times:
+        out[:, _COL["time"]] = [_time_match(n, analysis) for n in nodes]
 
 
 def _time_match(node: Node, analysis: QueryAnalysis) -> bool:

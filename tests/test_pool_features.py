@@ -1,0 +1,183 @@
+"""The pool's feature matrix against a per-candidate reference built here from the documented
+definitions (``dualmem.read.pool``'s docstring), on real memories: a small conversation (hashing
+embedder, both stores) and, when the data is present, a LoCoMo dev conversation with MiniLM.
+
+The reference re-runs the four searches and the context reads itself and computes every feature of
+one candidate at a time; only cosines are compared with a float32 tolerance (the vectors are float32,
+the reference sums in float64), every other column exactly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from dualmem import Memory
+from dualmem.control.builtin import BuiltinController
+from dualmem.conversations import load_conversations
+from dualmem.embed import Embedder
+from dualmem.plane import InMemoryStore, SQLiteStore, Store
+from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool, extend_pool
+from dualmem.types import Node, Observation, Tenant
+
+AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
+TURNS = [
+    ("Mira", "Guess what happened at the weekend?"),
+    ("Jon", "Tell me!"),
+    ("Mira", "I adopted a border collie called Pepper."),
+    ("Jon", "Lovely. Where is it?"),
+    ("Mira", "Where is what?"),
+    ("Jon", "I went hiking in the Alps with my sister last week."),
+    ("Mira", "My old bicycle broke on the way to work on 2 May 2023."),
+    ("Jon", "I love ramen from the shop near the station, I eat it every Friday."),
+]
+QUERIES = (
+    "Which dog did Mira adopt?",
+    "Where did Jon go hiking and with whom?",
+    "What broke in May 2023?",
+    "ramen station",
+    "What happened at the weekend?",
+    "Did Jon and Mira talk about bicycles?",
+)
+COSINES = frozenset({"vec", "ctx_vec", "nb_vec"})
+SETTINGS = (PoolSettings(50, 2), PoolSettings(2, 1))
+
+
+def _observations() -> list[Observation]:
+    out = [
+        Observation(t, at=AT + dt.timedelta(minutes=i), speaker=s, session="s1", turn_id=f"D1:{i + 1}")
+        for i, (s, t) in enumerate(TURNS)
+    ]
+    later = AT + dt.timedelta(days=40)
+    out += [
+        Observation(
+            "We moved to Porto on 3 June 2023.", at=later, speaker="Mira", session="s2", turn_id="D2:1"
+        ),
+        Observation("Porto sounds great!", at=later, speaker="Jon", session="s2", turn_id="D2:2"),
+    ]
+    return out
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def small(request: pytest.FixtureRequest, hashing: Embedder, tmp_path: Path) -> Iterator[Memory]:
+    store: Store = InMemoryStore() if request.param == "memory" else SQLiteStore.open(tmp_path / "m.db")
+    with Memory(store, hashing, BuiltinController()) as m:
+        m.add_many(_observations(), user="u")
+        yield m
+
+
+def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
+    return {node_id: (rank, score) for rank, (node_id, score) in enumerate(hits)}
+
+
+def _cos(a: npt.NDArray[np.float32] | None, b: npt.NDArray[np.float32]) -> float:
+    if a is None:
+        return 0.0
+    return float(np.dot(a.astype(np.float64), b.astype(np.float64)))
+
+
+def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[Node] = ()) -> np.ndarray:
+    """Every feature of every candidate (``pool.ids``, then ``extra`` as edge-reached candidates),
+    one candidate at a time, from the searches and stored context read here."""
+    store, tenant, n, q = mem.store, Tenant("u"), settings.n, pool.analysis
+    lists = {
+        "vec": _ranks(store.vector_search(tenant, pool.qvec, n)),
+        "lex": _ranks(store.lexical_search(tenant, pool.query, n)),
+        "lex_q": _ranks(store.lexical_search(tenant, q.stripped, n)),
+        "ctx_lex": _ranks(store.context_search(tenant, q.stripped, n)),
+    }
+    best = {name: max((s for _, s in r.values()), default=0.0) or 1.0 for name, r in lists.items()}
+    found = set().union(*lists.values())
+    ids = [*pool.ids, *(nd.id for nd in extra)]
+    nodes = {**pool.nodes, **{nd.id: nd for nd in extra}}
+    contexts = store.node_context(ids, tenant)
+
+    def neighbours(node_id: str) -> list[str]:
+        ctx = contexts.get(node_id)
+        return [] if ctx is None else [j for j, off in ctx.neighbours if abs(off) <= settings.window]
+
+    def vec(node_id: str) -> float:
+        return _cos(nodes[node_id].embedding, pool.qvec)
+
+    def lex_q(node_id: str) -> float:
+        return lists["lex_q"][node_id][1] / best["lex_q"] if node_id in lists["lex_q"] else 0.0
+
+    def rank(name: str, node_id: str) -> float:
+        return 10.0 / (10.0 + lists[name].get(node_id, (4 * n, 0.0))[0])
+
+    rows = []
+    for node_id in ids:
+        node, nbs = nodes[node_id], neighbours(node_id)
+        held = [vec(j) for j in nbs if j in nodes]
+        ctx = contexts.get(node_id)
+        words = len(node.content.split())
+        named = bool(node.speaker) and node.speaker.casefold() in {p.casefold() for p in q.persons}
+        day = node.at.date() if node.at is not None else None
+        spans = [(r.start, r.end) for r in node.temporal_refs] + ([(day, day)] if day else [])
+        row = {
+            "vec": vec(node_id),
+            "vec_rank": rank("vec", node_id),
+            "ctx_vec": _cos(ctx.vector, pool.qvec)
+            if ctx is not None and ctx.vector is not None
+            else vec(node_id),
+            "nb_vec": max(held) if held else 0.0,
+            "lex": lists["lex"][node_id][1] / best["lex"] if node_id in lists["lex"] else 0.0,
+            "lex_rank": rank("lex", node_id),
+            "lex_q": lex_q(node_id),
+            "lex_q_rank": rank("lex_q", node_id),
+            "nb_lex": max((lex_q(j) for j in nbs), default=0.0),
+            "ctx_lex": lists["ctx_lex"][node_id][1] / best["ctx_lex"] if node_id in lists["ctx_lex"] else 0.0,
+            "speaker": float(named),
+            "other_speaker": float(bool(q.persons) and not named),
+            "log_len": math.log1p(words) / 5.0,
+            "short": float(words <= 8),
+            "time": float(bool(q.times) and any(q.time_overlap(a, b) for a, b in spans)),
+            "neighbour": float(node_id in pool.ids and node_id not in found),
+        }
+        rows.append([row[name] for name in FEATURES])
+    return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES))
+
+
+def _check(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.shape == want.shape
+    for j, name in enumerate(FEATURES):
+        tol = 1e-6 if name in COSINES else 1e-12
+        np.testing.assert_allclose(got[:, j], want[:, j], rtol=0, atol=tol, err_msg=name)
+
+
+def _check_memory(mem: Memory, queries: Sequence[str]) -> None:
+    tenant = Tenant("u")
+    for settings in SETTINGS:
+        for query in queries:
+            pool = build_pool(mem.store, mem.embedder, query, tenant, settings)
+            _check(pool.features, _reference(mem, pool, settings))
+            # candidates reached over an edge: the rest of the memory, three at a time
+            rest = [nd for nd in mem.nodes(user="u") if nd.id not in set(pool.ids)][:3]
+            grown = extend_pool(mem.store, tenant, pool, rest, settings)
+            # the pool's rows stay as they were; the new rows see the pool and each other
+            want = np.vstack([pool.features, _reference(mem, pool, settings, rest)[len(pool.ids) :]])
+            want[len(pool.ids) :, FEATURES.index("neighbour")] = 0.0
+            _check(grown.features, want)
+
+
+def test_features_match_the_per_candidate_definitions(small: Memory) -> None:
+    _check_memory(small, QUERIES)
+    pool = build_pool(small.store, small.embedder, QUERIES[0], Tenant("u"), SETTINGS[0])
+    assert pool.analysis.persons  # the speaker columns are exercised
+    assert build_pool(small.store, small.embedder, QUERIES[2], Tenant("u"), SETTINGS[0]).analysis.times
+
+
+def test_features_match_on_a_locomo_conversation(locomo_dir: Path, minilm: Embedder, tmp_path: Path) -> None:
+    conv = load_conversations(locomo_dir)[0]
+    sessions = list(dict.fromkeys(o.session for o in conv.observations))[:3]
+    observations = [o for o in conv.observations if o.session in sessions]
+    with Memory(SQLiteStore.open(tmp_path / "locomo.db"), minilm, BuiltinController()) as mem:
+        mem.add_many(observations, user="u")
+        queries = [qa.question for qa in conv.questions][:12]
+        _check_memory(mem, queries)
