@@ -53,6 +53,10 @@ def db(hashing: Embedder, tmp_path: Path) -> Path:
     return path
 
 
+#: the builtin profile with read-time expansion on (its default is off, chosen by CV)
+EXPANDING = Profile.builtin().with_(read__expansion=True)
+
+
 def _pool_order(mem: Memory, query: str) -> list[str]:
     pool = build_pool(mem.store, mem.embedder, query, Tenant("u"), PoolSettings(50, 2))
     scores = RANKER.score(pool.features, FEATURES)
@@ -61,7 +65,7 @@ def _pool_order(mem: Memory, query: str) -> list[str]:
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_the_loop_is_its_pool_ranking_at_every_k(db: Path, hashing: Embedder, query: str) -> None:
-    with _open(db, hashing, Profile.builtin()) as mem:
+    with _open(db, hashing, EXPANDING) as mem:
         order = _pool_order(mem, query)
         assert len(order) == len(TURNS)  # the pool holds every node: expansion can add none
         for k in (1, 5, 10, 20, 30):
@@ -74,7 +78,7 @@ def test_the_loop_is_its_pool_ranking_at_every_k(db: Path, hashing: Embedder, qu
 
 def test_the_old_rule_let_expanded_nodes_displace_better_runners_up(db: Path, hashing: Embedder) -> None:
     """The same memory under ``final_rank="loop"``: what the new rule fixes (the test can fail)."""
-    profile = Profile.builtin().with_(read__final_rank="loop")
+    profile = EXPANDING.with_(read__final_rank="loop")
     with _open(db, hashing, profile) as mem:
         displaced = 0
         for query in QUERIES:
@@ -86,7 +90,7 @@ def test_the_old_rule_let_expanded_nodes_displace_better_runners_up(db: Path, ha
 
 
 def test_evidence_keeps_the_edge_that_reached_it(db: Path, hashing: Embedder) -> None:
-    with _open(db, hashing, Profile.builtin()) as mem:
+    with _open(db, hashing, EXPANDING) as mem:
         found = mem.search(QUERIES[0], user="u", k=len(TURNS))
         reached = [e for e in found.evidence if e.round > 0]
         assert reached
@@ -96,7 +100,22 @@ def test_evidence_keeps_the_edge_that_reached_it(db: Path, hashing: Embedder) ->
 def test_expansion_reads_only_the_strongest_edges_per_node(db: Path, hashing: Embedder) -> None:
     counts = {}
     for per_node in (None, 2):
-        profile = Profile.builtin().with_(read__edges_per_node=per_node)
+        profile = EXPANDING.with_(read__edges_per_node=per_node)
         with _open(db, hashing, profile) as mem:
             counts[per_node] = mem.search(QUERIES[1], user="u", k=10).trace.edges_inspected
     assert 0 < counts[2] < counts[None]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_the_builtin_profile_reads_no_edge_and_ranks_as_the_expanding_loop(
+    db: Path, hashing: Embedder, query: str
+) -> None:
+    assert Profile.builtin().read.expansion is False
+    with _open(db, hashing, Profile.builtin()) as mem:
+        plain = mem.search(query, user="u", k=20)
+    with _open(db, hashing, EXPANDING) as mem:
+        expanded = mem.search(query, user="u", k=20)
+    assert plain.trace.edges_inspected == 0
+    assert expanded.trace.edges_inspected > 0
+    assert plain.trace.route == expanded.trace.route  # routing is still asked and traced
+    assert [e.node.id for e in plain.evidence] == [e.node.id for e in expanded.evidence]

@@ -66,6 +66,10 @@ EXTENSIONS: Mapping[str, str] = {
     "admitted evidence by eq. 23 with hop decay before the runners-up ('loop'); paper: unused",
     "read.edges_per_node": "expansion reads only a beam node's strongest edges of the active views "
     "(by weight); paper: None (every edge, within the edge limit)",
+    "read.expansion": "graph expansion through the relation views at read time (the views are still "
+    "built, routed and inspectable); the builtin profile turns it off: under leave-one-conversation-out "
+    "CV on the dev conversations no view, nor expansion itself, changed any R@k or MRR once expanded "
+    "nodes compete on the pool's score, and it costs ~5 ms per search; paper: True",
     "read.controller_enabled": "ablation: False = plain RRF top-K; paper: True",
     "read.views": "ablation: the views that may be used; paper: all four",
     "read.fixed_depth": "ablation: run exactly this many rounds; paper: None (off)",
@@ -170,6 +174,8 @@ class ReadProfile:
     final_rank: Literal["pool", "loop"] = "pool"
     #: expansion reads a beam node's strongest ``edges_per_node`` edges only (None: all of them)
     edges_per_node: int | None = 8
+    #: read-time expansion through the views (extension when off; see EXTENSIONS)
+    expansion: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +218,9 @@ class Profile:
         Its extensions beyond :meth:`dualmem`: ``read.anchors=30``, ``read.hop_decay=0.8``,
         ``read.pool_scoring`` (anchors and candidate relevance from the learned scorer fitted by
         ``dualmem calibrate``, whose relevance is then the whole transition score: λ = (0, 1, 0, 0, 0))
-        and ``write.supersede_threshold=0.85``; its θ_suff/θ_cont are recalibrated paper thresholds.
+        and ``write.supersede_threshold=0.85``; ``read.expansion`` is off (under cross-validation
+        neither graph expansion nor any single view changed a ranking, and it costs ~5 ms a search);
+        its θ_suff/θ_cont are recalibrated paper thresholds.
         The builtin decider rarely reports 0.95 sufficiency, so the evidence loop would run to its
         limits with the paper's θ_suff. It also scores anchors and graph neighbours less sharply
         than a model, so more anchors are scored (30) and scores decay by 0.8 per hop; its
@@ -230,6 +238,8 @@ class Profile:
                 anchors=30,
                 hop_decay=0.8,
                 pool_scoring=True,
+                # CV: expansion changed no R@k or MRR (bench/results/locomo-cv.md)
+                expansion=False,
                 # the learned relevance already weighs similarity, lexical and context evidence
                 lambdas=Lambdas(similarity=0.0, relevance=1.0, relation=0.0, novelty=0.0, support=0.0),
             ),

@@ -337,6 +337,8 @@ class Retriever:
         prior and the best are picked within the round's room and the views' quotas and budgets
         (``scoring.expansion_prior``, ``scoring.pick_expansion``).
         """
+        if not self.profile.expansion:
+            return []
         lim = self.profile.limits
         room = scoring.expansion_room(
             max_visited=lim.max_visited, visited=len(run.visited), beam=self.profile.beam,
