@@ -5,32 +5,15 @@ Runs on every backend of ``test_store_contract.py`` (memory, sqlite, postgres).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
-from dualmem.plane import InMemoryStore, SQLiteStore, Store
+from dualmem.plane import Store
 from dualmem.types import Node, Tenant
 
-BACKENDS: dict[str, Callable[[Path], Store]] = {
-    "memory": lambda _path: InMemoryStore(),
-    "sqlite": lambda path: SQLiteStore.open(path / "store.db", timeout=1.0),
-}
 USER = Tenant("u")
 DIM = 16
-
-
-@pytest.fixture(params=[*sorted(BACKENDS), "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "postgres":
-        made = request.getfixturevalue("pg_store_factory")()
-    else:
-        made = BACKENDS[request.param](tmp_path)
-    yield made
-    made.close()
 
 
 def unit(rng: np.random.Generator, n: int | None = None, dim: int = DIM) -> np.ndarray:

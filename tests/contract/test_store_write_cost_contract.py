@@ -8,19 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import numpy as np
-import pytest
 
-from dualmem.plane import InMemoryStore, SQLiteStore, Store
+from dualmem.plane import Store
 from dualmem.types import Node, Tenant, TypeScores
 
-BACKENDS: dict[str, Callable[[Path], Store]] = {
-    "memory": lambda _path: InMemoryStore(),
-    "sqlite": lambda path: SQLiteStore.open(path / "store.db", timeout=1.0),
-}
 T0 = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
 USER = Tenant("u")
 OTHER = Tenant("v")
@@ -31,16 +24,6 @@ TEXTS = (
     "a note about the weather today",
     "Melanie painted a sunrise over the lake",
 )
-
-
-@pytest.fixture(params=[*sorted(BACKENDS), "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "postgres":
-        made = request.getfixturevalue("pg_store_factory")()
-    else:
-        made = BACKENDS[request.param](tmp_path)
-    yield made
-    made.close()
 
 
 def _nodes(tenant: Tenant, texts: tuple[str, ...], seed: int = 3) -> list[Node]:
