@@ -38,6 +38,7 @@ __all__ = [
     "fts_top",
     "marks",
     "node_row",
+    "tenant_of",
     "tenant_sql",
     "to_decision",
     "to_edge",
@@ -174,28 +175,48 @@ def node_row(node: Node) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+#: decoded tenants by (user, agent, run): a read decodes hundreds of rows of the same few tenants, and
+#: a ``Tenant`` validates its ids when built (immutable values: sharing them is safe)
+_TENANTS: dict[tuple[str, str | None, str | None], Tenant] = {}
+_TENANTS_MAX = 4096
+
+
+def tenant_of(user: str, agent: str | None, run: str | None) -> Tenant:
+    """The ``Tenant`` of a stored row's ids (built once per distinct triple, then shared)."""
+    key = (user, agent, run)
+    found = _TENANTS.get(key)
+    if found is None:
+        if len(_TENANTS) >= _TENANTS_MAX:
+            _TENANTS.clear()
+        found = _TENANTS[key] = Tenant(user, agent, run)
+    return found
+
+
+def _iso(text: str | None) -> dt.datetime | None:
+    return None if text is None else dt.datetime.fromisoformat(text)
+
+
 def to_node(row: sqlite3.Row | tuple[Any, ...]) -> Node:
-    created = codec.from_iso(row[14])
-    assert created is not None
+    created = dt.datetime.fromisoformat(row[14])
     blob = row[19]
     return Node(
         id=row[0],
-        tenant=Tenant(row[1], row[2], row[3]),
+        tenant=tenant_of(row[1], row[2], row[3]),
         content=row[4],
-        at=codec.from_iso(row[5]),
+        at=_iso(row[5]),
         speaker=row[6],
         source=row[7],
         session=row[8],
         turn_id=row[9],
-        metadata={} if row[10] == "{}" else cast(dict[str, JSONValue], codec.load_json(row[10])),
-        entities=() if row[11] == "[]" else tuple(cast(list[str], codec.load_json(row[11]))),
+        metadata={} if row[10] == "{}" else cast(dict[str, JSONValue], json.loads(row[10])),
+        entities=() if row[11] == "[]" else tuple(cast(list[str], json.loads(row[11]))),
         temporal_refs=() if row[12] == "[]" else codec.refs_from_json(row[12]),
-        types=codec.types_from_json(row[13]),
+        types=None if row[13] is None else codec.types_from_json(row[13]),
         embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).copy(),
         created_at=created,
         status=row[15],
-        valid_from=codec.from_iso(row[16]),
-        valid_to=codec.from_iso(row[17]),
+        valid_from=_iso(row[16]),
+        valid_to=_iso(row[17]),
         derived=bool(row[18]),
     )
 

@@ -38,6 +38,7 @@ from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane import _sqlite_terms as term_sql
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
 from dualmem.plane._sqlite_nodes import NodeCache
@@ -526,17 +527,19 @@ class SQLiteStore:
         with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
             return chunk_sql.get(self._conn, node_ids, where, params)
 
-    def _query_terms(self, query: str) -> list[str]:
-        """The query's terms that are worth an OR clause (common terms out, a cap); call locked."""
+    def _query_terms(self, table: str, query: str) -> list[str]:
+        """The query's terms worth an OR clause over FTS5 ``table`` (``_sqlite_terms``); call locked."""
         terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
         if not terms:
             return []
-        return scale.select_terms(
+        return term_sql.select_terms(
             self._conn,
+            table,
             terms,
             max_terms=codec.QUERY_OR_TERMS,
             common_share=codec.QUERY_COMMON_SHARE,
             min_docs=codec.QUERY_MIN_DOCS,
+            postings=codec.QUERY_POSTINGS,
         )
 
     def _share(self, tenant: Tenant) -> float:
@@ -548,7 +551,7 @@ class SQLiteStore:
         if k <= 0:
             return []
         with self._lock, self.snapshot(), sql.translated("lexical search"):
-            terms = self._query_terms(query)
+            terms = self._query_terms("nodes_fts", query)
             if not terms:
                 return []
             return sql.fts_top(
@@ -644,7 +647,7 @@ class SQLiteStore:
         if k <= 0:
             return []
         with self._lock, self.snapshot(), sql.translated("context search"):
-            terms = self._query_terms(query)
+            terms = self._query_terms("context_fts", query)
             if not terms:
                 return []
             return sql.fts_top(
