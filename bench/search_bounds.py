@@ -5,9 +5,11 @@ Opens a built ``bench/scale.py`` file read-only and, for each ``--postings`` bud
 (the read path's pool depth) and through ``Memory.search`` (top-10), with the decoded-node and context
 caches emptied before each query (at 100k a query's candidates are almost never cached). Reported per
 budget: CPU ms p50 of each store search and of ``Memory.search`` (and its stage split: lexical,
-context, vector, node reads, context reads), and the overlap of each top-k with the unbounded run's
-(``--postings`` 0 stands for no budget: every term the share rule keeps). ``--store-only`` skips
-``Memory.search`` (at 1M its exact vector search would dominate the run).
+context, vector, node reads, context reads), the overlap of each top-k with the unbounded run's
+(``--postings`` 0 stands for no budget: every term the share rule keeps), and for the store searches
+the score recall (``score_recall``: the share of the top-k that the unbounded query scores at least
+as high as its own k-th hit; the synthetic text recombines a few thousand turns, so many rows tie).
+``--store-only`` skips ``Memory.search`` (at 1M its exact vector search would dominate the run).
 
     nice -n 10 python bench/search_bounds.py --db /tmp/scale3-cache/db/bulk-hashing-0-100000.db \
         --postings 0 5000 10000 20000 40000 --queries 40
@@ -31,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dualmem import Memory
 from dualmem.plane import SQLiteStore
 from dualmem.plane import _codec as codec
+from dualmem.text.lexical import fts_or
 from dualmem.types import Tenant
 from scale import USER, Corpus
 
@@ -71,6 +74,39 @@ def _cpu(fn: Callable[[], object]) -> tuple[float, object]:
 
 def _overlap(a: list[str], b: list[str]) -> float:
     return len(set(a) & set(b)) / len(b) if b else 1.0
+
+
+def full_scores(store: SQLiteStore, table: str, query: str, ids: list[str]) -> list[float]:
+    """The unbounded query's BM25 (``-bm25``) of each of ``ids`` over FTS5 ``table`` (0 for a row that
+    holds none of its terms): FTS5's idf and mean length are the whole table's, so a rowid-restricted
+    statement gives each row the score the unbounded search gives it."""
+    saved = codec.QUERY_POSTINGS
+    codec.QUERY_POSTINGS = UNBOUNDED
+    try:
+        words = store._query_terms(table, query)
+    finally:
+        codec.QUERY_POSTINGS = saved
+    if not ids or not words:
+        return [0.0] * len(ids)
+    conn = store._conn
+    seqs = dict(conn.execute(f"SELECT id, seq FROM nodes WHERE id IN ({','.join('?' * len(ids))})", ids))
+    marks = ",".join("?" * len(seqs))
+    rows = conn.execute(
+        f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})",
+        [fts_or(words), *seqs.values()],
+    )
+    by_seq = {int(seq): float(score) for seq, score in rows}
+    return [by_seq.get(int(seqs[i]), 0.0) for i in ids]
+
+
+def score_recall(store: SQLiteStore, table: str, query: str, got: list[str], ref: list[str], k: int) -> float:
+    """The share of ``got[:k]`` that the unbounded query scores at least as high as its own k-th hit
+    (ties count: a bounded search that returns another of equally scored rows loses nothing)."""
+    if not ref:
+        return 1.0
+    floor = full_scores(store, table, query, ref[:k])[-1]
+    mine = full_scores(store, table, query, got[:k])
+    return sum(score >= floor - 1e-9 for score in mine) / min(k, len(ref))
 
 
 def run_budget(mem: Memory, queries: list[str], budget: int, *, searches: bool) -> dict[str, Any]:
@@ -131,29 +167,38 @@ def main(argv: list[str] | None = None) -> int:
             mem.search(query, user=USER, k=10)
         searches = not args.store_only
         runs = {budget: run_budget(mem, queries, budget, searches=searches) for budget in [0, *args.postings]}
-    codec.QUERY_POSTINGS = default
+        codec.QUERY_POSTINGS = default
+        assert isinstance(mem.store, SQLiteStore)
+        report["budgets"] = _rows(args, runs, mem.store, queries)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _rows(
+    args: argparse.Namespace, runs: dict[int, dict[str, Any]], store: SQLiteStore, queries: list[str]
+) -> list[dict[str, Any]]:
     reference = runs[0]
     rows = []
     for budget in args.postings:
         run = runs[budget]
         row: dict[str, Any] = {"postings": budget or "unbounded"}
         row.update({f"{k}_cpu_p50_ms": round(statistics.median(v), 2) for k, v in run["ms"].items()})
-        for key, depth in (
-            ("lexical", 10),
-            ("lexical", 50),
-            ("context", 10),
-            ("context", 50),
-            ("search", 10),
-        ):
+        lists = (("lexical", 10), ("lexical", 50), ("context", 10), ("context", 50), ("search", 10))
+        for key, depth in lists[:4] if args.store_only else lists:
             pairs = zip(run[key], reference[key], strict=True)
             row[f"{key}_overlap@{depth}"] = round(
                 statistics.mean(_overlap(a[:depth], b[:depth]) for a, b in pairs), 4
             )
+            if key != "search":
+                table = "nodes_fts" if key == "lexical" else "context_fts"
+                recalls = [
+                    score_recall(store, table, q, a, b, depth)
+                    for q, a, b in zip(queries, run[key], reference[key], strict=True)
+                ]
+                row[f"{key}_score_recall@{depth}"] = round(statistics.mean(recalls), 4)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    report["budgets"] = rows
-    print(json.dumps(report, indent=2))
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

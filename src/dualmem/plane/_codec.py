@@ -50,7 +50,7 @@ QUERY_MAX_TERMS = 32
 QUERY_OR_TERMS = 12
 QUERY_COMMON_SHARE = 0.2
 QUERY_MIN_DOCS = 2000
-QUERY_POSTINGS = 20_000
+QUERY_POSTINGS = 40_000
 
 #: FTS5's ``bm25()`` defaults; the in-memory store uses the same formula.
 BM25_K1 = 1.2
