@@ -179,7 +179,7 @@ def _rows(
 ) -> list[dict[str, Any]]:
     reference = runs[0]
     rows = []
-    for budget in args.postings:
+    for budget in dict.fromkeys([0, *args.postings]):  # the unbounded reference first
         run = runs[budget]
         row: dict[str, Any] = {"postings": budget or "unbounded"}
         row.update({f"{k}_cpu_p50_ms": round(statistics.median(v), 2) for k, v in run["ms"].items()})
