@@ -93,21 +93,42 @@ def test_the_budget_keeps_the_rarest_terms(store: SQLiteStore, monkeypatch: pyte
 
 
 def test_the_budget_bounds_the_rows_scored(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Removing the cap (a huge budget) would score every row holding "garden": this fails then."""
+    """Removing the cap (a huge budget) would rank every row holding "garden": this fails then."""
     conn = store._conn
     monkeypatch.setattr(codec, "QUERY_POSTINGS", 8)
-    hits = store.lexical_search(USER, "garden tomato zucchini quince", 1000)
-    chosen = store._query_terms("nodes_fts", "garden tomato zucchini quince")
-    assert chosen == ["zucchini", "quince"]
-    assert len(hits) == _matches(conn, "nodes_fts", chosen) == 8  # not the 59 rows "garden" holds
-    assert {i for i, _ in hits} == {
-        f"n{i:04d}" for i, t in enumerate(TEXTS) if "zucchini" in t or "quince" in t
-    }
+    query = "garden tomato zucchini quince"
+    assert store._query_split("nodes_fts", query) == (["zucchini", "quince"], ["garden", "tomato"])
+    hits = store.lexical_search(USER, query, 1000)
+    assert len(hits) == _matches(conn, "nodes_fts", ["zucchini", "quince"]) == 8  # not the 59 of "garden"
+    rare_rows = {f"n{i:04d}" for i, t in enumerate(TEXTS) if "zucchini" in t or "quince" in t}
+    assert {i for i, _ in hits} == rare_rows
     for table, search in (("nodes_fts", store.lexical_search), ("context_fts", store.context_search)):
-        chosen = store._query_terms(table, "garden tomato zucchini quince")
-        total = sum(terms.doc_counts(conn, table, chosen))
-        assert total <= 8 or len(chosen) == 1
-        assert len(search(USER, "garden tomato zucchini quince", 1000)) == _matches(conn, table, chosen)
+        rare, _ = store._query_split(table, query)
+        assert sum(terms.doc_counts(conn, table, rare)) <= 8 or len(rare) == 1
+        assert len(search(USER, query, 1000)) == _matches(conn, table, rare)
+
+
+def test_ranked_rows_keep_the_whole_querys_scores(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The common terms still score the rows that are ranked: the same scores and order as the plain
+    OR of every term, restricted to the rows holding a rare term."""
+    conn = store._conn
+    monkeypatch.setattr(codec, "QUERY_POSTINGS", 8)
+    query = "garden tomato zucchini quince"
+    for table, search in (("nodes_fts", store.lexical_search), ("context_fts", store.context_search)):
+        rare, common = store._query_split(table, query)
+        assert common  # the split is in force
+        held = {
+            row[0]
+            for row in conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (fts_or(rare),))
+        }
+        seq = dict(conn.execute("SELECT id, seq FROM nodes"))
+        plain = [hit for hit in _plain(conn, table, query.split(), 1000) if seq[hit[0]] in held]
+        got = search(USER, query, 1000)
+        assert [i for i, _ in got] == [i for i, _ in plain]
+        assert [s for _, s in got] == pytest.approx([s for _, s in plain], rel=1e-12)
+        assert search(USER, query, 3) == got[:3]
 
 
 def test_a_query_of_common_terms_still_finds_rows(
@@ -117,7 +138,7 @@ def test_a_query_of_common_terms_still_finds_rows(
     monkeypatch.setattr(codec, "QUERY_COMMON_SHARE", 0.2)  # every term here is "common"
     hits = store.lexical_search(USER, "garden tomato", 10)
     assert len(hits) == 10
-    assert store._query_terms("nodes_fts", "garden tomato") == ["tomato"]
+    assert store._query_split("nodes_fts", "garden tomato") == (["tomato"], [])  # both over the share
     assert len(store.context_search(USER, "garden tomato", 10)) == 10
 
 

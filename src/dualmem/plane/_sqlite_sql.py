@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import math
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -23,6 +23,7 @@ from dualmem.errors import (
 )
 from dualmem.plane import _codec as codec
 from dualmem.plane.base import Decision
+from dualmem.text.lexical import fts_or
 from dualmem.types import Edge, JSONValue, Node, Tenant
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "classify",
     "decoding",
     "fts_top",
+    "fts_top_split",
     "marks",
     "node_row",
     "tenant_of",
@@ -269,6 +271,35 @@ def fts_top(
     held every match) they are the answer; otherwise it is widened. ``share`` (the tenant's estimated
     part of the rows) sizes the first window.
     """
+    return [(node_id, -negated) for negated, _, node_id in _ranked(conn, table, expression, k, where, share)]
+
+
+def fts_top_split(
+    conn: sqlite3.Connection,
+    table: str,
+    rare: Sequence[str],
+    common: Sequence[str],
+    k: int,
+    where: tuple[str, list[Any]],
+    share: float,
+) -> list[tuple[str, float]]:
+    """``fts_top`` of ``rare OR common`` over the rows that hold a ``rare`` term, each scored as the
+    whole OR query scores it: ``(rare) AND (common)`` and ``(rare) NOT (common)`` hold every phrase
+    once, so FTS5's ``bm25()`` (idf and mean length from the whole table) gives each of their rows the
+    whole query's score, while only rows holding a rare term are scored; the common terms' postings
+    are merged, never ranked. Rows that hold only common terms are left out (``_sqlite_terms``)."""
+    if not common:
+        return fts_top(conn, table, fts_or(list(rare)), k, where, share)
+    either, others = fts_or(list(rare)), fts_or(list(common))
+    found = _ranked(conn, table, f"({either}) AND ({others})", k, where, share)
+    found += _ranked(conn, table, f"({either}) NOT ({others})", k, where, share)
+    return [(node_id, -negated) for negated, _, node_id in sorted(found)[:k]]
+
+
+def _ranked(
+    conn: sqlite3.Connection, table: str, expression: str, k: int, where: tuple[str, list[Any]], share: float
+) -> list[tuple[float, int, str]]:
+    """``fts_top``'s answer as ``(bm25, seq, node id)``, best first (bm25 is FTS5's: negative)."""
     clause, params = where
     window = max(FTS_FIRST, math.ceil(FTS_SPARE * k / max(share, 1e-9)))
     while window <= FTS_MAX_WINDOW:
@@ -282,12 +313,11 @@ def fts_top(
             [json.dumps(list(score)), *params],
         ).fetchall()
         if len(rows) >= k or len(ranked) < window:
-            found = sorted((-score[seq], seq, node_id) for seq, node_id in rows)
-            return [(node_id, -negated) for negated, _, node_id in found[:k]]
+            return sorted((-score[seq], seq, node_id) for seq, node_id in rows)[:k]
         window *= FTS_WIDEN
     statement = (
-        f"SELECT n.id, -bm25({table}) AS score FROM {table} CROSS JOIN nodes n "
+        f"SELECT n.id, -bm25({table}) AS score, n.seq FROM {table} CROSS JOIN nodes n "
         f"ON n.seq = {table}.rowid WHERE {table} MATCH ? AND {clause} "
         "ORDER BY score DESC, n.seq LIMIT ?"
     )
-    return [(row[0], float(row[1])) for row in conn.execute(statement, [expression, *params, k])]
+    return [(-float(r[1]), int(r[2]), r[0]) for r in conn.execute(statement, [expression, *params, k])]

@@ -6,13 +6,18 @@ the postings alone costs a twentieth of that). Once the index holds ``min_docs``
 
 - a term no row holds is dropped (it adds exactly 0.0 to every row's score: the ranking is unchanged);
 - a term in more than ``common_share`` of the rows is dropped unless every term is that common;
-- the rest are taken rarest first, at most ``max_terms``, while their document frequencies sum to at
-  most ``postings`` (the rarest term is always kept, so a query of common words still finds rows).
+- of the rest (at most ``max_terms``), the rarest are the query's *rare* terms while their document
+  frequencies sum to at most ``postings`` (the rarest term always is one, so a query of common words
+  still finds rows); the others are its *common* terms.
 
-A dropped term is the query's most frequent: BM25 gives it the smallest weight of the query's terms
-(idf ``log((N - df + 0.5) / (df + 0.5))``), and it is also the one that costs most rows. The budget
-is absolute, so the rows scored stay under ``postings`` plus one term's rows whatever the index's
-size. Document frequencies are each table's own (``nodes_vocab`` for the nodes, a TEMP
+Only the rows holding a rare term are ranked, each by the whole query's BM25 (the common terms add
+their scores to those rows: ``_sqlite_sql.fts_top_split``); rows that hold only common terms are
+left out. A common term is one of the query's most frequent: BM25 gives it the smallest weight of
+the query's terms (idf ``log((N - df + 0.5) / (df + 0.5))``), so a row holding only such terms rarely
+outranks one that also holds a rare term; and it is the term that costs most rows to score. The
+budget is absolute, so the rows ``bm25()`` scores stay under ``postings`` plus one term's rows,
+whatever the index's size (the common terms' postings are only merged, ~1/20 of the cost a row).
+Document frequencies are each table's own (``nodes_vocab`` for the nodes, a TEMP
 ``fts5vocab`` over ``context_fts`` for the context), read by term (an index lookup, never a scan).
 """
 
@@ -21,7 +26,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-__all__ = ["doc_counts", "select_terms", "stems"]
+__all__ = ["doc_counts", "select_terms", "split_terms", "stems"]
 
 #: FTS5 table -> the fts5vocab ('row') table that counts its documents per term
 _VOCAB = {"nodes_fts": "main.nodes_vocab", "context_fts": "temp.dualmem_context_vocab"}
@@ -70,6 +75,40 @@ def doc_counts(conn: sqlite3.Connection, table: str, terms: Sequence[str]) -> li
     return [int(docs.get(s, 0)) if s else 0 for s in stemmed]
 
 
+def split_terms(
+    conn: sqlite3.Connection,
+    table: str,
+    terms: Sequence[str],
+    *,
+    max_terms: int,
+    common_share: float,
+    min_docs: int,
+    postings: int,
+) -> tuple[list[str], list[str]]:
+    """``(rare, common)``: the terms whose rows are ranked (the budget's) and the other kept terms,
+    which add their scores to those rows only (module docstring); each in the query's order."""
+    if not terms:
+        return [], []
+    total = int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+    if total < min_docs:
+        return list(terms), []
+    freq = doc_counts(conn, table, terms)
+    present = [i for i in range(len(terms)) if freq[i] > 0]
+    if not present:
+        return [], []
+    rarest = sorted(present, key=lambda i: (freq[i], i))
+    usual = ([i for i in rarest if freq[i] <= common_share * total] or rarest[:1])[:max_terms]
+    keep: list[int] = []
+    spent = 0
+    for i in usual:
+        if keep and spent + freq[i] > postings:
+            break
+        keep.append(i)
+        spent += freq[i]
+    rest = set(usual) - set(keep)
+    return [terms[i] for i in sorted(keep)], [terms[i] for i in sorted(rest)]
+
+
 def select_terms(
     conn: sqlite3.Connection,
     table: str,
@@ -80,23 +119,14 @@ def select_terms(
     min_docs: int,
     postings: int,
 ) -> list[str]:
-    """The terms of ``terms`` worth OR-ing over ``table`` (module docstring), in their order."""
-    if not terms:
-        return []
-    total = int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
-    if total < min_docs:
-        return list(terms)
-    freq = doc_counts(conn, table, terms)
-    present = [i for i in range(len(terms)) if freq[i] > 0]
-    if not present:
-        return []
-    rarest = sorted(present, key=lambda i: (freq[i], i))
-    usual = [i for i in rarest if freq[i] <= common_share * total] or rarest[:1]
-    keep: list[int] = []
-    spent = 0
-    for i in usual[:max_terms]:
-        if keep and spent + freq[i] > postings:
-            break
-        keep.append(i)
-        spent += freq[i]
-    return [terms[i] for i in sorted(keep)]
+    """The rare terms of ``split_terms``: those whose rows are ranked."""
+    rare, _ = split_terms(
+        conn,
+        table,
+        terms,
+        max_terms=max_terms,
+        common_share=common_share,
+        min_docs=min_docs,
+        postings=postings,
+    )
+    return rare
