@@ -103,6 +103,9 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="dualmem-add-", dir=args.tmp) as folder:
         path = Path(folder) / "m.db"
         shutil.copyfile(source, path)
+        ann = Path(f"{source}.ann")  # a kept approximate index travels with its file (no rebuild)
+        if ann.is_dir():
+            shutil.copytree(ann, Path(f"{path}.ann"))
         with Memory.open(path, embedder=embedder, answerer=None, profile=profile) as mem:
             texts = [o.content for o in extra]
             embed_ms = scale.timed(lambda i: embedder.embed([texts[i]]), len(texts))[args.warmup :]
