@@ -198,3 +198,25 @@ def test_a_written_only_memory_turns_its_ann_delta_into_segments(
         held = store.get_nodes([f"a{i:03d}" for i in range(14)])
         exact = sorted(held, key=lambda i: -float(held[i].embedding @ query))[:5]  # type: ignore[operator]
         assert [i for i, _ in store.vector_search(USER, query, 5)] == exact
+
+
+def test_a_write_checks_for_other_connections_commits_once(store: SQLiteStore) -> None:
+    """``PRAGMA data_version`` once per write transaction (the write lock keeps other writers out),
+    and still at the start of each: another connection's commit between two writes is seen."""
+    seen: list[str] = []
+    store._conn.set_trace_callback(seen.append)
+    with store.transaction():
+        for _ in range(3):
+            store.get_nodes(["n001", "n002"])
+            store.node_context(["n001"], USER)
+    store._conn.set_trace_callback(None)
+    assert sum("data_version" in s for s in seen if not s.startswith("--")) == 1
+    v = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    with SQLiteStore.open(store.path) as other:
+        node = other.get_node("n001")
+        assert node is not None
+        other.update_node(Node(**{**_fields(node), "content": "changed elsewhere"}))
+    with store.transaction():
+        assert store.get_nodes(["n001"])["n001"].content == "changed elsewhere"  # the cache was dropped
+        store.put_nodes([Node(id="z001", tenant=USER, content="mine", at=T0, embedding=v)])
+        assert store.get_nodes(["z001"])["z001"].content == "mine"

@@ -79,6 +79,7 @@ class SQLiteStore:
         #: FTS5 terms held by more than ``scale.PROBE_DOCS`` rows (``lexical_probe`` skips counting them);
         #: kept while rows are only added, emptied when rows may have gone (as ``_nodes`` and on a delete)
         self._common_terms: set[str] = set()
+        self._fresh_in = -1  # the write transaction (``Transactions.serial``) whose start ``_fresh`` checked
 
     @classmethod
     def open(
@@ -468,7 +469,12 @@ class SQLiteStore:
     # -- indexes ----------------------------------------------------------------------------
     def _fresh(self) -> None:
         """Drop the decoded-node and context caches when another connection committed since we last
-        looked (call in a snapshot); the vector cache follows such commits by itself (``VectorCache``)."""
+        looked (call in a snapshot); the vector cache follows such commits by itself (``VectorCache``).
+
+        Inside a write transaction this connection holds the write lock: no other connection can
+        commit until it ends, so one check per write transaction is enough."""
+        if self._tx.writing and self._fresh_in == self._tx.serial:
+            return
         self._conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # pins the snapshot first
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
@@ -477,6 +483,8 @@ class SQLiteStore:
             self._chunks.clear()
             self._common_terms.clear()  # another connection may have deleted rows
             self._data_version = version
+        if self._tx.writing:
+            self._fresh_in = self._tx.serial
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
         """Each node once, scored by its best vector: its embedding or one of its chunk vectors."""
