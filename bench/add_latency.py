@@ -8,6 +8,8 @@ cached file, so every run starts from the same state. Per size, in the same run:
 - ``add`` p50/p95 through the whole stack (builtin controller, consolidation off so that a pass on
   the worker thread does not land inside one add's timing; ``--consolidation background`` keeps it);
 - ``embed``: the embedder alone on the same texts (the floor an add cannot go under);
+- CPU time per add and per embedding (``time.process_time``: every thread of the process), the
+  figure a loaded shared machine distorts least;
 - SQLite statements and transactions (``BEGIN`` / ``SAVEPOINT``) per add, from the trace callback
   (on ``--counted`` further adds, not the timed ones; FTS5's own statements count too);
 - with ``--profile N``: the top-N functions of a cProfile over the adds (cumulative time).
@@ -103,9 +105,18 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="dualmem-add-", dir=args.tmp) as folder:
         path = Path(folder) / "m.db"
         shutil.copyfile(source, path)
+        ann = Path(f"{source}.ann")  # a kept approximate index travels with its file (no rebuild)
+        if ann.is_dir():
+            shutil.copytree(ann, Path(f"{path}.ann"))
         with Memory.open(path, embedder=embedder, answerer=None, profile=profile) as mem:
             texts = [o.content for o in extra]
-            embed_ms = scale.timed(lambda i: embedder.embed([texts[i]]), len(texts))[args.warmup :]
+            for text in texts[: args.warmup]:  # the first call loads the model
+                embedder.embed([text])
+            cpu0 = time.process_time()
+            embed_ms = scale.timed(
+                lambda i: embedder.embed([texts[args.warmup + i]]), len(texts) - args.warmup
+            )
+            embed_cpu = 1000 * (time.process_time() - cpu0) / (len(texts) - args.warmup)
 
             def add(i: int) -> None:
                 o = extra[i]
@@ -119,7 +130,9 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
             profiler = cProfile.Profile() if args.profile else None
             if profiler is not None:
                 profiler.enable()
+            cpu0 = time.process_time()  # every thread of the process (the embedder's included)
             add_ms = scale.timed(lambda i: add(args.warmup + i), args.adds)
+            cpu_ms = 1000 * (time.process_time() - cpu0) / args.adds
             if profiler is not None:
                 profiler.disable()
             # counted on a few more adds, not the timed ones (the trace callback costs time too)
@@ -134,7 +147,9 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         "build": "write" if n <= args.write_max else "bulk",
         "embedder": args.embedder,
         "add": scale.pct(add_ms),
+        "add_cpu_ms_mean": round(cpu_ms, 2),
         "embed_one": scale.pct(embed_ms),
+        "embed_one_cpu_ms_mean": round(embed_cpu, 2),
         "statements_per_add": round(tally.statements / args.counted, 1),
         "transactions_per_add": round(tally.transactions / args.counted, 1),
     }

@@ -10,7 +10,11 @@ Two workloads: ``short`` (LoCoMo turns, a seeded sample) and ``long`` (long mess
   itself), pooling and normalisation included;
 - ``bare-spin``: ``bare`` with onnxruntime's busy-waiting intra-op pool (its default) on;
 - ``bare-defaults``: ``bare`` with onnxruntime's default session options (what an earlier figure
-  compared against; its threads are onnxruntime's, not ours).
+  compared against; its threads are onnxruntime's, not ours);
+- with ``--extra-threads N``: ``dualmem-tN`` and ``bare-tN``, the same with N intra-op threads.
+
+A third workload, ``one`` (``--one N``), embeds N short turns one call each, as one ``add`` does
+(dualmem through ``embed_texts``, the write path's call, bare one row per ``session.run``).
 
 Every round runs each system once per workload, in reversed order every other round (ABBA), so drift
 on a shared machine hits all; the ratio is the median of the per-round ratios. Each system's
@@ -19,6 +23,7 @@ tokenisation, windows, padding, pooling. CPU seconds (``time.process_time``, eve
 process) are reported too: on a loaded machine they say what a text costs on a free core.
 
     nice -n 10 python bench/embed_overhead.py --texts 384 --messages 3 --rounds 4
+    nice -n 10 python bench/embed_overhead.py --texts 0 --messages 0 --one 200 --extra-threads 1 --rounds 6
 """
 
 from __future__ import annotations
@@ -98,23 +103,31 @@ class Bare:
             self.session.run(None, feeds)
 
 
-def systems(batch: int, threads: int | None) -> dict[str, tuple[Any, TimedSession]]:
-    """name -> (object with a call per workload, its timed session); every session loaded."""
-    import onnxruntime as ort
-
+def _ours(batch: int, threads: int | None) -> tuple[MiniLMEmbedder, TimedSession]:
     ours = MiniLMEmbedder(batch_size=batch, threads=threads)
     ours.embed(["load the session first"])
     runtime = ours._load()
     timed = TimedSession(runtime.session)
     ours._runtime = dataclasses.replace(runtime, session=timed)
+    return ours, timed
+
+
+def systems(batch: int, threads: int | None, extra: int | None = None) -> dict[str, tuple[Any, TimedSession]]:
+    """name -> (object with a call per workload, its timed session); every session loaded."""
+    import onnxruntime as ort
+
     defaults = ort.SessionOptions()
     defaults.log_severity_level = 3
-    out: dict[str, tuple[Any, TimedSession]] = {"dualmem": (ours, timed)}
-    for name, options in (
+    out: dict[str, tuple[Any, TimedSession]] = {"dualmem": _ours(batch, threads)}
+    bares = [
         ("bare", session_options(threads)),
         ("bare-spin", session_options(threads, spin=True)),
         ("bare-defaults", defaults),
-    ):
+    ]
+    if extra is not None:
+        out[f"dualmem-t{extra}"] = _ours(batch, extra)
+        bares.append((f"bare-t{extra}", session_options(extra)))
+    for name, options in bares:
         bare = Bare(options, batch)
         bare(["load the session first"])
         out[name] = (bare, bare.session)
@@ -122,7 +135,10 @@ def systems(batch: int, threads: int | None) -> dict[str, tuple[Any, TimedSessio
 
 
 def call(name: str, system: Any, workload: str, texts: Sequence[str], messages: Sequence[str]) -> None:
-    if name != "dualmem":
+    if workload == "one":  # one call per text, as one add embeds its observation
+        for text in texts:
+            embed_texts(system, [text]) if name.startswith("dualmem") else system([text])
+    elif not name.startswith("dualmem"):
         system(texts)
     elif workload == "short":
         system.embed(texts)
@@ -160,6 +176,8 @@ def summary(runs: dict[str, list[tuple[float, float, float]]], n: int) -> dict[s
         rates = [n / s for s, _, _ in times]
         out[name] = {
             "texts_per_s_median": round(statistics.median(rates), 2),
+            "ms_per_text_median": round(1000 / statistics.median(rates), 2),
+            "ms_per_text_best": round(1000 / max(rates), 2),
             "texts_per_s_best": round(max(rates), 2),
             # CPU time is what load on a shared machine changes least: the cost of a text on a free core
             "cpu_ms_per_text_median": round(1000 * statistics.median(c for _, _, c in times) / n, 2),
@@ -182,19 +200,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=3, help="long messages (their windows too)")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--threads", type=int, default=None, help="intra-op threads, all systems")
+    parser.add_argument("--one", type=int, default=0, help="short turns embedded one call each")
+    parser.add_argument("--extra-threads", type=int, default=None, help="also dualmem/bare at N threads")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args(argv)
     turns = [o.content for c in load_conversations(args.data) for o in c.observations]
     random.Random(args.seed).shuffle(turns)
-    named = systems(args.batch, args.threads)
+    named = systems(args.batch, args.threads, args.extra_threads)
     ours = named["dualmem"][0]
     messages = long_messages(args.data, args.messages, args.seed)
     windows = ours.windows(messages, size=CHUNK_TOKENS, stride=CHUNK_STRIDE)
     workloads = {
         "short": (turns[: args.texts], []),
         "long": ([*messages, *(w for ws in windows for w in ws)], messages),
+        "one": (turns[len(turns) - args.one :] if args.one else [], []),
     }
+    workloads = {w: v for w, v in workloads.items() if v[0]}
     runs = measure(named, workloads, args.rounds, lambda line: print(line, file=sys.stderr, flush=True))
     tokens = {
         w: sum(len(e.ids) for e in ours._load().tokenizer.encode_batch(texts))

@@ -66,6 +66,104 @@ def test_a_large_memory_ranks_only_the_rare_terms_rows(
     assert store.lexical_probe(USER, "rare", 0) == []
 
 
+def test_rare_terms_skips_the_known_common_terms_and_learns_new_ones(store: SQLiteStore) -> None:
+    conn = store._conn
+    common: set[str] = set()
+    terms = ["common", "scarce", "rare", "absent"]
+    assert scale.rare_terms(conn, terms, max_docs=5, max_terms=8, common=common) == ["scarce", "rare"]
+    assert common == {"common"}  # counted above the cap once: remembered
+    common.add("scarce")  # a term the caller knows to be common is not counted again
+    assert scale.rare_terms(conn, terms, max_docs=5, max_terms=8, common=common) == ["rare"]
+
+
+def _probe_store(monkeypatch: pytest.MonkeyPatch, store: SQLiteStore) -> None:
+    monkeypatch.setattr(scale, "PROBE_FROM", 20)
+    monkeypatch.setattr(scale, "PROBE_DOCS", 5)
+    counted: list[str] = []
+    real = scale._held_by
+
+    def held_by(conn: object, term: str, cap: int) -> int:
+        counted.append(term)
+        return real(conn, term, cap)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scale, "_held_by", held_by)
+    store.counted = counted  # type: ignore[attr-defined]
+
+
+def _plain(store: SQLiteStore, text: str, cap: int = 5) -> list[tuple[str, float]]:
+    """The probe's answer recomputed without the store's common-term memory."""
+    rare = scale.rare_terms(store._conn, list(dict.fromkeys(text.split())), max_docs=cap, max_terms=8)
+    return store.lexical_search(USER, " ".join(rare), 10) if rare else []
+
+
+def test_the_probe_remembers_common_terms_only_while_rows_are_only_added(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _probe_store(monkeypatch, store)
+    counted: list[str] = store.counted  # type: ignore[attr-defined]
+    text = "common scarce rare"
+    first = store.lexical_probe(USER, text, 10)
+    assert counted == ["common", "scarce", "rare"]
+    assert first == _plain(store, text)
+    counted.clear()
+    v = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    store.put_nodes([Node(id="x001", tenant=USER, content="scarce rare", at=T0, embedding=v)])
+    assert store.lexical_probe(USER, text, 10) == _plain(store, text)  # the new row counts
+    assert counted[:2] == ["scarce", "rare"]  # "common" was not counted again: rows were only added
+    # a delete may make a common term rare again: everything is counted afresh
+    store.delete_nodes([f"n{i:03d}" for i in range(1, 30) if i % 4])  # "common" now in 7 rows
+    counted.clear()
+    assert store.lexical_probe(USER, text, 10) == _plain(store, text)
+    assert "common" in counted
+
+
+def test_the_common_terms_are_forgotten_on_rollback_text_updates_and_other_writers(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _probe_store(monkeypatch, store)
+    counted: list[str] = store.counted  # type: ignore[attr-defined]
+    v = np.ones(8, dtype=np.float32) / np.sqrt(8)
+
+    def failing_write() -> None:  # "fresh" becomes common inside the write, which is rolled back
+        with store.transaction():
+            store.put_nodes(
+                [Node(id=f"y{i:03d}", tenant=USER, content="fresh", at=T0, embedding=v) for i in range(8)]
+            )
+            assert store.lexical_probe(USER, "fresh rare", 10) == _plain(store, "fresh rare")
+            assert "fresh" in store._common_terms
+            raise RuntimeError("fail the write")
+
+    with pytest.raises(RuntimeError):
+        failing_write()
+    counted.clear()
+    store.put_nodes([Node(id="y100", tenant=USER, content="fresh", at=T0, embedding=v)])
+    assert store.lexical_probe(USER, "fresh rare", 10) == _plain(store, "fresh rare")  # one row again
+    assert "fresh" in counted
+    # a text update removes the old text's terms
+    store.lexical_probe(USER, "common", 10)
+    for i in range(1, 30):
+        node = store.get_node(f"n{i:03d}")
+        assert node is not None
+        if i % 3:
+            store.update_node(Node(**{**_fields(node), "content": f"edited {i}"}))
+    counted.clear()
+    assert store.lexical_probe(USER, "common rare", 10) == _plain(store, "common rare")
+    assert "common" in counted
+    # another connection's commit (it may have deleted rows)
+    store.lexical_probe(USER, "common", 10)
+    with SQLiteStore.open(store.path) as other:
+        other.delete_nodes(["n000", "n003", "n006", "n009", "n012", "n015"])
+    counted.clear()
+    assert store.lexical_probe(USER, "common rare", 10) == _plain(store, "common rare")
+    assert "common" in counted
+
+
+def _fields(node: Node) -> dict[str, object]:
+    import dataclasses
+
+    return {f.name: getattr(node, f.name) for f in dataclasses.fields(node)}
+
+
 def test_a_written_only_memory_turns_its_ann_delta_into_segments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,3 +198,25 @@ def test_a_written_only_memory_turns_its_ann_delta_into_segments(
         held = store.get_nodes([f"a{i:03d}" for i in range(14)])
         exact = sorted(held, key=lambda i: -float(held[i].embedding @ query))[:5]  # type: ignore[operator]
         assert [i for i, _ in store.vector_search(USER, query, 5)] == exact
+
+
+def test_a_write_checks_for_other_connections_commits_once(store: SQLiteStore) -> None:
+    """``PRAGMA data_version`` once per write transaction (the write lock keeps other writers out),
+    and still at the start of each: another connection's commit between two writes is seen."""
+    seen: list[str] = []
+    store._conn.set_trace_callback(seen.append)
+    with store.transaction():
+        for _ in range(3):
+            store.get_nodes(["n001", "n002"])
+            store.node_context(["n001"], USER)
+    store._conn.set_trace_callback(None)
+    assert sum("data_version" in s for s in seen if not s.startswith("--")) == 1
+    v = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    with SQLiteStore.open(store.path) as other:
+        node = other.get_node("n001")
+        assert node is not None
+        other.update_node(Node(**{**_fields(node), "content": "changed elsewhere"}))
+    with store.transaction():
+        assert store.get_nodes(["n001"])["n001"].content == "changed elsewhere"  # the cache was dropped
+        store.put_nodes([Node(id="z001", tenant=USER, content="mine", at=T0, embedding=v)])
+        assert store.get_nodes(["z001"])["z001"].content == "mine"

@@ -382,25 +382,51 @@ def _held_by(conn: sqlite3.Connection, term: str, cap: int) -> int:
     return int(row[0])
 
 
-def rare_terms(conn: sqlite3.Connection, terms: Sequence[str], *, max_docs: int, max_terms: int) -> list[str]:
-    """The terms held by between 1 and ``max_docs`` indexed rows; the ``max_terms`` rarest, in order."""
-    counted = [
-        (n, i) for i, term in enumerate(terms) if 0 < (n := _held_by(conn, term, max_docs)) <= max_docs
-    ]
+def rare_terms(
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    *,
+    max_docs: int,
+    max_terms: int,
+    common: set[str] | None = None,
+) -> list[str]:
+    """The terms held by between 1 and ``max_docs`` indexed rows; the ``max_terms`` rarest, in order.
+
+    ``common``: terms known to be held by more than ``max_docs`` rows (not counted again); every term
+    counted above ``max_docs`` is added to it. Adding rows never makes a common term rare, so the
+    caller keeps the set while rows are only added and empties it when rows may have gone (a delete,
+    a text update, a rollback, another connection's commit).
+    """
+    counted: list[tuple[int, int]] = []
+    for i, term in enumerate(terms):
+        if common is not None and term in common:
+            continue
+        n = _held_by(conn, term, max_docs)
+        if n > max_docs:
+            if common is not None:
+                common.add(term)
+        elif n > 0:
+            counted.append((n, i))
     keep = sorted(i for _, i in sorted(counted)[:max_terms])
     return [terms[i] for i in keep]
 
 
 def lexical_probe(
-    conn: sqlite3.Connection, terms: Sequence[str], k: int, where: tuple[str, list[Any]]
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    k: int,
+    where: tuple[str, list[Any]],
+    *,
+    common: set[str] | None = None,
 ) -> list[tuple[str, float]] | None:
     """BM25 top-k over the rows holding the query's rare terms: O(PROBE_TERMS x PROBE_DOCS) rows,
     whatever the index's size. ``None`` below PROBE_FROM indexed rows (the caller's plain search
-    then answers, so a small memory's candidates are exactly the lexical search's)."""
+    then answers, so a small memory's candidates are exactly the lexical search's). ``common``: see
+    :func:`rare_terms`."""
     total = int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
     if total < PROBE_FROM:
         return None
-    rare = rare_terms(conn, terms, max_docs=PROBE_DOCS, max_terms=PROBE_TERMS)
+    rare = rare_terms(conn, terms, max_docs=PROBE_DOCS, max_terms=PROBE_TERMS, common=common)
     if not rare:
         return []
     clause, params = where

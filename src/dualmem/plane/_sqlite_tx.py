@@ -46,6 +46,8 @@ class Transactions:
         self._on_rollback = on_rollback
         self._on_commit = on_commit
         self._depth = 0
+        #: counts outermost write transactions: what another connection committed is checked once per write
+        self.serial = 0
         self._reading = 0  # depth of read() blocks
         self._read_open = False  # read() began a read transaction (no write may start inside)
         self._wal_dirty = False  # a committed erase whose WAL could not be truncated yet
@@ -61,6 +63,8 @@ class Transactions:
             savepoint = f"dualmem_sp{depth}"
             with sql.translated("begin a transaction"):
                 self.conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
+            if depth == 0:
+                self.serial += 1
             self._depth += 1
             try:
                 yield

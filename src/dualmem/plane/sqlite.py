@@ -77,6 +77,10 @@ class SQLiteStore:
         self._nodes = NodeCache()
         self._contexts: dict[str, tuple[Tenant, NodeContext | None]] = {}  # cleared as ``_nodes``
         self._data_version = -1  # PRAGMA data_version the node and context caches match
+        #: FTS5 terms held by more than ``scale.PROBE_DOCS`` rows (``lexical_probe`` skips counting them);
+        #: kept while rows are only added, emptied when rows may have gone (as ``_nodes`` and on a delete)
+        self._common_terms: set[str] = set()
+        self._fresh_in = -1  # the write transaction (``Transactions.serial``) whose start ``_fresh`` checked
 
     @classmethod
     def open(
@@ -127,6 +131,7 @@ class SQLiteStore:
         self._nodes.clear()
         self._contexts.clear()
         self._chunks.clear()
+        self._common_terms.clear()
         if self._ann is not None:
             self._ann.drop()
 
@@ -291,6 +296,7 @@ class SQLiteStore:
             text = (before.content, before.speaker) != (node.content, node.speaker)
             if text:
                 self._tx.erase = True  # the old text's FTS5 terms must not outlive it
+                self._common_terms.clear()  # the old text's terms are held by one row fewer
                 self._conn.execute(
                     f"UPDATE nodes SET {_TEXT_SET}, {_FIELDS_SET} WHERE id = ?", _text_args(row)
                 )
@@ -388,6 +394,7 @@ class SQLiteStore:
                 self._contexts.pop(node_id, None)
             if removed:
                 self._tx.erase = True
+                self._common_terms.clear()
                 self._refresh_context(touched)
                 self._prune_entities()
                 self._cache.removed(self._conn, node_ids)
@@ -463,14 +470,22 @@ class SQLiteStore:
     # -- indexes ----------------------------------------------------------------------------
     def _fresh(self) -> None:
         """Drop the decoded-node and context caches when another connection committed since we last
-        looked (call in a snapshot); the vector cache follows such commits by itself (``VectorCache``)."""
+        looked (call in a snapshot); the vector cache follows such commits by itself (``VectorCache``).
+
+        Inside a write transaction this connection holds the write lock: no other connection can
+        commit until it ends, so one check per write transaction is enough."""
+        if self._tx.writing and self._fresh_in == self._tx.serial:
+            return
         self._conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # pins the snapshot first
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
             self._nodes.clear()
             self._contexts.clear()
             self._chunks.clear()
+            self._common_terms.clear()  # another connection may have deleted rows
             self._data_version = version
+        if self._tx.writing:
+            self._fresh_in = self._tx.serial
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
         """Each node once, scored by its best vector: its embedding or one of its chunk vectors."""
@@ -571,7 +586,10 @@ class SQLiteStore:
         if not terms:
             return []
         with self._lock, self.snapshot(), sql.translated("lexical probe"):
-            found = scale.lexical_probe(self._conn, terms, k, sql.tenant_sql(tenant))
+            self._fresh()
+            found = scale.lexical_probe(
+                self._conn, terms, k, sql.tenant_sql(tenant), common=self._common_terms
+            )
         return self.lexical_search(tenant, text, k) if found is None else found
 
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
@@ -779,6 +797,7 @@ class SQLiteStore:
             self._nodes.clear()
             self._contexts.clear()
             self._chunks.clear()
+            self._common_terms.clear()
             if "context" in report.kinds() or "integrity" in repaired:
                 self.rebuild_context()
                 repaired = (*repaired, "context")
