@@ -6,6 +6,7 @@ is built in a fresh SQLite file, then measured with the full ``Memory`` stack (b
 - ``add`` p50/p95 (one observation through the whole write path), ``search`` p50/p95 (the adaptive
   read path), and the store's own vector / lexical top-10 next to the yardsticks measured in the same
   run: plain numpy top-k over the user's matrix and a bare FTS5 ``MATCH ... ORDER BY rank LIMIT 10``;
+- the CPU split of one search (``search_stages``: each store read, cold caches, and the rest);
 - RSS after the searches, disk per memory (the file, its WAL and the ``.ann`` folder), open + first
   search in a fresh process, and recall@10 of the store's vector search against exact numpy.
 
@@ -273,6 +274,7 @@ def measure(
         )
         search_ms = timed(lambda i: mem.search(queries[i], user=user, k=10), len(queries))
         stage(out, search=pct(search_ms), rss_mb=rss_mb())
+        stage(out, search_stages=search_stages(mem, queries, user))
         extra = [corpus.observation(n + i) for i in range(args.adds)]
         add_ms = timed(
             lambda i: mem.add(extra[i].content, user=user, speaker=extra[i].speaker, at=extra[i].at),
@@ -287,6 +289,50 @@ def measure(
     # after the in-process searches, which built the approximate index a bulk-loaded file lacks
     out.update(open_first_search(path, args.embedder, queries[-1], user, threshold))
     return out
+
+
+#: the store reads of one Memory.search, timed by ``search_stages``
+_SEARCH_STAGES = ("lexical_search", "context_search", "vector_search", "get_nodes", "node_context")
+
+
+def search_stages(mem: Memory, queries: list[str], user: str) -> dict[str, float]:
+    """Where one ``Memory.search`` spends its CPU (p50 ms per query): each store read it makes (the
+    store's methods wrapped on the class for this pass only, after the timed searches), ``other``
+    (query embedding, features, scoring, ranking) and ``total``. The decoded-node and context caches
+    are emptied before each query, as a large memory's candidates are rarely cached."""
+    spent = dict.fromkeys(_SEARCH_STAGES, 0.0)
+    saved = {name: getattr(SQLiteStore, name) for name in _SEARCH_STAGES}
+
+    def wrap(name: str) -> Callable[..., object]:
+        def inner(*args: object, **kwargs: object) -> object:
+            start = time.process_time()
+            try:
+                return saved[name](*args, **kwargs)
+            finally:
+                spent[name] += time.process_time() - start
+
+        return inner
+
+    samples: dict[str, list[float]] = {name: [] for name in (*_SEARCH_STAGES, "other", "total")}
+    for name in _SEARCH_STAGES:
+        setattr(SQLiteStore, name, wrap(name))
+    try:
+        for query in queries:
+            for cache in ("_nodes", "_contexts"):
+                getattr(mem.store, cache, {}).clear()
+            before = dict(spent)
+            start = time.process_time()
+            mem.search(query, user=user, k=10)
+            total = time.process_time() - start
+            parts = {name: spent[name] - before[name] for name in _SEARCH_STAGES}
+            for name, value in parts.items():
+                samples[name].append(1000 * value)
+            samples["other"].append(1000 * (total - sum(parts.values())))
+            samples["total"].append(1000 * total)
+    finally:
+        for name, fn in saved.items():
+            setattr(SQLiteStore, name, fn)
+    return {f"{name}_cpu_p50_ms": round(statistics.median(v), 2) for name, v in samples.items()}
 
 
 def stage(out: dict[str, object], **figures: object) -> None:

@@ -147,7 +147,7 @@ def test_store_searches_keep_tenants_apart(store: SQLiteStore) -> None:
                 hits = search(tenant, query, 25)
                 assert hits, (tenant, query)
                 assert all(tenant.covers(owner[i]) for i, _ in hits)
-            terms = store._query_terms(query)
+            terms = store._query_terms("nodes_fts", query)
             assert store.lexical_search(tenant, query, 25) == _plain(
                 store._conn, "nodes_fts", fts_or(terms), 25, sql.tenant_sql(tenant)
             )

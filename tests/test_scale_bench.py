@@ -48,6 +48,10 @@ def test_scale_bench_sizes_and_users(
             assert r[key]["p50_ms"] >= 0
         assert 0.0 <= r["ann_recall_at_10"] <= r["ann_recall_at_10_ties"] <= 1.0
         assert r["disk_bytes_per_memory"] > 0
+        split = r["search_stages"]
+        assert split["lexical_search_cpu_p50_ms"] > 0
+        assert split["total_cpu_p50_ms"] > 0
+        assert set(split) >= {f"{name}_cpu_p50_ms" for name in ("context_search", "get_nodes", "other")}
         assert r["store_open_first_vector_ms"] > 0
     assert sizes[1]["ann_used"] is (sizes[1]["ann_threshold"] == 100 and scale.ann_available())
     assert report["tenants"]["users"] == 3

@@ -24,6 +24,7 @@ __all__ = [
     "QUERY_MAX_TERMS",
     "QUERY_MIN_DOCS",
     "QUERY_OR_TERMS",
+    "QUERY_POSTINGS",
     "as_vector",
     "bm25_idf",
     "check_embedder",
@@ -43,11 +44,13 @@ __all__ = [
 
 #: lexical query-term selection (issue 13): at most QUERY_MAX_TERMS distinct content tokens are
 #: considered; once the index holds QUERY_MIN_DOCS rows, a term in more than QUERY_COMMON_SHARE of
-#: them is dropped (unless every term is that common) and at most QUERY_OR_TERMS of the rarest are OR-ed
+#: them is dropped (unless every term is that common) and at most QUERY_OR_TERMS of the rarest are OR-ed,
+#: the rows of the rarest whose document frequencies sum to at most QUERY_POSTINGS ranked (``_sqlite_terms``)
 QUERY_MAX_TERMS = 32
 QUERY_OR_TERMS = 12
 QUERY_COMMON_SHARE = 0.2
 QUERY_MIN_DOCS = 2000
+QUERY_POSTINGS = 20_000
 
 #: FTS5's ``bm25()`` defaults; the in-memory store uses the same formula.
 BM25_K1 = 1.2

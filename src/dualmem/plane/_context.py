@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,7 @@ __all__ = [
     "affected",
     "as_unit",
     "decode_vector",
+    "decode_vectors",
     "derive",
     "encode_vector",
     "neighbours_json",
@@ -91,6 +92,25 @@ def decode_vector(blob: bytes | None) -> npt.NDArray[np.float32] | None:
     return as_unit(np.frombuffer(blob, dtype=np.int8))
 
 
+def decode_vectors(blobs: Sequence[bytes | None]) -> list[npt.NDArray[np.float32] | None]:
+    """``decode_vector`` of each blob, the blobs of one length normalised as one matrix: the squared
+    norms are summed exactly in integers (int8 components), so each row is what ``decode_vector`` gives
+    whenever its float32 sum is exact (below 2**24: any dimension up to 1,040)."""
+    out: list[npt.NDArray[np.float32] | None] = [None] * len(blobs)
+    by_size: dict[int, list[int]] = {}
+    for i, blob in enumerate(blobs):
+        if blob:
+            by_size.setdefault(len(blob), []).append(i)
+    for size, rows in by_size.items():
+        ints = np.frombuffer(b"".join(cast(bytes, blobs[i]) for i in rows), dtype=np.int8).reshape(-1, size)
+        wide = ints.astype(np.int64)
+        norms = np.sqrt(np.einsum("ij,ij->i", wide, wide).astype(np.float32))
+        unit = ints.astype(np.float32) / norms[:, None]
+        for k, i in enumerate(rows):
+            out[i] = unit[k]
+    return out
+
+
 def neighbours_json(pairs: Neighbours) -> list[list[str | int]]:
     return [[node_id, offset] for node_id, offset in pairs]
 
@@ -98,12 +118,9 @@ def neighbours_json(pairs: Neighbours) -> list[list[str | int]]:
 def parse_neighbours(value: object) -> Neighbours:
     if not isinstance(value, list):
         raise ValueError("context neighbours are not a list")
-    out: list[tuple[str, int]] = []
-    for item in value:
-        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
-            raise ValueError("a context neighbour is not [id, offset]")
-        out.append((item[0], int(item[1])))
-    return tuple(out)
+    if not all(type(item) is list and len(item) == 2 and type(item[0]) is str for item in value):
+        raise ValueError("a context neighbour is not [id, offset]")
+    return tuple([(item[0], int(item[1])) for item in value])
 
 
 def affected(store: _Reads, nodes: Iterable[Node], window: int) -> set[str]:

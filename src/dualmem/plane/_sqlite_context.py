@@ -9,11 +9,13 @@ clears the pages that held the forgotten text (``_sqlite_tx``).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Collection, Sequence
 
 from dualmem.plane import _codec as codec
-from dualmem.plane._context import ContextRow, decode_vector, neighbours_json, parse_neighbours
+from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane._context import ContextRow, decode_vectors, neighbours_json, parse_neighbours
 from dualmem.plane.base import NodeContext
 from dualmem.types import Tenant
 
@@ -80,7 +82,10 @@ def write(conn: sqlite3.Connection, rows: Sequence[ContextRow]) -> None:
 
 
 def read(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, tuple[Tenant, NodeContext | None]]:
-    """For each stored node of ``ids``: its tenant and its context (``None`` when it has none)."""
+    """For each stored node of ``ids``: its tenant and its context (``None`` when it has none).
+
+    The context vectors of a batch are normalised together (``decode_vectors``: the same values as
+    one at a time)."""
     items = list(dict.fromkeys(ids))
     out: dict[str, tuple[Tenant, NodeContext | None]] = {}
     for start in range(0, len(items), 500):
@@ -91,11 +96,13 @@ def read(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, tuple[Tena
             f"LEFT JOIN node_context c ON c.seq = n.seq WHERE n.id IN ({marks})",
             part,
         ).fetchall()
-        for node_id, user, agent, run, pairs, blob in rows:
+        vectors = decode_vectors([row[5] for row in rows if row[4] is not None])
+        held = iter(vectors)
+        for node_id, user, agent, run, pairs, _ in rows:
             found = None
             if pairs is not None:
-                found = NodeContext(parse_neighbours(codec.load_json(pairs)), decode_vector(blob))
-            out[node_id] = (Tenant(user, agent, run), found)
+                found = NodeContext(parse_neighbours(json.loads(pairs)), next(held))
+            out[node_id] = (sql.tenant_of(user, agent, run), found)
     return out
 
 

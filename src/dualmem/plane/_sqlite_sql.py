@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import math
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -23,6 +23,7 @@ from dualmem.errors import (
 )
 from dualmem.plane import _codec as codec
 from dualmem.plane.base import Decision
+from dualmem.text.lexical import fts_or
 from dualmem.types import Edge, JSONValue, Node, Tenant
 
 __all__ = [
@@ -36,8 +37,10 @@ __all__ = [
     "classify",
     "decoding",
     "fts_top",
+    "fts_top_split",
     "marks",
     "node_row",
+    "tenant_of",
     "tenant_sql",
     "to_decision",
     "to_edge",
@@ -174,28 +177,48 @@ def node_row(node: Node) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+#: decoded tenants by (user, agent, run): a read decodes hundreds of rows of the same few tenants, and
+#: a ``Tenant`` validates its ids when built (immutable values: sharing them is safe)
+_TENANTS: dict[tuple[str, str | None, str | None], Tenant] = {}
+_TENANTS_MAX = 4096
+
+
+def tenant_of(user: str, agent: str | None, run: str | None) -> Tenant:
+    """The ``Tenant`` of a stored row's ids (built once per distinct triple, then shared)."""
+    key = (user, agent, run)
+    found = _TENANTS.get(key)
+    if found is None:
+        if len(_TENANTS) >= _TENANTS_MAX:
+            _TENANTS.clear()
+        found = _TENANTS[key] = Tenant(user, agent, run)
+    return found
+
+
+def _iso(text: str | None) -> dt.datetime | None:
+    return None if text is None else dt.datetime.fromisoformat(text)
+
+
 def to_node(row: sqlite3.Row | tuple[Any, ...]) -> Node:
-    created = codec.from_iso(row[14])
-    assert created is not None
+    created = dt.datetime.fromisoformat(row[14])
     blob = row[19]
     return Node(
         id=row[0],
-        tenant=Tenant(row[1], row[2], row[3]),
+        tenant=tenant_of(row[1], row[2], row[3]),
         content=row[4],
-        at=codec.from_iso(row[5]),
+        at=_iso(row[5]),
         speaker=row[6],
         source=row[7],
         session=row[8],
         turn_id=row[9],
-        metadata={} if row[10] == "{}" else cast(dict[str, JSONValue], codec.load_json(row[10])),
-        entities=() if row[11] == "[]" else tuple(cast(list[str], codec.load_json(row[11]))),
+        metadata={} if row[10] == "{}" else cast(dict[str, JSONValue], json.loads(row[10])),
+        entities=() if row[11] == "[]" else tuple(cast(list[str], json.loads(row[11]))),
         temporal_refs=() if row[12] == "[]" else codec.refs_from_json(row[12]),
-        types=codec.types_from_json(row[13]),
+        types=None if row[13] is None else codec.types_from_json(row[13]),
         embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).copy(),
         created_at=created,
         status=row[15],
-        valid_from=codec.from_iso(row[16]),
-        valid_to=codec.from_iso(row[17]),
+        valid_from=_iso(row[16]),
+        valid_to=_iso(row[17]),
         derived=bool(row[18]),
     )
 
@@ -248,6 +271,35 @@ def fts_top(
     held every match) they are the answer; otherwise it is widened. ``share`` (the tenant's estimated
     part of the rows) sizes the first window.
     """
+    return [(node_id, -negated) for negated, _, node_id in _ranked(conn, table, expression, k, where, share)]
+
+
+def fts_top_split(
+    conn: sqlite3.Connection,
+    table: str,
+    rare: Sequence[str],
+    common: Sequence[str],
+    k: int,
+    where: tuple[str, list[Any]],
+    share: float,
+) -> list[tuple[str, float]]:
+    """``fts_top`` of ``rare OR common`` over the rows that hold a ``rare`` term, each scored as the
+    whole OR query scores it: ``(rare) AND (common)`` and ``(rare) NOT (common)`` hold every phrase
+    once, so FTS5's ``bm25()`` (idf and mean length from the whole table) gives each of their rows the
+    whole query's score, while only rows holding a rare term are scored; the common terms' postings
+    are merged, never ranked. Rows that hold only common terms are left out (``_sqlite_terms``)."""
+    if not common:
+        return fts_top(conn, table, fts_or(list(rare)), k, where, share)
+    either, others = fts_or(list(rare)), fts_or(list(common))
+    found = _ranked(conn, table, f"({either}) AND ({others})", k, where, share)
+    found += _ranked(conn, table, f"({either}) NOT ({others})", k, where, share)
+    return [(node_id, -negated) for negated, _, node_id in sorted(found)[:k]]
+
+
+def _ranked(
+    conn: sqlite3.Connection, table: str, expression: str, k: int, where: tuple[str, list[Any]], share: float
+) -> list[tuple[float, int, str]]:
+    """``fts_top``'s answer as ``(bm25, seq, node id)``, best first (bm25 is FTS5's: negative)."""
     clause, params = where
     window = max(FTS_FIRST, math.ceil(FTS_SPARE * k / max(share, 1e-9)))
     while window <= FTS_MAX_WINDOW:
@@ -261,12 +313,11 @@ def fts_top(
             [json.dumps(list(score)), *params],
         ).fetchall()
         if len(rows) >= k or len(ranked) < window:
-            found = sorted((-score[seq], seq, node_id) for seq, node_id in rows)
-            return [(node_id, -negated) for negated, _, node_id in found[:k]]
+            return sorted((-score[seq], seq, node_id) for seq, node_id in rows)[:k]
         window *= FTS_WIDEN
     statement = (
-        f"SELECT n.id, -bm25({table}) AS score FROM {table} CROSS JOIN nodes n "
+        f"SELECT n.id, -bm25({table}) AS score, n.seq FROM {table} CROSS JOIN nodes n "
         f"ON n.seq = {table}.rowid WHERE {table} MATCH ? AND {clause} "
         "ORDER BY score DESC, n.seq LIMIT ?"
     )
-    return [(row[0], float(row[1])) for row in conn.execute(statement, [expression, *params, k])]
+    return [(-float(r[1]), int(r[2]), r[0]) for r in conn.execute(statement, [expression, *params, k])]

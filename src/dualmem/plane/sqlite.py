@@ -38,6 +38,7 @@ from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane import _sqlite_terms as term_sql
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
 from dualmem.plane._sqlite_nodes import NodeCache
@@ -45,7 +46,7 @@ from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane.base import Decision, NodeContext, StoreStats
-from dualmem.text.lexical import content_tokens, fts_or
+from dualmem.text.lexical import content_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
@@ -541,18 +542,24 @@ class SQLiteStore:
         with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
             return chunk_sql.get(self._conn, node_ids, where, params)
 
-    def _query_terms(self, query: str) -> list[str]:
-        """The query's terms that are worth an OR clause (common terms out, a cap); call locked."""
+    def _query_split(self, table: str, query: str) -> tuple[list[str], list[str]]:
+        """The query's (rare, common) terms over FTS5 ``table`` (``_sqlite_terms``); call locked."""
         terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
         if not terms:
-            return []
-        return scale.select_terms(
+            return [], []
+        return term_sql.split_terms(
             self._conn,
+            table,
             terms,
             max_terms=codec.QUERY_OR_TERMS,
             common_share=codec.QUERY_COMMON_SHARE,
             min_docs=codec.QUERY_MIN_DOCS,
+            postings=codec.QUERY_POSTINGS,
         )
+
+    def _query_terms(self, table: str, query: str) -> list[str]:
+        """The query's terms whose rows are ranked (its rare terms); call locked."""
+        return self._query_split(table, query)[0]
 
     def _share(self, tenant: Tenant) -> float:
         """The tenant's user's part of every stored node (sizes the bounded FTS5 window); call locked."""
@@ -563,12 +570,11 @@ class SQLiteStore:
         if k <= 0:
             return []
         with self._lock, self.snapshot(), sql.translated("lexical search"):
-            terms = self._query_terms(query)
-            if not terms:
+            rare, common = self._query_split("nodes_fts", query)
+            if not rare:
                 return []
-            return sql.fts_top(
-                self._conn, "nodes_fts", fts_or(terms), k, sql.tenant_sql(tenant), self._share(tenant)
-            )
+            where, share = sql.tenant_sql(tenant), self._share(tenant)
+            return sql.fts_top_split(self._conn, "nodes_fts", rare, common, k, where, share)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """``lexical_search`` bounded for write-time candidates: below ``scale.PROBE_FROM`` indexed
@@ -662,12 +668,11 @@ class SQLiteStore:
         if k <= 0:
             return []
         with self._lock, self.snapshot(), sql.translated("context search"):
-            terms = self._query_terms(query)
-            if not terms:
+            rare, common = self._query_split("context_fts", query)
+            if not rare:
                 return []
-            return sql.fts_top(
-                self._conn, "context_fts", fts_or(terms), k, sql.tenant_sql(tenant), self._share(tenant)
-            )
+            where, share = sql.tenant_sql(tenant), self._share(tenant)
+            return sql.fts_top_split(self._conn, "context_fts", rare, common, k, where, share)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         """Read through a cache that each context write updates (and another connection's commit,
