@@ -228,3 +228,35 @@ def test_ann_recall_against_exact_on_minilm_locomo(
         assert store._cache.loads == 0
     assert single >= 0.99
     assert grown >= 0.99
+
+
+def test_a_rollback_keeps_the_segments_open_and_undoes_its_rows(tmp_path: Path) -> None:
+    """Segments hold committed rows only, so a rollback keeps them (no reopen); the rows and dead
+    counts the transaction added are gone."""
+    path = str(tmp_path / "m.db")
+    matrix = _rows(1300, 16, 12)
+    with SQLiteStore.open(path) as store:
+        store.put_nodes(_nodes(matrix[:1200]))
+        store.use_ann(1000)
+        q = matrix[1250]
+        store.vector_search(USER, q, 5)
+        assert store._ann is not None
+        (seg,) = store._ann._users["u"].segments
+        victim = store.vector_search(USER, matrix[7], 1)[0][0]
+
+        def undone() -> None:
+            with store.transaction():
+                store.put_nodes(_nodes(matrix[1200:], 1200))
+                store.delete_nodes([victim])
+                assert store.vector_search(USER, q, 1)[0][0] == "n001250"
+                assert store._ann is not None
+                assert store._ann.segments("u")[0][3] == 1
+                raise RuntimeError("undo")
+
+        with pytest.raises(RuntimeError, match="undo"):
+            undone()
+        assert store._ann._users["u"].segments == [seg]  # the same open view, not reopened
+        assert store._ann.segments("u") == [(1, 1200, 1200, 0)]
+        want = [f"n{i:06d}" for i in np.argsort(-(matrix[:1200] @ q), kind="stable")[:5]]
+        assert [i for i, _ in store.vector_search(USER, q, 5)] == want
+        assert store.vector_search(USER, matrix[7], 1)[0][0] == victim

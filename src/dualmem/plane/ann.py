@@ -128,6 +128,7 @@ class AnnIndex:
         else:
             self._dir = None if db_path == ":memory:" else Path(db_path + ".ann")
         self._users: dict[str, _User] = {}
+        self._undo: list[_Segment] = []  # dead counts added inside the open write transaction
         self._lock = threading.RLock()
 
     # -- public ------------------------------------------------------------------------------
@@ -169,6 +170,8 @@ class AnnIndex:
                 for seg in user.segments:
                     if seg.lo <= rowid <= seg.hi:
                         seg.dead += 1
+                        if conn.in_transaction:
+                            self._undo.append(seg)
                 if rowid in user.delta_ids and user.delta is not None:
                     user.remove(user.delta_ids.index(rowid))
 
@@ -180,16 +183,30 @@ class AnnIndex:
         if conn.in_transaction:
             return
         with self._lock:
+            self._undo.clear()
             for user_id, user in list(self._users.items()):
                 if not user.segments:
                     self._user(conn, user_id, user.dim)
                 elif user.delta is not None and len(user.delta_ids) >= SEGMENT_ROWS:
                     self._maintain(conn, user, user_id)
 
+    def rolled_back(self) -> None:
+        """After a rollback (or a savepoint's): the segments stay open, as they only hold committed
+        rows (built outside transactions); the deltas, which may hold undone rows, are re-read on the
+        next search, and the dead counts the transaction added are taken back (an undercount is
+        harmless: a deleted row is never returned, the database being the tombstone list)."""
+        with self._lock:
+            for seg in self._undo:
+                seg.dead = max(0, seg.dead - 1)
+            self._undo.clear()
+            for user in self._users.values():
+                user.clear_delta()
+
     def drop(self) -> None:
-        """Forget what is loaded (after a rollback or when another connection wrote)."""
+        """Forget what is loaded (on close; the next search reopens the segments)."""
         with self._lock:
             self._users.clear()
+            self._undo.clear()
 
     def segments(self, user: str) -> list[tuple[int, int, int, int]]:
         """(lo, hi, size, dead) of ``user``'s loaded segments (for tests and the benchmark)."""

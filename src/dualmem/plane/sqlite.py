@@ -127,7 +127,7 @@ class SQLiteStore:
         self._contexts.clear()
         self._chunks.clear()
         if self._ann is not None:
-            self._ann.drop()
+            self._ann.rolled_back()
 
     def use_ann(self, threshold: int, *, folder: str | Path | None = None) -> None:
         """Approximate vector search for users with at least ``threshold`` nodes (0: always exact).
