@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 
 from dualmem.config import WriteProfile
-from dualmem.conversations import load_conversations
-from dualmem.embed import Embedder
 from dualmem.plane import SQLiteStore, ann
 from dualmem.plane import _codec as codec
 from dualmem.plane._sqlite_schema import MIGRATIONS, SCHEMA_VERSION
@@ -305,30 +303,3 @@ def test_ann_respects_agent_and_run_scopes() -> None:
         assert len(hits) == 10
         assert all(int(i[1:]) % 2 == 1 for i, _ in hits)
         assert store.vector_search(Tenant("other"), q, 10) == []
-
-
-@needs_usearch
-@pytest.mark.slow
-@pytest.mark.locomo
-def test_ann_recall_against_exact_on_minilm_locomo(locomo_dir: Path, minilm: Embedder) -> None:
-    convs = load_conversations(locomo_dir)
-    turns = [o for c in convs for o in c.observations][:2500]
-    questions = [qa.question for c in convs for qa in c.questions][:200]
-    vectors = minilm.embed([t.content for t in turns])
-    qvecs = minilm.embed(questions)
-    nodes = [
-        Node(id=f"t{i:05d}", tenant=USER, content=t.content, at=t.at, embedding=vectors[i])
-        for i, t in enumerate(turns)
-    ]
-    with SQLiteStore.open(":memory:") as exact, SQLiteStore.open(":memory:") as approx:
-        exact.put_nodes(nodes)
-        approx.put_nodes(nodes)
-        approx.use_ann(1000)
-        hits = 0
-        for q in qvecs:
-            want = {i for i, _ in exact.vector_search(USER, q, 10)}
-            got = {i for i, _ in approx.vector_search(USER, q, 10)}
-            hits += len(want & got)
-        assert approx._ann is not None
-        assert approx._ann.segments("u")
-    assert hits / (10 * len(qvecs)) >= 0.99

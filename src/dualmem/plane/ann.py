@@ -14,6 +14,16 @@ when the ``scale`` extra (``usearch``) is installed; otherwise the store keeps e
 - **Deletes** are honoured twice: a deleted row has no ``vectors`` row, so it can never come back
   (the database is the tombstone list), and each segment counts its dead rows; one with more than
   ``DEAD_SHARE`` dead is rebuilt from the live rows (compaction).
+- **Settings are part of the index**: each manifest records what its segments were built with
+  (``dtype``, ``connectivity``, ``expansion_add``; a manifest without them predates the record and
+  was built with the first settings, f16 / 16 / 128). An index built otherwise, a damaged manifest
+  or segment file, or one of another database is discarded (its files removed) and rebuilt from the
+  database, never read with the wrong layout. The search beam (``EXPANSION_SEARCH``) is not stored
+  in a file: it is set on every segment opened (USearch's ``restore`` would leave its default, 64).
+- **No full matrix in memory** for a covered user: segments are memory-mapped views, the delta holds
+  only the rows after the last segment. A user with no segment yet who is searched inside a write
+  transaction (segments are built from committed rows only) is searched exactly by streaming its rows
+  in chunks; the commit then builds the segment.
 - A ``:memory:`` database keeps its segments in memory only.
 """
 
@@ -27,6 +37,7 @@ import sqlite3
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,10 +52,16 @@ __all__ = ["DEAD_SHARE", "MAX_SEGMENTS", "SEGMENT_ROWS", "AnnIndex", "available"
 SEGMENT_ROWS = 4096
 MAX_SEGMENTS = 8
 DEAD_SHARE = 0.2
-#: HNSW settings: graph degree, build and search beam widths
+#: HNSW settings: stored scalar type, graph degree, build and search beam widths. Measured on 100k
+#: MiniLM embeddings (bench/README.md, "ANN recall"): f32 storage changed no recall figure, degree 32
+#: with build beam 256 gained what a wider search beam gains at 2.8x the build time; the search beam
+#: decides (recall@10 0.981-0.987 at 128, 0.996-0.999 at 256, 0.999-1.0 at 384, +1-2 ms)
+DTYPE = "f16"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 128
+EXPANSION_SEARCH = 384
+#: what a manifest written before the settings were recorded was built with
+_LEGACY = {"dtype": "f16", "connectivity": 16, "expansion_add": 128}
 _CHUNK = 20_000
 
 
@@ -65,6 +82,7 @@ class _Segment:
 
 @dataclass(slots=True)
 class _User:
+    dim: int
     segments: list[_Segment] = field(default_factory=list)
     delta_ids: list[int] = field(default_factory=list)
     delta: npt.NDArray[np.float32] | None = None  # a view of the first len(delta_ids) rows of _rows
@@ -103,9 +121,14 @@ class _User:
 class AnnIndex:
     """The approximate indexes of one SQLite database, per user (thread-safe under the store's lock)."""
 
-    def __init__(self, db_path: str) -> None:
-        self._dir = None if db_path == ":memory:" else Path(db_path + ".ann")
+    def __init__(self, db_path: str, *, folder: str | Path | None = None) -> None:
+        """``folder``: where the segments live (default ``<db_path>.ann``; a benchmark builds copies)."""
+        if folder is not None:
+            self._dir: Path | None = Path(folder)
+        else:
+            self._dir = None if db_path == ":memory:" else Path(db_path + ".ann")
         self._users: dict[str, _User] = {}
+        self._undo: list[_Segment] = []  # dead counts added inside the open write transaction
         self._lock = threading.RLock()
 
     # -- public ------------------------------------------------------------------------------
@@ -118,6 +141,8 @@ class AnnIndex:
             user = self._user(conn, tenant.user, q.shape[0])
             fetch = max(2 * k, 32) if tenant.agent is None and tenant.run is None else max(8 * k, 128)
             keys: set[int] = set()
+            if not user.segments:  # none yet, inside a write transaction: exact, streamed
+                keys.update(_stream_top(conn, tenant.user, q, fetch))
             for seg in user.segments:
                 if seg.size - seg.dead <= 0:
                     continue
@@ -145,24 +170,43 @@ class AnnIndex:
                 for seg in user.segments:
                     if seg.lo <= rowid <= seg.hi:
                         seg.dead += 1
+                        if conn.in_transaction:
+                            self._undo.append(seg)
                 if rowid in user.delta_ids and user.delta is not None:
                     user.remove(user.delta_ids.index(rowid))
 
     def settle(self, conn: sqlite3.Connection) -> None:
         """After a commit (outside any transaction): a loaded user whose delta has reached
-        ``SEGMENT_ROWS`` gets its segment now, so a memory that is only written (its searches all
-        inside write transactions, as candidate discovery's are) does not search a growing delta."""
+        ``SEGMENT_ROWS``, or who has no segment yet, gets its segment now, so a memory that is only
+        written (its searches all inside write transactions, as candidate discovery's are) does not
+        search a growing delta (or stream all its rows)."""
         if conn.in_transaction:
             return
         with self._lock:
-            for user_id, user in self._users.items():
-                if user.delta is not None and len(user.delta_ids) >= SEGMENT_ROWS:
-                    self._maintain(conn, user, user_id, int(user.delta.shape[1]))
+            self._undo.clear()
+            for user_id, user in list(self._users.items()):
+                if not user.segments:
+                    self._user(conn, user_id, user.dim)
+                elif user.delta is not None and len(user.delta_ids) >= SEGMENT_ROWS:
+                    self._maintain(conn, user, user_id)
+
+    def rolled_back(self) -> None:
+        """After a rollback (or a savepoint's): the segments stay open, as they only hold committed
+        rows (built outside transactions); the deltas, which may hold undone rows, are re-read on the
+        next search, and the dead counts the transaction added are taken back (an undercount is
+        harmless: a deleted row is never returned, the database being the tombstone list)."""
+        with self._lock:
+            for seg in self._undo:
+                seg.dead = max(0, seg.dead - 1)
+            self._undo.clear()
+            for user in self._users.values():
+                user.clear_delta()
 
     def drop(self) -> None:
-        """Forget what is loaded (after a rollback or when another connection wrote)."""
+        """Forget what is loaded (on close; the next search reopens the segments)."""
         with self._lock:
             self._users.clear()
+            self._undo.clear()
 
     def segments(self, user: str) -> list[tuple[int, int, int, int]]:
         """(lo, hi, size, dead) of ``user``'s loaded segments (for tests and the benchmark)."""
@@ -174,29 +218,31 @@ class AnnIndex:
     def _user(self, conn: sqlite3.Connection, user_id: str, dim: int) -> _User:
         user = self._users.get(user_id)
         if user is None:
-            user = self._users[user_id] = _User(segments=self._load(conn, user_id, dim))
-        if not user.segments and not conn.in_transaction:  # first use: one segment over every row
+            user = self._users[user_id] = _User(dim, segments=self._load(conn, user_id, dim))
+        if not user.segments:
+            if conn.in_transaction:  # searched by streaming until a commit builds the first segment
+                return user
             row = conn.execute("SELECT MAX(rowid) FROM vectors WHERE user_id = ?", (user_id,)).fetchone()
-            if row[0] is not None:
+            if row[0] is not None:  # first use: one segment over every row
                 user.segments.append(self._build(conn, user_id, dim, 1, int(row[0])))
                 self._save_manifest(conn, user_id, user)
-        self._extend_delta(conn, user, user_id, dim)
+        self._extend_delta(conn, user, user_id)
         if not conn.in_transaction:
-            self._maintain(conn, user, user_id, dim)
+            self._maintain(conn, user, user_id)
         return user
 
-    def _extend_delta(self, conn: sqlite3.Connection, user: _User, user_id: str, dim: int) -> None:
+    def _extend_delta(self, conn: sqlite3.Connection, user: _User, user_id: str) -> None:
         start = max(user.covered, user.delta_ids[-1] if user.delta_ids else 0)
         rows = conn.execute(
             "SELECT rowid, blob FROM vectors WHERE user_id = ? AND rowid > ? ORDER BY rowid", (user_id, start)
         ).fetchall()
         if not rows:
             return
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), user.dim)
         user.append([int(r[0]) for r in rows], matrix)
 
-    def _maintain(self, conn: sqlite3.Connection, user: _User, user_id: str, dim: int) -> None:
-        changed = False
+    def _maintain(self, conn: sqlite3.Connection, user: _User, user_id: str) -> None:
+        changed, dim = False, user.dim
         if len(user.delta_ids) >= SEGMENT_ROWS:
             lo, hi = user.covered + 1, user.delta_ids[-1]
             user.segments.append(self._build(conn, user_id, dim, lo, hi))
@@ -223,24 +269,15 @@ class AnnIndex:
         index = Index(
             ndim=dim,
             metric="ip",
-            dtype="f16",
+            dtype=DTYPE,
             connectivity=CONNECTIVITY,
             expansion_add=EXPANSION_ADD,
             expansion_search=EXPANSION_SEARCH,
         )
-        last, size = lo - 1, 0
-        while True:
-            rows = conn.execute(
-                "SELECT rowid, blob FROM vectors WHERE user_id = ? AND rowid > ? AND rowid <= ? "
-                "ORDER BY rowid LIMIT ?",
-                (user_id, last, hi, _CHUNK),
-            ).fetchall()
-            if not rows:
-                break
-            keys = np.asarray([r[0] for r in rows], dtype=np.uint64)
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            index.add(keys, matrix, threads=1)
-            last, size = int(rows[-1][0]), size + len(rows)
+        size = 0
+        for keys, matrix in _chunks(conn, user_id, dim, lo, hi):
+            index.add(keys, matrix, threads=_build_threads())
+            size += len(keys)
         seg = _Segment(lo=lo, hi=hi, size=size, index=index)
         if self._dir is not None and size:
             self._dir.mkdir(exist_ok=True)
@@ -249,25 +286,38 @@ class AnnIndex:
             index.save(str(tmp))
             os.replace(tmp, self._dir / name)
             seg.file = name
-            seg.index = Index.restore(str(self._dir / name), view=True)
+            seg.index = _view(self._dir / name)
         return seg
 
     def _load(self, conn: sqlite3.Connection, user_id: str, dim: int) -> list[_Segment]:
+        """The user's saved segments, or [] (to be rebuilt) when the index does not fit the database:
+        another database's, another dimension, other build settings, or a damaged file."""
         manifest = self._manifest_path(user_id)
         if manifest is None or not manifest.is_file():
             return []
-        Index = _usearch_index()
-
-        raw = json.loads(manifest.read_text())
-        if raw.get("dim") != dim or raw.get("database") != _identity(conn):
-            return []  # another database once had this path: rebuilt
+        try:
+            raw = json.loads(manifest.read_text())
+            items = [
+                (int(i["lo"]), int(i["hi"]), int(i["size"]), int(i["dead"]), str(i["file"]))
+                for i in raw["segments"]
+            ]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []  # a damaged manifest: rebuilt from the database (and replaced)
+        fits = (
+            raw.get("dim") == dim
+            and raw.get("database") == _identity(conn)
+            and raw.get("index", _LEGACY) == _settings()
+        )
         out: list[_Segment] = []
-        for item in raw["segments"]:
-            path = manifest.parent / item["file"]
-            if not path.is_file():
-                return []  # a damaged index directory: rebuilt from the database
-            index = Index.restore(str(path), view=True)
-            out.append(_Segment(item["lo"], item["hi"], item["size"], item["dead"], item["file"], index))
+        for lo, hi, size, dead, file in items if fits else []:
+            index = _view(manifest.parent / file)
+            if index is None or not _matches(index, dim, size):
+                fits = False
+                break
+            out.append(_Segment(lo, hi, size, dead, file, index))
+        if not fits:  # not this index's files any more: removed, the manifest is rewritten on rebuild
+            self._remove_files(*(_Segment(0, 0, 0, file=item[4]) for item in items))
+            return []
         return out
 
     def _manifest_path(self, user_id: str) -> Path | None:
@@ -277,11 +327,12 @@ class AnnIndex:
         manifest = self._manifest_path(user_id)
         if manifest is None:
             return
-        dim = None if not user.segments else int(user.segments[0].index.ndim)
+        dim = user.dim if user.segments else None
         body = {
             "database": _identity(conn),
             "user": user_id,
             "dim": dim,
+            "index": _settings(),
             "segments": [
                 {"lo": s.lo, "hi": s.hi, "size": s.size, "dead": s.dead, "file": s.file}
                 for s in user.segments
@@ -296,7 +347,7 @@ class AnnIndex:
         if self._dir is None:
             return
         for seg in segments:
-            if seg.file is not None:
+            if seg.file is not None and "/" not in seg.file and not seg.file.startswith("."):
                 seg.index = None
                 (self._dir / seg.file).unlink(missing_ok=True)
 
@@ -312,6 +363,72 @@ def _usearch_index() -> Any:
     from usearch.index import Index
 
     return Index
+
+
+def _settings() -> dict[str, object]:
+    """What a segment is built with (recorded in the manifest; a mismatch means a rebuild)."""
+    return {"dtype": DTYPE, "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
+
+
+def _view(path: Path) -> Any:
+    """A memory-mapped view of a segment file searched with ``EXPANSION_SEARCH`` (None: unreadable).
+
+    USearch stores the graph, not the search beam: a restored index searches with its default (64)
+    unless told otherwise, which at 100k MiniLM rows cost 0.02-0.03 of recall@10.
+    """
+    Index = _usearch_index()
+    try:
+        index = Index.restore(str(path), view=True)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if index is not None:
+        index.expansion_search = EXPANSION_SEARCH
+    return index
+
+
+def _matches(index: Any, dim: int, size: int) -> bool:
+    """Whether a viewed segment file has the layout its manifest entry and the settings promise."""
+    return (
+        int(index.ndim) == dim
+        and str(index.dtype).rsplit(".", 1)[-1].lower() == DTYPE
+        and int(index.connectivity) == CONNECTIVITY
+        and len(index) == size
+    )
+
+
+def _build_threads() -> int:
+    """Threads for building a segment (searches stay on one): the machine's cores, at most four."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _chunks(
+    conn: sqlite3.Connection, user_id: str, dim: int, lo: int, hi: int | None = None
+) -> Iterator[tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]]:
+    """The user's rows with ``lo <= rowid <= hi`` (no bound: every row from ``lo``), ``_CHUNK`` at a time."""
+    last, top = lo - 1, 2**63 - 1 if hi is None else hi
+    while True:
+        rows = conn.execute(
+            "SELECT rowid, blob FROM vectors WHERE user_id = ? AND rowid > ? AND rowid <= ? "
+            "ORDER BY rowid LIMIT ?",
+            (user_id, last, top, _CHUNK),
+        ).fetchall()
+        if not rows:
+            return
+        keys = np.asarray([r[0] for r in rows], dtype=np.uint64)
+        yield keys, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        last = int(rows[-1][0])
+
+
+def _stream_top(conn: sqlite3.Connection, user_id: str, q: npt.NDArray[np.float32], fetch: int) -> list[int]:
+    """The rowids of the ``fetch`` best rows of the user by exact search, one chunk in memory at a time."""
+    best_keys: npt.NDArray[np.uint64] = np.empty(0, dtype=np.uint64)
+    best: npt.NDArray[np.float32] = np.empty(0, dtype=np.float32)
+    for keys, matrix in _chunks(conn, user_id, int(q.shape[0]), 1):
+        scores = np.concatenate([best, np.einsum("ij,j->i", matrix, q)])
+        held = np.concatenate([best_keys, keys])
+        top = np.lexsort((held, -scores))[:fetch]
+        best, best_keys = scores[top], held[top]
+    return [int(key) for key in best_keys]
 
 
 def _identity(conn: sqlite3.Connection) -> str | None:

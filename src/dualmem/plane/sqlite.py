@@ -133,16 +133,18 @@ class SQLiteStore:
         self._chunks.clear()
         self._common_terms.clear()
         if self._ann is not None:
-            self._ann.drop()
+            self._ann.rolled_back()
 
-    def use_ann(self, threshold: int) -> None:
+    def use_ann(self, threshold: int, *, folder: str | Path | None = None) -> None:
         """Approximate vector search for users with at least ``threshold`` nodes (0: always exact).
 
-        Only when the ``scale`` extra (usearch) is installed; otherwise search stays exact.
+        Only when the ``scale`` extra (usearch) is installed; otherwise search stays exact. The index
+        lives in ``folder`` (default: ``<file>.ann`` beside the database; in memory for ``:memory:``).
         """
         with self._lock:
             self._ann_threshold = threshold
-            self._ann = ann.AnnIndex(self.path) if threshold > 0 and ann.available() else None
+            usable = threshold > 0 and ann.available()
+            self._ann = ann.AnnIndex(self.path, folder=folder) if usable else None
 
     # -- lifecycle and metadata -------------------------------------------------------------
     def close(self) -> None:
