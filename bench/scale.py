@@ -202,18 +202,25 @@ def yardsticks(path: Path, queries: list[str], qvecs: np.ndarray, user: str) -> 
     return {"numpy": pct(numpy_ms), "fts5": pct(fts_ms), "exact": exact_ids, "tenth": tenth}
 
 
-def open_first_search(path: Path, embedder: str, query: str, user: str, threshold: int) -> dict[str, float]:
-    """Fresh processes: Memory.open + the first search (model load included), the search alone, and
-    the bare store (open + one vector top-10, no model): what a CLI call pays before any work."""
+def open_first_search(
+    path: Path, embedder: str, queries: list[str], user: str, threshold: int
+) -> dict[str, float]:
+    """Fresh processes: Memory.open + the first search (model load included), the search alone, the
+    process's RSS after every query was searched (resident anonymous memory and resident file pages:
+    the memory-mapped index and the model), and the bare store (open + one vector top-10, no model):
+    what a CLI call pays before any work, and what a serving process holds."""
     code = (
         "import time,sys\nt0=time.perf_counter()\nfrom dualmem import Memory\nt1=time.perf_counter()\n"
         f"m=Memory.open({str(path)!r}, embedder={embedder!r}, answerer=None, profile='builtin')\n"
         f"m.store.use_ann({threshold})\nm.embedder.embed(['warm up the model'])\nt2=time.perf_counter()\n"
-        f"m.search({query!r}, user={user!r}, k=10)\nt3=time.perf_counter()\n"
-        "print((t3-t1)*1000, (t2-t1)*1000, (t3-t2)*1000)\nm.close()\n"
+        f"m.search({queries[-1]!r}, user={user!r}, k=10)\nt3=time.perf_counter()\n"
+        f"for q in {queries!r}:\n    m.search(q, user={user!r}, k=10)\n"
+        "kb={l.split(':')[0]: int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('Rss')}\n"
+        "print((t3-t1)*1000, (t2-t1)*1000, (t3-t2)*1000, kb['RssAnon'], kb['RssFile'] + kb['RssShmem'])\n"
+        "m.close()\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    total, opened, first = (float(x) for x in out.stdout.split())
+    total, opened, first, anon_kb, file_kb = (float(x) for x in out.stdout.split())
     bare = (
         "import time\nimport numpy as np\nimport onnxruntime\n"
         "from dualmem.plane import SQLiteStore\n"
@@ -227,6 +234,9 @@ def open_first_search(path: Path, embedder: str, query: str, user: str, threshol
         "open_first_search_ms": round(total, 1),
         "open_ms": round(opened, 1),
         "first_search_ms": round(first, 1),
+        "serving_rss_mb": round((anon_kb + file_kb) / 1024, 1),
+        "serving_rss_anon_mb": round(anon_kb / 1024, 1),
+        "serving_rss_file_mb": round(file_kb / 1024, 1),
         "store_open_first_vector_ms": round(float(store.stdout.split()[-1]), 1),
     }
 
@@ -290,7 +300,7 @@ def measure(
         )
     out["disk_bytes_per_memory"] = round(disk_bytes(path) / (n + args.adds))
     # after the in-process searches, which built the approximate index a bulk-loaded file lacks
-    out.update(open_first_search(path, args.embedder, queries[-1], user, threshold))
+    out.update(open_first_search(path, args.embedder, queries, user, threshold))
     # a kept file is a fixture that later runs reuse: the timed adds are forgotten again
     with Memory.open(path, embedder=embedder, answerer=None, profile="builtin") as mem:
         for node_id in added:
