@@ -176,3 +176,33 @@ def test_decoded_tenants_are_shared_values() -> None:
     a, b = sql.tenant_of("u", None, "r"), sql.tenant_of("u", None, "r")
     assert a is b
     assert a == Tenant("u", None, "r")
+
+
+def test_a_small_tenant_of_a_large_table_is_ranked_exactly(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules count the searching tenant's rows: a tenant too small for a selection keeps its rows
+    that hold only common terms, however large the shared table (issue 13, 1,000 users x 1k)."""
+    monkeypatch.setattr(codec, "QUERY_POSTINGS", 5)  # "garden" (61 rows) is common for the table
+    small = Tenant("v")
+    texts = ["garden path"] * 4 + ["quince jam"]
+    store.put_nodes(
+        [
+            Node(
+                id=f"v{i}", tenant=small, content=text, at=T0 + dt.timedelta(hours=i), session="s9",
+                embedding=np.eye(8, dtype=np.float32)[i % 8],
+            )
+            for i, text in enumerate(texts)
+        ]
+    )  # fmt: skip
+    query = "garden quince"
+    # the big tenant's search is bounded: only the rows holding "quince" are ranked
+    assert {i for i, _ in store.lexical_search(USER, query, 50)} == {"n0058", "n0059"}
+    found = store.lexical_search(small, query, 10)
+    assert {i for i, _ in found} == {f"v{i}" for i in range(5)}
+    plain = [
+        (node_id, score) for node_id, score in _plain(store._conn, "nodes_fts", ["garden", "quince"], 100)
+        if node_id.startswith("v")
+    ]  # fmt: skip
+    assert [i for i, _ in found] == [i for i, _ in plain]
+    assert [s for _, s in found] == pytest.approx([s for _, s in plain], rel=1e-12)

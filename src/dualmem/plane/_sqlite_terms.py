@@ -10,6 +10,9 @@ the postings alone costs a twentieth of that). Once the index holds ``min_docs``
   frequencies sum to at most ``postings`` (the rarest term always is one, so a query of common words
   still finds rows); the others are its *common* terms.
 
+The store passes ``min_docs`` and ``postings`` in the searching tenant's rows (divided by its share of
+the table), so a small tenant of a large shared table is ranked exactly.
+
 Only the rows holding a rare term are ranked, each by the whole query's BM25 (the common terms add
 their scores to those rows: ``_sqlite_sql.fts_top_split``); rows that hold only common terms are
 left out. A common term is one of the query's most frequent: BM25 gives it the smallest weight of
@@ -82,8 +85,8 @@ def split_terms(
     *,
     max_terms: int,
     common_share: float,
-    min_docs: int,
-    postings: int,
+    min_docs: float,
+    postings: float,
 ) -> tuple[list[str], list[str]]:
     """``(rare, common)``: the terms whose rows are ranked (the budget's) and the other kept terms,
     which add their scores to those rows only (module docstring); each in the query's order."""
@@ -116,8 +119,8 @@ def select_terms(
     *,
     max_terms: int,
     common_share: float,
-    min_docs: int,
-    postings: int,
+    min_docs: float,
+    postings: float,
 ) -> list[str]:
     """The rare terms of ``split_terms``: those whose rows are ranked."""
     rare, _ = split_terms(

@@ -544,8 +544,9 @@ class SQLiteStore:
         with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
             return chunk_sql.get(self._conn, node_ids, where, params)
 
-    def _query_split(self, table: str, query: str) -> tuple[list[str], list[str]]:
-        """The query's (rare, common) terms over FTS5 ``table`` (``_sqlite_terms``); call locked."""
+    def _query_split(self, table: str, query: str, share: float = 1.0) -> tuple[list[str], list[str]]:
+        """The query's (rare, common) terms over FTS5 ``table`` for a tenant holding ``share`` of its
+        rows (``_sqlite_terms``); call locked."""
         terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
         if not terms:
             return [], []
@@ -555,8 +556,12 @@ class SQLiteStore:
             terms,
             max_terms=codec.QUERY_OR_TERMS,
             common_share=codec.QUERY_COMMON_SHARE,
-            min_docs=codec.QUERY_MIN_DOCS,
-            postings=codec.QUERY_POSTINGS,
+            # every rule counts the tenant's own rows (a term's expected rows of it: its rows x share),
+            # so a small tenant of a large shared table is ranked exactly: its rows that hold only
+            # common terms may be most of what it has, and leaving them out would leave it with few
+            # or no results
+            min_docs=codec.QUERY_MIN_DOCS / max(share, 1e-9),
+            postings=codec.QUERY_POSTINGS / max(share, 1e-9),
         )
 
     def _query_terms(self, table: str, query: str) -> list[str]:
@@ -572,10 +577,10 @@ class SQLiteStore:
         if k <= 0:
             return []
         with self._lock, self.snapshot(), sql.translated("lexical search"):
-            rare, common = self._query_split("nodes_fts", query)
+            where, share = sql.tenant_sql(tenant), self._share(tenant)
+            rare, common = self._query_split("nodes_fts", query, share)
             if not rare:
                 return []
-            where, share = sql.tenant_sql(tenant), self._share(tenant)
             return sql.fts_top_split(self._conn, "nodes_fts", rare, common, k, where, share)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
@@ -670,10 +675,10 @@ class SQLiteStore:
         if k <= 0:
             return []
         with self._lock, self.snapshot(), sql.translated("context search"):
-            rare, common = self._query_split("context_fts", query)
+            where, share = sql.tenant_sql(tenant), self._share(tenant)
+            rare, common = self._query_split("context_fts", query, share)
             if not rare:
                 return []
-            where, share = sql.tenant_sql(tenant), self._share(tenant)
             return sql.fts_top_split(self._conn, "context_fts", rare, common, k, where, share)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
