@@ -79,17 +79,17 @@ def test_document_counts_are_each_tables_own(store: SQLiteStore) -> None:
 def test_the_budget_keeps_the_rarest_terms(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     conn = store._conn
     query = ["garden", "tomato", "zucchini", "quince"]
-    pick = lambda budget: terms.select_terms(  # noqa: E731
+    pick = lambda budget: terms.split_terms(  # noqa: E731
         conn, "nodes_fts", query, max_terms=12, common_share=1.0, min_docs=10, postings=budget
-    )
+    )[0]
     assert pick(10**9) == query  # no budget: every term, in the query's order
     assert pick(8) == ["zucchini", "quince"]  # 2 + 6 rows fit, "tomato" (31 more) does not
     assert pick(7) == ["quince"]
     assert pick(39) == ["tomato", "zucchini", "quince"]  # order kept, "garden" (59) left out
     # even the rarest over budget: kept alone, so a query of common words still finds rows
-    assert terms.select_terms(
+    assert terms.split_terms(
         conn, "nodes_fts", ["garden", "tomato"], max_terms=12, common_share=1.0, min_docs=10, postings=1
-    ) == ["tomato"]
+    )[0] == ["tomato"]
 
 
 def test_the_budget_bounds_the_rows_scored(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,7 +35,6 @@ __all__ = [
     "get_decisions",
     "lexical_probe",
     "put_decisions",
-    "select_terms",
     "session_neighbours",
     "user_total",
 ]
@@ -327,49 +326,6 @@ def forget_decisions(conn: sqlite3.Connection, gone: Collection[str]) -> None:
         others, answers = _unpack(row[0])
         kept = [a for a in answers if a[4] is None or others[a[4]] not in removed]
         conn.execute("UPDATE decision_sets SET answers = ? WHERE seq = ?", (_pack(others, kept), seq))
-
-
-# -- lexical term selection --------------------------------------------------------------------
-def _stemmed(conn: sqlite3.Connection, phrases: Sequence[str]) -> list[str]:
-    """Each phrase's first token as the FTS5 porter tokenizer indexes it (via a TEMP fts5 table)."""
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.dualmem_qtok USING fts5 "
-        "(x, tokenize='porter unicode61 remove_diacritics 2')"
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.dualmem_qvocab USING fts5vocab (dualmem_qtok, 'instance')"
-    )
-    conn.executemany("INSERT INTO temp.dualmem_qtok (rowid, x) VALUES (?, ?)", list(enumerate(phrases, 1)))
-    first: dict[int, str] = {}
-    for doc, term in conn.execute("SELECT doc, term FROM temp.dualmem_qvocab ORDER BY doc, offset"):
-        first.setdefault(int(doc), term)
-    conn.execute("DELETE FROM temp.dualmem_qtok")
-    return [first.get(i, "") for i in range(1, len(phrases) + 1)]
-
-
-def select_terms(
-    conn: sqlite3.Connection, terms: Sequence[str], *, max_terms: int, common_share: float, min_docs: int
-) -> list[str]:
-    """The query terms worth OR-ing: very common ones out (unless all are), then the rarest ``max_terms``.
-
-    Only once the index has ``min_docs`` rows (below that every term is kept): a term is very common
-    when more than ``common_share`` of all indexed rows hold it. Order is kept.
-    """
-    if not terms:
-        return []
-    total = int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
-    if total < min_docs:
-        return list(terms)
-    stems = _stemmed(conn, terms)
-    wanted = sorted({s for s in stems if s})
-    marks = ",".join("?" * len(wanted))
-    docs = dict(conn.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", wanted).fetchall())
-    freq = [int(docs.get(s, 0)) for s in stems]
-    keep = [i for i in range(len(terms)) if freq[i] <= common_share * total]
-    keep = keep or sorted(range(len(terms)), key=lambda i: (freq[i], i))[:1]
-    if len(keep) > max_terms:
-        keep = sorted(sorted(keep, key=lambda i: (freq[i], i))[:max_terms])
-    return [terms[i] for i in keep]
 
 
 # -- the write-time lexical probe ---------------------------------------------------------------

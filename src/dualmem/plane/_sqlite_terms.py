@@ -29,7 +29,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-__all__ = ["doc_counts", "select_terms", "split_terms", "stems"]
+__all__ = ["doc_counts", "split_terms", "stems"]
 
 #: FTS5 table -> the fts5vocab ('row') table that counts its documents per term
 _VOCAB = {"nodes_fts": "main.nodes_vocab", "context_fts": "temp.dualmem_context_vocab"}
@@ -110,26 +110,3 @@ def split_terms(
         spent += freq[i]
     rest = set(usual) - set(keep)
     return [terms[i] for i in sorted(keep)], [terms[i] for i in sorted(rest)]
-
-
-def select_terms(
-    conn: sqlite3.Connection,
-    table: str,
-    terms: Sequence[str],
-    *,
-    max_terms: int,
-    common_share: float,
-    min_docs: float,
-    postings: float,
-) -> list[str]:
-    """The rare terms of ``split_terms``: those whose rows are ranked."""
-    rare, _ = split_terms(
-        conn,
-        table,
-        terms,
-        max_terms=max_terms,
-        common_share=common_share,
-        min_docs=min_docs,
-        postings=postings,
-    )
-    return rare
