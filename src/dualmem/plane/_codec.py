@@ -33,11 +33,13 @@ __all__ = [
     "entity_key",
     "epoch",
     "from_iso",
+    "from_stamp",
     "load_json",
     "query_phrases",
     "refs_from_json",
     "refs_to_json",
     "to_iso",
+    "to_stamp",
     "types_from_json",
     "types_to_json",
 ]
@@ -79,6 +81,26 @@ def epoch(value: dt.datetime) -> float:
 
 def to_iso(value: dt.datetime | None) -> str | None:
     return None if value is None else value.isoformat()
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def to_stamp(value: dt.datetime) -> str:
+    """A compact, exact text of ``value`` for a column written once per row (issue 13: disk per
+    memory): a UTC datetime as its microseconds since the epoch (16 digits instead of a 32-character
+    ISO text), any other (another offset, or naive) as ISO, so reading it back gives an equal
+    datetime with the same ``tzinfo``. ``from_stamp`` reads both forms (older rows are ISO)."""
+    if value.tzinfo is dt.UTC:
+        return str((value - _EPOCH) // dt.timedelta(microseconds=1))
+    return value.isoformat()
+
+
+def from_stamp(text: str) -> dt.datetime:
+    """The datetime ``to_stamp`` wrote (or an ISO text)."""
+    if text.isdigit() or (text[:1] == "-" and text[1:].isdigit()):
+        return _EPOCH + dt.timedelta(microseconds=int(text))
+    return dt.datetime.fromisoformat(text)
 
 
 def from_iso(text: str | None) -> dt.datetime | None:

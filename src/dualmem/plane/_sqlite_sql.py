@@ -224,8 +224,7 @@ def to_node(row: sqlite3.Row | tuple[Any, ...]) -> Node:
 
 
 def to_edge(row: tuple[Any, ...]) -> Edge:
-    created = codec.from_iso(row[5])
-    assert created is not None
+    created = codec.from_stamp(str(row[5]))
     return Edge(
         source=row[0], target=row[1], view=row[2], label=row[3], weight=row[4], created_at=created,
         valid_from=codec.from_iso(row[6]), valid_to=codec.from_iso(row[7]),
