@@ -573,15 +573,20 @@ class SQLiteStore:
         total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
         return scale.user_total(self._conn, tenant.user) / total if total else 1.0
 
-    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+    def _fts_search(self, table: str, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 top-k of FTS5 ``table`` for ``tenant``, bounded by the query's term split."""
         if k <= 0:
             return []
-        with self._lock, self.snapshot(), sql.translated("lexical search"):
+        label = "lexical search" if table == "nodes_fts" else "context search"
+        with self._lock, self.snapshot(), sql.translated(label):
             where, share = sql.tenant_sql(tenant), self._share(tenant)
-            rare, common = self._query_split("nodes_fts", query, share)
+            rare, common = self._query_split(table, query, share)
             if not rare:
                 return []
-            return sql.fts_top_split(self._conn, "nodes_fts", rare, common, k, where, share)
+            return sql.fts_top_split(self._conn, table, rare, common, k, where, share)
+
+    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        return self._fts_search("nodes_fts", tenant, query, k)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """``lexical_search`` bounded for write-time candidates: below ``scale.PROBE_FROM`` indexed
@@ -672,14 +677,7 @@ class SQLiteStore:
             self.rebuild_context()
 
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        if k <= 0:
-            return []
-        with self._lock, self.snapshot(), sql.translated("context search"):
-            where, share = sql.tenant_sql(tenant), self._share(tenant)
-            rare, common = self._query_split("context_fts", query, share)
-            if not rare:
-                return []
-            return sql.fts_top_split(self._conn, "context_fts", rare, common, k, where, share)
+        return self._fts_search("context_fts", tenant, query, k)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         """Read through a cache that each context write updates (and another connection's commit,
