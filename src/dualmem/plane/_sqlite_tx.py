@@ -90,6 +90,11 @@ class Transactions:
         """A write transaction is open (on this connection)."""
         return self._depth > 0
 
+    @property
+    def reading(self) -> bool:
+        """A read snapshot opened by ``read()`` is open (no write may start inside it)."""
+        return self._read_open
+
     @contextmanager
     def read(self) -> Iterator[None]:
         with self.lock:

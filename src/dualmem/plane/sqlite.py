@@ -36,6 +36,7 @@ from dualmem.plane import _context as context
 from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
+from dualmem.plane import _sqlite_impact as impact
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as term_sql
@@ -46,7 +47,7 @@ from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane.base import Decision, NodeContext, StoreStats
-from dualmem.text.lexical import content_tokens
+from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
@@ -81,6 +82,9 @@ class SQLiteStore:
         #: kept while rows are only added, emptied when rows may have gone (as ``_nodes`` and on a delete)
         self._common_terms: set[str] = set()
         self._fresh_in = -1  # the write transaction (``Transactions.serial``) whose start ``_fresh`` checked
+        #: FTS5 tables of at least this many rows are ranked by the impact-ordered index (0: never)
+        self._lex_threshold = impact.THRESHOLD
+        self._lex_budget = impact.BUDGET
 
     @classmethod
     def open(
@@ -573,12 +577,60 @@ class SQLiteStore:
         total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
         return scale.user_total(self._conn, tenant.user) / total if total else 1.0
 
+    def use_lexical_index(self, threshold: int, *, budget: int = impact.BUDGET) -> None:
+        """Rank lexical and context searches by the impact-ordered index (``_sqlite_impact``) once the
+        store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query."""
+        with self._lock:
+            self._lex_threshold, self._lex_budget = threshold, budget
+
+    def build_lexical_index(self) -> int:
+        """(Re)build the impact-ordered index of both FTS5 tables; the postings written."""
+        with self._lock, self.transaction(), sql.translated("build the lexical index"):
+            return sum(impact.build(self._conn, table) for table in impact.TABLES)
+
+    def _indexed(self, table: str) -> bool:
+        """Whether ``table`` is ranked by the impact-ordered index: the store is large enough, and
+        the index is built (built or rebuilt here first when stale and the store is writable)."""
+        if self._lex_threshold <= 0:
+            return False
+        with self._lock, self.snapshot(), sql.translated("check the lexical index"):
+            total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+            if total < self._lex_threshold:
+                return False
+            stale = impact.needs_build(self._conn, table)
+        if stale and not self.read_only and not self._tx.reading:
+            with self._lock, self.transaction(), sql.translated("build the lexical index"):
+                if impact.needs_build(self._conn, table):
+                    impact.build(self._conn, table)
+        return True
+
+    def _impact_search(
+        self, table: str, tenant: Tenant, query: str, k: int
+    ) -> list[tuple[str, float]] | None:
+        """``_fts_search`` from the impact-ordered index; None where it cannot answer (call locked)."""
+        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
+        found = term_sql.tokens(self._conn, terms)
+        if any(len(parts) > 1 for parts in found):  # a phrase: FTS5 ranks it
+            return None
+        kept = [term for term, parts in zip(terms, found, strict=True) if parts]
+        if not kept:
+            return []
+        tokens = tuple(parts[0] for parts in found if parts)
+        query_ = impact.Query(tenant.user, tokens, fts_or(kept), k, self._lex_budget)
+        return impact.search(self._conn, table, sql.tenant_sql(tenant), query_)
+
     def _fts_search(self, table: str, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 top-k of FTS5 ``table`` for ``tenant``, bounded by the query's term split."""
+        """BM25 top-k of FTS5 ``table`` for ``tenant``: from the impact-ordered index for a large
+        store, else FTS5 bounded by the query's term split."""
         if k <= 0:
             return []
         label = "lexical search" if table == "nodes_fts" else "context search"
+        indexed = self._indexed(table)
         with self._lock, self.snapshot(), sql.translated(label):
+            if indexed:
+                found = self._impact_search(table, tenant, query, k)
+                if found is not None:
+                    return found
             where, share = sql.tenant_sql(tenant), self._share(tenant)
             rare, common = self._query_split(table, query, share)
             if not rare:
