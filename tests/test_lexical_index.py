@@ -283,3 +283,19 @@ def test_migration_v8_applies_to_an_older_file(tmp_path: Path) -> None:
         want = _plain(store._conn, "nodes_fts", "tomato garden", 5, A)
         _same_ranking(store.lexical_search(A, "tomato garden", 5), want, dict(want))
         assert impact.built(store._conn, "nodes_fts") is not None
+
+
+@pytest.mark.parametrize("first_block", [2, impact.FIRST_BLOCK])
+def test_rows_of_one_score_are_cut_as_fts5_cuts_them(
+    monkeypatch: pytest.MonkeyPatch, first_block: int
+) -> None:
+    """Equal scores go to the lower seq (FTS5's rowid order), also when k cuts a group of equal rows
+    and when a block boundary does."""
+    monkeypatch.setattr(impact, "FIRST_BLOCK", first_block)
+    monkeypatch.setattr(impact, "MAX_BLOCK", max(4, first_block))
+    with _store() as store:
+        store.put_nodes(_nodes(A, ["violin sonata"] * 25 + ["sonata"] * 9, "tie", session="s7"))
+        store.build_lexical_index()
+        for query, k in (("violin sonata", 7), ("sonata", 30), ("violin sonata garden", 12)):
+            want = _plain(store._conn, "nodes_fts", query, k, A)
+            assert [i for i, _ in store.lexical_search(A, query, k)] == [i for i, _ in want]

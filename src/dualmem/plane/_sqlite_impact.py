@@ -319,12 +319,13 @@ def _lists(
 
 
 def _settled(acc: Any, mask: Any, seen: Any, bounds: list[float], k: int) -> bool:
-    """No unread posting can lift a row into the top ``k`` of the partial scores ``acc``."""
+    """No unread posting can lift a row into the top ``k`` of the partial scores ``acc``, nor tie
+    its k-th (FTS5 orders equal scores by rowid: an unread row of the k-th score may come first)."""
     if len(seen) < k:
         return False
     values = acc[seen]
     kth = float(np.partition(values, len(values) - k)[len(values) - k])
-    if kth < sum(bounds):
+    if kth <= sum(bounds):  # an unread row could tie the k-th (ties go to the lower seq): read on
         return False
     lift = np.zeros(len(seen))
     have = mask[seen]
@@ -333,7 +334,7 @@ def _settled(acc: Any, mask: Any, seen: Any, bounds: list[float], k: int) -> boo
             lift += np.where(have & np.uint32(1 << bit), 0.0, bound)
     upper = values + lift
     upper[np.argpartition(values, len(values) - k)[len(values) - k :]] = -np.inf
-    return bool(upper.max(initial=-np.inf) <= kth)
+    return bool(upper.max(initial=-np.inf) < kth)
 
 
 def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, changed: Sequence[int]) -> Ranked:
@@ -373,10 +374,10 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
             settled = _settled(acc, mask, np.concatenate(seen), bounds, k)
     pool = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
     pool = pool[np.isfinite(acc[pool])]
-    if len(pool) > k:
-        pool = pool[np.argpartition(-acc[pool], k - 1)[:k]]
-    order = np.lexsort((pool, -acc[pool]))
-    best = pool[order]
+    if len(pool) > k:  # every row of the k-th score stays in: ties go to the lower seq, as in FTS5
+        kth = np.partition(acc[pool], len(pool) - k)[len(pool) - k]
+        pool = pool[acc[pool] >= kth]
+    best = pool[np.lexsort((pool, -acc[pool]))][:k]
     return Ranked(best.tolist(), acc[best].tolist(), settled or not heap, spent, weights, docs, avgdl)
 
 
