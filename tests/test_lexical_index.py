@@ -299,3 +299,50 @@ def test_rows_of_one_score_are_cut_as_fts5_cuts_them(
         for query, k in (("violin sonata", 7), ("sonata", 30), ("violin sonata garden", 12)):
             want = _plain(store._conn, "nodes_fts", query, k, A)
             assert [i for i, _ in store.lexical_search(A, query, k)] == [i for i, _ in want]
+
+
+def _raw_count(db: Path, needle: bytes) -> int:
+    return sum(
+        p.read_bytes().count(needle)
+        for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-journal"))
+        if p.exists()
+    )
+
+
+@pytest.mark.parametrize("how", ["delete", "update"])
+def test_erased_words_leave_the_index_and_fts5_ranks_the_user_until_a_rebuild(
+    tmp_path: Path, how: str
+) -> None:
+    db = tmp_path / "m.db"
+    with _store(str(db), other=True) as store:
+        store.put_nodes(_nodes(A, ["my locker code is zqlockerx"], "secret", session="s8"))
+        store.build_lexical_index()
+        assert store.lexical_search(A, "zqlockerx", 3)[0][0] == "secret0000"
+        assert _raw_count(db, b"zqlockerx") > 0
+        if how == "delete":
+            store.delete_nodes(["secret0000"])
+        else:
+            node = store.get_node("secret0000")
+            assert node is not None
+            store.update_node(dataclasses.replace(node, content="my locker is blue"))
+        store._tx.checkpoint()
+        assert _raw_count(db, b"zqlockerx") == 0
+        count = "SELECT COUNT(*) FROM lex_blocks WHERE user_id = ?"
+        assert store._conn.execute(count, ("alice",)).fetchone()[0] == 0  # bob's postings stay
+        assert store._conn.execute(count, ("bob",)).fetchone()[0] > 0
+        with SQLiteStore.open(db, read_only=True) as reader:  # cannot rebuild: FTS5 ranks alice
+            reader.use_lexical_index(1)
+            assert reader.lexical_search(A, "zqlockerx", 3) == []
+            want = _plain(reader._conn, "nodes_fts", "tomato garden", 5, A)
+            assert reader.lexical_search(A, "tomato garden", 5) == want
+        assert store.lexical_search(A, "zqlockerx", 3) == []  # a writable search rebuilds first
+        assert store._conn.execute(count, ("alice",)).fetchone()[0] > 0
+        if how == "delete":  # alice's rows are those of a one-user store again: its ranking
+            with _store() as alone:
+                alone.build_lexical_index()
+                mine, ref = (
+                    store.lexical_search(A, "quince zucchini", 9),
+                    alone.lexical_search(A, "quince zucchini", 9),
+                )
+                assert [i for i, _ in mine] == [i for i, _ in ref]
+                assert [s for _, s in mine] == pytest.approx([s for _, s in ref], rel=1e-9)

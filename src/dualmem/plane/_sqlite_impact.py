@@ -56,6 +56,7 @@ __all__ = [
     "build",
     "built",
     "needs_build",
+    "purge",
     "search",
     "top",
 ]
@@ -75,8 +76,9 @@ BUDGET = 100_000
 REBUILD_SHARE = 0.05
 REBUILD_MIN = 1000
 
-_CHANGED = "INSERT OR IGNORE INTO lex_changes (tbl, seq) SELECT {tbl}, {row}.seq WHERE {row}.seq <= " \
-    "(SELECT upto FROM lex_built WHERE tbl = {tbl});"  # fmt: skip
+_CHANGED = "INSERT OR IGNORE INTO lex_changes (tbl, seq, user_id) SELECT {tbl}, {row}.seq, {user} " \
+    "WHERE {row}.seq <= (SELECT upto FROM lex_built WHERE tbl = {tbl});"  # fmt: skip
+_OWNER = "(SELECT user_id FROM nodes WHERE seq = {row}.seq)"
 V8: tuple[str, ...] = (
     "CREATE TABLE lex_built (tbl INTEGER PRIMARY KEY, upto INTEGER NOT NULL, rows INTEGER NOT NULL)",
     """CREATE TABLE lex_stats (
@@ -87,18 +89,20 @@ V8: tuple[str, ...] = (
         block INTEGER NOT NULL, df INTEGER NOT NULL, top INTEGER NOT NULL,
         seqs BLOB NOT NULL, impacts BLOB NOT NULL)""",
     "CREATE UNIQUE INDEX lex_blocks_key ON lex_blocks (tbl, user_id, term, block, df, top)",
-    "CREATE TABLE lex_changes (tbl INTEGER NOT NULL, seq INTEGER NOT NULL, "
+    "CREATE TABLE lex_changes (tbl INTEGER NOT NULL, seq INTEGER NOT NULL, user_id TEXT, "
     "PRIMARY KEY (tbl, seq)) WITHOUT ROWID",
-    f"CREATE TRIGGER lex_nodes_insert AFTER INSERT ON nodes BEGIN {_CHANGED.format(tbl=0, row='new')} END",
-    f"CREATE TRIGGER lex_nodes_delete AFTER DELETE ON nodes BEGIN {_CHANGED.format(tbl=0, row='old')} END",
+    "CREATE TRIGGER lex_nodes_insert AFTER INSERT ON nodes BEGIN "
+    f"{_CHANGED.format(tbl=0, row='new', user='new.user_id')} END",
+    "CREATE TRIGGER lex_nodes_delete AFTER DELETE ON nodes BEGIN "
+    f"{_CHANGED.format(tbl=0, row='old', user='old.user_id')} END",
     "CREATE TRIGGER lex_nodes_update AFTER UPDATE OF content, speaker ON nodes BEGIN "
-    f"{_CHANGED.format(tbl=0, row='old')} END",
+    f"{_CHANGED.format(tbl=0, row='old', user='old.user_id')} END",
     "CREATE TRIGGER lex_context_insert AFTER INSERT ON node_context BEGIN "
-    f"{_CHANGED.format(tbl=1, row='new')} END",
+    f"{_CHANGED.format(tbl=1, row='new', user=_OWNER.format(row='new'))} END",
     "CREATE TRIGGER lex_context_delete AFTER DELETE ON node_context BEGIN "
-    f"{_CHANGED.format(tbl=1, row='old')} END",
+    f"{_CHANGED.format(tbl=1, row='old', user=_OWNER.format(row='old'))} END",
     "CREATE TRIGGER lex_context_update AFTER UPDATE OF text ON node_context BEGIN "
-    f"{_CHANGED.format(tbl=1, row='old')} END",
+    f"{_CHANGED.format(tbl=1, row='old', user=_OWNER.format(row='old'))} END",
 )
 
 #: the text FTS5 indexes for a row of each table (external content), by rowid
@@ -126,11 +130,27 @@ def needs_build(conn: sqlite3.Connection, table: str) -> bool:
     done = built(conn, table)
     if done is None:
         return True
+    purged = "SELECT 1 FROM lex_stats WHERE tbl = ? AND docs < 0 LIMIT 1"
+    if conn.execute(purged, (TABLES[table],)).fetchone() is not None:
+        return True
     top_seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nodes").fetchone()[0])
     changed = int(
         conn.execute("SELECT COUNT(*) FROM lex_changes WHERE tbl = ?", (TABLES[table],)).fetchone()[0]
     )
     return (top_seq - done.upto) + changed > max(REBUILD_MIN, REBUILD_SHARE * done.rows)
+
+
+def purge(conn: sqlite3.Connection) -> None:
+    """Before a commit that erased text: drop the postings of every user with a row deleted or
+    rewritten since the build (they may hold the erased words), in both tables, and mark the users
+    (``docs`` -1) so FTS5 ranks them until the next build. Nothing else names a deleted row's
+    words: ``lex_changes`` holds seqs and users only."""
+    if conn.execute("SELECT 1 FROM lex_built LIMIT 1").fetchone() is None:
+        return
+    users = [r[0] for r in conn.execute("SELECT DISTINCT user_id FROM lex_changes WHERE user_id IS NOT NULL")]
+    for user in users:
+        conn.execute("DELETE FROM lex_blocks WHERE tbl IN (0, 1) AND user_id = ?", (user,))
+        conn.execute("UPDATE lex_stats SET docs = -1 WHERE user_id = ?", (user,))
 
 
 # -- build --------------------------------------------------------------------------------------
@@ -430,6 +450,11 @@ def search(
         return None
     tbl = TABLES[table]
     clause, params = where
+    stats = conn.execute(
+        "SELECT docs FROM lex_stats WHERE tbl = ? AND user_id = ?", (tbl, query.user)
+    ).fetchone()
+    if stats is not None and stats[0] < 0:  # purged by an erase: FTS5 ranks the user until a rebuild
+        return None
     changed = [int(r[0]) for r in conn.execute("SELECT seq FROM lex_changes WHERE tbl = ?", (tbl,))]
     narrow = clause.count("?") > 1
     k = query.k

@@ -69,7 +69,12 @@ class SQLiteStore:
         self._cache = VectorCache()
         self._chunks: dict[str, _chunks.UserChunks] = {}  # per user, loaded on first search
         self._tx = Transactions(
-            conn, path, read_only=read_only, on_rollback=self._forget_caches, on_commit=self._committed
+            conn,
+            path,
+            read_only=read_only,
+            on_rollback=self._forget_caches,
+            on_commit=self._committed,
+            on_erase=lambda: impact.purge(conn),
         )
         self._lock = self._tx.lock
         self._ann: ann.AnnIndex | None = None
@@ -590,7 +595,8 @@ class SQLiteStore:
 
     def _indexed(self, table: str) -> bool:
         """Whether ``table`` is ranked by the impact-ordered index: the store is large enough, and
-        the index is built (built or rebuilt here first when stale and the store is writable)."""
+        the index is built (built or rebuilt here first when stale, the store writable and no
+        transaction open: never inside a write, which would hold the build's cost)."""
         if self._lex_threshold <= 0:
             return False
         with self._lock, self.snapshot(), sql.translated("check the lexical index"):
@@ -598,7 +604,7 @@ class SQLiteStore:
             if total < self._lex_threshold:
                 return False
             stale = impact.needs_build(self._conn, table)
-        if stale and not self.read_only and not self._tx.reading:
+        if stale and not self.read_only and not self._tx.reading and not self._tx.writing:
             with self._lock, self.transaction(), sql.translated("build the lexical index"):
                 if impact.needs_build(self._conn, table):
                     impact.build(self._conn, table)
