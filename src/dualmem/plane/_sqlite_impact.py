@@ -390,7 +390,7 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
         if bounds[i] > 0:
             heapq.heappush(heap, (-bounds[i], i, block + 1))
         if heap and spent >= check:
-            check = int(spent * 1.5)
+            check = int(spent * 2)
             settled = _settled(acc, mask, np.concatenate(seen), bounds, k)
     pool = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
     pool = pool[np.isfinite(acc[pool])]
