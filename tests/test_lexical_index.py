@@ -346,3 +346,18 @@ def test_erased_words_leave_the_index_and_fts5_ranks_the_user_until_a_rebuild(
                 )
                 assert [i for i, _ in mine] == [i for i, _ in ref]
                 assert [s for _, s in mine] == pytest.approx([s for _, s in ref], rel=1e-9)
+
+
+def test_a_search_the_budget_cut_short_is_rescored_from_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(impact, "FIRST_BLOCK", 2)
+    monkeypatch.setattr(impact, "MAX_BLOCK", 4)
+    with _store() as store:
+        store.build_lexical_index()
+        store.use_lexical_index(1, budget=6)
+        for query in ("hiking mountain sunset camera", "coffee tea bakery novel poetry"):
+            every = _every(store._conn, "nodes_fts", query, A)
+            got = store.lexical_search(A, query, 5)
+            assert len(got) == 5
+            # exact scores (not the partial sums of the few postings read), best first
+            assert [s for _, s in got] == pytest.approx([every[i] for i, _ in got], rel=1e-9)
+            assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)

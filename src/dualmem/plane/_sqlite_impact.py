@@ -18,7 +18,8 @@ store ranks from this derived, rebuildable index instead:
   dense accumulator; it stops when no unread posting can lift a row into the top ``k`` (the k-th
   best partial score is at least every other row's bound: unseen rows' sum of the lists' next
   maxima, a seen row's score plus the next maxima of the lists it is not yet in), or when
-  ``budget`` postings are read (then the top ``k`` is of partial scores: the bench measures it).
+  ``budget`` postings are read: then the best ``RESCORE x k`` rows by partial score are scored
+  exactly from their text (as changed rows are, below) and ranked by that.
 - **Freshness**: ``lex_built`` records the highest ``nodes.seq`` the build saw (``upto``). Rows
   written after it are ranked by FTS5 restricted to ``rowid > upto`` (FTS5 seeks by rowid) and
   merged. Triggers record every row at or below ``upto`` that is deleted, rewritten or inserted
@@ -72,6 +73,8 @@ FIRST_BLOCK, MAX_BLOCK = 128, 8192
 #: BUDGET postings
 THRESHOLD = 20_000
 BUDGET = 100_000
+#: a search the budget cut short rescores RESCORE x k of its best rows from their text (exact scores)
+RESCORE = 4
 #: the index is rebuilt when rows written or changed since the build pass this share of the built rows
 REBUILD_SHARE = 0.05
 REBUILD_MIN = 1000
@@ -358,8 +361,9 @@ def _settled(acc: Any, mask: Any, seen: Any, bounds: list[float], k: int) -> boo
 
 
 def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, changed: Sequence[int]) -> Ranked:
-    """The user's ``query.k`` best rows of the index (max-score, see the module); the postings of
-    the rows ``changed`` are ignored."""
+    """The user's ``query.k`` best rows of the index (max-score, see the module; ``RESCORE`` times
+    as many, by partial scores, when the budget stopped it); the postings of the rows ``changed``
+    are ignored."""
     tbl, user, k = TABLES[table], query.user, query.k
     stats = conn.execute(
         "SELECT docs, tokens FROM lex_stats WHERE tbl = ? AND user_id = ?", (tbl, user)
@@ -392,13 +396,15 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
         if heap and spent >= check:
             check = int(spent * 2)
             settled = _settled(acc, mask, np.concatenate(seen), bounds, k)
+    settled = settled or not heap
     pool = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
     pool = pool[np.isfinite(acc[pool])]
+    k = k if settled else RESCORE * k  # partial scores: the caller rescores a wider pool
     if len(pool) > k:  # every row of the k-th score stays in: ties go to the lower seq, as in FTS5
         kth = np.partition(acc[pool], len(pool) - k)[len(pool) - k]
         pool = pool[acc[pool] >= kth]
     best = pool[np.lexsort((pool, -acc[pool]))][:k]
-    return Ranked(best.tolist(), acc[best].tolist(), settled or not heap, spent, weights, docs, avgdl)
+    return Ranked(best.tolist(), acc[best].tolist(), settled, spent, weights, docs, avgdl)
 
 
 def rescore(
@@ -424,15 +430,18 @@ def rescore(
         ]
     conn.execute("DELETE FROM temp.lex_tok")
     conn.executemany("INSERT INTO temp.lex_tok (rowid, x) VALUES (?, ?)", texts)
-    length: dict[int, int] = {}
-    counts: dict[tuple[int, str], int] = {}
-    for term, doc in conn.execute("SELECT term, doc FROM temp.lex_tokvocab"):
-        length[doc] = length.get(doc, 0) + 1
-        if term in ranked.weights:
-            counts[(doc, term)] = counts.get((doc, term), 0) + 1
+    length = {
+        int(seq): _varints(size) for seq, size in conn.execute("SELECT id, sz FROM temp.lex_tok_docsize")
+    }
+    terms = sorted(ranked.weights)
+    counts = conn.execute(
+        f"SELECT doc, term, COUNT(*) FROM temp.lex_tokvocab WHERE term IN ({','.join('?' * len(terms))}) "
+        "GROUP BY term, doc",
+        terms,
+    ).fetchall()
     conn.execute("DELETE FROM temp.lex_tok")
     score: dict[int, float] = {}
-    for (doc, term), tf in counts.items():
+    for doc, term, tf in counts:
         weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length[doc] / ranked.avgdl))
         score[doc] = score.get(doc, 0.0) + ranked.weights[term] * weight
     return sorted(score.items())
@@ -463,6 +472,8 @@ def search(
     found: dict[int, tuple[str, float]] = {}
     admit = f"SELECT n.seq, n.id FROM json_each(?) w CROSS JOIN nodes n ON n.seq = w.value WHERE {clause}"
     score = dict(zip(ranked.seqs, ranked.scores, strict=True))
+    if not ranked.settled:  # the budget left partial scores: the pool's rows scored from their text
+        score.update(rescore(conn, table, ranked.seqs, ranked))
     for seq, node_id in conn.execute(admit, [json.dumps(ranked.seqs), *params]):
         found[int(seq)] = (node_id, score[int(seq)])
     if narrow and len(found) < k and not ranked.settled:
