@@ -361,3 +361,16 @@ def test_a_search_the_budget_cut_short_is_rescored_from_the_text(monkeypatch: py
             # exact scores (not the partial sums of the few postings read), best first
             assert [s for _, s in got] == pytest.approx([every[i] for i, _ in got], rel=1e-9)
             assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+
+
+def test_an_agents_rows_are_ranked_within_the_users_index() -> None:
+    agent = Tenant("alice", agent="helper")
+    with _store() as store:
+        texts = ["garden tomato", "tomato", "garden", "violin tomato", "tomato tomato sunset"]
+        store.put_nodes(_nodes(agent, texts, "ag", session="s6"))
+        store.build_lexical_index()
+        for query, k in (("tomato garden", 3), ("tomato", 10), ("violin", 2)):
+            got = store.lexical_search(agent, query, k)
+            want = _plain(store._conn, "nodes_fts", query, k, agent)
+            assert [i for i, _ in got] == [i for i, _ in want]
+            assert all(i.startswith("ag") for i, _ in got)

@@ -476,8 +476,8 @@ def search(
         score.update(rescore(conn, table, ranked.seqs, ranked))
     for seq, node_id in conn.execute(admit, [json.dumps(ranked.seqs), *params]):
         found[int(seq)] = (node_id, score[int(seq)])
-    if narrow and len(found) < k and not ranked.settled:
-        return None
+    if narrow and len(found) < k and (len(ranked.seqs) >= wide.k or not ranked.settled):
+        return None  # the agent's or run's rows may lie past the user's best: FTS5 ranks them
     if changed:
         live = dict(conn.execute(admit, [json.dumps(changed), *params]).fetchall())
         for seq, value in rescore(conn, table, list(live), ranked):
