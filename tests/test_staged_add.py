@@ -164,32 +164,45 @@ def _rows(path: Path) -> dict[str, int]:
         return {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in tables}
 
 
-def test_a_failing_embedder_raises_its_own_error_and_stores_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("overlap", [True, False])
+def test_a_failing_embedder_raises_its_own_error_and_stores_nothing(tmp_path: Path, overlap: bool) -> None:
     embedder = _Failing()
     path = tmp_path / "m.db"
-    mem = Memory(SQLiteStore.open(path), embedder, BuiltinController(), answerer=None)  # type: ignore[arg-type]
+    store = SQLiteStore.open(path)
     try:
-        first = mem.add("Ana visited Lisbon in May", user="u", speaker="Mira", session="s1")
+        writer = _writer(store, embedder, overlap=overlap)  # type: ignore[arg-type]
+        (first,) = writer.write(
+            [Observation("Ana visited Lisbon in May", speaker="Mira", session="s1")], USER
+        ).ids
         before = _rows(path)
+        text = "Ana will fail her model-breaking driving test in Lisbon"
         with pytest.raises(EmbedderError, match="the embedding model failed") as caught:
-            mem.add(
-                "Ana will fail her model-breaking driving test in Lisbon",
-                user="u",
-                speaker="Jon",
-                session="s1",
-            )
+            writer.write([Observation(text, speaker="Jon", session="s1")], USER)
         assert caught.value.hint == "check the model files"
-        assert embedder.threads[-1].startswith("dualmem-embed"), "the add embedded on its worker thread"
+        assert embedder.threads[-1].startswith("dualmem-embed") is overlap, "where the add embedded"
         assert _rows(path) == before
-        assert [n.id for n in mem.store.iter_nodes(USER)] == [first]
+        assert [n.id for n in store.iter_nodes(USER)] == [first]
         # the store is usable afterwards, and the next turn follows the first (the failed one left no trace)
-        second = mem.add("Jon passed his driving test", user="u", speaker="Jon", session="s1")
-        order = {(e.source, e.target) for e in mem.store.edges_of(second) if e.view == "temporal"}
+        (second,) = writer.write(
+            [Observation("Jon passed his driving test", speaker="Jon", session="s1")], USER
+        ).ids
+        order = {(e.source, e.target) for e in store.edges_of(second) if e.view == "temporal"}
         assert (first, second) in order
-        assert mem.store.get_meta('session-last:["u", null, null, "s1"]') == second
+        assert store.get_meta('session-last:["u", null, null, "s1"]') == second
     finally:
-        mem.close()
+        store.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("dualmem-embed")]
+
+
+def test_overlap_by_default_only_with_spare_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SQLiteStore.open(":memory:")
+    try:
+        profile = Profile.builtin().write
+        for cpus, expected in [(2, False), (pipeline.OVERLAP_MIN_CPUS, True), (None, False)]:
+            monkeypatch.setattr(pipeline.os, "cpu_count", lambda cpus=cpus: cpus)
+            assert Writer(store, HashingEmbedder(8), Meter(BuiltinController()), profile).overlap is expected
+    finally:
+        store.close()
 
 
 def test_a_stored_key_is_not_written_again_and_a_failure_still_surfaces(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +35,10 @@ from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
 from dualmem.write.candidates import Candidate, candidate_records, discover, recorded_candidates, text_signals
 from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
 
-__all__ = ["StagedNodes", "WriteReport", "Writer", "natural_key"]
+__all__ = ["OVERLAP_MIN_CPUS", "StagedNodes", "WriteReport", "Writer", "natural_key"]
+
+#: the CPUs from which one ``add`` embeds its text on a worker thread by default (``Writer(overlap=)``)
+OVERLAP_MIN_CPUS = 4
 
 
 @runtime_checkable
@@ -84,10 +88,13 @@ class Writer:
         profile: WriteProfile,
         *,
         extractor: EntityExtractor | None = None,
-        overlap: bool = True,
+        overlap: bool | None = None,
     ) -> None:
-        """``overlap=False``: a single observation is embedded before its write starts (as a chunk is)."""
-        self.overlap = overlap
+        """``overlap``: embed a single observation on a worker thread while its write starts (see
+        ``_write_chunk``); ``False`` embeds it first, as a chunk is; ``None``: on with at least
+        :data:`OVERLAP_MIN_CPUS` CPUs (on two cores the model's two threads and the write contend:
+        measured slower, ``bench/README.md``)."""
+        self.overlap = overlap if overlap is not None else (os.cpu_count() or 1) >= OVERLAP_MIN_CPUS
         self.store = store
         self.embedder = embedder
         self.meter = meter
