@@ -254,22 +254,58 @@ class SQLiteStore:
     def put_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
             return
-        rows = [sql.node_row(node) for node in nodes]
         vectors = [codec.as_vector(node) for node in nodes]
         with self._lock, self.transaction(), sql.translated("store nodes"):
             self._check_dims(vectors)
-            known = self._existing([node.id for node in nodes])
-            if known or len({node.id for node in nodes}) != len(nodes):
-                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
-            self._cache.sync(self._conn, {node.tenant.user for node in nodes})
-            self._conn.executemany(f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", rows)
-            self._conn.executemany(
-                "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?)",
-                [(n.id, n.tenant.user, v.shape[0], v.tobytes()) for n, v in zip(nodes, vectors, strict=True)],
-            )
-            self._link_entities(nodes)
-            self._cache.appended(self._conn, [n.id for n in nodes], [n.tenant for n in nodes], vectors)
-            self._refresh_context(context.affected(self, nodes, self._context_window))
+            self._insert_rows(nodes)
+            self._insert_vectors(nodes, vectors)
+
+    def put_node_rows(self, nodes: Sequence[Node]) -> None:
+        """The first half of ``put_nodes`` (inside the caller's write): each node's row, its FTS5 row
+        and entity links, not its vector (``node.embedding`` is ignored) nor anyone's context. Until
+        :meth:`put_node_vectors` completes them the nodes are found by lexical, entity and time search
+        only; the caller's transaction must do both halves or roll back."""
+        if not nodes:
+            return
+        with self._lock:
+            if not self._tx.writing:
+                raise InvalidInput(
+                    "put_node_rows stores half a node", hint="call it inside store.transaction()"
+                )
+            with self.transaction(), sql.translated("store nodes"):
+                self._insert_rows(nodes)
+
+    def put_node_vectors(self, nodes: Sequence[Node]) -> None:
+        """The second half of ``put_nodes`` for nodes stored by :meth:`put_node_rows` in this write:
+        their vectors, and the neighbour context of every node whose window they change."""
+        if not nodes:
+            return
+        vectors = [codec.as_vector(node) for node in nodes]
+        with self._lock, self.transaction(), sql.translated("store node vectors"):
+            self._check_dims(vectors)
+            stored = self._users([node.id for node in nodes])
+            if any(stored.get(n.id) != n.tenant.user for n in nodes):
+                raise InvalidInput("put_node_vectors: a node whose row was not stored by put_node_rows")
+            self._nodes.drop([node.id for node in nodes])  # a read in between decoded it without its vector
+            self._insert_vectors(nodes, vectors)
+
+    def _insert_rows(self, nodes: Sequence[Node]) -> None:
+        known = self._existing([node.id for node in nodes])
+        if known or len({node.id for node in nodes}) != len(nodes):
+            raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+        self._conn.executemany(
+            f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", [sql.node_row(node) for node in nodes]
+        )
+        self._link_entities(nodes)
+
+    def _insert_vectors(self, nodes: Sequence[Node], vectors: Sequence[Vector]) -> None:
+        self._cache.sync(self._conn, {node.tenant.user for node in nodes})
+        self._conn.executemany(
+            "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?)",
+            [(n.id, n.tenant.user, v.shape[0], v.tobytes()) for n, v in zip(nodes, vectors, strict=True)],
+        )
+        self._cache.appended(self._conn, [n.id for n in nodes], [n.tenant for n in nodes], vectors)
+        self._refresh_context(context.affected(self, nodes, self._context_window))
 
     def _existing(self, ids: Collection[str]) -> set[str]:
         return set(self._users(ids))
