@@ -23,7 +23,7 @@ from dualmem.plane import _codec as codec
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane._context import decode_vectors, parse_neighbours
 from dualmem.plane.base import Candidate, NodeContext
-from dualmem.types import Node, Vector
+from dualmem.types import Node
 
 __all__ = ["CANDIDATE_COLS", "NodeCache", "read_candidates"]
 
@@ -49,19 +49,38 @@ def read_candidates(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Candid
     for chunk in sql.chunks(list(ids)):
         statement = f"SELECT {CANDIDATE_COLS} FROM {_CANDIDATE_FROM} WHERE n.id IN ({sql.marks(len(chunk))})"
         rows.extend(conn.execute(statement, chunk))
-    vectors = iter(decode_vectors([row[11] for row in rows if row[10] is not None]))
-    return [_candidate(row, None if row[10] is None else next(vectors)) for row in rows]
+    held = [row for row in rows if row[10] is not None]
+    vectors = decode_vectors([row[11] for row in held])
+    contexts = iter(
+        [NodeContext(parse_neighbours(p), v) for p, v in zip(_neighbours(held), vectors, strict=True)]
+    )
+    return [_candidate(row, None if row[10] is None else next(contexts)) for row in rows]
 
 
-def _candidate(row: tuple[Any, ...], vector: Vector | None) -> Candidate:
-    node_id, user, agent, run, content, speaker, at, refs, valid_to, blob, pairs, _ = row
+def _neighbours(rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """The parsed neighbour lists of ``rows`` (JSON texts), in one parse: joined as one JSON array,
+    which holds exactly one value a row whenever it holds as many values as rows (an empty or blank
+    text makes the join invalid); otherwise each text alone (where the faulty one raises)."""
+    texts = [row[10] for row in rows]
+    if texts:
+        try:
+            found = json.loads("[" + ",".join(texts) + "]")
+        except ValueError:
+            found = None
+        if isinstance(found, list) and len(found) == len(texts):
+            return found
+    return [json.loads(text) for text in texts]
+
+
+def _candidate(row: tuple[Any, ...], context: NodeContext | None) -> Candidate:
+    node_id, user, agent, run, content, speaker, at, refs, valid_to, blob, _, _ = row
     return Candidate(
         node_id, sql.tenant_of(user, agent, run), content, speaker,
         None if at is None else dt.datetime.fromisoformat(at),
         () if refs == "[]" else codec.refs_from_json(refs),
         None if valid_to is None else dt.datetime.fromisoformat(valid_to),
         None if blob is None else np.frombuffer(blob, dtype=np.float32),
-        None if pairs is None else NodeContext(parse_neighbours(json.loads(pairs)), vector),
+        context,
     )  # fmt: skip
 
 
