@@ -101,7 +101,7 @@ def compare(args: argparse.Namespace) -> int:
     return 1 if differ else 0
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -119,12 +119,12 @@ def main() -> None:
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.command == "dump":
         dump(args)
-    else:
-        sys.exit(compare(args))
+        return 0
+    return compare(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
