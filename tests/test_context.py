@@ -13,6 +13,7 @@ import pytest
 from dualmem import Memory
 from dualmem.errors import DatabaseCorrupt
 from dualmem.plane import SQLiteStore, Store
+from dualmem.plane import sqlite as sqlite_module
 from dualmem.types import Node, Tenant
 
 USER = Tenant("u")
@@ -180,3 +181,23 @@ def test_candidate_neighbours_parse_row_by_row_exactly(tmp_path: Path, stored: s
     assert got["s1-0"].context.neighbours == parsed
     assert got["s2-0"].context is not None
     assert got["s2-0"].context.neighbours == (("s2-1", 1),)
+
+
+def test_a_full_context_cache_never_drops_what_one_read_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the cache was emptied after the call had decided which ids it held, so the ids it
+    had cached came back without their context (the pool then lost their neighbours)."""
+    turns = session(np.random.default_rng(9), ["ash", "elm", "fir", "oak", "yew"])
+    monkeypatch.setattr(sqlite_module, "CONTEXT_CACHE_MAX", 2)
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        store.put_nodes(turns)
+        ids = [t.id for t in turns]
+        want = _contexts(store, ids)
+        assert len(want) == 5
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        assert _contexts(store, ids[:3]) == {i: want[i] for i in ids[:3]}  # three cached: over the cap
+        # two of them cached, two not: the call starts over and still returns all four
+        assert _contexts(store, [ids[1], ids[3], ids[2], ids[4]]) == {
+            i: want[i] for i in (ids[1], ids[3], ids[2], ids[4])
+        }

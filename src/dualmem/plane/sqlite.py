@@ -53,6 +53,9 @@ __all__ = ["SQLiteStore"]
 
 log = logging.getLogger("dualmem")
 
+#: decoded contexts ``node_context`` keeps before it starts over (one call's ids are always kept)
+CONTEXT_CACHE_MAX = 50_000
+
 
 class SQLiteStore:
     """A ``Store`` in one SQLite file. Open with :meth:`SQLiteStore.open`; safe to share across threads."""
@@ -686,10 +689,10 @@ class SQLiteStore:
         with self._lock, self.snapshot(), sql.translated("read context"), sql.decoding("read context"):
             self._fresh()
             cache, wanted = self._contexts, list(node_ids)
+            if len(cache) > CONTEXT_CACHE_MAX:
+                cache.clear()  # before ``missing`` is known: never drop what this call returns
             missing = [i for i in wanted if i not in cache]
             if missing:
-                if len(cache) > 50_000:
-                    cache.clear()
                 cache.update(ctx.read(self._conn, missing))
             hits = [(i, cache.get(i)) for i in wanted]
             return {i: hit[1] for i, hit in hits if hit and hit[1] and tenant.covers(hit[0])}
