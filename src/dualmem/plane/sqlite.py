@@ -41,17 +41,20 @@ from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as term_sql
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
-from dualmem.plane._sqlite_nodes import NodeCache
+from dualmem.plane._sqlite_nodes import NodeCache, read_candidates
 from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
-from dualmem.plane.base import Decision, NodeContext, StoreStats
+from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats
 from dualmem.text.lexical import content_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
 
 log = logging.getLogger("dualmem")
+
+#: decoded contexts ``node_context`` keeps before it starts over (one call's ids are always kept)
+CONTEXT_CACHE_MAX = 50_000
 
 
 class SQLiteStore:
@@ -685,6 +688,7 @@ class SQLiteStore:
             ctx.write(self._conn, context.derive(self, node_ids, self._context_window))
             for node_id in node_ids:
                 self._contexts.pop(node_id, None)
+            self._nodes.drop_candidates(node_ids)
 
     def rebuild_context(self) -> int:
         """Recompute every node's context from the nodes (the repair of a derived index)."""
@@ -721,13 +725,27 @@ class SQLiteStore:
         with self._lock, self.snapshot(), sql.translated("read context"), sql.decoding("read context"):
             self._fresh()
             cache, wanted = self._contexts, list(node_ids)
+            if len(cache) > CONTEXT_CACHE_MAX:
+                cache.clear()  # before ``missing`` is known: never drop what this call returns
             missing = [i for i in wanted if i not in cache]
             if missing:
-                if len(cache) > 50_000:
-                    cache.clear()
                 cache.update(ctx.read(self._conn, missing))
             hits = [(i, cache.get(i)) for i in wanted]
             return {i: hit[1] for i, hit in hits if hit and hit[1] and tenant.covers(hit[0])}
+
+    def candidates(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+        """One projected read (``_sqlite_nodes.read_candidates``) of the ids not cached; cached
+        candidates go with their node (``NodeCache``) and whenever their context is rewritten."""
+        with self._lock, self.snapshot(), sql.translated("read candidates"), sql.decoding("read candidates"):
+            self._fresh()
+            wanted = list(dict.fromkeys(node_ids))
+            found = self._nodes.candidates(wanted)
+            missing = [i for i in wanted if i not in found]
+            if missing:
+                read = read_candidates(self._conn, missing)
+                self._nodes.put_candidates(read)
+                found.update((c.id, c) for c in read)
+        return {i: found[i] for i in wanted if i in found and tenant.covers(found[i].tenant)}
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):
