@@ -16,6 +16,7 @@ cached file, so every run starts from the same state. Per size, in the same run:
 
     nice -n 10 python bench/add_latency.py --sizes 1000 10000 100000 --embedder hashing
     nice -n 10 python bench/add_latency.py --sizes 1000 --write-max 1000 --embedder minilm --profile 30
+    nice -n 10 python bench/add_latency.py --sizes 600 --write-max 600 --embedder minilm --overlap on
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         if ann.is_dir():
             shutil.copytree(ann, Path(f"{path}.ann"))
         with Memory.open(path, embedder=embedder, answerer=None, profile=profile) as mem:
+            if args.overlap != "auto":  # the threaded add (on by default only with 4+ CPUs)
+                mem._writer.overlap = args.overlap == "on"
             texts = [o.content for o in extra]
             for text in texts[: args.warmup]:  # the first call loads the model
                 embedder.embed([text])
@@ -146,6 +149,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         "n": n,
         "build": "write" if n <= args.write_max else "bulk",
         "embedder": args.embedder,
+        "overlap": mem._writer.overlap,
         "add": scale.pct(add_ms),
         "add_cpu_ms_mean": round(cpu_ms, 2),
         "embed_one": scale.pct(embed_ms),
@@ -170,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--counted", type=int, default=5, help="further adds whose statements are counted")
     parser.add_argument("--consolidation", default="off", choices=["off", "background", "inline"])
+    parser.add_argument(
+        "--overlap", default="auto", choices=["auto", "on", "off"], help="embed on a worker thread meanwhile"
+    )
     parser.add_argument("--profile", type=int, default=0, help="print the top N cProfile functions")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/add-latency-cache"))

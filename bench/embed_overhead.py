@@ -219,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     workloads = {w: v for w, v in workloads.items() if v[0]}
     runs = measure(named, workloads, args.rounds, lambda line: print(line, file=sys.stderr, flush=True))
     tokens = {
-        w: sum(len(e.ids) for e in ours._load().tokenizer.encode_batch(texts))
+        w: sum(
+            min(len(e.ids) + 2, 256)
+            for e in ours._load().splitter.encode_batch(texts, add_special_tokens=False)
+        )
         for w, (texts, _) in workloads.items()
     }
     report = {

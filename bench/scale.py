@@ -309,7 +309,14 @@ def measure(
 
 
 #: the store reads of one Memory.search, timed by ``search_stages``
-_SEARCH_STAGES = ("lexical_search", "context_search", "vector_search", "get_nodes", "node_context")
+_SEARCH_STAGES = (
+    "lexical_search",
+    "context_search",
+    "vector_search",
+    "get_nodes",
+    "node_context",
+    "candidates",
+)
 
 
 def search_stages(mem: Memory, queries: list[str], user: str) -> dict[str, float]:
@@ -317,8 +324,9 @@ def search_stages(mem: Memory, queries: list[str], user: str) -> dict[str, float
     store's methods wrapped on the class for this pass only, after the timed searches), ``other``
     (query embedding, features, scoring, ranking) and ``total``. The decoded-node and context caches
     are emptied before each query, as a large memory's candidates are rarely cached."""
-    spent = dict.fromkeys(_SEARCH_STAGES, 0.0)
-    saved = {name: getattr(SQLiteStore, name) for name in _SEARCH_STAGES}
+    stages = [name for name in _SEARCH_STAGES if hasattr(SQLiteStore, name)]  # an older tree: no candidates
+    spent = dict.fromkeys(stages, 0.0)
+    saved = {name: getattr(SQLiteStore, name) for name in stages}
 
     def wrap(name: str) -> Callable[..., object]:
         def inner(*args: object, **kwargs: object) -> object:
@@ -330,8 +338,8 @@ def search_stages(mem: Memory, queries: list[str], user: str) -> dict[str, float
 
         return inner
 
-    samples: dict[str, list[float]] = {name: [] for name in (*_SEARCH_STAGES, "other", "total")}
-    for name in _SEARCH_STAGES:
+    samples: dict[str, list[float]] = {name: [] for name in (*stages, "other", "total")}
+    for name in stages:
         setattr(SQLiteStore, name, wrap(name))
     try:
         for query in queries:
@@ -341,7 +349,7 @@ def search_stages(mem: Memory, queries: list[str], user: str) -> dict[str, float
             start = time.process_time()
             mem.search(query, user=user, k=10)
             total = time.process_time() - start
-            parts = {name: spent[name] - before[name] for name in _SEARCH_STAGES}
+            parts = {name: spent[name] - before[name] for name in stages}
             for name, value in parts.items():
                 samples[name].append(1000 * value)
             samples["other"].append(1000 * (total - sum(parts.values())))

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from dualmem import Memory
+from dualmem.errors import DatabaseCorrupt
 from dualmem.plane import SQLiteStore, Store
+from dualmem.plane import sqlite as sqlite_module
 from dualmem.types import Node, Tenant
 
 USER = Tenant("u")
@@ -117,3 +119,85 @@ def test_cached_nodes_and_contexts_follow_another_connections_writes(tmp_path: P
         assert a.get_nodes(["s1-2"]) == {}
         assert a.node_context(["s1-0"], USER)["s1-0"].neighbours == (("s1-1", 1),)
         assert {i for i, _ in a.context_search(USER, "rowan", 5)} == {"s1-0"}
+
+
+def test_cached_candidates_follow_another_connections_writes(tmp_path: Path) -> None:
+    turns = session(np.random.default_rng(6), ["oak", "yew", "hazel"])
+    with SQLiteStore.open(tmp_path / "m.db") as a, SQLiteStore.open(tmp_path / "m.db") as b:
+        a.put_nodes(turns)
+        first = a.candidates(["s1-0", "s1-1"], USER)  # read, then cached
+        assert first["s1-0"].context is not None
+        assert first["s1-0"].context.neighbours == (("s1-1", 1), ("s1-2", 2))
+        embedding = first["s1-1"].embedding
+        assert embedding is not None
+        assert not embedding.flags.writeable  # shared between callers: read-only
+        b.update_node(dataclasses.replace(turns[1], content="we talked about rowan"))
+        b.delete_nodes(["s1-2"])
+        now = a.candidates(["s1-0", "s1-1", "s1-2"], USER)
+        assert set(now) == {"s1-0", "s1-1"}
+        assert now["s1-1"].content == "we talked about rowan"
+        assert now["s1-0"].context is not None
+        assert now["s1-0"].context.neighbours == (("s1-1", 1),)
+
+
+@pytest.mark.parametrize(
+    ("stored", "parsed"),
+    [
+        ('[["s1-1", 1], ["s1-2", 2]]', (("s1-1", 1), ("s1-2", 2))),  # the joined parse
+        ('[["s1-1", 1]], [["s1-2", 2]]', None),  # two values in one row: each row alone, and it fails
+        ("", None),
+        ("null", None),
+        ('[["s1-1", "x"]]', None),
+    ],
+)
+def test_candidate_neighbours_parse_row_by_row_exactly(tmp_path: Path, stored: str, parsed: object) -> None:
+    """A batch of candidates parses its neighbour lists as one JSON text; a damaged row is never
+    misread as another row's neighbours: the read fails as ``node_context`` fails (``DatabaseCorrupt``)."""
+    rng = np.random.default_rng(8)
+    turns = [*session(rng, ["ash", "elm", "fir"]), *session(rng, ["lime", "pine"], "s2")]
+    path = tmp_path / "m.db"
+    with SQLiteStore.open(path) as store:
+        store.put_nodes(turns)
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE node_context SET neighbours = ? WHERE seq = (SELECT seq FROM nodes WHERE id = 's1-0')",
+            (stored,),
+        )
+    ids = ["s2-0", "s1-0", "s1-1", "s2-1"]
+    with SQLiteStore.open(path, read_only=True) as store:
+        if parsed is None:
+            with pytest.raises(DatabaseCorrupt):
+                store.candidates(ids, USER)
+            with pytest.raises(DatabaseCorrupt):
+                store.node_context(ids, USER)
+            return
+        got = store.candidates(ids, USER)
+        expected = store.node_context(ids, USER)
+    assert [i for i in got if got[i].context is not None] == list(expected)
+    for node_id, context in expected.items():
+        assert got[node_id].context is not None
+        assert got[node_id].context.neighbours == context.neighbours
+    assert got["s1-0"].context is not None
+    assert got["s1-0"].context.neighbours == parsed
+    assert got["s2-0"].context is not None
+    assert got["s2-0"].context.neighbours == (("s2-1", 1),)
+
+
+def test_a_full_context_cache_never_drops_what_one_read_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the cache was emptied after the call had decided which ids it held, so the ids it
+    had cached came back without their context (the pool then lost their neighbours)."""
+    turns = session(np.random.default_rng(9), ["ash", "elm", "fir", "oak", "yew"])
+    monkeypatch.setattr(sqlite_module, "CONTEXT_CACHE_MAX", 2)
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        store.put_nodes(turns)
+        ids = [t.id for t in turns]
+        want = _contexts(store, ids)
+        assert len(want) == 5
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        assert _contexts(store, ids[:3]) == {i: want[i] for i in ids[:3]}  # three cached: over the cap
+        # two of them cached, two not: the call starts over and still returns all four
+        assert _contexts(store, [ids[1], ids[3], ids[2], ids[4]]) == {
+            i: want[i] for i in (ids[1], ids[3], ids[2], ids[4])
+        }

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from tokenizers import Tokenizer
 
 from dualmem.embed import (
     SPECS,
@@ -86,9 +87,13 @@ def _one_at_a_time(embedder: MiniLMEmbedder, texts: Sequence[str]) -> npt.NDArra
     """The definition, with nothing of the embedder's batching: each text alone, no padding, mean of its
     token vectors, unit length."""
     runtime = embedder._load()
+    # the model's tokenizer as published: truncating at max_length (the embedder cuts rows itself)
+    tokenizer = Tokenizer.from_file(str(default_tokenizer_path()))
+    tokenizer.enable_truncation(max_length=embedder.max_length)
+    tokenizer.no_padding()
     rows = []
     for text in texts:
-        ids = np.asarray([runtime.tokenizer.encode(text).ids], dtype=np.int64)
+        ids = np.asarray([tokenizer.encode(text).ids], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         (hidden,) = runtime.session.run(["last_hidden_state"], feeds)
         pooled = np.asarray(hidden, dtype=np.float64)[0].mean(axis=0)

@@ -14,7 +14,7 @@ from dualmem.control.builtin import BuiltinController
 from dualmem.embed import Embedder
 from dualmem.learn import LinearRanker
 from dualmem.plane import SQLiteStore
-from dualmem.read.pool import FEATURES, PoolSettings, build_pool
+from dualmem.read.pool import FEATURES, PoolNodes, PoolSettings, build_pool
 from dualmem.types import Observation, Tenant
 
 AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
@@ -89,3 +89,40 @@ def test_without_pool_features_the_builtin_uses_its_hand_set_weights(mem: Memory
     b = hand.search("What did Mira adopt?", user="u", k=5).trace.rounds[0].candidates
     assert [c.relevance for c in a] == [c.relevance for c in b]
     assert not np.allclose([c.relevance for c in a], 0.5)
+
+
+def test_the_pool_reads_candidates_and_its_full_nodes_only_when_asked(mem: Memory) -> None:
+    tenant = Tenant("u")
+    pool = build_pool(mem.store, mem.embedder, "What is the name of the dog Mira adopted?", tenant)
+    assert set(pool.rows) == set(pool.ids)
+    full = mem.store.get_nodes(pool.ids, tenant)
+    contexts = mem.store.node_context(pool.ids, tenant)
+    for node_id in pool.ids:
+        row, node = pool.rows[node_id], full[node_id]
+        assert (row.content, row.speaker, row.at, row.valid_to) == (
+            node.content,
+            node.speaker,
+            node.at,
+            node.valid_to,
+        )
+        stored = contexts.get(node_id)
+        assert (row.context is None) == (stored is None)
+        if row.context is not None and stored is not None:
+            assert row.context.neighbours == stored.neighbours
+    nodes = pool.nodes
+    assert isinstance(nodes, PoolNodes)
+    assert len(nodes) == len(pool.ids)
+    assert list(nodes) == list(pool.ids)
+    assert pool.ids[0] in nodes
+    assert "not-a-candidate" not in nodes
+    first = nodes.load([pool.ids[0], "not-a-candidate"])
+    assert list(first) == [pool.ids[0]]
+    assert first[pool.ids[0]] == full[pool.ids[0]]
+    assert all(nodes[i] == full[i] for i in pool.ids)  # the rest in one read on first use
+    with pytest.raises(KeyError):
+        nodes["not-a-candidate"]
+    # a candidate forgotten after the pool was read is simply not there any more
+    later = build_pool(mem.store, mem.embedder, "What is the name of the dog Mira adopted?", tenant)
+    gone = later.ids[-1]
+    mem.forget(gone, user="u")
+    assert gone not in later.nodes.load([gone])

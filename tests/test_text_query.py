@@ -65,3 +65,23 @@ def test_times_are_grounded_against_now() -> None:
 )
 def test_question_form(query: str, form: str) -> None:
     assert question_form(query) == form
+
+
+def test_names_are_matched_case_insensitively_in_ascii_and_beyond() -> None:
+    # the substring pre-check must never skip a name the pattern would find
+    a = analyze("what did CAROLINE's sister say?", names=["caroline", "Melanie"])
+    assert a.persons == ("caroline",)
+    assert a.stripped == "what did sister say?"
+    # outside ASCII, re.IGNORECASE also matches the long s to "s" (lower() does not): the pattern decides
+    b = analyze("When did \u017fam call?", names=["Sam"])
+    assert b.persons == ("Sam",)
+    assert b.stripped == "When did call?"
+    c = analyze("Did Zo\u00cb come?", names=["zo\u00eb"])
+    assert c.persons == ("zo\u00eb",)
+
+
+def test_many_absent_names_leave_the_query_unchanged() -> None:
+    names = [f"Person{i}" for i in range(200)] + ["Jon"]
+    a = analyze("Where did Jon travel last May?", names=names)
+    assert a.persons == ("Jon",)
+    assert a.stripped == "Where did travel last May?"

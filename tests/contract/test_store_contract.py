@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
 from dualmem.plane import Decision, InMemoryStore, SQLiteStore, Store
+from dualmem.plane.base import Candidate
 from dualmem.types import Edge, Node, TemporalRef, Tenant, TypeScores
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {
@@ -771,3 +772,80 @@ def test_context_never_crosses_tenants(store: Store) -> None:
     assert _context_ids(store, "quince", agent) == set()
     assert store.node_context([mine[0].id], BOB) == {}
     assert store.node_context([scoped.id], agent) == {}
+
+
+# -- pool candidates (Store.candidates) -------------------------------------------------------
+
+
+def _same_candidate(store: Store, got: Candidate, node: Node, tenant: Tenant) -> None:
+    """``got`` holds exactly what ``get_nodes`` and ``node_context`` give for ``node``."""
+    full = store.get_nodes([node.id], tenant)[node.id]
+    context = store.node_context([node.id], tenant).get(node.id)
+    assert (got.id, got.tenant, got.content, got.speaker) == (
+        full.id,
+        full.tenant,
+        full.content,
+        full.speaker,
+    )
+    assert (got.at, got.temporal_refs, got.valid_to) == (full.at, full.temporal_refs, full.valid_to)
+    assert got.embedding is not None
+    assert full.embedding is not None
+    assert got.embedding.dtype == np.float32
+    assert got.embedding.tobytes() == full.embedding.tobytes()
+    if context is None:
+        assert got.context is None
+    else:
+        assert got.context is not None
+        assert got.context.neighbours == context.neighbours
+        assert (got.context.vector is None) == (context.vector is None)
+        if context.vector is not None:
+            assert got.context.vector is not None
+            assert got.context.vector.tobytes() == context.vector.tobytes()
+
+
+def test_candidates_are_the_projection_of_get_nodes_and_node_context(store: Store) -> None:
+    rng = np.random.default_rng(11)
+    ref = TemporalRef("on 2 May", dt.date(2023, 5, 2), dt.date(2023, 5, 2), "day")
+    turns = [
+        make_node(rng, "turn one", session="s1", speaker="Mira", temporal_refs=(ref,)),
+        make_node(rng, "turn two", session="s1", speaker=None, at=None),
+        make_node(rng, "turn three", session="s1", speaker="Jon", valid_to=T0 + dt.timedelta(days=1)),
+    ]
+    loose = make_node(rng, "no session")
+    bob = make_node(rng, "bob's own", tenant=BOB, session="s1")
+    store.put_nodes([*turns, loose, bob])
+    ids = [turns[2].id, "missing", loose.id, bob.id, turns[0].id, turns[1].id, turns[0].id]
+    got = store.candidates(ids, ALICE)
+    assert list(got) == [turns[2].id, loose.id, turns[0].id, turns[1].id]  # order of ids, visible only
+    for node in (*turns, loose):
+        _same_candidate(store, got[node.id], node, ALICE)
+    assert got[loose.id].context is None
+    assert got[turns[0].id].context is not None
+    assert store.candidates([bob.id], BOB)[bob.id].tenant == BOB
+    assert store.candidates([], ALICE) == {}
+
+
+def test_candidates_follow_updates_forgets_and_context_rewrites(store: Store) -> None:
+    rng = np.random.default_rng(12)
+    turns = [make_node(rng, f"turn {w}", session="s1", speaker="Mira") for w in ("kiwi", "lemon", "mango")]
+    store.put_nodes(turns[:2])
+    before = store.candidates([t.id for t in turns], ALICE)  # read (and cached, where a store caches)
+    assert before[turns[0].id].context is not None
+    assert before[turns[0].id].context.neighbours == ((turns[1].id, 1),)
+    # a later turn rewrites the context of the turns before it, not the nodes themselves
+    store.put_nodes([turns[2]])
+    after = store.candidates([turns[0].id], ALICE)[turns[0].id]
+    assert after.context is not None
+    assert after.context.neighbours == ((turns[1].id, 1), (turns[2].id, 2))
+    # an update changes the node's own fields
+    changed = dataclasses.replace(turns[0], content="turn olive", speaker="Jon", valid_to=T0)
+    store.update_node(changed)
+    _same_candidate(store, store.candidates([turns[0].id], ALICE)[turns[0].id], changed, ALICE)
+    assert store.candidates([turns[0].id], ALICE)[turns[0].id].content == "turn olive"
+    # a forget removes the node and rewrites its neighbours' context
+    assert store.delete_nodes([turns[1].id]) == 1
+    now = store.candidates([t.id for t in turns], ALICE)
+    assert turns[1].id not in now
+    assert now[turns[0].id].context is not None
+    assert now[turns[0].id].context.neighbours == ((turns[2].id, 1),)  # offsets count stored turns
+    _same_candidate(store, now[turns[0].id], changed, ALICE)

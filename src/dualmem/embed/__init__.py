@@ -37,7 +37,7 @@ def create_embedder(spec: str = "minilm", *, cache_size: int = 0, **options: Any
     """Build an embedder from ``spec``; ``options`` go to its constructor.
 
     ``"minilm"`` / ``"default"``: :class:`MiniLMEmbedder` (batch_size, max_length, threads, model_path,
-    tokenizer_path, model_sha256);
+    tokenizer_path, model_sha256, graph_cache);
     ``"hashing"`` / ``"hashing:DIM"``: :class:`HashingEmbedder`;
     ``"openai:MODEL"``: :class:`OpenAIEmbedder` (base_url, api_key, dim, batch_size, timeout, retry,
     transport).

@@ -3,6 +3,9 @@
 Every implementation passes ``tests/contract/test_store_contract.py``. Backend facts (SQL, files,
 caches) stay inside the backend's module.
 
+Protocol change (issue 13, read path), additive: ``candidates`` (a projected read of a query's pool
+candidates with their stored context: ``Candidate``).
+
 Protocol changes (issue 10, expanded index), additive: ``put_chunks`` / ``get_chunks`` (chunk vectors
 of long nodes) and ``vector_search`` scoring a node as its best vector.
 
@@ -29,12 +32,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from dualmem.types import Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View, utcnow
+from dualmem.types import Edge, JSONValue, Node, NodeStatus, TemporalRef, Tenant, Vector, View, utcnow
 
 if TYPE_CHECKING:
     from dualmem.plane.check import CheckReport
 
-__all__ = ["Decision", "NodeContext", "Store", "StoreStats"]
+__all__ = ["Candidate", "Decision", "NodeContext", "Store", "StoreStats", "candidates_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,39 @@ class NodeContext:
 
     neighbours: tuple[tuple[str, int], ...]
     vector: Vector | None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What the read path's candidate pool needs of one node (``Store.candidates``): the stored
+    node's id, tenant, text, speaker, times and embedding, and its stored context, each exactly what
+    ``get_nodes`` and ``node_context`` give; the rest of the node is never decoded."""
+
+    id: str
+    tenant: Tenant
+    content: str
+    speaker: str | None
+    at: dt.datetime | None
+    temporal_refs: tuple[TemporalRef, ...]
+    valid_to: dt.datetime | None
+    embedding: Vector | None
+    context: NodeContext | None  # ``None`` when the node has no session neighbours
+
+    @classmethod
+    def of(cls, node: Node, context: NodeContext | None) -> Candidate:
+        return cls(
+            node.id, node.tenant, node.content, node.speaker, node.at, node.temporal_refs, node.valid_to,
+            node.embedding, context,
+        )  # fmt: skip
+
+
+def candidates_of(store: Store, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+    """``Store.candidates`` composed of ``get_nodes`` and ``node_context`` (a store whose full reads
+    are as cheap as a projection uses it)."""
+    with store.snapshot():
+        nodes = store.get_nodes(node_ids, tenant)
+        contexts = store.node_context(list(nodes), tenant)
+    return {node_id: Candidate.of(node, contexts.get(node_id)) for node_id, node in nodes.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +252,13 @@ class Store(Protocol):
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         """The stored context of each node of ``node_ids`` visible to ``tenant`` that has neighbours."""
+        ...
+
+    def candidates(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+        """For each node of ``node_ids`` visible to ``tenant`` (in the order of ``node_ids``, unknown
+        ids left out): its :class:`Candidate`, the fields ``get_nodes`` and ``node_context`` would give
+        (the read path scores a query's few hundred candidates from these and reads full nodes only
+        for what it returns or shows the controller)."""
         ...
 
     def entities_of(self, node_id: str) -> tuple[str, ...]: ...

@@ -23,7 +23,7 @@ from dualmem.plane import _chunks
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane._vectors import UserVectors
-from dualmem.plane.base import Decision, NodeContext, StoreStats
+from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.text.lexical import fts5_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -419,6 +419,9 @@ class InMemoryStore:
                     vector = None if row.vector is None else context.as_unit(row.vector)
                     out[node_id] = NodeContext(row.neighbours, vector)
             return out
+
+    def candidates(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+        return candidates_of(self, node_ids, tenant)
 
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         keys = {codec.entity_key(e) for e in entities} - {""}

@@ -30,7 +30,7 @@ from dualmem.plane import _context as context
 from dualmem.plane import _pg_context as pgctx
 from dualmem.plane import _pg_sql as sql
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
-from dualmem.plane.base import Decision, NodeContext, StoreStats
+from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -777,6 +777,11 @@ class PostgresStore:
             return {}
         with self._conn("read context") as conn:
             return pgctx.read(conn, node_ids, tenant)
+
+    def candidates(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+        """Two batched reads in one snapshot: a PostgreSQL row's full decoding is cheap next to the
+        round trips."""
+        return candidates_of(self, node_ids, tenant)
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._conn("read entities") as conn:

@@ -42,17 +42,20 @@ from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as term_sql
 from dualmem.plane import check as checks
 from dualmem.plane._sqlite_conn import Synchronous, connect
-from dualmem.plane._sqlite_nodes import NodeCache
+from dualmem.plane._sqlite_nodes import NodeCache, read_candidates
 from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
-from dualmem.plane.base import Decision, NodeContext, StoreStats
+from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
 
 log = logging.getLogger("dualmem")
+
+#: decoded contexts ``node_context`` keeps before it starts over (one call's ids are always kept)
+CONTEXT_CACHE_MAX = 50_000
 
 
 class SQLiteStore:
@@ -263,22 +266,58 @@ class SQLiteStore:
     def put_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
             return
-        rows = [sql.node_row(node) for node in nodes]
         vectors = [codec.as_vector(node) for node in nodes]
         with self._lock, self.transaction(), sql.translated("store nodes"):
             self._check_dims(vectors)
-            known = self._existing([node.id for node in nodes])
-            if known or len({node.id for node in nodes}) != len(nodes):
-                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
-            self._cache.sync(self._conn, {node.tenant.user for node in nodes})
-            self._conn.executemany(f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", rows)
-            self._conn.executemany(
-                "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?)",
-                [(n.id, n.tenant.user, v.shape[0], v.tobytes()) for n, v in zip(nodes, vectors, strict=True)],
-            )
-            self._link_entities(nodes)
-            self._cache.appended(self._conn, [n.id for n in nodes], [n.tenant for n in nodes], vectors)
-            self._refresh_context(context.affected(self, nodes, self._context_window))
+            self._insert_rows(nodes)
+            self._insert_vectors(nodes, vectors)
+
+    def put_node_rows(self, nodes: Sequence[Node]) -> None:
+        """The first half of ``put_nodes`` (inside the caller's write): each node's row, its FTS5 row
+        and entity links, not its vector (``node.embedding`` is ignored) nor anyone's context. Until
+        :meth:`put_node_vectors` completes them the nodes are found by lexical, entity and time search
+        only; the caller's transaction must do both halves or roll back."""
+        if not nodes:
+            return
+        with self._lock:
+            if not self._tx.writing:
+                raise InvalidInput(
+                    "put_node_rows stores half a node", hint="call it inside store.transaction()"
+                )
+            with self.transaction(), sql.translated("store nodes"):
+                self._insert_rows(nodes)
+
+    def put_node_vectors(self, nodes: Sequence[Node]) -> None:
+        """The second half of ``put_nodes`` for nodes stored by :meth:`put_node_rows` in this write:
+        their vectors, and the neighbour context of every node whose window they change."""
+        if not nodes:
+            return
+        vectors = [codec.as_vector(node) for node in nodes]
+        with self._lock, self.transaction(), sql.translated("store node vectors"):
+            self._check_dims(vectors)
+            stored = self._users([node.id for node in nodes])
+            if any(stored.get(n.id) != n.tenant.user for n in nodes):
+                raise InvalidInput("put_node_vectors: a node whose row was not stored by put_node_rows")
+            self._nodes.drop([node.id for node in nodes])  # a read in between decoded it without its vector
+            self._insert_vectors(nodes, vectors)
+
+    def _insert_rows(self, nodes: Sequence[Node]) -> None:
+        known = self._existing([node.id for node in nodes])
+        if known or len({node.id for node in nodes}) != len(nodes):
+            raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+        self._conn.executemany(
+            f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", [sql.node_row(node) for node in nodes]
+        )
+        self._link_entities(nodes)
+
+    def _insert_vectors(self, nodes: Sequence[Node], vectors: Sequence[Vector]) -> None:
+        self._cache.sync(self._conn, {node.tenant.user for node in nodes})
+        self._conn.executemany(
+            "INSERT INTO vectors (node_id, user_id, dim, blob) VALUES (?, ?, ?, ?)",
+            [(n.id, n.tenant.user, v.shape[0], v.tobytes()) for n, v in zip(nodes, vectors, strict=True)],
+        )
+        self._cache.appended(self._conn, [n.id for n in nodes], [n.tenant for n in nodes], vectors)
+        self._refresh_context(context.affected(self, nodes, self._context_window))
 
     def _existing(self, ids: Collection[str]) -> set[str]:
         return set(self._users(ids))
@@ -707,6 +746,7 @@ class SQLiteStore:
             ctx.write(self._conn, context.derive(self, node_ids, self._context_window))
             for node_id in node_ids:
                 self._contexts.pop(node_id, None)
+            self._nodes.drop_candidates(node_ids)
 
     def rebuild_context(self) -> int:
         """Recompute every node's context from the nodes (the repair of a derived index)."""
@@ -743,13 +783,27 @@ class SQLiteStore:
         with self._lock, self.snapshot(), sql.translated("read context"), sql.decoding("read context"):
             self._fresh()
             cache, wanted = self._contexts, list(node_ids)
+            if len(cache) > CONTEXT_CACHE_MAX:
+                cache.clear()  # before ``missing`` is known: never drop what this call returns
             missing = [i for i in wanted if i not in cache]
             if missing:
-                if len(cache) > 50_000:
-                    cache.clear()
                 cache.update(ctx.read(self._conn, missing))
             hits = [(i, cache.get(i)) for i in wanted]
             return {i: hit[1] for i, hit in hits if hit and hit[1] and tenant.covers(hit[0])}
+
+    def candidates(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+        """One projected read (``_sqlite_nodes.read_candidates``) of the ids not cached; cached
+        candidates go with their node (``NodeCache``) and whenever their context is rewritten."""
+        with self._lock, self.snapshot(), sql.translated("read candidates"), sql.decoding("read candidates"):
+            self._fresh()
+            wanted = list(dict.fromkeys(node_ids))
+            found = self._nodes.candidates(wanted)
+            missing = [i for i in wanted if i not in found]
+            if missing:
+                read = read_candidates(self._conn, missing)
+                self._nodes.put_candidates(read)
+                found.update((c.id, c) for c in read)
+        return {i: found[i] for i in wanted if i in found and tenant.covers(found[i].tenant)}
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._lock, sql.translated("read entities"):

@@ -41,6 +41,7 @@ from dualmem.read.pool import (
     FEATURES,
     Pool,
     PoolFeatures,
+    PoolNodes,
     PoolSettings,
     analyze_query,
     build_pool,
@@ -61,6 +62,14 @@ def _traversal_questions(n: int) -> Mapping[str, Question]:
     for i in range(n):
         questions.update(catalog.traversal_questions(i))
     return MappingProxyType(questions)
+
+
+def _full_nodes(pool: Pool, ids: Sequence[str], run: _Run) -> Mapping[str, Node]:
+    """The full nodes of ``ids`` the retrieval has not already got as evidence (one batched read)."""
+    want = [i for i in ids if i not in run.evidence and i not in run.runners_up]
+    if isinstance(pool.nodes, PoolNodes):
+        return pool.nodes.load(want)
+    return {i: pool.nodes[i] for i in want if i in pool.nodes}
 
 
 class _OutOfTime(Exception):
@@ -186,19 +195,20 @@ class Retriever:
         raw = self.ranker.score(pool.features, FEATURES)
         scores = [
             scoring.demote_superseded(
-                float(s), superseded=pool.nodes[i].valid_to is not None, asks_past=asks_past, factor=factor
+                float(s), superseded=pool.rows[i].valid_to is not None, asks_past=asks_past, factor=factor
             )
             for i, s in zip(pool.ids, raw, strict=True)
         ]
         order = sorted(range(len(pool.ids)), key=lambda r: (-scores[r], r))[:k]
         out: list[Evidence] = []
+        nodes = _full_nodes(pool, [pool.ids[r] for r in order], run)
         for r in order:
             node_id = pool.ids[r]
             seen = run.evidence.get(node_id) or run.runners_up.get(node_id)
             if seen is not None:
                 out.append(replace(seen, score=scores[r]))
-            else:
-                node = pool.nodes[node_id]
+            elif node_id in nodes:  # else: forgotten since the pool was read
+                node = nodes[node_id]
                 out.append(Evidence(node, scores[r], "anchor", None, 0, node.temporal_refs))
         return tuple(out)
 

@@ -32,21 +32,24 @@ neighbour       the node is in the pool only as a neighbour
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
 features at query time and for ``dualmem calibrate``. Query-time work: one query embedding, four
-searches, two batched context reads and one batched node read (the candidates only).
+searches and three batched candidate reads (``Store.candidates``: the fields the features use and the
+stored context, never a full node): the lexical hits (their speakers drive the query analysis), the
+other hits, their neighbours. The pool's full nodes (``Pool.nodes``) are read when first asked for,
+so a search reads full nodes only for what it returns or shows the controller.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from dualmem.control.states import QUERY, EmbeddingFeatures
 from dualmem.embed.base import Embedder
-from dualmem.plane.base import NodeContext, Store
+from dualmem.plane.base import Candidate, NodeContext, Store
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
 
@@ -55,6 +58,7 @@ __all__ = [
     "POOL_VERSION",
     "Pool",
     "PoolFeatures",
+    "PoolNodes",
     "PoolSettings",
     "analyze_query",
     "build_pool",
@@ -103,9 +107,50 @@ class _Query:
     emb: npt.NDArray[np.float32]  # the vectors of the nodes held (the candidates), in their order
 
 
+class PoolNodes(Mapping[str, Node]):
+    """The full nodes of a pool's candidates (keys: the pool's ids), read from the store when first
+    asked for: one item read loads every candidate not held yet in one batch (a caller that wants one
+    usually wants them all); ``load`` reads only the ids it is given."""
+
+    def __init__(self, store: Store, tenant: Tenant, ids: Iterable[str], held: Mapping[str, Node]) -> None:
+        self._store, self._tenant = store, tenant
+        self._ids = dict.fromkeys(ids)
+        self._held = dict(held)
+
+    def __getitem__(self, key: str) -> Node:
+        if key not in self._ids:
+            raise KeyError(key)
+        if key not in self._held:
+            self.load(list(self._ids))
+        return self._held[key]  # KeyError when the node went since the pool was built
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def load(self, ids: Sequence[str]) -> dict[str, Node]:
+        """The nodes of ``ids`` that are candidates of the pool and still stored (one batched read of
+        those not held yet)."""
+        missing = [i for i in ids if i in self._ids and i not in self._held]
+        if missing:
+            self._held.update(self._store.get_nodes(missing, self._tenant))
+        return {i: self._held[i] for i in ids if i in self._held}
+
+    def extended(self, nodes: Sequence[Node]) -> PoolNodes:
+        """These nodes and ``nodes`` (held from the start)."""
+        held = {**self._held, **{n.id: n for n in nodes}}
+        return PoolNodes(self._store, self._tenant, [*self._ids, *(n.id for n in nodes)], held)
+
+
 @dataclass(frozen=True, slots=True)
 class Pool:
-    """A query's candidates (``ids``, in discovery order), their nodes and feature rows."""
+    """A query's candidates (``ids``, in discovery order), what the features read of them
+    (``rows``), their full nodes (``nodes``, read on first use) and feature rows."""
 
     query: str
     analysis: QueryAnalysis
@@ -115,6 +160,7 @@ class Pool:
     features: npt.NDArray[np.float64]  # (len(ids), len(FEATURES))
     neighbours: Mapping[str, tuple[tuple[str, int], ...]]
     context: _Query | None = None  # what extend_pool needs to add candidates
+    rows: Mapping[str, Candidate] = field(default_factory=dict)  # every candidate of ``ids``
 
     def row(self, node_id: str) -> dict[str, float]:
         """One candidate's features by name."""
@@ -162,14 +208,14 @@ def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
 
 def analyze_query(
     store: Store, query: str, tenant: Tenant, n: int
-) -> tuple[list[tuple[str, float]], dict[str, Node], QueryAnalysis]:
-    """The lexical top-``n`` of ``query``, their nodes, and the query's analysis against the
-    speakers of those hits (the memory's persons the query names are stripped from the text that
+) -> tuple[list[tuple[str, float]], dict[str, Candidate], QueryAnalysis]:
+    """The lexical top-``n`` of ``query``, their candidate rows, and the query's analysis against
+    the speakers of those hits (the memory's persons the query names are stripped from the text that
     is embedded)."""
     lex_hits = store.lexical_search(tenant, query, n)
-    lex_nodes = store.get_nodes([i for i, _ in lex_hits], tenant)
-    speakers = {nd.speaker for nd in lex_nodes.values() if nd.speaker}
-    return lex_hits, lex_nodes, analyze(query, names=speakers)
+    lex_rows = store.candidates([i for i, _ in lex_hits], tenant)
+    speakers = {c.speaker for c in lex_rows.values() if c.speaker}
+    return lex_hits, lex_rows, analyze(query, names=speakers)
 
 
 def build_pool(
@@ -177,12 +223,12 @@ def build_pool(
 ) -> Pool:
     """Search, analyse, expand to neighbours and compute the feature matrix of ``query``'s pool.
 
-    Neighbours and context come from the store's write-time context (``Store.node_context``, one
-    batched read per round), so only the candidates' own nodes are read.
+    Neighbours and context come from the store's write-time context, read with each candidate's
+    projection (``Store.candidates``, one batched read per round); no full node is read here.
     """
     settings = settings or PoolSettings()
     n = settings.n
-    lex_hits, lex_nodes, analysis = analyze_query(store, query, tenant, n)
+    lex_hits, rows, analysis = analyze_query(store, query, tenant, n)
     qvec = embedder.embed([analysis.stripped])[0]
     vec_hits = store.vector_search(tenant, qvec, n)
     stripped_hits = (
@@ -190,18 +236,29 @@ def build_pool(
     )
     ctx_hits = store.context_search(tenant, analysis.stripped, n)
     base = list(dict.fromkeys(i for hits in (vec_hits, lex_hits, stripped_hits, ctx_hits) for i, _ in hits))
-    contexts = store.node_context(base, tenant)
+    rows.update(store.candidates([i for i in base if i not in rows], tenant))
+    contexts = _contexts(rows, base)
     near = _near(contexts, base, settings.window)
     extra = list(dict.fromkeys(j for i in base for j, _ in near[i] if j not in near))
-    contexts.update(store.node_context(extra, tenant))
+    rows.update(store.candidates(extra, tenant))  # never in ``base``, so never read above
+    contexts.update(_contexts(rows, extra))
     near.update(_near(contexts, extra, settings.window))
-    nodes = dict(lex_nodes)
-    nodes.update(store.get_nodes([i for i in (*base, *extra) if i not in nodes], tenant))
-    ids = tuple(i for i in (*base, *extra) if i in nodes)
+    ids = tuple(i for i in (*base, *extra) if i in rows)
     ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits), _ranks(ctx_hits))
-    q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(nodes.values(), qvec))
-    features = _features(ids, nodes, near, contexts, q)
-    return Pool(query, analysis, qvec, ids, nodes, features, near, q)
+    q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(rows.values(), qvec))
+    features = _features(ids, rows, near, contexts, q)
+    nodes = PoolNodes(store, tenant, ids, {})
+    return Pool(query, analysis, qvec, ids, nodes, features, near, q, rows)
+
+
+def _contexts(rows: Mapping[str, Candidate], ids: Sequence[str]) -> dict[str, NodeContext]:
+    """The stored context of each of ``ids`` that is a candidate with one."""
+    out: dict[str, NodeContext] = {}
+    for i in ids:
+        found = rows.get(i)
+        if found is not None and found.context is not None:
+            out[i] = found.context
+    return out
 
 
 def _near(
@@ -228,19 +285,26 @@ def extend_pool(
     contexts = store.node_context([n.id for n in add], tenant)
     near = dict(pool.neighbours)
     near.update(_near(contexts, [n.id for n in add], settings.window))
-    nodes = dict(pool.nodes)
-    nodes.update({n.id: n for n in add})
+    added = [Candidate.of(n, contexts.get(n.id)) for n in add]
+    rows = {**pool.rows, **{c.id: c for c in added}}
+    nodes = _extended(pool.nodes, add)
     ids = (*pool.ids, *(n.id for n in add))
-    q = replace(pool.context, emb=np.vstack([pool.context.emb, _matrix(add, pool.qvec)]))
-    rows = _features([n.id for n in add], nodes, near, contexts, replace(q, base_count=0))
-    rows[:, _COL["neighbour"]] = 0.0  # reached by an edge, not only as a session neighbour
-    features = np.vstack([pool.features, rows])
-    return replace(pool, ids=ids, nodes=nodes, features=features, neighbours=near, context=q)
+    q = replace(pool.context, emb=np.vstack([pool.context.emb, _matrix(added, pool.qvec)]))
+    extra = _features([n.id for n in add], rows, near, contexts, replace(q, base_count=0))
+    extra[:, _COL["neighbour"]] = 0.0  # reached by an edge, not only as a session neighbour
+    features = np.vstack([pool.features, extra])
+    return replace(pool, ids=ids, nodes=nodes, features=features, neighbours=near, context=q, rows=rows)
+
+
+def _extended(nodes: Mapping[str, Node], add: Sequence[Node]) -> Mapping[str, Node]:
+    if isinstance(nodes, PoolNodes):
+        return nodes.extended(add)
+    return {**nodes, **{n.id: n for n in add}}
 
 
 def _features(
     ids: Sequence[str],
-    nodes: Mapping[str, Node],
+    nodes: Mapping[str, Candidate],
     near: Mapping[str, tuple[tuple[str, int], ...]],
     contexts: Mapping[str, NodeContext],
     q: _Query,
@@ -276,7 +340,7 @@ def _features(
     return out
 
 
-def _matrix(nodes: Iterable[Node], like: Vector) -> npt.NDArray[np.float32]:
+def _matrix(nodes: Iterable[Candidate], like: Vector) -> npt.NDArray[np.float32]:
     """The nodes' vectors as rows (zeros for a node without one)."""
     rows = [n.embedding if n.embedding is not None else np.zeros_like(like) for n in nodes]
     return np.array(rows, dtype=like.dtype).reshape(len(rows), len(like))
@@ -332,7 +396,7 @@ def _neighbour_columns(
     out[has, _COL["nb_vec"]] = np.where(np.isnan(best), 0.0, best)
 
 
-def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Node], analysis: QueryAnalysis) -> None:
+def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], analysis: QueryAnalysis) -> None:
     """The columns of the node alone: speaker, length and time."""
     named: dict[str | None, bool] = {}
     for node in nodes:
@@ -349,7 +413,7 @@ def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Node], analysis:
         out[:, _COL["time"]] = [_time_match(n, analysis) for n in nodes]
 
 
-def _time_match(node: Node, analysis: QueryAnalysis) -> bool:
+def _time_match(node: Candidate, analysis: QueryAnalysis) -> bool:
     if not analysis.times:
         return False
     if node.at is not None:

@@ -31,7 +31,15 @@ from dualmem.config import WriteProfile
 from dualmem.plane.base import Decision, Store
 from dualmem.types import Node, Tenant
 
-__all__ = ["CANDIDATES", "Candidate", "candidate_records", "discover", "recorded_candidates"]
+__all__ = [
+    "CANDIDATES",
+    "Candidate",
+    "TextSignals",
+    "candidate_records",
+    "discover",
+    "recorded_candidates",
+    "text_signals",
+]
 
 #: the decision purpose under which a pending node's write-time candidates are kept for repair
 CANDIDATES = "candidates"
@@ -46,14 +54,38 @@ class Candidate:
     shared_entities: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class TextSignals:
+    """The store's answers to the probes that do not need the node's vector (lexical, entity,
+    time), as :func:`discover` fuses them; found by :func:`text_signals` while it is embedded."""
+
+    lexical: tuple[tuple[str, float], ...]
+    entities: tuple[tuple[str, int], ...]
+    times: tuple[tuple[str, float], ...]
+
+
+def text_signals(store: Store, node: Node, *, profile: WriteProfile) -> TextSignals:
+    """The lexical, entity and time probes of ``node`` (stored already; its vector not needed)."""
+    tenant = Tenant(node.tenant.user, node.tenant.agent, node.tenant.run)
+    pool = profile.cand_pool
+    lexical = store.lexical_probe(tenant, node.content, pool)
+    # the speaker is an entity of nearly every turn they say: as a signal it only adds noise and cost
+    salient = _rare(store, tenant, node, profile.cand_entity_share)
+    entities = store.entity_search(tenant, salient, pool) if salient else []
+    times = store.time_search(tenant, node.at, pool) if node.at is not None else []
+    return TextSignals(tuple(lexical), tuple(entities), tuple(times))
+
+
 def discover(
     store: Store,
     node: Node,
     *,
     profile: WriteProfile,
     exclude: Collection[str] = (),
+    signals: TextSignals | None = None,
 ) -> list[Candidate]:
-    """Top-K_w existing nodes for ``node`` (never itself, never ids in ``exclude``)."""
+    """Top-K_w existing nodes for ``node`` (never itself, never ids in ``exclude``). ``signals``:
+    its :func:`text_signals`, when they were found already (the same candidates either way)."""
     tenant = Tenant(node.tenant.user, node.tenant.agent, node.tenant.run)
     pool = profile.cand_pool
     skip = set(exclude) | {node.id}
@@ -68,16 +100,13 @@ def discover(
         for node_id, sim in store.vector_search(tenant, node.embedding, pool + len(skip)):
             sims[node_id] = sim
             add(node_id, profile.cand_vector * max(sim, 0.0))
-    for rank, (node_id, _) in enumerate(store.lexical_probe(tenant, node.content, pool)):
+    found = signals if signals is not None else text_signals(store, node, profile=profile)
+    for rank, (node_id, _) in enumerate(found.lexical):
         add(node_id, profile.cand_lexical / (1.0 + rank) ** 0.5)
-    # the speaker is an entity of nearly every turn they say: as a signal it only adds noise and cost
-    salient = _rare(store, tenant, node, profile.cand_entity_share)
-    if salient:
-        for node_id, shared in store.entity_search(tenant, salient, pool):
-            add(node_id, profile.cand_entity * min(shared, 3) / 3.0)
-    if node.at is not None:
-        for node_id, delta_s in store.time_search(tenant, node.at, pool):
-            add(node_id, profile.cand_time * math.exp(-delta_s / 86_400.0))
+    for node_id, shared in found.entities:
+        add(node_id, profile.cand_entity * min(shared, 3) / 3.0)
+    for node_id, delta_s in found.times:
+        add(node_id, profile.cand_time * math.exp(-delta_s / 86_400.0))
     if not scores:
         return []
     # stable: equal scores keep the order the signals found them in (store order), not random ids

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol, cast, runtime_checkable
 
 from dualmem.config import WriteProfile
 from dualmem.control import catalog
@@ -29,11 +31,25 @@ from dualmem.errors import ControllerError
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import EntityExtractor, create_extractor
 from dualmem.text.temporal import ground
-from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, Vector, new_id
-from dualmem.write.candidates import Candidate, candidate_records, discover, recorded_candidates
+from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
+from dualmem.write.candidates import Candidate, candidate_records, discover, recorded_candidates, text_signals
 from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
 
-__all__ = ["WriteReport", "Writer", "natural_key"]
+__all__ = ["OVERLAP_MIN_CPUS", "StagedNodes", "WriteReport", "Writer", "natural_key"]
+
+#: the CPUs from which one ``add`` embeds its text on a worker thread by default (``Writer(overlap=)``)
+OVERLAP_MIN_CPUS = 4
+
+
+@runtime_checkable
+class StagedNodes(Protocol):
+    """A store that can store a node in two halves inside one write (``SQLiteStore``): the row (its
+    text, lexical and entity indexes) first, its vector (and the neighbour context it changes) later;
+    the two halves together store what ``put_nodes`` stores."""
+
+    def put_node_rows(self, nodes: Sequence[Node]) -> None: ...
+
+    def put_node_vectors(self, nodes: Sequence[Node]) -> None: ...
 
 
 def _failure(typed: object, related: object) -> ControllerError | None:
@@ -72,7 +88,13 @@ class Writer:
         profile: WriteProfile,
         *,
         extractor: EntityExtractor | None = None,
+        overlap: bool | None = None,
     ) -> None:
+        """``overlap``: embed a single observation on a worker thread while its write starts (see
+        ``_write_chunk``); ``False`` embeds it first, as a chunk is; ``None``: on with at least
+        :data:`OVERLAP_MIN_CPUS` CPUs (on two cores the model's two threads and the write contend:
+        measured slower, ``bench/README.md``)."""
+        self.overlap = overlap if overlap is not None else (os.cpu_count() or 1) >= OVERLAP_MIN_CPUS
         self.store = store
         self.embedder = embedder
         self.meter = meter
@@ -89,7 +111,7 @@ class Writer:
         """
         if not observations:
             return WriteReport((), (), 0)
-        return self._write(observations, self._embed(observations), tenant, keys)
+        return self._write_chunk(observations, tenant, keys)
 
     def write_chunks(
         self,
@@ -104,8 +126,8 @@ class Writer:
         """
         if not chunks:
             return
-        if len(chunks) == 1:  # one chunk (a single add): nothing to overlap, no thread to start
-            yield self._write(chunks[0], self._embed(chunks[0]), tenant, keys[0] if keys else None)
+        if len(chunks) == 1:  # one chunk (a single add): no next chunk to embed meanwhile
+            yield self._write_chunk(chunks[0], tenant, keys[0] if keys else None)
             return
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dualmem-embed") as pool:
             upcoming = pool.submit(self._embed, chunks[0])
@@ -118,10 +140,21 @@ class Writer:
     def _embed(self, observations: Sequence[Observation]) -> NodeVectors:
         return embed_texts(self.embedder, [o.content for o in observations])
 
+    def _write_chunk(
+        self, observations: Sequence[Observation], tenant: Tenant, keys: Sequence[str | None] | None
+    ) -> WriteReport:
+        """``_write`` one chunk. One observation into a store that stores a node in two halves
+        (:class:`StagedNodes`) is embedded on a worker thread meanwhile (the model releases the GIL):
+        its row is stored and its text probes and typing run before the vector is waited for."""
+        if not self.overlap or len(observations) != 1 or not isinstance(self.store, StagedNodes):
+            return self._write(observations, self._embed(observations), tenant, keys)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dualmem-embed") as pool:
+            return self._write(observations, pool.submit(self._embed, observations), tenant, keys)
+
     def _write(
         self,
         observations: Sequence[Observation],
-        vectors: NodeVectors,
+        vectors: NodeVectors | Future[NodeVectors],
         tenant: Tenant,
         keys: Sequence[str | None] | None,
     ) -> WriteReport:
@@ -132,31 +165,25 @@ class Writer:
             ids: list[str] = []
             nodes: list[Node] = []
             fresh: dict[str, str] = {}
-            chunks: dict[str, Vector] = {}
+            rows: list[int] = []  # the observation (and vector row) of each node
             for i, obs in enumerate(observations):
                 key = wanted[i]
                 known = None if key is None else stored.get(key, fresh.get(key))
                 if known is not None:
                     ids.append(known)
                     continue
-                node = self._node(obs, tenant, vectors.rows[i])
-                extra = vectors.chunks[i]
-                if extra is not None:
-                    chunks[node.id] = extra
-                nodes.append(node)
-                ids.append(node.id)
+                vector = vectors.rows[i] if isinstance(vectors, NodeVectors) else None
+                nodes.append(self._node(obs, tenant, vector))
+                rows.append(i)
+                ids.append(nodes[-1].id)
                 if key is not None:
-                    fresh[key] = node.id
-            # each node is stored, then its candidates are found, before the next one is stored: the
-            # searches see exactly what one ``add`` per observation would see (same edges either way)
-            found: list[list[Candidate]] = []
-            for node in nodes:
-                self.store.put_nodes([node])
-                if node.id in chunks:
-                    self.store.put_chunks({node.id: chunks[node.id]})
-                found.append(discover(self.store, node, profile=self.profile))
+                    fresh[key] = nodes[-1].id
+            if isinstance(vectors, NodeVectors):
+                found, typed = self._store_nodes(nodes, vectors, rows), None
+            else:
+                nodes, found, typed = self._store_staged(nodes, vectors, rows)
             self.store.put_keys(tenant.user, fresh)
-            report = self._relate(nodes, found=found) if nodes else WriteReport((), (), 0)
+            report = self._relate(nodes, found=found, typed=typed) if nodes else WriteReport((), (), 0)
         written = {n.id for n in nodes}
         existing = tuple(i for i in ids if i not in written)
         return dataclasses.replace(report, ids=tuple(ids), existing=existing)
@@ -179,6 +206,41 @@ class Writer:
             return self._relate(nodes, repairing=True, found=found)
 
     # -- steps -------------------------------------------------------------------------------
+    def _store_nodes(self, nodes: list[Node], vectors: NodeVectors, rows: list[int]) -> list[list[Candidate]]:
+        """Store each node, then find its candidates, before the next one is stored: the searches see
+        exactly what one ``add`` per observation would see (the same edges either way)."""
+        found: list[list[Candidate]] = []
+        for node, row in zip(nodes, rows, strict=True):
+            self.store.put_nodes([node])
+            extra = vectors.chunks[row]
+            if extra is not None:
+                self.store.put_chunks({node.id: extra})
+            found.append(discover(self.store, node, profile=self.profile))
+        return found
+
+    def _store_staged(
+        self, nodes: list[Node], vectors: Future[NodeVectors], rows: list[int]
+    ) -> tuple[list[Node], list[list[Candidate]], list[Decided | ControllerError | None] | None]:
+        """``_store_nodes`` for one node while its vector is computed: the row first (FTS5, entities),
+        then the text probes and the typing request, then (the vector joined) the rest of the node and
+        the vector search. Stored, found and asked: what the sequential path stores, finds and asks."""
+        if not nodes:
+            vectors.result()  # the key was stored already: nothing to write, but an error still surfaces
+            return nodes, [], None
+        staged = cast(StagedNodes, self.store)
+        (node,) = nodes
+        staged.put_node_rows([node])
+        signals = text_signals(self.store, node, profile=self.profile)
+        typed = self._typing([node])
+        got = vectors.result()  # the embedder's own error, raised here, rolls the write back
+        (i,) = rows
+        node = dataclasses.replace(node, embedding=got.rows[i])
+        staged.put_node_vectors([node])
+        extra = got.chunks[i]
+        if extra is not None:
+            self.store.put_chunks({node.id: extra})
+        return [node], [discover(self.store, node, profile=self.profile, signals=signals)], typed
+
     def _node(self, obs: Observation, tenant: Tenant, vector: object) -> Node:
         return Node(
             id=new_id(),
@@ -202,7 +264,10 @@ class Writer:
         *,
         repairing: bool = False,
         found: Sequence[list[Candidate] | None] | None = None,
+        typed: list[Decided | ControllerError | None] | None = None,
     ) -> WriteReport:
+        """Edges, controller requests and decisions of ``nodes`` (stored); ``typed``: their typing
+        answers when asked already."""
         batch_ids = [n.id for n in nodes]
         plans: list[tuple[Node, list[Candidate]]] = []
         edges: list[Edge] = []
@@ -217,7 +282,8 @@ class Writer:
             edges.extend(deterministic_edges(node, cands, previous))
             plans.append((node, cands))
         self.store.put_edges(edges)  # in the caller's transaction, with the nodes
-        typed = self._typing([n for n, _ in plans])
+        if typed is None:
+            typed = self._typing([n for n, _ in plans])
         related = self._relations(plans)
         failures = [_failure(t, r) for t, r in zip(typed, related, strict=True)]
         done = [i for i, f in enumerate(failures) if f is None]

@@ -1,0 +1,130 @@
+"""Does a code change leave ``Memory.search`` exactly as it was? Dump, then compare.
+
+``dump`` runs ``Memory.search`` over a set of queries on a database opened read-only (never
+modified) and writes what each search returned: the ids in order, every score as its exact
+``repr``, the view, round and edge of each hit, the stop reason, the controller calls and the rounds
+the loop scored. Run it once per code tree (``PYTHONPATH=<tree>/src``) on the same file and queries,
+then ``compare`` the two dumps: any difference in any field is reported, query by query.
+
+Queries: ``--corpus`` draws ``bench/scale.py``'s synthetic queries (seeded: the same set in every
+tree); ``--conversation`` takes every question of a LoCoMo conversation file (the builds under a
+LoCoMo bench cache are of the dev conversations; the user id is the conversation's id).
+
+    PYTHONPATH=/work/main/src python bench/search_same.py dump --db <copy>.db --corpus 200 \\
+        --embedder hashing --user bench-user --out /tmp/x/main.json
+    PYTHONPATH=$PWD/src python bench/search_same.py dump ... --out /tmp/x/branch.json
+    python bench/search_same.py compare /tmp/x/main.json /tmp/x/branch.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from dualmem.conversations import load_conversations
+from dualmem.embed import create_embedder
+from dualmem.memory import Memory
+from dualmem.read.trace import Retrieval
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale import Corpus
+
+
+def record(found: Retrieval) -> dict[str, object]:
+    """Everything a search returned that a caller can see, exact (JSON writes a float as its
+    ``repr``): each hit's score, view, round, edge and whole node (its embedding as a digest), and
+    the trace (route, anchors, every scored round, stop reason, calls)."""
+    trace = found.trace
+    return {
+        "query": found.query,
+        "hits": [
+            {
+                "id": e.node.id,
+                "score": e.score,
+                "view": e.view,
+                "round": e.round,
+                "via": None if e.via is None else [e.via.source, e.via.target, e.via.label],
+                "refs": [dict(r.to_json()) for r in e.temporal_refs],
+                "node": e.node.to_json(),
+                "vector": None
+                if e.node.embedding is None
+                else hashlib.sha1(e.node.embedding.tobytes()).hexdigest(),
+            }
+            for e in found.evidence
+        ],
+        "route": trace.route,
+        "anchors": [list(a) for a in trace.anchors],
+        "rounds": [r.to_json() for r in trace.rounds],
+        "stop": trace.stop_reason,
+        "calls": trace.calls_by_purpose,
+        "visited": trace.visited,
+        "edges": trace.edges_inspected,
+    }
+
+
+def queries_of(args: argparse.Namespace) -> list[str]:
+    if args.conversation is not None:
+        return [qa.question for conv in load_conversations(args.conversation) for qa in conv.questions]
+    corpus = Corpus(args.data, args.seed)
+    return [corpus.query() for _ in range(args.corpus)]
+
+
+def dump(args: argparse.Namespace) -> None:
+    queries = queries_of(args)
+    embedder = create_embedder(args.embedder)
+    out = []
+    with Memory.open(args.db, embedder=embedder, answerer=None, profile="builtin", read_only=True) as mem:
+        mem.store.use_ann(mem.profile.ann_threshold)
+        for query in queries:
+            out.append(record(mem.search(query, user=args.user, k=args.k)))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out))
+    print(f"{len(out)} searches -> {args.out}")
+
+
+def compare(args: argparse.Namespace) -> int:
+    a, b = json.loads(args.a.read_text()), json.loads(args.b.read_text())
+    if len(a) != len(b):
+        print(f"different query counts: {len(a)} vs {len(b)}")
+        return 1
+    differ = 0
+    for x, y in zip(a, b, strict=True):
+        if x != y:
+            differ += 1
+            keys = [k for k in x if x[k] != y.get(k)]
+            print(f"DIFFERENT {x['query']!r}: {', '.join(keys)}")
+    hits = sum(len(x["hits"]) for x in a)
+    print(f"{len(a)} searches, {hits} hits compared: {len(a) - differ} identical, {differ} different")
+    return 1 if differ else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("--db", type=Path, required=True)
+    d.add_argument("--out", type=Path, required=True)
+    d.add_argument("--embedder", default="hashing")
+    d.add_argument("--user", default="bench-user")
+    d.add_argument("--corpus", type=int, default=100, help="synthetic queries (bench/scale.py's)")
+    d.add_argument("--conversation", type=Path, default=None, help="a conversation file: its questions")
+    d.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--k", type=int, default=10)
+    c = sub.add_parser("compare")
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "dump":
+        dump(args)
+        return 0
+    return compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
