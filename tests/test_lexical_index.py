@@ -374,3 +374,55 @@ def test_an_agents_rows_are_ranked_within_the_users_index() -> None:
             want = _plain(store._conn, "nodes_fts", query, k, agent)
             assert [i for i, _ in got] == [i for i, _ in want]
             assert all(i.startswith("ag") for i, _ in got)
+
+
+def test_a_large_store_never_builds_in_a_search_and_a_repair_builds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # above auto_build a search never holds a build: a stale or purged index leaves FTS5 ranking
+    # (the bounded path), and `check --repair` (re)builds it
+    monkeypatch.setattr(impact, "REBUILD_MIN", 3)
+    monkeypatch.setattr(impact, "REBUILD_SHARE", 0.01)
+    with _store(str(tmp_path / "m.db"), other=True) as store:
+        store.use_lexical_index(1, budget=10**9, auto_build=10)
+        assert store.lexical_index_state() == {"nodes_fts": "none", "context_fts": "none"}
+        want = _plain(store._conn, "nodes_fts", "tomato garden", 5, A)
+        assert store.lexical_search(A, "tomato garden", 5) == want
+        assert impact.built(store._conn, "nodes_fts") is None  # not built by the search
+        report = store.check(repair=True)
+        assert "lexical_index" in report.repaired
+        assert store.lexical_index_state() == {"nodes_fts": "fresh", "context_fts": "fresh"}
+        first = impact.built(store._conn, "nodes_fts")
+        store.put_nodes(_nodes(A, [f"saxophone {i}" for i in range(6)], "x", session="s2"))
+        assert store.lexical_index_state()["nodes_fts"] == "stale"
+        got = store.lexical_search(A, "saxophone tomato", 8)
+        assert [i for i, _ in got] == [
+            i for i, _ in _plain(store._conn, "nodes_fts", "saxophone tomato", 8, A)
+        ]
+        assert impact.built(store._conn, "nodes_fts") == first  # still the old build
+        store.delete_nodes(["x0000"])
+        report = store.check(repair=True)
+        assert report.healthy
+        assert "lexical_index" in report.repaired
+        assert store.lexical_index_state() == {"nodes_fts": "fresh", "context_fts": "fresh"}
+        assert store.check(repair=True).repaired == ()  # nothing left to build
+
+
+def test_a_purged_user_of_a_large_store_is_ranked_by_fts5_and_the_others_by_the_index(
+    tmp_path: Path,
+) -> None:
+    with _store(str(tmp_path / "m.db"), other=True) as store:
+        store.use_lexical_index(1, budget=10**9, auto_build=10)
+        store.build_lexical_index()
+        store.delete_nodes(["a0000"])
+        assert store.lexical_index_state()["nodes_fts"] == "purged"
+        want = [i for i, _ in _plain(store._conn, "nodes_fts", "tomato garden", 5, A)]
+        assert [i for i, _ in store.lexical_search(A, "tomato garden", 5)] == want
+        assert impact.search(store._conn, "nodes_fts", sql.tenant_sql(A), _query(store, A, "quince")) is None
+        assert impact.search(store._conn, "nodes_fts", sql.tenant_sql(B), _query(store, B, "quince"))
+        assert store.lexical_index_state()["nodes_fts"] == "purged"  # no rebuild in the search
+
+
+def _query(store: SQLiteStore, tenant: Tenant, text: str) -> impact.Query:
+    words = list(dict.fromkeys(content_tokens(text)))
+    return impact.Query(tenant.user, tuple(terms.stems(store._conn, words)), fts_or(words), 5, 10**9)

@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "AUTO_BUILD",
     "BUDGET",
     "REBUILD_SHARE",
     "TABLES",
@@ -59,6 +60,7 @@ __all__ = [
     "needs_build",
     "purge",
     "search",
+    "state",
     "top",
 ]
 
@@ -76,7 +78,10 @@ BUDGET = 100_000
 #: a search the budget cut short rescores RESCORE x k of its best rows from their text (exact scores)
 RESCORE = 4
 #: the index is rebuilt when rows written or changed since the build pass this share of the built rows
+#: (in a search while the store holds at most AUTO_BUILD nodes; a larger one is rebuilt by an explicit
+#: build: ``dualmem check --repair``, ``SQLiteStore.build_lexical_index``, and ranks with FTS5 until then)
 REBUILD_SHARE = 0.05
+AUTO_BUILD = 50_000
 REBUILD_MIN = 1000
 
 _CHANGED = "INSERT OR IGNORE INTO lex_changes (tbl, seq, user_id) SELECT {tbl}, {row}.seq, {user} " \
@@ -128,19 +133,28 @@ def built(conn: sqlite3.Connection, table: str) -> Built | None:
     return None if row is None else Built(int(row[0]), int(row[1]))
 
 
-def needs_build(conn: sqlite3.Connection, table: str) -> bool:
-    """No index yet, or rows written or changed since the build pass the rebuild share."""
+def state(conn: sqlite3.Connection, table: str) -> str:
+    """Where the index of ``table`` stands: ``"none"`` (never built), ``"stale"`` (rows written or
+    changed since the build pass the rebuild share: searches rank with FTS5 until a build, since the
+    delta and the changed rows it would rank without the index grow with every write), ``"purged"``
+    (an erase dropped some users' postings: FTS5 ranks those users) or ``"fresh"``."""
     done = built(conn, table)
     if done is None:
-        return True
-    purged = "SELECT 1 FROM lex_stats WHERE tbl = ? AND docs < 0 LIMIT 1"
-    if conn.execute(purged, (TABLES[table],)).fetchone() is not None:
-        return True
+        return "none"
     top_seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nodes").fetchone()[0])
     changed = int(
         conn.execute("SELECT COUNT(*) FROM lex_changes WHERE tbl = ?", (TABLES[table],)).fetchone()[0]
     )
-    return (top_seq - done.upto) + changed > max(REBUILD_MIN, REBUILD_SHARE * done.rows)
+    if (top_seq - done.upto) + changed > max(REBUILD_MIN, REBUILD_SHARE * done.rows):
+        return "stale"
+    purged = "SELECT 1 FROM lex_stats WHERE tbl = ? AND docs < 0 LIMIT 1"
+    return "purged" if conn.execute(purged, (TABLES[table],)).fetchone() is not None else "fresh"
+
+
+def needs_build(conn: sqlite3.Connection, table: str) -> bool:
+    """No index yet, an erase purged users, or rows written or changed since the build pass the
+    rebuild share."""
+    return state(conn, table) != "fresh"
 
 
 def purge(conn: sqlite3.Connection) -> None:

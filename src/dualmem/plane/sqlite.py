@@ -18,6 +18,7 @@ import logging
 import sqlite3
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import cast
@@ -93,6 +94,7 @@ class SQLiteStore:
         #: FTS5 tables of at least this many rows are ranked by the impact-ordered index (0: never)
         self._lex_threshold = impact.THRESHOLD
         self._lex_budget = impact.BUDGET
+        self._lex_auto_build = impact.AUTO_BUILD
 
     @classmethod
     def open(
@@ -621,11 +623,15 @@ class SQLiteStore:
         total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
         return scale.user_total(self._conn, tenant.user) / total if total else 1.0
 
-    def use_lexical_index(self, threshold: int, *, budget: int = impact.BUDGET) -> None:
+    def use_lexical_index(
+        self, threshold: int, *, budget: int = impact.BUDGET, auto_build: int = impact.AUTO_BUILD
+    ) -> None:
         """Rank lexical and context searches by the impact-ordered index (``_sqlite_impact``) once the
-        store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query."""
+        store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query;
+        a search builds a missing or stale index itself while the store holds at most ``auto_build``
+        nodes."""
         with self._lock:
-            self._lex_threshold, self._lex_budget = threshold, budget
+            self._lex_threshold, self._lex_budget, self._lex_auto_build = threshold, budget, auto_build
 
     def build_lexical_index(self) -> int:
         """(Re)build the impact-ordered index of both FTS5 tables; the postings written."""
@@ -633,21 +639,41 @@ class SQLiteStore:
             return sum(impact.build(self._conn, table) for table in impact.TABLES)
 
     def _indexed(self, table: str) -> bool:
-        """Whether ``table`` is ranked by the impact-ordered index: the store is large enough, and
-        the index is built (built or rebuilt here first when stale, the store writable and no
-        transaction open: never inside a write, which would hold the build's cost)."""
+        """Whether ``table`` is ranked by the impact-ordered index: the store is large enough and the
+        index is fresh (an erase's purged users are ranked by FTS5 inside ``impact.search``). A store
+        of at most ``impact.AUTO_BUILD`` nodes (re)builds it here when it is missing or stale, if
+        writable and no transaction is open (never inside a write, which would hold the build's cost);
+        a larger one only by ``build_lexical_index`` (``dualmem check --repair``): a build there takes
+        tens of seconds to minutes, too long to hold a search, and FTS5 ranks until then."""
         if self._lex_threshold <= 0:
             return False
         with self._lock, self.snapshot(), sql.translated("check the lexical index"):
             total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
             if total < self._lex_threshold:
                 return False
-            stale = impact.needs_build(self._conn, table)
-        if stale and not self.read_only and not self._tx.reading and not self._tx.writing:
+            stage = impact.state(self._conn, table)
+        small = total <= self._lex_auto_build
+        if (
+            stage != "fresh"
+            and small
+            and not self.read_only
+            and not self._tx.reading
+            and not self._tx.writing
+        ):
             with self._lock, self.transaction(), sql.translated("build the lexical index"):
                 if impact.needs_build(self._conn, table):
                     impact.build(self._conn, table)
-        return True
+            return True
+        return stage in ("fresh", "purged")
+
+    def lexical_index_state(self) -> dict[str, str]:
+        """Each FTS5 table's impact-ordered index: ``"off"`` (the store is below the threshold),
+        ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"`` (see ``_sqlite_impact.state``)."""
+        with self._lock, self.snapshot(), sql.translated("check the lexical index"):
+            total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+            if self._lex_threshold <= 0 or total < self._lex_threshold:
+                return dict.fromkeys(impact.TABLES, "off")
+            return {table: impact.state(self._conn, table) for table in impact.TABLES}
 
     def _impact_search(
         self, table: str, tenant: Tenant, query: str, k: int
@@ -906,8 +932,11 @@ class SQLiteStore:
             if repair and self.read_only:
                 raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
             report = self._check()
-            if not repair or report.healthy:
+            if not repair:
                 return report
+            if report.healthy:
+                built = self._build_stale_lexical_index()
+                return replace(report, repaired=built, before=report.problems) if built else report
             with self.transaction(), sql.translated("repair the database"):
                 repaired = checks.sqlite_repair(self._conn, report)
             self._cache.clear()
@@ -919,9 +948,19 @@ class SQLiteStore:
                 self.rebuild_context()
                 repaired = (*repaired, "context")
             after = self._check()
+            repaired = (*repaired, *self._build_stale_lexical_index())
             return checks.CheckReport(
                 after.healthy, after.problems, repaired=tuple(dict.fromkeys(repaired)), before=report.problems
             )
+
+    def _build_stale_lexical_index(self) -> tuple[str, ...]:
+        """A repair's last step: the impact-ordered index (re)built where the store uses it and it is
+        missing, stale or purged (a large store's searches never build it themselves)."""
+        states = self.lexical_index_state()
+        if all(stage in ("off", "fresh") for stage in states.values()):
+            return ()
+        self.build_lexical_index()
+        return ("lexical_index",)
 
     def _check(self) -> checks.CheckReport:
         self._nodes.clear()  # a check reads what is stored, not what was cached
