@@ -10,6 +10,7 @@ from dualmem.plane._sqlite_chunks import SCHEMA as CHUNKS_SCHEMA
 from dualmem.plane._sqlite_chunks import V5
 from dualmem.plane._sqlite_context import V6
 from dualmem.plane._sqlite_edges import V7_EDGES
+from dualmem.plane._sqlite_impact import V8
 from dualmem.plane._sqlite_scale import V2
 from dualmem.plane._sqlite_vectors import V7
 from dualmem.types import utcnow
@@ -148,6 +149,7 @@ Step = str | Callable[[sqlite3.Connection], None]
 #: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``),
 #: and edges by integer node refs (``_sqlite_edges``); each applies whether or not the
 #: others exist, and ``migrate`` applies every version not yet recorded (not only those above the highest)
+#: 8: the impact-ordered, tenant-partitioned lexical index of large FTS5 tables (``_sqlite_impact``)
 MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (1, _V1),
     (2, _V2),
@@ -156,6 +158,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (CHUNKS_SCHEMA, V5),
     (6, V6),
     (7, (*V7, *V7_EDGES)),
+    (8, V8),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

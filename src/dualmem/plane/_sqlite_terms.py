@@ -29,18 +29,23 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-__all__ = ["doc_counts", "split_terms", "stems"]
+__all__ = ["doc_counts", "split_terms", "stems", "tokens"]
 
 #: FTS5 table -> the fts5vocab ('row') table that counts its documents per term
 _VOCAB = {"nodes_fts": "main.nodes_vocab", "context_fts": "temp.dualmem_context_vocab"}
-#: term -> its first token as FTS5's porter tokenizer indexes it (a pure function of the tokenizer)
-_STEMS: dict[str, str] = {}
+#: term -> its tokens as FTS5's porter tokenizer indexes them (a pure function of the tokenizer)
+_STEMS: dict[str, tuple[str, ...]] = {}
 _STEMS_MAX = 50_000
 
 
 def stems(conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
-    """Each term's first token as the porter unicode61 tokenizer indexes it (``""`` if none); the
-    tokenizer runs through a TEMP fts5 table, once per distinct term (remembered after)."""
+    """Each term's first token as the porter unicode61 tokenizer indexes it (``""`` if none)."""
+    return [found[0] if found else "" for found in tokens(conn, terms)]
+
+
+def tokens(conn: sqlite3.Connection, terms: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each term's tokens as the porter unicode61 tokenizer indexes them, in order; the tokenizer
+    runs through a TEMP fts5 table, once per distinct term (remembered after)."""
     missing = [t for t in dict.fromkeys(terms) if t not in _STEMS]
     if missing:
         conn.execute(
@@ -54,13 +59,13 @@ def stems(conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
         conn.executemany(
             "INSERT INTO temp.dualmem_qtok (rowid, x) VALUES (?, ?)", list(enumerate(missing, 1))
         )
-        first: dict[int, str] = {}
+        found: dict[int, list[str]] = {}
         for doc, term in conn.execute("SELECT doc, term FROM temp.dualmem_qvocab ORDER BY doc, offset"):
-            first.setdefault(int(doc), term)
+            found.setdefault(int(doc), []).append(term)
         conn.execute("DELETE FROM temp.dualmem_qtok")
         if len(_STEMS) + len(missing) > _STEMS_MAX:
             _STEMS.clear()
-        _STEMS.update((term, first.get(i, "")) for i, term in enumerate(missing, 1))
+        _STEMS.update((term, tuple(found.get(i, ()))) for i, term in enumerate(missing, 1))
     return [_STEMS[t] for t in terms]
 
 

@@ -5,9 +5,10 @@
   commit calls ``on_commit``.
 - ``read()``: a read transaction (``BEGIN`` … ``COMMIT``), so several statements see one committed
   state; re-entrant, and a no-op inside a write (which already is one). A write cannot start inside.
-- erasing: when a write set ``erase`` (it deleted or replaced text), FTS5 ``optimize`` runs before
-  ``COMMIT`` (deleted terms leave the index pages) and ``wal_checkpoint(TRUNCATE)`` after it (old WAL
-  frames hold the text too). A checkpoint that readers block is retried at ``close()``.
+- erasing: when a write set ``erase`` (it deleted or replaced text), ``on_erase`` (derived indexes)
+  and FTS5 ``optimize`` run before ``COMMIT`` (deleted terms leave the index pages) and
+  ``wal_checkpoint(TRUNCATE)`` after it (old WAL frames hold the text too). A checkpoint that
+  readers block is retried at ``close()``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Transactions:
         read_only: bool,
         on_rollback: Callable[[], None],
         on_commit: Callable[[], None] = lambda: None,
+        on_erase: Callable[[], None] = lambda: None,
     ) -> None:
         self.conn = conn
         self.path = path
@@ -45,6 +47,7 @@ class Transactions:
         self.erase = False  # the open write deleted text: clear FTS5 pages before COMMIT
         self._on_rollback = on_rollback
         self._on_commit = on_commit
+        self._on_erase = on_erase
         self._depth = 0
         #: counts outermost write transactions: what another connection committed is checked once per write
         self.serial = 0
@@ -70,6 +73,7 @@ class Transactions:
                 yield
                 with sql.translated("commit"):
                     if depth == 0 and self.erase:
+                        self._on_erase()  # derived indexes drop what held the erased text
                         self.conn.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('optimize')")
                         self.conn.execute("INSERT INTO context_fts (context_fts) VALUES ('optimize')")
                     self.conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
@@ -89,6 +93,11 @@ class Transactions:
     def writing(self) -> bool:
         """A write transaction is open (on this connection)."""
         return self._depth > 0
+
+    @property
+    def reading(self) -> bool:
+        """A read snapshot opened by ``read()`` is open (no write may start inside it)."""
+        return self._read_open
 
     @contextmanager
     def read(self) -> Iterator[None]:

@@ -18,6 +18,7 @@ import logging
 import sqlite3
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import cast
@@ -36,6 +37,7 @@ from dualmem.plane import _context as context
 from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
+from dualmem.plane import _sqlite_impact as impact
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as term_sql
@@ -46,7 +48,7 @@ from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats
-from dualmem.text.lexical import content_tokens
+from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
@@ -71,7 +73,12 @@ class SQLiteStore:
         self._cache = VectorCache()
         self._chunks: dict[str, _chunks.UserChunks] = {}  # per user, loaded on first search
         self._tx = Transactions(
-            conn, path, read_only=read_only, on_rollback=self._forget_caches, on_commit=self._committed
+            conn,
+            path,
+            read_only=read_only,
+            on_rollback=self._forget_caches,
+            on_commit=self._committed,
+            on_erase=lambda: impact.purge(conn),
         )
         self._lock = self._tx.lock
         self._ann: ann.AnnIndex | None = None
@@ -84,6 +91,10 @@ class SQLiteStore:
         #: kept while rows are only added, emptied when rows may have gone (as ``_nodes`` and on a delete)
         self._common_terms: set[str] = set()
         self._fresh_in = -1  # the write transaction (``Transactions.serial``) whose start ``_fresh`` checked
+        #: FTS5 tables of at least this many rows are ranked by the impact-ordered index (0: never)
+        self._lex_threshold = impact.THRESHOLD
+        self._lex_budget = impact.BUDGET
+        self._lex_auto_build = impact.AUTO_BUILD
 
     @classmethod
     def open(
@@ -612,12 +623,85 @@ class SQLiteStore:
         total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
         return scale.user_total(self._conn, tenant.user) / total if total else 1.0
 
+    def use_lexical_index(
+        self, threshold: int, *, budget: int = impact.BUDGET, auto_build: int = impact.AUTO_BUILD
+    ) -> None:
+        """Rank lexical and context searches by the impact-ordered index (``_sqlite_impact``) once the
+        store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query;
+        a search builds a missing or stale index itself while the store holds at most ``auto_build``
+        nodes."""
+        with self._lock:
+            self._lex_threshold, self._lex_budget, self._lex_auto_build = threshold, budget, auto_build
+
+    def build_lexical_index(self) -> int:
+        """(Re)build the impact-ordered index of both FTS5 tables; the postings written."""
+        with self._lock, self.transaction(), sql.translated("build the lexical index"):
+            return sum(impact.build(self._conn, table) for table in impact.TABLES)
+
+    def _indexed(self, table: str) -> bool:
+        """Whether ``table`` is ranked by the impact-ordered index: the store is large enough and the
+        index is fresh (an erase's purged users are ranked by FTS5 inside ``impact.search``). A store
+        of at most ``impact.AUTO_BUILD`` nodes (re)builds it here when it is missing or stale, if
+        writable and no transaction is open (never inside a write, which would hold the build's cost);
+        a larger one only by ``build_lexical_index`` (``dualmem check --repair``): a build there takes
+        tens of seconds to minutes, too long to hold a search, and FTS5 ranks until then."""
+        if self._lex_threshold <= 0:
+            return False
+        with self._lock, self.snapshot(), sql.translated("check the lexical index"):
+            total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+            if total < self._lex_threshold:
+                return False
+            stage = impact.state(self._conn, table)
+        small = total <= self._lex_auto_build
+        if (
+            stage != "fresh"
+            and small
+            and not self.read_only
+            and not self._tx.reading
+            and not self._tx.writing
+        ):
+            with self._lock, self.transaction(), sql.translated("build the lexical index"):
+                if impact.needs_build(self._conn, table):
+                    impact.build(self._conn, table)
+            return True
+        return stage in ("fresh", "purged")
+
+    def lexical_index_state(self) -> dict[str, str]:
+        """Each FTS5 table's impact-ordered index: ``"off"`` (the store is below the threshold),
+        ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"`` (see ``_sqlite_impact.state``)."""
+        with self._lock, self.snapshot(), sql.translated("check the lexical index"):
+            total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+            if self._lex_threshold <= 0 or total < self._lex_threshold:
+                return dict.fromkeys(impact.TABLES, "off")
+            return {table: impact.state(self._conn, table) for table in impact.TABLES}
+
+    def _impact_search(
+        self, table: str, tenant: Tenant, query: str, k: int
+    ) -> list[tuple[str, float]] | None:
+        """``_fts_search`` from the impact-ordered index; None where it cannot answer (call locked)."""
+        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
+        found = term_sql.tokens(self._conn, terms)
+        if any(len(parts) > 1 for parts in found):  # a phrase: FTS5 ranks it
+            return None
+        kept = [term for term, parts in zip(terms, found, strict=True) if parts]
+        if not kept:
+            return []
+        tokens = tuple(parts[0] for parts in found if parts)
+        query_ = impact.Query(tenant.user, tokens, fts_or(kept), k, self._lex_budget)
+        return impact.search(self._conn, table, sql.tenant_sql(tenant), query_)
+
     def _fts_search(self, table: str, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 top-k of FTS5 ``table`` for ``tenant``, bounded by the query's term split."""
+        """BM25 top-k of FTS5 ``table`` for ``tenant``: from the impact-ordered index for a large
+        store, else FTS5 bounded by the query's term split."""
         if k <= 0:
             return []
         label = "lexical search" if table == "nodes_fts" else "context search"
+        indexed = self._indexed(table)
         with self._lock, self.snapshot(), sql.translated(label):
+            if indexed:
+                found = self._impact_search(table, tenant, query, k)
+                if found is not None:
+                    return found
             where, share = sql.tenant_sql(tenant), self._share(tenant)
             rare, common = self._query_split(table, query, share)
             if not rare:
@@ -848,8 +932,11 @@ class SQLiteStore:
             if repair and self.read_only:
                 raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
             report = self._check()
-            if not repair or report.healthy:
+            if not repair:
                 return report
+            if report.healthy:
+                built = self._build_stale_lexical_index()
+                return replace(report, repaired=built, before=report.problems) if built else report
             with self.transaction(), sql.translated("repair the database"):
                 repaired = checks.sqlite_repair(self._conn, report)
             self._cache.clear()
@@ -861,9 +948,19 @@ class SQLiteStore:
                 self.rebuild_context()
                 repaired = (*repaired, "context")
             after = self._check()
+            repaired = (*repaired, *self._build_stale_lexical_index())
             return checks.CheckReport(
                 after.healthy, after.problems, repaired=tuple(dict.fromkeys(repaired)), before=report.problems
             )
+
+    def _build_stale_lexical_index(self) -> tuple[str, ...]:
+        """A repair's last step: the impact-ordered index (re)built where the store uses it and it is
+        missing, stale or purged (a large store's searches never build it themselves)."""
+        states = self.lexical_index_state()
+        if all(stage in ("off", "fresh") for stage in states.values()):
+            return ()
+        self.build_lexical_index()
+        return ("lexical_index",)
 
     def _check(self) -> checks.CheckReport:
         self._nodes.clear()  # a check reads what is stored, not what was cached
