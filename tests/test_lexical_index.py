@@ -437,3 +437,17 @@ def test_by_default_no_search_builds_the_index() -> None:
         assert impact.built(store._conn, "nodes_fts") is None
         assert store.check(repair=True).repaired == ("lexical_index",)
         assert store.lexical_index_state() == {"nodes_fts": "fresh", "context_fts": "fresh"}
+
+
+def test_adds_to_a_session_after_a_build_rewrite_contexts_again_and_again() -> None:
+    # each add rewrites its session neighbours' contexts (an UPSERT): the change triggers must record
+    # a row once however often it is rewritten (OR IGNORE failed the second rewrite: UNIQUE)
+    with _store() as store:
+        store.build_lexical_index()
+        for i in range(8):
+            store.put_nodes(_nodes(A, [f"fresh turn {i} about saxophone gardens"], f"z{i}-", session="s1"))
+        changed = store._conn.execute("SELECT COUNT(*) FROM lex_changes WHERE tbl = 1").fetchone()[0]
+        assert changed >= 2
+        found = {i for i, _ in store.context_search(A, "saxophone", 20)}
+        assert {"z0-0000", "z1-0000"} <= found
+        assert len(store.lexical_search(A, "saxophone", 20)) == 8

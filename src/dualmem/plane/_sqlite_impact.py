@@ -87,8 +87,12 @@ REBUILD_SHARE = 0.05
 AUTO_BUILD = 0
 REBUILD_MIN = 1000
 
-_CHANGED = "INSERT OR IGNORE INTO lex_changes (tbl, seq, user_id) SELECT {tbl}, {row}.seq, {user} " \
-    "WHERE {row}.seq <= (SELECT upto FROM lex_built WHERE tbl = {tbl});"  # fmt: skip
+#: a row at or below the build's ``upto`` recorded once (NOT EXISTS, not OR IGNORE: an UPSERT's DO
+#: UPDATE that fires the trigger imposes its ABORT on the trigger's INSERT, so OR IGNORE would fail
+#: the second rewrite of a row's context)
+_CHANGED = "INSERT INTO lex_changes (tbl, seq, user_id) SELECT {tbl}, {row}.seq, {user} " \
+    "WHERE {row}.seq <= (SELECT upto FROM lex_built WHERE tbl = {tbl}) " \
+    "AND NOT EXISTS (SELECT 1 FROM lex_changes WHERE tbl = {tbl} AND seq = {row}.seq);"  # fmt: skip
 _OWNER = "(SELECT user_id FROM nodes WHERE seq = {row}.seq)"
 V8: tuple[str, ...] = (
     "CREATE TABLE lex_built (tbl INTEGER PRIMARY KEY, upto INTEGER NOT NULL, rows INTEGER NOT NULL)",
