@@ -64,7 +64,7 @@ def _store(path: str = ":memory:", *, other: bool = False) -> SQLiteStore:
     store.put_nodes(_nodes(A, _texts(1, 120), "a"))
     if other:
         store.put_nodes(_nodes(B, _texts(2, 150) + ["quince quince quince"] * 30, "b"))
-    store.use_lexical_index(1, budget=10**9)
+    store.use_lexical_index(1, budget=10**9, auto_build=10**9)
     return store
 
 
@@ -257,7 +257,7 @@ def test_below_the_threshold_fts5_ranks_and_nothing_is_built() -> None:
             assert got == _plain(store._conn, "nodes_fts", query, 10, A)
         assert impact.built(store._conn, "nodes_fts") is None
         assert store._conn.execute("SELECT COUNT(*) FROM lex_blocks").fetchone()[0] == 0
-        store.use_lexical_index(1)
+        store.use_lexical_index(1, auto_build=10**9)
         store.lexical_search(A, "garden", 1)  # crossing the threshold builds it
         assert impact.built(store._conn, "nodes_fts") is not None
 
@@ -276,7 +276,7 @@ def test_migration_v8_applies_to_an_older_file(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     with SQLiteStore.open(path) as store:
-        store.use_lexical_index(1, budget=10**9)
+        store.use_lexical_index(1, budget=10**9, auto_build=10**9)
         versions = {r[0] for r in store._conn.execute("SELECT version FROM schema_migrations")}
         assert 8 in versions
         assert SCHEMA_VERSION >= 8
@@ -331,7 +331,7 @@ def test_erased_words_leave_the_index_and_fts5_ranks_the_user_until_a_rebuild(
         assert store._conn.execute(count, ("alice",)).fetchone()[0] == 0  # bob's postings stay
         assert store._conn.execute(count, ("bob",)).fetchone()[0] > 0
         with SQLiteStore.open(db, read_only=True) as reader:  # cannot rebuild: FTS5 ranks alice
-            reader.use_lexical_index(1)
+            reader.use_lexical_index(1, auto_build=10**9)
             assert reader.lexical_search(A, "zqlockerx", 3) == []
             want = _plain(reader._conn, "nodes_fts", "tomato garden", 5, A)
             assert reader.lexical_search(A, "tomato garden", 5) == want
@@ -353,7 +353,7 @@ def test_a_search_the_budget_cut_short_is_rescored_from_the_text(monkeypatch: py
     monkeypatch.setattr(impact, "MAX_BLOCK", 4)
     with _store() as store:
         store.build_lexical_index()
-        store.use_lexical_index(1, budget=6)
+        store.use_lexical_index(1, budget=6, auto_build=10**9)
         for query in ("hiking mountain sunset camera", "coffee tea bakery novel poetry"):
             every = _every(store._conn, "nodes_fts", query, A)
             got = store.lexical_search(A, query, 5)
@@ -426,3 +426,28 @@ def test_a_purged_user_of_a_large_store_is_ranked_by_fts5_and_the_others_by_the_
 def _query(store: SQLiteStore, tenant: Tenant, text: str) -> impact.Query:
     words = list(dict.fromkeys(content_tokens(text)))
     return impact.Query(tenant.user, tuple(terms.stems(store._conn, words)), fts_or(words), 5, 10**9)
+
+
+def test_by_default_no_search_builds_the_index() -> None:
+    with SQLiteStore.open(":memory:") as store:
+        store.put_nodes(_nodes(A, _texts(1, 120), "a"))
+        store.use_lexical_index(1)  # the default auto_build: never in a search
+        want = _plain(store._conn, "nodes_fts", "tomato garden", 5, A)
+        assert store.lexical_search(A, "tomato garden", 5) == want
+        assert impact.built(store._conn, "nodes_fts") is None
+        assert store.check(repair=True).repaired == ("lexical_index",)
+        assert store.lexical_index_state() == {"nodes_fts": "fresh", "context_fts": "fresh"}
+
+
+def test_adds_to_a_session_after_a_build_rewrite_contexts_again_and_again() -> None:
+    # each add rewrites its session neighbours' contexts (an UPSERT): the change triggers must record
+    # a row once however often it is rewritten (OR IGNORE failed the second rewrite: UNIQUE)
+    with _store() as store:
+        store.build_lexical_index()
+        for i in range(8):
+            store.put_nodes(_nodes(A, [f"fresh turn {i} about saxophone gardens"], f"z{i}-", session="s1"))
+        changed = store._conn.execute("SELECT COUNT(*) FROM lex_changes WHERE tbl = 1").fetchone()[0]
+        assert changed >= 2
+        found = {i for i, _ in store.context_search(A, "saxophone", 20)}
+        assert {"z0-0000", "z1-0000"} <= found
+        assert len(store.lexical_search(A, "saxophone", 20)) == 8

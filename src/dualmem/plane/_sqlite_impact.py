@@ -77,15 +77,22 @@ THRESHOLD = 20_000
 BUDGET = 100_000
 #: a search the budget cut short rescores RESCORE x k of its best rows from their text (exact scores)
 RESCORE = 4
-#: the index is rebuilt when rows written or changed since the build pass this share of the built rows
-#: (in a search while the store holds at most AUTO_BUILD nodes; a larger one is rebuilt by an explicit
-#: build: ``dualmem check --repair``, ``SQLiteStore.build_lexical_index``, and ranks with FTS5 until then)
+#: the index is stale once rows written or changed since the build pass this share of the built rows
+#: (at least REBUILD_MIN): FTS5's bounded path ranks until it is rebuilt. No search builds it unless
+#: the store allows it (``SQLiteStore.use_lexical_index(auto_build=N)``: stores of at most N nodes);
+#: by default it is built by ``dualmem check --repair`` (``SQLiteStore.build_lexical_index``), since a
+#: build takes seconds to minutes (~5 s at 20k nodes, ~20 s at 100k, 4-9 min at 1M on two cores) and
+#: a store that keeps growing would stall a search on every rebuild
 REBUILD_SHARE = 0.05
-AUTO_BUILD = 50_000
+AUTO_BUILD = 0
 REBUILD_MIN = 1000
 
-_CHANGED = "INSERT OR IGNORE INTO lex_changes (tbl, seq, user_id) SELECT {tbl}, {row}.seq, {user} " \
-    "WHERE {row}.seq <= (SELECT upto FROM lex_built WHERE tbl = {tbl});"  # fmt: skip
+#: a row at or below the build's ``upto`` recorded once (NOT EXISTS, not OR IGNORE: an UPSERT's DO
+#: UPDATE that fires the trigger imposes its ABORT on the trigger's INSERT, so OR IGNORE would fail
+#: the second rewrite of a row's context)
+_CHANGED = "INSERT INTO lex_changes (tbl, seq, user_id) SELECT {tbl}, {row}.seq, {user} " \
+    "WHERE {row}.seq <= (SELECT upto FROM lex_built WHERE tbl = {tbl}) " \
+    "AND NOT EXISTS (SELECT 1 FROM lex_changes WHERE tbl = {tbl} AND seq = {row}.seq);"  # fmt: skip
 _OWNER = "(SELECT user_id FROM nodes WHERE seq = {row}.seq)"
 V8: tuple[str, ...] = (
     "CREATE TABLE lex_built (tbl INTEGER PRIMARY KEY, upto INTEGER NOT NULL, rows INTEGER NOT NULL)",

@@ -629,7 +629,7 @@ class SQLiteStore:
         """Rank lexical and context searches by the impact-ordered index (``_sqlite_impact``) once the
         store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query;
         a search builds a missing or stale index itself while the store holds at most ``auto_build``
-        nodes."""
+        nodes (0, the default: never; ``build_lexical_index`` does)."""
         with self._lock:
             self._lex_threshold, self._lex_budget, self._lex_auto_build = threshold, budget, auto_build
 
@@ -641,10 +641,10 @@ class SQLiteStore:
     def _indexed(self, table: str) -> bool:
         """Whether ``table`` is ranked by the impact-ordered index: the store is large enough and the
         index is fresh (an erase's purged users are ranked by FTS5 inside ``impact.search``). A store
-        of at most ``impact.AUTO_BUILD`` nodes (re)builds it here when it is missing or stale, if
-        writable and no transaction is open (never inside a write, which would hold the build's cost);
-        a larger one only by ``build_lexical_index`` (``dualmem check --repair``): a build there takes
-        tens of seconds to minutes, too long to hold a search, and FTS5 ranks until then."""
+        that allows it (``use_lexical_index(auto_build=N)``, at most N nodes) (re)builds a missing or
+        stale index here, if writable and no transaction is open (never inside a write); by default
+        only ``build_lexical_index`` (``dualmem check --repair``) builds it: a build takes seconds to
+        minutes, too long to hold a search, and FTS5 ranks until then."""
         if self._lex_threshold <= 0:
             return False
         with self._lock, self.snapshot(), sql.translated("check the lexical index"):
