@@ -620,7 +620,7 @@ class SQLiteStore:
 
     def _share(self, tenant: Tenant) -> float:
         """The tenant's user's part of every stored node (sizes the bounded FTS5 window); call locked."""
-        total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+        total = scale.node_total(self._conn)
         return scale.user_total(self._conn, tenant.user) / total if total else 1.0
 
     def use_lexical_index(
@@ -648,7 +648,7 @@ class SQLiteStore:
         if self._lex_threshold <= 0:
             return False
         with self._lock, self.snapshot(), sql.translated("check the lexical index"):
-            total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+            total = scale.node_total(self._conn)
             if total < self._lex_threshold:
                 return False
             stage = impact.state(self._conn, table)
@@ -670,7 +670,7 @@ class SQLiteStore:
         """Each FTS5 table's impact-ordered index: ``"off"`` (the store is below the threshold),
         ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"`` (see ``_sqlite_impact.state``)."""
         with self._lock, self.snapshot(), sql.translated("check the lexical index"):
-            total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+            total = scale.node_total(self._conn)
             if self._lex_threshold <= 0 or total < self._lex_threshold:
                 return dict.fromkeys(impact.TABLES, "off")
             return {table: impact.state(self._conn, table) for table in impact.TABLES}
