@@ -630,6 +630,11 @@ class SQLiteStore:
         store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query;
         a search builds a missing or stale index itself while the store holds at most ``auto_build``
         nodes (0, the default: never; ``build_lexical_index`` does)."""
+        if budget < 1 or threshold < 0 or auto_build < 0:
+            raise InvalidInput(
+                f"lexical index: threshold {threshold}, budget {budget}, auto_build {auto_build}",
+                hint="threshold and auto_build are node counts (0: off), budget at least 1 posting",
+            )
         with self._lock:
             self._lex_threshold, self._lex_budget, self._lex_auto_build = threshold, budget, auto_build
 
