@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dualmem.errors import InvalidInput
 from dualmem.plane import SQLiteStore
 from dualmem.plane import _sqlite_impact as impact
 from dualmem.plane import _sqlite_sql as sql
@@ -451,3 +452,14 @@ def test_adds_to_a_session_after_a_build_rewrite_contexts_again_and_again() -> N
         found = {i for i, _ in store.context_search(A, "saxophone", 20)}
         assert {"z0-0000", "z1-0000"} <= found
         assert len(store.lexical_search(A, "saxophone", 20)) == 8
+
+
+@pytest.mark.parametrize("bad", [{"budget": 0}, {"threshold": -1}, {"auto_build": -5}])
+def test_bad_index_settings_are_refused_and_the_old_ones_kept(bad: dict[str, int]) -> None:
+    with _store() as store:
+        settings = {"threshold": 1, "budget": 10**9, "auto_build": 10**9, **bad}
+        with pytest.raises(InvalidInput):
+            store.use_lexical_index(settings.pop("threshold"), **settings)
+        want = _plain(store._conn, "nodes_fts", "tomato garden", 5, A)
+        assert [i for i, _ in store.lexical_search(A, "tomato garden", 5)] == [i for i, _ in want]
+        assert impact.built(store._conn, "nodes_fts") is not None  # the kept auto_build built it

@@ -34,6 +34,7 @@ __all__ = [
     "forget_decisions",
     "get_decisions",
     "lexical_probe",
+    "node_total",
     "put_decisions",
     "session_neighbours",
     "user_total",
@@ -111,6 +112,11 @@ V2 = _v2
 
 
 # -- rarity --------------------------------------------------------------------------------
+def node_total(conn: sqlite3.Connection) -> int:
+    """Every stored node, all users (the kept per-user counts: no scan)."""
+    return int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+
+
 def user_total(conn: sqlite3.Connection, user: str) -> int:
     row = conn.execute("SELECT nodes FROM user_counts WHERE user_id = ?", (user,)).fetchone()
     return 0 if row is None else int(row[0])
@@ -379,7 +385,7 @@ def lexical_probe(
     whatever the index's size. ``None`` below PROBE_FROM indexed rows (the caller's plain search
     then answers, so a small memory's candidates are exactly the lexical search's). ``common``: see
     :func:`rare_terms`."""
-    total = int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+    total = node_total(conn)
     if total < PROBE_FROM:
         return None
     rare = rare_terms(conn, terms, max_docs=PROBE_DOCS, max_terms=PROBE_TERMS, common=common)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from dualmem.plane._sqlite_scale import node_total
+
 __all__ = ["doc_counts", "split_terms", "stems", "tokens"]
 
 #: FTS5 table -> the fts5vocab ('row') table that counts its documents per term
@@ -97,7 +99,7 @@ def split_terms(
     which add their scores to those rows only (module docstring); each in the query's order."""
     if not terms:
         return [], []
-    total = int(conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+    total = node_total(conn)
     if total < min_docs:
         return list(terms), []
     freq = doc_counts(conn, table, terms)

@@ -620,7 +620,7 @@ class SQLiteStore:
 
     def _share(self, tenant: Tenant) -> float:
         """The tenant's user's part of every stored node (sizes the bounded FTS5 window); call locked."""
-        total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+        total = scale.node_total(self._conn)
         return scale.user_total(self._conn, tenant.user) / total if total else 1.0
 
     def use_lexical_index(
@@ -630,6 +630,11 @@ class SQLiteStore:
         store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query;
         a search builds a missing or stale index itself while the store holds at most ``auto_build``
         nodes (0, the default: never; ``build_lexical_index`` does)."""
+        if budget < 1 or threshold < 0 or auto_build < 0:
+            raise InvalidInput(
+                f"lexical index: threshold {threshold}, budget {budget}, auto_build {auto_build}",
+                hint="threshold and auto_build are node counts (0: off), budget at least 1 posting",
+            )
         with self._lock:
             self._lex_threshold, self._lex_budget, self._lex_auto_build = threshold, budget, auto_build
 
@@ -648,7 +653,7 @@ class SQLiteStore:
         if self._lex_threshold <= 0:
             return False
         with self._lock, self.snapshot(), sql.translated("check the lexical index"):
-            total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+            total = scale.node_total(self._conn)
             if total < self._lex_threshold:
                 return False
             stage = impact.state(self._conn, table)
@@ -670,7 +675,7 @@ class SQLiteStore:
         """Each FTS5 table's impact-ordered index: ``"off"`` (the store is below the threshold),
         ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"`` (see ``_sqlite_impact.state``)."""
         with self._lock, self.snapshot(), sql.translated("check the lexical index"):
-            total = int(self._conn.execute("SELECT COALESCE(SUM(nodes), 0) FROM user_counts").fetchone()[0])
+            total = scale.node_total(self._conn)
             if self._lex_threshold <= 0 or total < self._lex_threshold:
                 return dict.fromkeys(impact.TABLES, "off")
             return {table: impact.state(self._conn, table) for table in impact.TABLES}
