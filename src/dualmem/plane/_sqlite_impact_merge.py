@@ -108,7 +108,8 @@ def _blocks(tbl: int, user: str, term: str, run: int, seq: Any, quant: Any) -> l
     return out
 
 
-_INSERT = "INSERT INTO lex_blocks (tbl, user_id, term, block, df, top, seqs, impacts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_COLUMNS = "tbl, user_id, term, block, df, top, seqs, impacts"
+_INSERT = f"INSERT INTO lex_blocks ({_COLUMNS}) VALUES ({', '.join('?' * 8)})"
 
 
 def _append(
