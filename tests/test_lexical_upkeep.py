@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
+from dualmem.cli.main import main
 from dualmem.plane import SQLiteStore
 from dualmem.plane import _sqlite_impact as impact
 from dualmem.plane import _sqlite_impact_merge as merge
@@ -165,3 +167,16 @@ def test_erased_words_leave_the_file_and_the_user_is_indexed_again_by_steps(tmp_
         assert _raw_count(db, b"zqlockerx") == 0
         assert store.lexical_search(A, "zqlockerx", 3) == []
         _same_as_a_full_build(store)
+
+
+def test_the_cli_builds_the_index_alone(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with _stepped(str(db), step=0):
+        pass
+    assert main(["-q", "--db", str(db), "check", "--lexical-index"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["lexical_index"]["postings"] > 0
+    with SQLiteStore.open(db) as store:
+        assert impact.built(store._conn, "nodes_fts") is not None
+        assert impact.state(store._conn, "context_fts") == "fresh"
+    assert main(["-q", "--db", str(db), "--read-only", "check", "--lexical-index"]) == 2

@@ -25,6 +25,7 @@ and the index goes stale as a store grows. Instead the store merges in small ste
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections import defaultdict
@@ -50,7 +51,7 @@ __all__ = [
 
 RUN = impact.RUN
 #: rows merged per step, once FROM rows wait; the newest LAG rows are left to the next steps
-STEP, FROM, LAG = 256, 64, 64
+STEP, FROM, LAG = 32, 32, 64
 #: runs of one size tier (df in [TIER^t, TIER^(t+1))) merged once there are more than TIER of them
 TIER, MERGE_MAX = 8, 1 << 20
 
@@ -92,10 +93,13 @@ def _tokenize(conn: sqlite3.Connection, table: str, seqs: list[int]) -> tuple[di
     return length, counts
 
 
-def _blocks(tbl: int, user: str, term: str, run: int, seq: Any, quant: Any) -> list[tuple[Any, ...]]:
+def _blocks(
+    tbl: int, user: str, term: str, run: int, seq: Any, quant: Any, *, ordered: bool = False
+) -> list[tuple[Any, ...]]:
     """One run of a list as block rows: by impact descending (then seq), blocks of growing size."""
-    order = np.lexsort((seq, -quant.astype(np.int32)))
-    seq, quant = seq[order], quant[order]
+    if not ordered:
+        order = np.lexsort((seq, -quant.astype(np.int32)))
+        seq, quant = seq[order], quant[order]
     out: list[tuple[Any, ...]] = []
     lo, size, block, df = 0, impact.FIRST_BLOCK, 0, len(seq)
     while lo < df:
@@ -119,18 +123,21 @@ def _append(
     ``avgdl``); ``(rows held, tokens, terms)``."""
     tbl = impact.TABLES[table]
     length, counts = _tokenize(conn, table, seqs)
-    lists: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
-    for doc, term, tf in counts:
-        lists[term][0].append(int(doc))
-        lists[term][1].append(int(tf))
+    if not counts:
+        return len(length), sum(length.values()), []
+    names, term = np.unique(np.asarray([c[1] for c in counts], dtype=object), return_inverse=True)
+    seq = np.asarray([c[0] for c in counts], dtype=np.int64)
+    tf = np.asarray([c[2] for c in counts], dtype=np.float64)
+    dl = np.asarray([length[int(d)] for d in seq], dtype=np.float64)
+    quant = impact.impacts(tf, dl, avgdl)
+    order = np.lexsort((seq, -quant.astype(np.int32), term))
+    term, seq, quant = term[order], seq[order], quant[order]
+    bounds = np.concatenate(([0], np.flatnonzero(np.diff(term)) + 1, [len(term)])).tolist()
     rows: list[tuple[Any, ...]] = []
-    for term, (docs, tfs) in lists.items():
-        seq = np.asarray(docs, dtype=np.int64)
-        dl = np.asarray([length[d] for d in docs], dtype=np.float64)
-        quant = impact.impacts(np.asarray(tfs, dtype=np.float64), dl, avgdl)
-        rows += _blocks(tbl, user, term, run, seq, quant)
+    for lo, hi in itertools.pairwise(bounds):
+        rows += _blocks(tbl, user, str(names[term[lo]]), run, seq[lo:hi], quant[lo:hi], ordered=True)
     conn.executemany(_INSERT, rows)
-    return len(length), sum(length.values()), list(lists)
+    return len(length), sum(length.values()), [str(n) for n in names]
 
 
 def _tier(df: int) -> int:
@@ -142,13 +149,13 @@ def _tier(df: int) -> int:
 
 
 def _compact(conn: sqlite3.Connection, tbl: int, user: str, terms: list[str]) -> int:
-    """Merge the runs of each list of ``terms`` whose tier holds more than ``TIER`` runs; the postings
-    rewritten."""
+    """Merge the runs of each list of ``terms`` whose tier holds more than ``TIER`` runs (the build's
+    run 0 stays as it is); the postings rewritten."""
     runs: dict[str, dict[int, int]] = defaultdict(dict)
     found = conn.execute(
-        "SELECT w.value, b.block, b.df FROM json_each(?) w JOIN lex_blocks b "
-        "ON b.tbl = ? AND b.user_id = ? AND b.term = w.value",
-        (json.dumps(terms), tbl, user),
+        "SELECT w.value, b.block, b.df FROM json_each(?) w CROSS JOIN lex_blocks b "
+        "ON b.tbl = ? AND b.user_id = ? AND b.term = w.value AND b.block >= ?",
+        (json.dumps(terms), tbl, user, RUN),
     )
     for term, block, df in found:
         runs[term][int(block) // RUN] = int(df)
