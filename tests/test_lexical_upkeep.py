@@ -180,3 +180,14 @@ def test_the_cli_builds_the_index_alone(capsys: pytest.CaptureFixture[str], tmp_
         assert impact.built(store._conn, "nodes_fts") is not None
         assert impact.state(store._conn, "context_fts") == "fresh"
     assert main(["-q", "--db", str(db), "--read-only", "check", "--lexical-index"]) == 2
+
+
+def test_a_search_skips_its_step_while_another_connection_writes(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    with _stepped(path) as store, SQLiteStore.open(path) as other:
+        with other.transaction():  # another writer holds the file: the search neither waits nor fails
+            other.put_nodes(_nodes(A, ["saxophone quince"], "w", session="w"))
+            assert len(store.lexical_search(A, "garden", 5)) == 5
+            assert impact.built(store._conn, "nodes_fts") is None
+        _settle(store)
+        assert "w0000" in dict(store.lexical_search(A, "saxophone", 5))

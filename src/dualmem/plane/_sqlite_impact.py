@@ -79,6 +79,8 @@ THRESHOLD = 20_000
 BUDGET = 100_000
 #: a search the budget cut short rescores RESCORE x k of its best rows from their text (exact scores)
 RESCORE = 4
+#: the stop test runs each time the postings read grow by this factor (from 4 first blocks)
+CHECK_GROWTH = 2.0
 #: the index is stale once rows written or changed since the build pass this share of the built rows
 #: (at least REBUILD_MIN): FTS5's bounded path ranks until it is rebuilt. No search builds it unless
 #: the store allows it (``SQLiteStore.use_lexical_index(auto_build=N)``: stores of at most N nodes);
@@ -437,7 +439,7 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
         if bounds[i] > 0:
             heapq.heappush(heap, (-bounds[i], i, block + 1))
         if heap and spent >= check:
-            check = int(spent * 2)
+            check = int(spent * CHECK_GROWTH)
             settled = _settled(acc, mask, np.concatenate(seen), bounds, k)
     settled = settled or not heap
     pool = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)

@@ -25,6 +25,7 @@ from typing import cast
 
 from dualmem.errors import (
     DatabaseCorrupt,
+    DatabaseLocked,
     EmbedderMismatch,
     InvalidInput,
     NotFound,
@@ -688,11 +689,19 @@ class SQLiteStore:
             work = merge.pending(self._conn, table, lag=merge.LAG)
         if work < merge.FROM and not merge.rebuilding(self._conn, table):
             return None
-        with self._lock, self.transaction(), sql.translated("update the lexical index"):
-            merge.start(self._conn, table)
-            if not merge.rebuild_step(self._conn, table, rows=self._lex_step):
-                merge.merge_step(self._conn, table, rows=self._lex_step, lag=merge.LAG)
-            return impact.state(self._conn, table)
+        with self._lock:
+            wait = int(self._conn.execute("PRAGMA busy_timeout").fetchone()[0])
+            self._conn.execute("PRAGMA busy_timeout = 0")  # another writer holds the file: skip the step
+            try:
+                with self.transaction(), sql.translated("update the lexical index"):
+                    merge.start(self._conn, table)
+                    if not merge.rebuild_step(self._conn, table, rows=self._lex_step):
+                        merge.merge_step(self._conn, table, rows=self._lex_step, lag=merge.LAG)
+                    return impact.state(self._conn, table)
+            except DatabaseLocked:
+                return None
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {wait}")
 
     def lexical_index_state(self) -> dict[str, str]:
         """Each FTS5 table's impact-ordered index: ``"off"`` (the store is below the threshold),
