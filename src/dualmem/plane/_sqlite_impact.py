@@ -390,17 +390,23 @@ def _settled(acc: Any, mask: Any, seen: Any, bounds: list[float], k: int) -> boo
     if len(seen) < k:
         return False
     values = acc[seen]
-    kth = float(np.partition(values, len(values) - k)[len(values) - k])
-    if kth <= sum(bounds):  # an unread row could tie the k-th (ties go to the lower seq): read on
+    n = len(values)
+    order = np.argpartition(values, n - k)
+    kth = float(values[order[n - k]])
+    total = sum(bound for bound in bounds if bound > 0)
+    if kth <= total:  # an unread row could tie the k-th (ties go to the lower seq): read on
         return False
-    lift = np.zeros(len(seen))
-    have = mask[seen]
+    rest = np.ones(n, dtype=bool)
+    rest[order[n - k :]] = False
+    near = np.flatnonzero(rest & (values + total >= kth))  # only these could reach the k-th
+    if not len(near):
+        return True
+    lift = np.zeros(len(near))
+    have = mask[seen[near]]
     for bit, bound in enumerate(bounds):
         if bound > 0:
             lift += np.where(have & np.uint32(1 << bit), 0.0, bound)
-    upper = values + lift
-    upper[np.argpartition(values, len(values) - k)[len(values) - k :]] = -np.inf
-    return bool(upper.max(initial=-np.inf) < kth)
+    return bool((values[near] + lift).max() < kth)
 
 
 def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, changed: Sequence[int]) -> Ranked:
@@ -440,7 +446,8 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
             heapq.heappush(heap, (-bounds[i], i, block + 1))
         if heap and spent >= check:
             check = int(spent * CHECK_GROWTH)
-            settled = _settled(acc, mask, np.concatenate(seen), bounds, k)
+            seen = [np.concatenate(seen)]  # one array from here on: each check copies only what is new
+            settled = _settled(acc, mask, seen[0], bounds, k)
     settled = settled or not heap
     pool = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
     pool = pool[np.isfinite(acc[pool])]
