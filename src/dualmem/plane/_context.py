@@ -118,9 +118,12 @@ def neighbours_json(pairs: Neighbours) -> list[list[str | int]]:
 def parse_neighbours(value: object) -> Neighbours:
     if not isinstance(value, list):
         raise ValueError("context neighbours are not a list")
-    if not all(type(item) is list and len(item) == 2 and type(item[0]) is str for item in value):
-        raise ValueError("a context neighbour is not [id, offset]")
-    return tuple([(item[0], int(item[1])) for item in value])
+    out = []
+    for item in value:  # one pass (the read path parses a pool's worth of these per search)
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not str:
+            raise ValueError("a context neighbour is not [id, offset]")
+        out.append((item[0], int(item[1])))
+    return tuple(out)
 
 
 def affected(store: _Reads, nodes: Iterable[Node], window: int) -> set[str]:

@@ -72,14 +72,18 @@ def _neighbours(rows: Sequence[tuple[Any, ...]]) -> list[Any]:
     return [json.loads(text) for text in texts]
 
 
+_F32 = np.dtype(np.float32)
+_from_iso = dt.datetime.fromisoformat
+
+
 def _candidate(row: tuple[Any, ...], context: NodeContext | None) -> Candidate:
     node_id, user, agent, run, content, speaker, at, refs, valid_to, blob, _, _ = row
     return Candidate(
         node_id, sql.tenant_of(user, agent, run), content, speaker,
-        None if at is None else dt.datetime.fromisoformat(at),
+        None if at is None else _from_iso(at),
         () if refs == "[]" else codec.refs_from_json(refs),
-        None if valid_to is None else dt.datetime.fromisoformat(valid_to),
-        None if blob is None else np.frombuffer(blob, dtype=np.float32),
+        None if valid_to is None else _from_iso(valid_to),
+        None if blob is None else np.frombuffer(blob, _F32),
         context,
     )  # fmt: skip
 
