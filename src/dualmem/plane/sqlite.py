@@ -511,7 +511,8 @@ class SQLiteStore:
         if not edges:
             return
         with self._lock, self.transaction(), sql.translated("store edges"):
-            users = self._users({e.source for e in edges} | {e.target for e in edges})
+            found = edge_sql.users_and_seqs(self._conn, {e.source for e in edges} | {e.target for e in edges})
+            users = {node_id: user for node_id, (user, _) in found.items()}
             missing = ({e.source for e in edges} | {e.target for e in edges}) - users.keys()
             if missing:
                 raise NotFound(f"edges refer to unknown nodes: {sorted(missing)[:5]}")
@@ -520,7 +521,7 @@ class SQLiteStore:
                 raise InvalidInput(
                     f"an edge cannot link two users' memories: {crossing[0].source} -> {crossing[0].target}"
                 )
-            edge_sql.put(self._conn, edges)
+            edge_sql.put(self._conn, edges, {node_id: seq for node_id, (_, seq) in found.items()})
 
     def edges_of(
         self, node_id: str, views: Collection[View] | None = None, *, limit: int | None = None
