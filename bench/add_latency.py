@@ -158,7 +158,11 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         "build": "write" if n <= args.write_max else "bulk",
         "embedder": args.embedder,
         "overlap": mem._writer.overlap,
-        "add": scale.pct(add_ms),
+        "add": {
+            **scale.pct(add_ms),
+            "mean_ms": round(sum(add_ms) / len(add_ms), 2),
+            "max_ms": round(max(add_ms), 2),
+        },
         "add_cpu_ms_mean": round(cpu_ms, 2),
         "embed_one": scale.pct(embed_ms),
         "embed_one_cpu_ms_mean": round(embed_cpu, 2),
