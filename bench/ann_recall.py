@@ -151,7 +151,7 @@ def open_first(args: argparse.Namespace, folder: Path, q: npt.NDArray[np.float32
     return {
         "open_first_search_s": round(time.perf_counter() - start, 2),
         "open_first_search_cpu_s": round(time.process_time() - start_cpu, 2),
-        "build_threads": ann._build_threads(),
+        "build_threads": [ann._build_threads(size) for _, _, size, _ in segments],
         "settings": ann._settings(),
         "segments": segments,
         "index_bytes": folder_bytes(folder),

@@ -168,13 +168,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--user", default=USER)
     parser.add_argument("--budgets", type=int, nargs="+", default=[impact.BUDGET])
     parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument(
+        "--rescore", type=int, default=impact.RESCORE, help="rows rescored per k when the budget cuts a query"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--build", action="store_true", help="(re)build the index into --db first (a copy!)")
     parser.add_argument("--search", action="store_true", help="also Memory.search with and without it")
     args = parser.parse_args(argv)
+    impact.RESCORE = args.rescore
     corpus = Corpus(args.data, args.seed)
     queries = [corpus.query() for _ in range(args.queries)]
-    report: dict[str, Any] = {"db": str(args.db), "user": args.user, "queries": len(queries)}
+    report: dict[str, Any] = {
+        "db": str(args.db), "user": args.user, "queries": len(queries), "rescore": args.rescore,
+    }  # fmt: skip
     if args.build:
         with SQLiteStore.open(args.db) as store:
             start = time.perf_counter()

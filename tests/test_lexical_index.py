@@ -385,7 +385,7 @@ def test_a_large_store_never_builds_in_a_search_and_a_repair_builds(
     monkeypatch.setattr(impact, "REBUILD_MIN", 3)
     monkeypatch.setattr(impact, "REBUILD_SHARE", 0.01)
     with _store(str(tmp_path / "m.db"), other=True) as store:
-        store.use_lexical_index(1, budget=10**9, auto_build=10)
+        store.use_lexical_index(1, budget=10**9, auto_build=10, step=0)  # no upkeep steps either
         assert store.lexical_index_state() == {"nodes_fts": "none", "context_fts": "none"}
         want = _plain(store._conn, "nodes_fts", "tomato garden", 5, A)
         assert store.lexical_search(A, "tomato garden", 5) == want
@@ -413,7 +413,7 @@ def test_a_purged_user_of_a_large_store_is_ranked_by_fts5_and_the_others_by_the_
     tmp_path: Path,
 ) -> None:
     with _store(str(tmp_path / "m.db"), other=True) as store:
-        store.use_lexical_index(1, budget=10**9, auto_build=10)
+        store.use_lexical_index(1, budget=10**9, auto_build=10, step=0)
         store.build_lexical_index()
         store.delete_nodes(["a0000"])
         assert store.lexical_index_state()["nodes_fts"] == "purged"
@@ -429,10 +429,10 @@ def _query(store: SQLiteStore, tenant: Tenant, text: str) -> impact.Query:
     return impact.Query(tenant.user, tuple(terms.stems(store._conn, words)), fts_or(words), 5, 10**9)
 
 
-def test_by_default_no_search_builds_the_index() -> None:
+def test_with_steps_off_no_search_builds_the_index() -> None:
     with SQLiteStore.open(":memory:") as store:
         store.put_nodes(_nodes(A, _texts(1, 120), "a"))
-        store.use_lexical_index(1)  # the default auto_build: never in a search
+        store.use_lexical_index(1, step=0)  # the default auto_build: never a full build in a search
         want = _plain(store._conn, "nodes_fts", "tomato garden", 5, A)
         assert store.lexical_search(A, "tomato garden", 5) == want
         assert impact.built(store._conn, "nodes_fts") is None
@@ -454,7 +454,7 @@ def test_adds_to_a_session_after_a_build_rewrite_contexts_again_and_again() -> N
         assert len(store.lexical_search(A, "saxophone", 20)) == 8
 
 
-@pytest.mark.parametrize("bad", [{"budget": 0}, {"threshold": -1}, {"auto_build": -5}])
+@pytest.mark.parametrize("bad", [{"budget": 0}, {"threshold": -1}, {"auto_build": -5}, {"step": -1}])
 def test_bad_index_settings_are_refused_and_the_old_ones_kept(bad: dict[str, int]) -> None:
     with _store() as store:
         settings = {"threshold": 1, "budget": 10**9, "auto_build": 10**9, **bad}

@@ -285,7 +285,27 @@ def test_an_index_of_another_database_at_the_same_path_is_rebuilt(tmp_path: Path
         got = [i for i, _ in store.vector_search(USER, q, 3)]
         assert store._ann is not None
         assert store._ann.segments("u")[0][2] == 1100
+        (segment,) = store._ann._users["u"].segments
+        held = np.stack([np.asarray(segment.index.get(i + 1), dtype=np.float32) for i in range(1100)])
+        rows = np.stack([store.get_node(f"n{i:06d}").embedding for i in range(1100)])  # type: ignore[union-attr]
+        assert np.abs(held - rows).max() < 2e-3  # this database's vectors (f16), not the other one's
         assert got == [f"n{i:06d}" for i in exact[:3]]
+
+
+@needs_usearch
+def test_a_small_segment_is_built_the_same_every_time(tmp_path: Path) -> None:
+    """USearch's parallel insertion gives a different graph on each build (now and then one that
+    loses a row); a segment of at most DETERMINISTIC_ROWS rows is built on one thread, byte-identical."""
+    built = []
+    for name in ("a", "b"):
+        path = str(tmp_path / f"{name}.db")
+        with _vectors_store(path, 1500, seed=3) as store:
+            store.use_ann(1000)
+            store.vector_search(USER, unit(np.random.default_rng(0)), 5)
+        (segment,) = Path(path + ".ann").glob("*.usearch")
+        built.append(segment.read_bytes())
+    assert ann.DETERMINISTIC_ROWS >= 1500
+    assert built[0] == built[1]
 
 
 @needs_usearch

@@ -6,6 +6,8 @@ rebuild, links to missing nodes, stray vectors), then completes pending nodes th
 --reembed`` also embeds every memory again (``write/reembed.py``): for databases written before the
 speaker left the embedded text and long texts got chunk vectors (issue 10). With the
 global ``--read-only`` nothing is written (the FTS5 check, which needs a writable connection, is skipped).
+``--lexical-index`` only (re)builds the SQLite store's lexical index (``--repair``'s last step, without
+the integrity checks before it).
 """
 
 from __future__ import annotations
@@ -38,7 +40,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with --repair: embed every memory again with today's rules (content only, long texts as "
         "chunks; for a database written before issue 10) using --embedder",
     )
+    p.add_argument(
+        "--lexical-index",
+        action="store_true",
+        help="only (re)build the SQLite store's lexical index (no integrity checks; what --repair does "
+        "last; a large store also keeps it up by small steps in its searches)",
+    )
     p.set_defaults(handler=cmd_check)
+
+
+def _build_index(store: Store, path: str) -> Outcome:
+    """``--lexical-index``: the impact-ordered index of an SQLite store, built in one write."""
+    from dualmem.plane import SQLiteStore
+
+    if not isinstance(store, SQLiteStore):
+        raise ConfigError(
+            "--lexical-index is for an SQLite database", hint="PostgreSQL ranks with its own index"
+        )
+    postings = store.build_lexical_index()
+    return Outcome({"db": path, "lexical_index": {"postings": postings, **store.lexical_index_state()}}, 0)
 
 
 def cmd_check(args: argparse.Namespace) -> Outcome:
@@ -53,6 +73,10 @@ def cmd_check(args: argparse.Namespace) -> Outcome:
         report = CheckReport(False, (Problem("open", 1, (exc.one_line(),), repairable=False),))
         return Outcome({"db": path, **report.to_json()}, 1)
     try:
+        if args.lexical_index:
+            if args.read_only:
+                raise ConfigError("--lexical-index writes the index", hint="drop --read-only")
+            return _build_index(store, path)
         report = store.check(repair=args.repair)
         if args.reembed and not args.repair:
             raise ConfigError("--reembed rewrites vectors", hint="pass it together with --repair")

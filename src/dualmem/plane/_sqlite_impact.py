@@ -67,6 +67,8 @@ __all__ = [
 #: the FTS5 tables the index mirrors, by the integer ``tbl`` its rows carry
 TABLES = {"nodes_fts": 0, "context_fts": 1}
 K1, B = 1.2, 0.75
+#: a block's number is its run's number times RUN plus its place in the run (run 0: the build's)
+RUN = 1 << 16
 #: impacts (0, k1 + 1) are stored as 1..65535
 _SCALE = 65535 / (K1 + 1)
 #: a list's first block holds FIRST_BLOCK postings, each next one twice as many up to MAX_BLOCK
@@ -77,6 +79,8 @@ THRESHOLD = 20_000
 BUDGET = 100_000
 #: a search the budget cut short rescores RESCORE x k of its best rows from their text (exact scores)
 RESCORE = 4
+#: the stop test runs each time the postings read grow by this factor (from 4 first blocks)
+CHECK_GROWTH = 2.0
 #: the index is stale once rows written or changed since the build pass this share of the built rows
 #: (at least REBUILD_MIN): FTS5's bounded path ranks until it is rebuilt. No search builds it unless
 #: the store allows it (``SQLiteStore.use_lexical_index(auto_build=N)``: stores of at most N nodes);
@@ -86,6 +90,9 @@ RESCORE = 4
 REBUILD_SHARE = 0.05
 AUTO_BUILD = 0
 REBUILD_MIN = 1000
+#: a user's mean row length may drift this far (relative) from the one its postings were computed with
+#: (``lex_users.norm``, after incremental merges) before a query rescores its best rows from their text
+DRIFT = 1e-3
 
 #: a row at or below the build's ``upto`` recorded once (NOT EXISTS, not OR IGNORE: an UPSERT's DO
 #: UPDATE that fires the trigger imposes its ABORT on the trigger's INSERT, so OR IGNORE would fail
@@ -173,8 +180,18 @@ def purge(conn: sqlite3.Connection) -> None:
         return
     users = [r[0] for r in conn.execute("SELECT DISTINCT user_id FROM lex_changes WHERE user_id IS NOT NULL")]
     for user in users:
+        # the user's rows are indexed again by steps from their current text (``lex_users.cursor``;
+        # ``_sqlite_impact_merge.rebuild_step``), with the mean row length the postings had
+        conn.execute(
+            "INSERT OR REPLACE INTO lex_users (tbl, user_id, norm, cursor, docs, tokens) "
+            "SELECT t.tbl, ?, COALESCE((SELECT CASE WHEN s.docs > 0 THEN 1.0 * s.tokens / s.docs END "
+            "FROM lex_stats s WHERE s.tbl = t.tbl AND s.user_id = ?), (SELECT u.norm FROM lex_users u "
+            "WHERE u.tbl = t.tbl AND u.user_id = ?), 1.0), 0, 0, 0 FROM lex_built t",
+            (user, user, user),
+        )
         conn.execute("DELETE FROM lex_blocks WHERE tbl IN (0, 1) AND user_id = ?", (user,))
         conn.execute("UPDATE lex_stats SET docs = -1 WHERE user_id = ?", (user,))
+        conn.execute("DELETE FROM lex_changes WHERE user_id = ?", (user,))
 
 
 # -- build --------------------------------------------------------------------------------------
@@ -245,7 +262,7 @@ def build(conn: sqlite3.Connection, table: str, *, batch: int = 1_000_000) -> in
     docs = np.bincount(owner[held], minlength=len(users))
     tokens = np.bincount(owner[held], weights=length[held], minlength=len(users))
     avgdl = np.where(docs > 0, tokens / np.maximum(docs, 1), 1.0)
-    for name in ("lex_blocks", "lex_stats", "lex_changes", "lex_built"):
+    for name in ("lex_blocks", "lex_stats", "lex_changes", "lex_built", "lex_users"):
         conn.execute(f"DELETE FROM {name} WHERE tbl = ?", (tbl,))
     shape = _Shape(tbl, users, owner, length, avgdl)
     postings = sum(_write_batch(conn, shape, *part) for part in _instances(conn, table, batch))
@@ -344,6 +361,7 @@ class Ranked:
     weights: dict[str, float]
     docs: int
     avgdl: float
+    drift: bool = False
 
 
 def _lists(
@@ -353,10 +371,14 @@ def _lists(
     weights: dict[str, float] = {}
     for token in dict.fromkeys(tokens):
         blocks = conn.execute(
-            "SELECT df, top, id FROM lex_blocks WHERE tbl = ? AND user_id = ? AND term = ? ORDER BY block",
+            "SELECT df, top, id, block FROM lex_blocks WHERE tbl = ? AND user_id = ? AND term = ? "
+            "ORDER BY top DESC, block",
             (tbl, user, token),
         ).fetchall()
-        weights[token] = idf(docs, int(blocks[0][0]) if blocks else 0)
+        # a list is the union of its runs (``_sqlite_impact_merge``): each of a run's blocks carries
+        # the run's postings
+        df = sum({b[3] // RUN: b[0] for b in blocks}.values())
+        weights[token] = idf(docs, df)
         if blocks:
             lists.append(_List(weights[token], [b[1] / _SCALE for b in blocks], [b[2] for b in blocks]))
     return lists, weights
@@ -368,17 +390,23 @@ def _settled(acc: Any, mask: Any, seen: Any, bounds: list[float], k: int) -> boo
     if len(seen) < k:
         return False
     values = acc[seen]
-    kth = float(np.partition(values, len(values) - k)[len(values) - k])
-    if kth <= sum(bounds):  # an unread row could tie the k-th (ties go to the lower seq): read on
+    n = len(values)
+    order = np.argpartition(values, n - k)
+    kth = float(values[order[n - k]])
+    total = sum(bound for bound in bounds if bound > 0)
+    if kth <= total:  # an unread row could tie the k-th (ties go to the lower seq): read on
         return False
-    lift = np.zeros(len(seen))
-    have = mask[seen]
+    rest = np.ones(n, dtype=bool)
+    rest[order[n - k :]] = False
+    near = np.flatnonzero(rest & (values + total >= kth))  # only these could reach the k-th
+    if not len(near):
+        return True
+    lift = np.zeros(len(near))
+    have = mask[seen[near]]
     for bit, bound in enumerate(bounds):
         if bound > 0:
             lift += np.where(have & np.uint32(1 << bit), 0.0, bound)
-    upper = values + lift
-    upper[np.argpartition(values, len(values) - k)[len(values) - k :]] = -np.inf
-    return bool(upper.max(initial=-np.inf) < kth)
+    return bool((values[near] + lift).max() < kth)
 
 
 def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, changed: Sequence[int]) -> Ranked:
@@ -390,6 +418,8 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
         "SELECT docs, tokens FROM lex_stats WHERE tbl = ? AND user_id = ?", (tbl, user)
     ).fetchone()
     docs, avgdl = (int(stats[0]), stats[1] / max(1, stats[0])) if stats else (0, 1.0)
+    held = conn.execute("SELECT norm FROM lex_users WHERE tbl = ? AND user_id = ?", (tbl, user)).fetchone()
+    drift = held is not None and abs(float(held[0]) - avgdl) > DRIFT * avgdl
     lists, weights = _lists(conn, tbl, user, query.tokens[:32], docs)
     acc = np.zeros(upto + 1, dtype=np.float64)
     mask = np.zeros(upto + 1, dtype=np.uint32)
@@ -415,17 +445,18 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
         if bounds[i] > 0:
             heapq.heappush(heap, (-bounds[i], i, block + 1))
         if heap and spent >= check:
-            check = int(spent * 2)
-            settled = _settled(acc, mask, np.concatenate(seen), bounds, k)
+            check = int(spent * CHECK_GROWTH)
+            seen = [np.concatenate(seen)]  # one array from here on: each check copies only what is new
+            settled = _settled(acc, mask, seen[0], bounds, k)
     settled = settled or not heap
     pool = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
     pool = pool[np.isfinite(acc[pool])]
-    k = k if settled else RESCORE * k  # partial scores: the caller rescores a wider pool
+    k = k if settled and not drift else RESCORE * k  # inexact scores: the caller rescores a wider pool
     if len(pool) > k:  # every row of the k-th score stays in: ties go to the lower seq, as in FTS5
         kth = np.partition(acc[pool], len(pool) - k)[len(pool) - k]
         pool = pool[acc[pool] >= kth]
     best = pool[np.lexsort((pool, -acc[pool]))][:k]
-    return Ranked(best.tolist(), acc[best].tolist(), settled, spent, weights, docs, avgdl)
+    return Ranked(best.tolist(), acc[best].tolist(), settled, spent, weights, docs, avgdl, drift)
 
 
 def rescore(
@@ -493,7 +524,7 @@ def search(
     found: dict[int, tuple[str, float]] = {}
     admit = f"SELECT n.seq, n.id FROM json_each(?) w CROSS JOIN nodes n ON n.seq = w.value WHERE {clause}"
     score = dict(zip(ranked.seqs, ranked.scores, strict=True))
-    if not ranked.settled:  # the budget left partial scores: the pool's rows scored from their text
+    if not ranked.settled or ranked.drift:  # partial or drifted scores: the pool scored from its text
         score.update(rescore(conn, table, ranked.seqs, ranked))
     for seq, node_id in conn.execute(admit, [json.dumps(ranked.seqs), *params]):
         found[int(seq)] = (node_id, score[int(seq)])

@@ -11,6 +11,7 @@ from dualmem.plane._sqlite_chunks import V5
 from dualmem.plane._sqlite_context import V6
 from dualmem.plane._sqlite_edges import V7_EDGES
 from dualmem.plane._sqlite_impact import V8
+from dualmem.plane._sqlite_impact_merge import V10
 from dualmem.plane._sqlite_scale import V2
 from dualmem.plane._sqlite_vectors import V7
 from dualmem.types import utcnow
@@ -150,6 +151,7 @@ Step = str | Callable[[sqlite3.Connection], None]
 #: and edges by integer node refs (``_sqlite_edges``); each applies whether or not the
 #: others exist, and ``migrate`` applies every version not yet recorded (not only those above the highest)
 #: 8: the impact-ordered, tenant-partitioned lexical index of large FTS5 tables (``_sqlite_impact``)
+#: 10: the lexical index's per-user norms and rebuild cursors (``_sqlite_impact_merge``)
 MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (1, _V1),
     (2, _V2),
@@ -159,6 +161,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (6, V6),
     (7, (*V7, *V7_EDGES)),
     (8, V8),
+    (10, V10),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

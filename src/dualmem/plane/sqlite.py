@@ -25,6 +25,7 @@ from typing import cast
 
 from dualmem.errors import (
     DatabaseCorrupt,
+    DatabaseLocked,
     EmbedderMismatch,
     InvalidInput,
     NotFound,
@@ -38,6 +39,7 @@ from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_impact as impact
+from dualmem.plane import _sqlite_impact_merge as merge
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as term_sql
@@ -96,6 +98,7 @@ class SQLiteStore:
         self._lex_threshold = impact.THRESHOLD
         self._lex_budget = impact.BUDGET
         self._lex_auto_build = impact.AUTO_BUILD
+        self._lex_step = merge.STEP
         #: passive WAL checkpoints on a background thread (a writable file; see ``_sqlite_wal``)
         self._checkpointer: Checkpointer | None = None
 
@@ -638,19 +641,28 @@ class SQLiteStore:
         return scale.user_total(self._conn, tenant.user) / total if total else 1.0
 
     def use_lexical_index(
-        self, threshold: int, *, budget: int = impact.BUDGET, auto_build: int = impact.AUTO_BUILD
+        self,
+        threshold: int,
+        *,
+        budget: int = impact.BUDGET,
+        auto_build: int = impact.AUTO_BUILD,
+        step: int = merge.STEP,
     ) -> None:
         """Rank lexical and context searches by the impact-ordered index (``_sqlite_impact``) once the
         store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query;
         a search builds a missing or stale index itself while the store holds at most ``auto_build``
-        nodes (0, the default: never; ``build_lexical_index`` does)."""
-        if budget < 1 or threshold < 0 or auto_build < 0:
+        nodes (0, the default: never; ``build_lexical_index`` does); above it a search does one bounded
+        step of the index's upkeep, ``step`` rows at most (0: none; ``_sqlite_impact_merge``)."""
+        if budget < 1 or threshold < 0 or auto_build < 0 or step < 0:
             raise InvalidInput(
-                f"lexical index: threshold {threshold}, budget {budget}, auto_build {auto_build}",
-                hint="threshold and auto_build are node counts (0: off), budget at least 1 posting",
+                f"lexical index: threshold {threshold}, budget {budget}, auto_build {auto_build}, "
+                f"step {step}",
+                hint="threshold and auto_build are node counts (0: off), budget at least 1 posting, "
+                "step a row count (0: off)",
             )
         with self._lock:
             self._lex_threshold, self._lex_budget, self._lex_auto_build = threshold, budget, auto_build
+            self._lex_step = step
 
     def build_lexical_index(self) -> int:
         """(Re)build the impact-ordered index of both FTS5 tables; the postings written."""
@@ -671,19 +683,39 @@ class SQLiteStore:
             if total < self._lex_threshold:
                 return False
             stage = impact.state(self._conn, table)
-        small = total <= self._lex_auto_build
-        if (
-            stage != "fresh"
-            and small
-            and not self.read_only
-            and not self._tx.reading
-            and not self._tx.writing
-        ):
+        if self.read_only or self._tx.reading or self._tx.writing:
+            return stage in ("fresh", "purged")
+        if stage != "fresh" and total <= self._lex_auto_build:
             with self._lock, self.transaction(), sql.translated("build the lexical index"):
                 if impact.needs_build(self._conn, table):
                     impact.build(self._conn, table)
             return True
+        if self._lex_step > 0:
+            stage = self._lexical_step(table) or stage
         return stage in ("fresh", "purged")
+
+    def _lexical_step(self, table: str) -> str | None:
+        """One bounded step of the index's upkeep (``_sqlite_impact_merge``) when there is work: a
+        missing index is started empty (every row is then written since its build), the rows written
+        since the build are merged ``_lex_step`` at a time once ``merge.FROM`` of them wait, a purged
+        user is indexed again; the table's state after it (None: nothing done)."""
+        with self._lock, self.snapshot(), sql.translated("check the lexical index"):
+            work = merge.pending(self._conn, table, lag=merge.LAG)
+        if work < merge.FROM and not merge.rebuilding(self._conn, table):
+            return None
+        with self._lock:
+            wait = int(self._conn.execute("PRAGMA busy_timeout").fetchone()[0])
+            self._conn.execute("PRAGMA busy_timeout = 0")  # another writer holds the file: skip the step
+            try:
+                with self.transaction(), sql.translated("update the lexical index"):
+                    merge.start(self._conn, table)
+                    if not merge.rebuild_step(self._conn, table, rows=self._lex_step):
+                        merge.merge_step(self._conn, table, rows=self._lex_step, lag=merge.LAG)
+                    return impact.state(self._conn, table)
+            except DatabaseLocked:
+                return None
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {wait}")
 
     def lexical_index_state(self) -> dict[str, str]:
         """Each FTS5 table's impact-ordered index: ``"off"`` (the store is below the threshold),
