@@ -28,6 +28,7 @@ import importlib.util
 import io
 import json
 import pstats
+import re
 import shutil
 import sqlite3
 import sys
@@ -78,15 +79,22 @@ def cached_store(n: int, args: argparse.Namespace) -> Path:
     return file
 
 
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
+_NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
+
+
 class Tally:
     """Counts the statements a connection runs (``set_trace_callback``)."""
 
     def __init__(self) -> None:
         self.statements = 0
         self.transactions = 0
+        self.by_text: dict[str, int] = {}
 
     def __call__(self, statement: str) -> None:
         self.statements += 1
+        key = _NUMBER.sub("?", _LITERAL.sub("?", " ".join(statement.split())))[:150]
+        self.by_text[key] = self.by_text.get(key, 0) + 1
         head = statement.lstrip()[:9].upper()
         if head.startswith("BEGIN") or head.startswith("SAVEPOINT"):
             self.transactions += 1
@@ -150,16 +158,23 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         "build": "write" if n <= args.write_max else "bulk",
         "embedder": args.embedder,
         "overlap": mem._writer.overlap,
-        "add": scale.pct(add_ms),
+        "add": {
+            **scale.pct(add_ms),
+            "mean_ms": round(sum(add_ms) / len(add_ms), 2),
+            "max_ms": round(max(add_ms), 2),
+        },
         "add_cpu_ms_mean": round(cpu_ms, 2),
         "embed_one": scale.pct(embed_ms),
         "embed_one_cpu_ms_mean": round(embed_cpu, 2),
         "statements_per_add": round(tally.statements / args.counted, 1),
         "transactions_per_add": round(tally.transactions / args.counted, 1),
     }
+    if args.trace:
+        top = sorted(tally.by_text.items(), key=lambda kv: -kv[1])[: args.trace]
+        out["trace"] = [f"{count / args.counted:7.1f}  {text}" for text, count in top]
     if profiler is not None:
         text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(args.profile)
+        pstats.Stats(profiler, stream=text).sort_stats(args.sort).print_stats(args.profile)
         out["profile"] = text.getvalue()
     return out
 
@@ -178,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         "--overlap", default="auto", choices=["auto", "on", "off"], help="embed on a worker thread meanwhile"
     )
     parser.add_argument("--profile", type=int, default=0, help="print the top N cProfile functions")
+    parser.add_argument("--sort", default="cumulative", help="the profile's order (cumulative, tottime)")
+    parser.add_argument("--trace", type=int, default=0, help="report the N most run statements (per add)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/add-latency-cache"))
     parser.add_argument("--tmp", default=None, help="folder for the temporary copies")
@@ -187,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     for n in args.sizes:
         result = measure(n, args)
         profile = result.pop("profile", None)
+        for line in result.pop("trace", []):  # type: ignore[attr-defined]
+            print(line, file=sys.stderr, flush=True)
         results.append(result)
         print(json.dumps(result), file=sys.stderr, flush=True)
         if profile:

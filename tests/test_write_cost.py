@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dualmem.errors import NotFound
 from dualmem.plane import SQLiteStore
+from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_scale as scale
-from dualmem.types import Node, Tenant
+from dualmem.types import Edge, Node, Tenant
 
 USER = Tenant("u")
 T0 = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -220,3 +222,29 @@ def test_a_write_checks_for_other_connections_commits_once(store: SQLiteStore) -
         assert store.get_nodes(["n001"])["n001"].content == "changed elsewhere"  # the cache was dropped
         store.put_nodes([Node(id="z001", tenant=USER, content="mine", at=T0, embedding=v)])
         assert store.get_nodes(["z001"])["z001"].content == "mine"
+
+
+def test_edges_resolve_their_nodes_once_per_batch_and_keep_their_order(store: SQLiteStore) -> None:
+    """``put_edges`` reads the nodes' users and row numbers in one statement (not two lookups per
+    edge); the rows are inserted in the given order, an upsert keeps its row, an unknown node's edge
+    is refused by the store and left out by the SQL helper."""
+    ids = [f"n{i:03d}" for i in range(1, 40) if i % 4]
+    edges = [Edge(ids[i], ids[i + 1], "semantic", "related", 0.5 + i / 100) for i in range(20)]
+    seen: list[str] = []
+    store._conn.set_trace_callback(seen.append)
+    store.put_edges(edges)
+    store._conn.set_trace_callback(None)
+    assert sum("FROM nodes" in s for s in seen if not s.startswith("--")) == 1
+    seq = dict(store._conn.execute("SELECT id, seq FROM nodes").fetchall())
+    rows = store._conn.execute("SELECT rowid, src, dst, weight FROM edges ORDER BY rowid").fetchall()
+    assert [(src, dst) for _, src, dst, _ in rows] == [(seq[e.source], seq[e.target]) for e in edges]
+    first = rows[0][0]
+    store.put_edges([Edge(ids[0], ids[1], "semantic", "related", 0.9)])
+    with pytest.raises(NotFound):  # the store refuses an unknown node's edge, storing none of the batch
+        store.put_edges(
+            [Edge(ids[0], ids[2], "semantic", "related"), Edge(ids[0], "nope", "semantic", "related")]
+        )
+    assert edge_sql.put(store._conn, [Edge(ids[0], "nope", "semantic", "related")]) is None  # left out
+    again = store._conn.execute("SELECT rowid, weight FROM edges WHERE src = ?", (seq[ids[0]],)).fetchall()
+    assert again == [(first, 0.9)]
+    assert store._conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0] == 20

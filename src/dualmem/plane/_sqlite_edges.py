@@ -13,13 +13,13 @@ both read back as the same datetime.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from dualmem.plane import _codec as codec
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.types import VIEWS, Edge, View
 
-__all__ = ["V7_EDGES", "delete", "of", "put"]
+__all__ = ["V7_EDGES", "delete", "of", "put", "users_and_seqs"]
 
 _SAME_USER = (
     "(SELECT user_id FROM nodes WHERE seq = new.src) IS NOT (SELECT user_id FROM nodes WHERE seq = new.dst)"
@@ -60,19 +60,37 @@ def _seq(conn: sqlite3.Connection, node_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def put(conn: sqlite3.Connection, edges: Sequence[Edge]) -> None:
-    """Upsert ``edges`` (their nodes are known to exist and to share a user)."""
+def users_and_seqs(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, tuple[str, int]]:
+    """The user and row number (``seq``) of each stored node among ``ids``."""
+    out: dict[str, tuple[str, int]] = {}
+    for chunk in sql.chunks(ids):
+        statement = f"SELECT id, user_id, seq FROM nodes WHERE id IN ({sql.marks(len(chunk))})"
+        out.update((row[0], (row[1], int(row[2]))) for row in conn.execute(statement, chunk))
+    return out
+
+
+def put(conn: sqlite3.Connection, edges: Sequence[Edge], seqs: Mapping[str, int] | None = None) -> None:
+    """Upsert ``edges`` (their nodes are known to exist and to share a user), in order. The nodes'
+    row numbers (``seqs``, read here when not given) are read once for the batch, not looked up
+    twice per edge; an edge of an unknown node is left out."""
+    if not edges:
+        return
+    if seqs is None:
+        ids = {node_id for e in edges for node_id in (e.source, e.target)}
+        seqs = {node_id: seq for node_id, (_, seq) in users_and_seqs(conn, ids).items()}
+    rows = [
+        (seqs[e.source], seqs[e.target], e.view, e.label, float(e.weight), codec.to_stamp(e.created_at),
+         codec.to_iso(e.valid_from), codec.to_iso(e.valid_to))
+        for e in edges
+        if e.source in seqs and e.target in seqs
+    ]  # fmt: skip
     conn.executemany(
         "INSERT INTO edges (src, dst, view, label, weight, created_at, valid_from, valid_to) "
-        "SELECT a.seq, b.seq, ?, ?, ?, ?, ?, ? FROM nodes a, nodes b WHERE a.id = ? AND b.id = ? "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (src, dst, view, label) DO UPDATE SET weight = excluded.weight, "
         "created_at = excluded.created_at, valid_from = excluded.valid_from, valid_to = excluded.valid_to",
-        [
-            (e.view, e.label, float(e.weight), codec.to_stamp(e.created_at), codec.to_iso(e.valid_from),
-             codec.to_iso(e.valid_to), e.source, e.target)
-            for e in edges
-        ],
-    )  # fmt: skip
+        rows,
+    )
 
 
 def of(

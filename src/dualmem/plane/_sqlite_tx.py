@@ -17,7 +17,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from dualmem.errors import ReadOnlyStore, StoreError
 from dualmem.plane import _sqlite_sql as sql
@@ -54,6 +54,8 @@ class Transactions:
         self._reading = 0  # depth of read() blocks
         self._read_open = False  # read() began a read transaction (no write may start inside)
         self._wal_dirty = False  # a committed erase whose WAL could not be truncated yet
+        #: held around the TRUNCATE checkpoint: keeps a background checkpoint from running beside it
+        self.checkpoints_paused: Callable[[], AbstractContextManager[None]] = nullcontext
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -123,7 +125,8 @@ class Transactions:
     def checkpoint(self) -> None:
         """Copy the WAL into the database and truncate it (old frames may hold erased text)."""
         try:
-            busy = int(self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+            with self.checkpoints_paused():
+                busy = int(self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
         except sqlite3.Error as exc:
             log.warning("could not truncate the WAL of %s after a delete: %s", self.path, exc)
             return

@@ -49,6 +49,7 @@ from dualmem.plane._sqlite_nodes import NodeCache, read_candidates
 from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
+from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
 from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -98,6 +99,8 @@ class SQLiteStore:
         self._lex_budget = impact.BUDGET
         self._lex_auto_build = impact.AUTO_BUILD
         self._lex_step = merge.STEP
+        #: passive WAL checkpoints on a background thread (a writable file; see ``_sqlite_wal``)
+        self._checkpointer: Checkpointer | None = None
 
     @classmethod
     def open(
@@ -126,6 +129,11 @@ class SQLiteStore:
         store = cls(conn, target, read_only=read_only, schema=schema)
         try:
             store._load_context_window()
+            if not read_only and target != ":memory:":  # commits no longer pay for the checkpoint
+                with sql.translated(f"open {target}"):
+                    conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+                store._checkpointer = Checkpointer(target, synchronous=synchronous, timeout=timeout)
+                store._tx.checkpoints_paused = store._checkpointer.paused
         except BaseException:
             conn.close()
             raise
@@ -133,8 +141,11 @@ class SQLiteStore:
 
     def _committed(self) -> None:
         """After the outermost commit: the vector cache keeps what it did; a full ANN delta becomes a
-        segment (the write has committed: a failure to build one is logged, never raised)."""
+        segment (the write has committed: a failure to build one is logged, never raised); every
+        few commits the background checkpointer copies the WAL into the file."""
         self._cache.committed()
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
         if self._ann is not None:
             try:
                 with sql.translated("build an approximate index segment"):
@@ -166,6 +177,8 @@ class SQLiteStore:
     # -- lifecycle and metadata -------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             self._tx.close()
             self._cache.clear()
             if self._ann is not None:
@@ -501,7 +514,8 @@ class SQLiteStore:
         if not edges:
             return
         with self._lock, self.transaction(), sql.translated("store edges"):
-            users = self._users({e.source for e in edges} | {e.target for e in edges})
+            found = edge_sql.users_and_seqs(self._conn, {e.source for e in edges} | {e.target for e in edges})
+            users = {node_id: user for node_id, (user, _) in found.items()}
             missing = ({e.source for e in edges} | {e.target for e in edges}) - users.keys()
             if missing:
                 raise NotFound(f"edges refer to unknown nodes: {sorted(missing)[:5]}")
@@ -510,7 +524,7 @@ class SQLiteStore:
                 raise InvalidInput(
                     f"an edge cannot link two users' memories: {crossing[0].source} -> {crossing[0].target}"
                 )
-            edge_sql.put(self._conn, edges)
+            edge_sql.put(self._conn, edges, {node_id: seq for node_id, (_, seq) in found.items()})
 
     def edges_of(
         self, node_id: str, views: Collection[View] | None = None, *, limit: int | None = None
