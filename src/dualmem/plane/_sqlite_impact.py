@@ -61,6 +61,7 @@ __all__ = [
     "purge",
     "search",
     "state",
+    "tokenize",
     "top",
 ]
 
@@ -459,13 +460,11 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
     return Ranked(best.tolist(), acc[best].tolist(), settled, spent, weights, docs, avgdl, drift)
 
 
-def rescore(
-    conn: sqlite3.Connection, table: str, seqs: Sequence[int], ranked: Ranked
-) -> list[tuple[int, float]]:
-    """BM25 of the rows ``seqs`` as they are now (tokenized by a TEMP FTS5 table of FTS5's
-    tokenizer), with the index's statistics: the rows the index holds stale postings of."""
-    if not seqs or not ranked.weights:
-        return []
+def tokenize(
+    conn: sqlite3.Connection, table: str, seqs: Sequence[int], terms: Sequence[str] | None = None
+) -> tuple[dict[int, int], list[Any]]:
+    """The rows' token counts (by seq) and ``(seq, term, tf)`` of their current text, tokenized by a
+    TEMP FTS5 table of FTS5's tokenizer (only ``terms`` when given)."""
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lex_tok USING fts5 "
         "(x, tokenize='porter unicode61 remove_diacritics 2')"
@@ -485,13 +484,28 @@ def rescore(
     length = {
         int(seq): _varints(size) for seq, size in conn.execute("SELECT id, sz FROM temp.lex_tok_docsize")
     }
-    terms = sorted(ranked.weights)
-    counts = conn.execute(
-        f"SELECT doc, term, COUNT(*) FROM temp.lex_tokvocab WHERE term IN ({','.join('?' * len(terms))}) "
-        "GROUP BY term, doc",
-        terms,
-    ).fetchall()
+    if terms is None:
+        counts = conn.execute(
+            "SELECT doc, term, COUNT(*) FROM temp.lex_tokvocab GROUP BY term, doc"
+        ).fetchall()
+    else:
+        counts = conn.execute(
+            f"SELECT doc, term, COUNT(*) FROM temp.lex_tokvocab WHERE term IN ({','.join('?' * len(terms))}) "
+            "GROUP BY term, doc",
+            list(terms),
+        ).fetchall()
     conn.execute("DELETE FROM temp.lex_tok")
+    return length, counts
+
+
+def rescore(
+    conn: sqlite3.Connection, table: str, seqs: Sequence[int], ranked: Ranked
+) -> list[tuple[int, float]]:
+    """BM25 of the rows ``seqs`` as they are now (``tokenize``), with the index's statistics: the
+    rows the index holds stale postings of."""
+    if not seqs or not ranked.weights:
+        return []
+    length, counts = tokenize(conn, table, seqs, sorted(ranked.weights))
     score: dict[int, float] = {}
     for doc, term, tf in counts:
         weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length[doc] / ranked.avgdl))

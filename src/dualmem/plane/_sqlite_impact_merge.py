@@ -69,30 +69,6 @@ def norm(conn: sqlite3.Connection, tbl: int, user: str, avgdl: float) -> float:
     return avgdl if row is None else float(row[0])
 
 
-def _tokenize(conn: sqlite3.Connection, table: str, seqs: list[int]) -> tuple[dict[int, int], list[Any]]:
-    """The rows' tokens (by seq) and ``(seq, term, tf)`` of their current text (FTS5's tokenizer)."""
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lex_tok USING fts5 "
-        "(x, tokenize='porter unicode61 remove_diacritics 2')"
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lex_tokvocab USING fts5vocab (temp, lex_tok, 'instance')"
-    )
-    texts: list[tuple[int, str]] = []
-    for start in range(0, len(seqs), 500):
-        part = seqs[start : start + 500]
-        query = impact._TEXT[table].format(marks=",".join("?" * len(part)))
-        texts += [
-            (int(r[0]), " ".join(str(v) for v in r[1:] if v is not None)) for r in conn.execute(query, part)
-        ]
-    conn.execute("DELETE FROM temp.lex_tok")
-    conn.executemany("INSERT INTO temp.lex_tok (rowid, x) VALUES (?, ?)", texts)
-    length = {int(s): impact._varints(z) for s, z in conn.execute("SELECT id, sz FROM temp.lex_tok_docsize")}
-    counts = conn.execute("SELECT doc, term, COUNT(*) FROM temp.lex_tokvocab GROUP BY term, doc").fetchall()
-    conn.execute("DELETE FROM temp.lex_tok")
-    return length, counts
-
-
 def _blocks(
     tbl: int, user: str, term: str, run: int, seq: Any, quant: Any, *, ordered: bool = False
 ) -> list[tuple[Any, ...]]:
@@ -122,7 +98,7 @@ def _append(
     """Append the rows ``seqs`` of ``user`` as run ``run`` of each of their terms' lists (impacts by
     ``avgdl``); ``(rows held, tokens, terms)``."""
     tbl = impact.TABLES[table]
-    length, counts = _tokenize(conn, table, seqs)
+    length, counts = impact.tokenize(conn, table, seqs)
     if not counts:
         return len(length), sum(length.values()), []
     names, term = np.unique(np.asarray([c[1] for c in counts], dtype=object), return_inverse=True)
@@ -235,7 +211,7 @@ def merge_step(conn: sqlite3.Connection, table: str, *, rows: int = STEP, lag: i
         else:
             avgdl = 0.0
         if avgdl <= 0:  # a user new to the index: its first rows' mean length is its norm
-            length, _ = _tokenize(conn, table, seqs)
+            length, _ = impact.tokenize(conn, table, seqs)
             avgdl = sum(length.values()) / len(length) if length else 1.0
             conn.execute(
                 "INSERT OR REPLACE INTO lex_users (tbl, user_id, norm) VALUES (?, ?, ?)", (tbl, user, avgdl)
