@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dualmem.plane import SQLiteStore
-from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, EVERY
+from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, EVERY, Checkpointer
 
 
 def _in_file(db: Path) -> set[str]:
@@ -25,13 +27,22 @@ def _threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "dualmem-checkpoint"]
 
 
-def test_commits_reach_the_file_by_the_background_checkpoint(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+@contextmanager
+def _file_store(db: Path) -> Iterator[tuple[SQLiteStore, Checkpointer]]:
+    """A writable file store and its background checkpointer, closed afterwards."""
     store = SQLiteStore.open(db)
     try:
-        assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_PAGES
         checkpointer = store._checkpointer
         assert checkpointer is not None
+        yield store, checkpointer
+    finally:
+        store.close()
+
+
+def test_commits_reach_the_file_by_the_background_checkpoint(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with _file_store(db) as (store, checkpointer):
+        assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_PAGES
         for i in range(EVERY - 1):
             store.set_meta(f"k{i}", i)
         assert checkpointer.checkpoints == 0
@@ -40,17 +51,12 @@ def test_commits_reach_the_file_by_the_background_checkpoint(tmp_path: Path) -> 
         assert checkpointer.wait_idle(1)
         assert {f"k{i}" for i in range(EVERY)} <= _in_file(db)
         assert store.get_meta("k0") == 0
-    finally:
-        store.close()
     assert not _threads()  # close stopped the thread
 
 
 def test_a_truncating_erase_checkpoint_waits_for_a_background_one(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    store = SQLiteStore.open(db)
-    try:
-        checkpointer = store._checkpointer
-        assert checkpointer is not None
+    with _file_store(db) as (store, checkpointer):
         for i in range(EVERY):
             store.set_meta(f"k{i}", "x" * 2000)
         with checkpointer.paused():  # a checkpoint in progress: the thread waits until we leave
@@ -59,21 +65,14 @@ def test_a_truncating_erase_checkpoint_waits_for_a_background_one(tmp_path: Path
         store._tx.checkpoint()  # what an erase runs after its commit
         assert not store._tx._wal_dirty
         assert Path(f"{db}-wal").stat().st_size == 0
-    finally:
-        store.close()
 
 
 def test_many_writes_keep_the_wal_small_and_the_file_whole(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    store = SQLiteStore.open(db)
-    try:
-        checkpointer = store._checkpointer
-        assert checkpointer is not None
+    with _file_store(db) as (store, checkpointer):
         for i in range(EVERY * 5):
             store.set_meta(f"k{i}", "y" * 4000)
         assert checkpointer.wait_idle(1)
-    finally:
-        store.close()
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 'k%'").fetchone()[0] == EVERY * 5
