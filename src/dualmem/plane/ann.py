@@ -29,11 +29,13 @@ when the ``scale`` extra (``usearch``) is installed; otherwise the store keeps e
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.util
 import json
 import os
 import sqlite3
+import sys
 import tempfile
 import threading
 import uuid
@@ -358,16 +360,32 @@ class AnnIndex:
 
 
 def _usearch_index() -> Any:
-    """``usearch.index.Index``, imported after onnxruntime.
+    """``usearch.index.Index``, loaded so that onnxruntime still works in this process afterwards.
 
-    Loading usearch's native library before onnxruntime's makes the first ONNX session crash the
-    process (segfault, seen with usearch 2.26 and onnxruntime 1.32 on Linux); the other order is fine.
+    Loading usearch's native library (which carries its own, static C++ runtime) before onnxruntime's
+    makes the first ONNX session crash the process (segfault, seen with usearch 2.26 and onnxruntime
+    1.32 on Linux). Either of two orders avoids it: the system's shared C++ runtime loaded into the
+    global symbol scope first (``_share_cxx_runtime``, ~2 ms), or onnxruntime imported first (~60 ms,
+    which a process on the hashing embedder would otherwise never pay); the second where the first
+    is not available.
     """
-    if importlib.util.find_spec("onnxruntime") is not None:
+    if not _share_cxx_runtime() and importlib.util.find_spec("onnxruntime") is not None:
         importlib.import_module("onnxruntime")
     from usearch.index import Index
 
     return Index
+
+
+def _share_cxx_runtime() -> bool:
+    """Load the shared ``libstdc++.so.6`` with ``RTLD_GLOBAL`` (Linux; once per process: a loaded
+    library is only referenced again); False where there is none."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        return False
+    return True
 
 
 def _settings() -> dict[str, object]:
