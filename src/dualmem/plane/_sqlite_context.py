@@ -9,13 +9,12 @@ clears the pages that held the forgotten text (``_sqlite_tx``).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Collection, Sequence
 
 from dualmem.plane import _codec as codec
 from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane._context import ContextRow, decode_vectors, neighbours_json, parse_neighbours
+from dualmem.plane._context import ContextRow, decode_neighbours, decode_vectors, neighbours_json
 from dualmem.plane.base import NodeContext
 from dualmem.types import Tenant
 
@@ -101,7 +100,7 @@ def read(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, tuple[Tena
         for node_id, user, agent, run, pairs, _ in rows:
             found = None
             if pairs is not None:
-                found = NodeContext(parse_neighbours(json.loads(pairs)), next(held))
+                found = NodeContext(decode_neighbours(pairs), next(held))  # JSON or compact (v11)
             out[node_id] = (sql.tenant_of(user, agent, run), found)
     return out
 
