@@ -203,3 +203,21 @@ def test_a_damaged_compact_row_is_a_corrupt_database(tmp_path: Path) -> None:
             store.candidates(["s1-0"], USER)
         with pytest.raises(DatabaseCorrupt):
             store.node_context(["s1-0"], USER)
+
+
+def test_the_write_path_stores_compact_neighbours(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        store.put_nodes([*_session("s1", 3, rng), *_session("s" + SEP + "2", 2, rng)])
+        rows = dict(
+            store._conn.execute(
+                "SELECT n.id, c.neighbours FROM node_context c JOIN nodes n ON n.seq = c.seq"
+            ).fetchall()
+        )
+        contexts = store.node_context(list(rows), USER)
+    assert rows["s1-0"] == f"1{SEP}s1-1{SEP}2{SEP}s1-2"
+    assert rows["s1-1"] == f"-1{SEP}s1-0{SEP}1{SEP}s1-2"
+    assert rows[f"s{SEP}2-0"] == json.dumps([[f"s{SEP}2-1", 1]])  # an id holding the separator: JSON
+    assert {i: c.neighbours for i, c in contexts.items()} == {
+        i: decode_neighbours(t) for i, t in rows.items()
+    }
