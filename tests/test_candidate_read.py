@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dualmem.errors import DatabaseCorrupt
-from dualmem.plane import SQLiteStore
+from dualmem.plane import SQLiteStore, ann
 from dualmem.plane._context import SEP, decode_neighbours, encode_neighbours, neighbours_json
 from dualmem.plane.base import Candidate, NodeContext, candidates_of
 from dualmem.types import Node, TemporalRef, Tenant
@@ -221,3 +221,26 @@ def test_the_write_path_stores_compact_neighbours(tmp_path: Path) -> None:
     assert {i: c.neighbours for i, c in contexts.items()} == {
         i: decode_neighbours(t) for i, t in rows.items()
     }
+
+
+def test_rescore_is_exact_and_breaks_ties_by_rowid(tmp_path: Path) -> None:
+    """The approximate index's rescore: each score is the stored vector's float32 dot with the query,
+    best first, equal scores in rowid order (here half the rows are exact ties)."""
+    rng = np.random.default_rng(7)
+    base = [_unit(rng) for _ in range(6)]
+    turns = [
+        Node(id=f"n{i:02d}", tenant=USER, content=f"turn {i}", at=None, embedding=base[i % 6])
+        for i in range(12)
+    ]
+    q = _unit(rng)
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        store.put_nodes(turns)
+        rows = store._conn.execute("SELECT rowid, node_id, blob FROM vectors").fetchall()
+        keys = sorted(r[0] for r in rows)
+        got = ann._rescore(store._conn, USER, q, keys, 8)
+    scored = sorted(
+        ((float(np.frombuffer(blob, dtype=np.float32) @ q), rowid, node_id) for rowid, node_id, blob in rows),
+        key=lambda item: (-item[0], item[1]),
+    )
+    assert got == [(node_id, score) for score, _, node_id in scored[:8]]
+    assert all(type(score) is float for _, score in got)
