@@ -244,3 +244,29 @@ def test_rescore_is_exact_and_breaks_ties_by_rowid(tmp_path: Path) -> None:
     )
     assert got == [(node_id, score) for score, _, node_id in scored[:8]]
     assert all(type(score) is float for _, score in got)
+
+
+def test_a_vector_away_from_its_nodes_seq_is_still_read(tmp_path: Path) -> None:
+    """Candidates look a vector up at its node's seq first: vectors stored elsewhere (two swapped,
+    one moved past the end) are read by node id, the same values as ``get_nodes``."""
+    rng = np.random.default_rng(8)
+    turns = _session("s1", 4, rng)
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        store.put_nodes(turns)
+        conn = store._conn
+        seq = dict(conn.execute("SELECT id, seq FROM nodes").fetchall())
+        rows = {r[0]: r for r in conn.execute("SELECT node_id, user_id, dim, blob FROM vectors")}
+        conn.execute("DELETE FROM vectors WHERE node_id IN ('s1-0', 's1-1', 's1-2')")
+        insert = "INSERT INTO vectors (rowid, node_id, user_id, dim, blob) VALUES (?, ?, ?, ?, ?)"
+        conn.execute(insert, (seq["s1-1"], *rows["s1-0"]))
+        conn.execute(insert, (seq["s1-0"], *rows["s1-1"]))
+        conn.execute(insert, (1000, *rows["s1-2"]))
+        store._nodes.clear()
+        ids = [t.id for t in turns]
+        got = store.candidates(ids, USER)
+        want = candidates_of(store, ids, USER)
+    assert list(got) == ids
+    for node_id in ids:
+        _same(got[node_id], want[node_id])
+        assert got[node_id].embedding is not None
+        assert np.array_equal(got[node_id].embedding, turns[ids.index(node_id)].embedding)
