@@ -148,9 +148,12 @@ def decode_neighbours(text: str) -> Neighbours:
     if text[:1] == "[":
         return parse_neighbours(json.loads(text))
     parts = text.split(SEP)
-    if len(parts) % 2 or not text:
+    if len(parts) % 2:  # also the empty text
         raise ValueError("context neighbours are not offset/id pairs")
-    return tuple(zip(parts[1::2], map(int, parts[::2]), strict=True))
+    pairs = iter(parts)
+    return tuple(
+        [(node_id, int(offset)) for offset, node_id in zip(pairs, pairs, strict=False)]
+    )  # even: checked
 
 
 def affected(store: _Reads, nodes: Iterable[Node], window: int) -> set[str]:
