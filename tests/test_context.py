@@ -151,8 +151,9 @@ def test_cached_candidates_follow_another_connections_writes(tmp_path: Path) -> 
     ],
 )
 def test_candidate_neighbours_parse_row_by_row_exactly(tmp_path: Path, stored: str, parsed: object) -> None:
-    """A batch of candidates parses its neighbour lists as one JSON text; a damaged row is never
-    misread as another row's neighbours: the read fails as ``node_context`` fails (``DatabaseCorrupt``)."""
+    """A neighbour list stored as JSON (schema v6-v10, or an id holding the compact separator) is read
+    row by row; a damaged row is never misread as another row's neighbours: the read fails as
+    ``node_context`` fails (``DatabaseCorrupt``)."""
     rng = np.random.default_rng(8)
     turns = [*session(rng, ["ash", "elm", "fir"]), *session(rng, ["lime", "pine"], "s2")]
     path = tmp_path / "m.db"

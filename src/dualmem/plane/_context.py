@@ -16,6 +16,7 @@ changes the context of the turns before it; a forget or an edit changes its neig
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
@@ -32,9 +33,11 @@ __all__ = [
     "Neighbours",
     "affected",
     "as_unit",
+    "decode_neighbours",
     "decode_vector",
     "decode_vectors",
     "derive",
+    "encode_neighbours",
     "encode_vector",
     "neighbours_json",
     "parse_neighbours",
@@ -124,6 +127,33 @@ def parse_neighbours(value: object) -> Neighbours:
             raise ValueError("a context neighbour is not [id, offset]")
         out.append((item[0], int(item[1])))
     return tuple(out)
+
+
+#: what separates the fields of a compact neighbour list (``encode_neighbours``)
+SEP = "\x1f"
+
+
+def encode_neighbours(pairs: Neighbours) -> str:
+    """The SQLite store's text of a neighbour list (schema v11): ``offset SEP id SEP offset SEP id ...``
+    (an offset first, so it never starts with ``[``); a list with an id that holds ``SEP`` is written
+    as the JSON ``[[id, offset], ...]`` of schema v6 instead, which ``decode_neighbours`` also reads."""
+    if any(SEP in node_id for node_id, _ in pairs):
+        return json.dumps(neighbours_json(pairs), ensure_ascii=False)
+    return SEP.join([f"{offset}{SEP}{node_id}" for node_id, offset in pairs])
+
+
+def decode_neighbours(text: str) -> Neighbours:
+    """The neighbour list of a stored text, compact (``encode_neighbours``) or JSON (a text that
+    starts with ``[``); ``ValueError`` for anything else (a stored list is never empty)."""
+    if text[:1] == "[":
+        return parse_neighbours(json.loads(text))
+    parts = text.split(SEP)
+    if len(parts) % 2:  # also the empty text
+        raise ValueError("context neighbours are not offset/id pairs")
+    pairs = iter(parts)
+    return tuple(
+        [(node_id, int(offset)) for offset, node_id in zip(pairs, pairs, strict=False)]
+    )  # even: checked
 
 
 def affected(store: _Reads, nodes: Iterable[Node], window: int) -> set[str]:

@@ -1,21 +1,20 @@
 """The SQLite store's neighbour context (schema v6; what it holds: ``plane._context``).
 
-``node_context`` keeps one row per node that has session neighbours: the neighbours (JSON ``[[id,
-offset], ...]``), their text and the int8 context vector. ``context_fts`` indexes the text for
-BM25 as an external-content FTS5 table, kept by triggers (the text is stored once). Rows cascade
-with their node; a forget rewrites the neighbours' rows, and the transaction's FTS5 ``optimize``
-clears the pages that held the forgotten text (``_sqlite_tx``).
+``node_context`` keeps one row per node that has session neighbours: the neighbours (compact text
+since schema v11, ``_context.encode_neighbours``; JSON ``[[id, offset], ...]`` before), their text
+and the int8 context vector. ``context_fts`` indexes the text for BM25 as an external-content FTS5
+table, kept by triggers (the text is stored once). Rows cascade with their node; a forget rewrites
+the neighbours' rows, and the transaction's FTS5 ``optimize`` clears the pages that held the
+forgotten text (``_sqlite_tx``).
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Collection, Sequence
 
-from dualmem.plane import _codec as codec
 from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane._context import ContextRow, decode_vectors, neighbours_json, parse_neighbours
+from dualmem.plane._context import ContextRow, decode_neighbours, decode_vectors, encode_neighbours
 from dualmem.plane.base import NodeContext
 from dualmem.types import Tenant
 
@@ -68,7 +67,7 @@ def write(conn: sqlite3.Connection, rows: Sequence[ContextRow]) -> None:
             drop.append((seq,))
             continue
         blob = None if row.vector is None else row.vector.tobytes()
-        keep.append((seq, codec.dump_json(neighbours_json(row.neighbours)), row.text, blob))
+        keep.append((seq, encode_neighbours(row.neighbours), row.text, blob))
     if drop:
         conn.executemany("DELETE FROM node_context WHERE seq = ?", drop)
     if keep:
@@ -101,7 +100,7 @@ def read(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, tuple[Tena
         for node_id, user, agent, run, pairs, _ in rows:
             found = None
             if pairs is not None:
-                found = NodeContext(parse_neighbours(json.loads(pairs)), next(held))
+                found = NodeContext(decode_neighbours(pairs), next(held))
             out[node_id] = (sql.tenant_of(user, agent, run), found)
     return out
 

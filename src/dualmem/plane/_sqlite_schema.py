@@ -12,6 +12,7 @@ from dualmem.plane._sqlite_context import V6
 from dualmem.plane._sqlite_edges import V7_EDGES
 from dualmem.plane._sqlite_impact import V8
 from dualmem.plane._sqlite_impact_merge import V10
+from dualmem.plane._sqlite_nodes import v11
 from dualmem.plane._sqlite_scale import V2
 from dualmem.plane._sqlite_vectors import V7
 from dualmem.types import utcnow
@@ -152,6 +153,7 @@ Step = str | Callable[[sqlite3.Connection], None]
 #: others exist, and ``migrate`` applies every version not yet recorded (not only those above the highest)
 #: 8: the impact-ordered, tenant-partitioned lexical index of large FTS5 tables (``_sqlite_impact``)
 #: 10: the lexical index's per-user norms and rebuild cursors (``_sqlite_impact_merge``)
+#: 11: stored neighbour lists as compact text, not JSON (``_sqlite_nodes.v11``)
 MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (1, _V1),
     (2, _V2),
@@ -162,6 +164,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (7, (*V7, *V7_EDGES)),
     (8, V8),
     (10, V10),
+    (11, (v11,)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

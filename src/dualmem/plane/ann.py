@@ -151,11 +151,12 @@ class AnnIndex:
                 if seg.size - seg.dead <= 0:
                     continue
                 found = seg.index.search(q, min(fetch, seg.size), threads=1)
-                keys.update(int(key) for key in np.asarray(found.keys).reshape(-1))
+                keys.update(np.asarray(found.keys).reshape(-1).tolist())
             if user.delta is not None and user.delta_ids:
                 scores = user.delta @ q
                 top = np.argsort(-scores, kind="stable")[:fetch]
-                keys.update(user.delta_ids[int(i)] for i in top)
+                delta_ids = user.delta_ids
+                keys.update([delta_ids[i] for i in top.tolist()])
         return _rescore(conn, tenant, q, sorted(keys), k)
 
     def forget(self, conn: sqlite3.Connection, node_ids: list[str]) -> None:
@@ -496,7 +497,11 @@ def _rescore(
             f"WHERE v.rowid IN ({marks}) AND v.user_id = ?{extra}",
             [*part, tenant.user, *params],
         ).fetchall()
-        for rowid, node_id, blob in rows:
-            found.append((float(np.frombuffer(blob, dtype=np.float32) @ q), int(rowid), node_id))
-    found.sort(key=lambda item: (-item[0], item[1]))
-    return [(node_id, score) for score, _, node_id in found[:k]]
+        # (-score, rowid, id): sorted as (-score, rowid), rowids being unique; negation is exact
+        found.extend([(-float(_frombuffer(blob, _F32) @ q), rowid, node_id) for rowid, node_id, blob in rows])
+    found.sort()
+    return [(node_id, -score) for score, _, node_id in found[:k]]
+
+
+_F32 = np.dtype(np.float32)
+_frombuffer = np.frombuffer
