@@ -20,10 +20,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from functools import cache, reduce
+from dataclasses import dataclass
+from functools import cache
 from importlib import resources
-from operator import add, mul
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -79,16 +78,12 @@ class LinearWeights:
 
     bias: float
     weights: tuple[tuple[str, float], ...]
-    _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
-    _values: tuple[float, ...] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_names", tuple(name for name, _ in self.weights))
-        object.__setattr__(self, "_values", tuple(w for _, w in self.weights))
 
     def logit(self, features: Mapping[str, float]) -> float:
-        """``bias + w_1 * f_1 + w_2 * f_2 + ...``, added left to right (C-level iteration)."""
-        return reduce(add, map(mul, self._values, map(features.__getitem__, self._names)), self.bias)
+        total = self.bias
+        for name, w in self.weights:
+            total += w * features[name]
+        return total
 
 
 @dataclass(frozen=True, slots=True)
