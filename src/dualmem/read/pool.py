@@ -41,11 +41,13 @@ so a search reads full nodes only for what it returns or shows the controller.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -90,6 +92,10 @@ FEATURES: tuple[str, ...] = (
     "neighbour",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
+_NO_CONTEXT = NodeContext((), None)
+_FIRST = itemgetter(0)
+_NEIGHBOURS = attrgetter("neighbours")
+_VECTOR = attrgetter("vector")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +170,11 @@ class Pool:
     neighbours: Mapping[str, tuple[tuple[str, int], ...]]
     context: _Query | None = None  # what extend_pool needs to add candidates
     rows: Mapping[str, Candidate] = field(default_factory=dict)  # every candidate of ``ids``
+    #: each candidate's row in ``features`` (built once per pool: every scoring state looks rows up)
+    index: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", dict(zip(self.ids, range(len(self.ids)), strict=True)))
 
     def row(self, node_id: str) -> dict[str, float]:
         """One candidate's features by name."""
@@ -183,7 +194,7 @@ class PoolFeatures(EmbeddingFeatures):
         vectors[QUERY], texts[QUERY] = pool.qvec, pool.query
         super().__init__(vectors, texts)
         self._matrix = pool.features
-        self._index = {i: k for k, i in enumerate(pool.ids)}
+        self._index = pool.index
         # a state asks the same pair more than once (its items, then the decider): computed once
         self._cosines: dict[tuple[str, str], float] = {}
         self._lexicals: dict[tuple[str, str], float] = {}
@@ -238,15 +249,20 @@ def build_pool(
         lex_hits if analysis.stripped == query else store.lexical_search(tenant, analysis.stripped, n)
     )
     ctx_hits = store.context_search(tenant, analysis.stripped, n)
-    base = list(dict.fromkeys(i for hits in (vec_hits, lex_hits, stripped_hits, ctx_hits) for i, _ in hits))
+    base = list(dict.fromkeys(map(_FIRST, chain(vec_hits, lex_hits, stripped_hits, ctx_hits))))
     rows.update(store.candidates([i for i in base if i not in rows], tenant))
     contexts = _contexts(rows, base)
     near = _near(contexts, base, settings.window)
-    extra = list(dict.fromkeys(j for i in base for j, _ in near[i] if j not in near))
+    # the neighbours of the base not in it, in order of first mention
+    extra = [
+        j
+        for j in dict.fromkeys(map(_FIRST, chain.from_iterable(map(near.__getitem__, base))))
+        if j not in near
+    ]
     rows.update(store.candidates(extra, tenant))  # never in ``base``, so never read above
     contexts.update(_contexts(rows, extra))
     near.update(_near(contexts, extra, settings.window))
-    ids = tuple(i for i in (*base, *extra) if i in rows)
+    ids = tuple(filter(rows.__contains__, (*base, *extra)))
     ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits), _ranks(ctx_hits))
     q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(rows.values(), qvec))
     features = _features(ids, rows, near, contexts, q)
@@ -262,10 +278,6 @@ def _contexts(rows: Mapping[str, Candidate], ids: Sequence[str]) -> dict[str, No
         if found is not None and found.context is not None:
             out[i] = found.context
     return out
-
-
-_NO_CONTEXT = NodeContext((), None)
-_NEIGHBOURS = attrgetter("neighbours")
 
 
 def _near(
@@ -362,13 +374,12 @@ def _context_column(
     """``ctx_vec``: the query's cosine with each held node's stored context vector, one float32 dot
     per vector as ever: a stack of (1, d) @ (d, 1) products runs numpy's dot loop per row, which a
     matrix product (BLAS gemv, another summation order) would not."""
-    rows: list[int] = []
-    vectors: list[Vector] = []
-    for node_id, stored in contexts.items():
-        row = row_of.get(node_id)
-        if row is not None and stored.vector is not None:
-            rows.append(row)
-            vectors.append(stored.vector)
+    found = list(map(row_of.get, contexts))
+    vectors = list(map(_VECTOR, contexts.values()))
+    if None in found or any(map(operator.is_, vectors, repeat(None))):
+        kept = [(r, v) for r, v in zip(found, vectors, strict=True) if r is not None and v is not None]
+        found, vectors = [r for r, _ in kept], [v for _, v in kept]
+    rows = cast(list[int], found)
     if rows:
         stacked = np.concatenate(vectors).reshape(len(rows), 1, len(qvec))
         col[rows] = np.matmul(stacked, qvec[:, None])[:, 0, 0]
@@ -434,7 +445,7 @@ def _neighbour_columns(
     for node_id in lexq:
         slot.setdefault(node_id, len(slot))
     size = len(slot) + 1
-    js = map(itemgetter(0), chain.from_iterable(runs))
+    js = map(_FIRST, chain.from_iterable(runs))
     where = np.fromiter(map(slot.get, js, repeat(size - 1)), np.intp, int(counts.sum()))
     lex = np.zeros(size)
     lex[np.fromiter(map(slot.__getitem__, lexq), np.intp, len(lexq))] = np.fromiter(
@@ -456,36 +467,11 @@ def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], anal
     out[:, _COL["speaker"]] = speaker
     if analysis.persons:
         out[:, _COL["other_speaker"]] = 1.0 - speaker
-    words = _word_counts(list(map(attrgetter("content"), nodes)))
+    words = np.fromiter(map(len, map(str.split, map(attrgetter("content"), nodes))), np.intp, len(nodes))
     out[:, _COL["log_len"]] = _log_len(1 << max(8, int(words.max()).bit_length()))[words]
     out[:, _COL["short"]] = words <= 8
     if analysis.times:
         out[:, _COL["time"]] = [_time_match(n, analysis) for n in nodes]
-
-
-#: the ASCII characters ``str.split()`` splits at (those of ``str.isspace``, \x1c-\x1f among them)
-_ASCII_SPACE = np.array([chr(c).isspace() for c in range(128)], dtype=bool)
-
-
-def _word_counts(texts: Sequence[str]) -> npt.NDArray[np.intp]:
-    """``len(text.split())`` of each text. The ASCII texts are counted together: joined by newlines
-    (whitespace, so no word spans two texts), a word starts wherever a non-space follows a space or
-    the start; any other text is split."""
-    out = np.zeros(len(texts), dtype=np.intp)
-    plain = np.fromiter(map(str.isascii, texts), bool, len(texts))
-    if not plain.all():
-        for k in np.flatnonzero(~plain).tolist():
-            out[k] = len(texts[k].split())
-        texts = [t for t, ok in zip(texts, plain.tolist(), strict=True) if ok]
-    if texts:
-        space = _ASCII_SPACE[np.frombuffer("\n".join(texts).encode("ascii"), dtype=np.uint8)]
-        starts = ~space
-        starts[1:] &= space[:-1]
-        seen = np.concatenate(([0], np.cumsum(starts)))
-        lengths = np.fromiter(map(len, texts), np.intp, len(texts))
-        begin = np.cumsum(lengths + 1) - (lengths + 1)
-        out[plain] = seen[begin + lengths] - seen[begin]
-    return out
 
 
 @lru_cache(maxsize=8)
