@@ -1,9 +1,10 @@
 """The pool's columns bit for bit against the round-six implementation (main at 5aa51f7, kept
 below as the reference): ``read/pool.py`` batches the per-candidate loops (``map``, numpy, one
-stacked dot for the context vectors, a ``log1p`` table), and a search must return exactly what
-it returned before, so every feature value must be the same float, not merely close. Run on real memories: the small conversation of
-``test_pool_features`` (hashing embedder, both stores, with edge-reached candidates) and, when the
-data is present, three sessions of a LoCoMo dev conversation with MiniLM.
+stacked dot for the context vectors, a ``log1p`` table), and a search must return exactly what it
+returned before, so every feature value must be the same float, not merely close. Run on real
+memories: the small conversation of ``test_pool_features`` (hashing embedder, both stores, with
+edge-reached candidates) and, when the data is present, three sessions of a LoCoMo dev
+conversation with MiniLM.
 """
 
 from __future__ import annotations
