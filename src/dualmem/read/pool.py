@@ -461,11 +461,11 @@ def _neighbour_columns(
 
 def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], analysis: QueryAnalysis) -> None:
     """The columns of the node alone: speaker, length and time."""
-    speakers = list(map(attrgetter("speaker"), nodes))
-    named = {s: analysis.mentions(s) for s in set(speakers)} if analysis.persons else {}
-    speaker = np.fromiter(map(named.get, speakers, repeat(False)), np.float64, len(nodes))
-    out[:, _COL["speaker"]] = speaker
-    if analysis.persons:
+    if analysis.persons:  # else no speaker is named: both columns stay 0
+        speakers = list(map(attrgetter("speaker"), nodes))
+        named = {s: analysis.mentions(s) for s in set(speakers)}
+        speaker = np.fromiter(map(named.__getitem__, speakers), np.float64, len(nodes))
+        out[:, _COL["speaker"]] = speaker
         out[:, _COL["other_speaker"]] = 1.0 - speaker
     words = np.fromiter(map(len, map(str.split, map(attrgetter("content"), nodes))), np.intp, len(nodes))
     out[:, _COL["log_len"]] = _log_len(1 << max(8, int(words.max()).bit_length()))[words]
