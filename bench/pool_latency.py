@@ -55,7 +55,7 @@ def _time(fn: Callable[[str], object], queries: list[str], before: Callable[[], 
     return {"wall_ms": _percentiles(wall), "cpu_ms": _percentiles(cpu)}
 
 
-_STAGES = {"pool": "pool", "pool_ranking": "rank", "_route": "route", "_assess": "assess"}
+_STAGES = {"pool": "pool", "_ranking": "rank", "_route": "route", "_assess": "assess"}
 _STAGES |= {"_score": "score", "_expand": "expand"}
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+import numpy as np
+
 from dualmem.control.base import BaseController
 from dualmem.control.builtin_features import GROUPS, Features, group_of
 from dualmem.control.questions import (
@@ -243,22 +245,28 @@ class BuiltinController(BaseController):
             return BatchResult(answers={})
         features = features_of(batch)
         pooled = _pooled(batch)
+        learned: dict[int, NoulAnswer] | None = None
         answers: dict[str, Answer] = {}
         for name, question in batch.questions.items():
-            learned = self._learned(question, *pooled) if pooled is not None else None
-            answers[name] = learned or self._answer(question, weights, features)
+            found = None
+            if pooled is not None and question.key == _LEARNED_KEY and question.target is not None:
+                if learned is None:
+                    learned = self._learned(*pooled)
+                found = learned.get(question.target)
+            answers[name] = found or self._answer(question, weights, features)
         return BatchResult(answers=answers)
 
-    def _learned(self, question: Question, state: TraversalState, source: CandidateRows) -> NoulAnswer | None:
-        """Candidate relevance from the learned head, when the batch's FeatureSource carries the
-        candidate's pool features (an in-process pooled retrieval); otherwise ``None`` (hand-set)."""
-        target = question.target
-        if question.key != _LEARNED_KEY or target is None or not 0 <= target < len(state.candidates):
-            return None
-        row = source.candidate_row(state.candidates[target].memory.id)
-        if row is None:
-            return None
-        return NoulAnswer(score=float(self.ranker.score(row[None, :], source.feature_names)[0]))
+    def _learned(self, state: TraversalState, source: CandidateRows) -> dict[int, NoulAnswer]:
+        """Candidate relevance from the learned head, by candidate index, for the candidates whose
+        pool features the batch's FeatureSource carries (an in-process pooled retrieval; the others
+        get the hand-set head). One call scores them all, each row exactly as on its own
+        (``LinearRanker.score_each``)."""
+        rows = {k: source.candidate_row(c.memory.id) for k, c in enumerate(state.candidates)}
+        held = {k: row for k, row in rows.items() if row is not None}
+        if not held:
+            return {}
+        scores = self.ranker.score_each(np.vstack(list(held.values())), source.feature_names)
+        return {k: NoulAnswer(score=s) for k, s in zip(held, scores.tolist(), strict=True)}
 
     def _answer(self, question: Question, weights: BuiltinWeights, features: Features) -> Answer:
         key = question.key

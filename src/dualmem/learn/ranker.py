@@ -78,6 +78,19 @@ class LinearRanker:
         out: npt.NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * z))
         return out
 
+    def score_each(self, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> npt.NDArray[np.float64]:
+        """``score`` of each row on its own, in one call: row ``i`` gets exactly the value
+        ``score(matrix[i:i + 1], names)[0]`` gives (a stack of (1, n) @ (n, 1) products over unit-stride
+        rows runs numpy's dot per row, as a one-row ``score`` does; ``score`` over many rows is a
+        matrix-vector product, and a strided dot another loop: both differ in the last bits)."""
+        if matrix.shape[0] == 0:
+            return np.zeros(0)
+        cols, w = _columns(self.features, tuple(names)), _array(self.weights)
+        rows = np.ascontiguousarray(matrix[:, cols])  # a unit stride per row, as a one-row copy has
+        z = np.matmul(rows[:, None, :], w[:, None])[:, 0, 0] + self.bias
+        out: npt.NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * z))
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,

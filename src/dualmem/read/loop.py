@@ -12,11 +12,17 @@ evidence found so far (K-filled from the anchors): a degraded result, not an exc
 from __future__ import annotations
 
 import datetime as dt
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import repeat
+from operator import attrgetter
 from types import MappingProxyType
+
+import numpy as np
+import numpy.typing as npt
 
 from dualmem.config import ReadProfile
 from dualmem.control import catalog
@@ -64,6 +70,12 @@ def _traversal_questions(n: int) -> Mapping[str, Question]:
     return MappingProxyType(questions)
 
 
+def _best_first(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+    """Row indexes by score, best first, ties in row order (``sorted`` by ``(-score, row)``)."""
+    order: npt.NDArray[np.intp] = np.argsort(-scores, kind="stable")
+    return order
+
+
 def _full_nodes(pool: Pool, ids: Sequence[str], run: _Run) -> Mapping[str, Node]:
     """The full nodes of ``ids`` the retrieval has not already got as evidence (one batched read)."""
     want = [i for i in ids if i not in run.evidence and i not in run.runners_up]
@@ -98,6 +110,8 @@ class _Run:
     edges_inspected: int = 0
     rounds: list[RoundTrace] = field(default_factory=list)
     pool: Pool | None = None  # the candidate pool, when anchors come from the learned scorer
+    asks_past: bool = False  # the query asks about history (``query_time_focus``)
+    scored: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None  # features, scores
 
 
 class Retriever:
@@ -132,16 +146,17 @@ class Retriever:
     # -- public ------------------------------------------------------------------------------
     def search(self, query: str, tenant: Tenant, *, k: int) -> Retrieval:
         started = self.clock()
-        pool: Pool | None = None
+        asks_past = query_time_focus(query) == "past"
         if self.profile.pool_scoring:
             pool = self.pool(query, tenant)
-            qvec, fused = pool.qvec, self.pool_ranking(pool)
+            run = _Run(query, pool.qvec, tenant, started, pool=pool, asks_past=asks_past)
+            fused = self._ranking(pool, run)
         else:
             # the query's named speakers are kept out of the embedded text, as the pool does
             lex_hits, _, analysis = analyze_query(self.store, query, tenant, self.profile.anchor_pool)
             qvec = self.embedder.embed([analysis.stripped])[0]
+            run = _Run(query, qvec, tenant, started, asks_past=asks_past)
             fused = self.anchors(query, qvec, tenant, lexical=lex_hits)
-        run = _Run(query, qvec, tenant, started, pool=pool)
         if not fused:
             return Retrieval(query, (), self._trace(run, [], 0, "empty"))
         if not self.profile.controller_enabled:
@@ -190,26 +205,24 @@ class Retriever:
         if not pool.ids:
             return ()
         p = self.profile
-        asks_past = query_time_focus(run.query) == "past"
         factor = p.superseded_factor if p.prefer_current else None
-        raw = self.ranker.score(pool.features, FEATURES)
-        scores = [
-            scoring.demote_superseded(
-                float(s), superseded=pool.rows[i].valid_to is not None, asks_past=asks_past, factor=factor
-            )
-            for i, s in zip(pool.ids, raw, strict=True)
-        ]
-        order = sorted(range(len(pool.ids)), key=lambda r: (-scores[r], r))[:k]
+        raw = self._pool_scores(pool, run)
+        if factor is not None and not run.asks_past:
+            valid_to = map(attrgetter("valid_to"), map(pool.rows.__getitem__, pool.ids))
+            superseded = np.fromiter(map(operator.is_not, valid_to, repeat(None)), bool, len(pool.ids))
+            raw = np.where(superseded, raw * factor, raw)  # scoring.demote_superseded, row by row
+        ranked = _best_first(raw)[:k]
+        order, scores = ranked.tolist(), raw[ranked].tolist()
         out: list[Evidence] = []
         nodes = _full_nodes(pool, [pool.ids[r] for r in order], run)
-        for r in order:
+        for r, score in zip(order, scores, strict=True):
             node_id = pool.ids[r]
             seen = run.evidence.get(node_id) or run.runners_up.get(node_id)
             if seen is not None:
-                out.append(replace(seen, score=scores[r]))
+                out.append(replace(seen, score=score))
             elif node_id in nodes:  # else: forgotten since the pool was read
                 node = nodes[node_id]
-                out.append(Evidence(node, scores[r], "anchor", None, 0, node.temporal_refs))
+                out.append(Evidence(node, score, "anchor", None, 0, node.temporal_refs))
         return tuple(out)
 
     def clear_cache(self) -> None:
@@ -235,11 +248,25 @@ class Retriever:
 
     def pool_ranking(self, pool: Pool) -> list[tuple[str, float]]:
         """The pool ranked by the learned scorer: the anchors' fusion (replaces RRF, eq. 16)."""
+        return self._ranking(pool, None)
+
+    def _ranking(self, pool: Pool, run: _Run | None) -> list[tuple[str, float]]:
         if not pool.ids:
             return []
+        scores = self._pool_scores(pool, run)
+        order = _best_first(scores)
+        return list(zip(map(pool.ids.__getitem__, order.tolist()), scores[order].tolist(), strict=True))
+
+    def _pool_scores(self, pool: Pool, run: _Run | None = None) -> npt.NDArray[np.float64]:
+        """The learned scorer over the pool's rows, computed once per feature matrix of a run (the
+        ranking and the final top-K of a pool that expansion did not extend score the same one)."""
+        held = run.scored if run is not None else None
+        if held is not None and held[0] is pool.features:
+            return held[1]
         scores = self.ranker.score(pool.features, FEATURES)
-        order = sorted(range(len(pool.ids)), key=lambda i: (-scores[i], i))
-        return [(pool.ids[i], float(scores[i])) for i in order]
+        if run is not None:
+            run.scored = (pool.features, scores)
+        return scores
 
     # -- steps -------------------------------------------------------------------------------
     def _route(self, run: _Run) -> None:
@@ -448,7 +475,7 @@ class Retriever:
         s = scoring.demote_superseded(
             s,
             superseded=node.valid_to is not None,
-            asks_past=query_time_focus(run.query) == "past",
+            asks_past=run.asks_past,
             factor=p.superseded_factor if p.prefer_current else None,
         )
         return scoring.hop_decayed(s, hops=round_no if edge is not None else 0, decay=p.hop_decay)

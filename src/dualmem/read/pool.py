@@ -41,8 +41,13 @@ so a search reads full nodes only for what it returns or shows the controller.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from itertools import chain, repeat
+from operator import attrgetter, itemgetter
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +92,10 @@ FEATURES: tuple[str, ...] = (
     "neighbour",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
+_NO_CONTEXT = NodeContext((), None)
+_FIRST = itemgetter(0)
+_NEIGHBOURS = attrgetter("neighbours")
+_VECTOR = attrgetter("vector")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +170,11 @@ class Pool:
     neighbours: Mapping[str, tuple[tuple[str, int], ...]]
     context: _Query | None = None  # what extend_pool needs to add candidates
     rows: Mapping[str, Candidate] = field(default_factory=dict)  # every candidate of ``ids``
+    #: each candidate's row in ``features`` (built once per pool: every scoring state looks rows up)
+    index: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", dict(zip(self.ids, range(len(self.ids)), strict=True)))
 
     def row(self, node_id: str) -> dict[str, float]:
         """One candidate's features by name."""
@@ -180,7 +194,7 @@ class PoolFeatures(EmbeddingFeatures):
         vectors[QUERY], texts[QUERY] = pool.qvec, pool.query
         super().__init__(vectors, texts)
         self._matrix = pool.features
-        self._index = {i: k for k, i in enumerate(pool.ids)}
+        self._index = pool.index
         # a state asks the same pair more than once (its items, then the decider): computed once
         self._cosines: dict[tuple[str, str], float] = {}
         self._lexicals: dict[tuple[str, str], float] = {}
@@ -235,15 +249,20 @@ def build_pool(
         lex_hits if analysis.stripped == query else store.lexical_search(tenant, analysis.stripped, n)
     )
     ctx_hits = store.context_search(tenant, analysis.stripped, n)
-    base = list(dict.fromkeys(i for hits in (vec_hits, lex_hits, stripped_hits, ctx_hits) for i, _ in hits))
+    base = list(dict.fromkeys(map(_FIRST, chain(vec_hits, lex_hits, stripped_hits, ctx_hits))))
     rows.update(store.candidates([i for i in base if i not in rows], tenant))
     contexts = _contexts(rows, base)
     near = _near(contexts, base, settings.window)
-    extra = list(dict.fromkeys(j for i in base for j, _ in near[i] if j not in near))
+    # the neighbours of the base not in it, in order of first mention
+    extra = [
+        j
+        for j in dict.fromkeys(map(_FIRST, chain.from_iterable(map(near.__getitem__, base))))
+        if j not in near
+    ]
     rows.update(store.candidates(extra, tenant))  # never in ``base``, so never read above
     contexts.update(_contexts(rows, extra))
     near.update(_near(contexts, extra, settings.window))
-    ids = tuple(i for i in (*base, *extra) if i in rows)
+    ids = tuple(filter(rows.__contains__, (*base, *extra)))
     ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits), _ranks(ctx_hits))
     q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(rows.values(), qvec))
     features = _features(ids, rows, near, contexts, q)
@@ -264,12 +283,16 @@ def _contexts(rows: Mapping[str, Candidate], ids: Sequence[str]) -> dict[str, No
 def _near(
     contexts: Mapping[str, NodeContext], ids: Sequence[str], window: int
 ) -> dict[str, tuple[tuple[str, int], ...]]:
-    """Each id's stored neighbours within ``window`` (``()`` for a node without context)."""
-    out: dict[str, tuple[tuple[str, int], ...]] = {}
-    for i in ids:
-        found = contexts.get(i)
-        out[i] = () if found is None else tuple([p for p in found.neighbours if -window <= p[1] <= window])
-    return out
+    """Each id's stored neighbours within ``window`` (``()`` for a node without context).
+
+    The store keeps ``CONTEXT_WINDOW`` turns either side, so at the default window nothing is cut:
+    one pass over every offset checks that (C-level iteration), and each node's stored pairs are
+    kept as they are; only otherwise is each run filtered."""
+    runs = list(map(_NEIGHBOURS, map(contexts.get, ids, repeat(_NO_CONTEXT))))
+    offsets = map(itemgetter(1), chain.from_iterable(runs))
+    if window >= max(map(abs, offsets), default=0):
+        return dict(zip(ids, runs, strict=True))
+    return {i: tuple([p for p in run if -window <= p[1] <= window]) for i, run in zip(ids, runs, strict=True)}
 
 
 def extend_pool(
@@ -311,39 +334,64 @@ def _features(
 ) -> npt.NDArray[np.float64]:
     """The feature matrix of ``ids``, column by column over the whole batch (the definitions are
     the module docstring's; ``tests/test_pool_features.py`` checks them against a per-candidate
-    reference)."""
+    reference, ``tests/test_pool_exact.py`` bit for bit against the round-six implementation).
+
+    Every value comes from the same operations as one candidate at a time would give (the same
+    float32 dot per stored context vector, the same ``math.log1p``); only the iteration is batched:
+    ``map`` and numpy over the candidates instead of a Python loop."""
     vec_r, lex_r, lexq_r, ctx_r = q.ranks
     qvec, analysis, absent = q.qvec, q.analysis, q.absent
     out = np.zeros((len(ids), len(FEATURES)))
     if not ids:
         return out
-    row_of = {node_id: row for row, node_id in enumerate(ids)}
+    row_of = dict(zip(ids, range(len(ids)), strict=True))
     # the cosine of every node held to the stripped query (one product over them all: a node's
     # value does not depend on which batch it was first scored in)
-    sim = dict(zip(nodes, (q.emb @ qvec).tolist(), strict=True))
-    vec = np.fromiter((sim[i] for i in ids), np.float64, len(ids))
+    held = dict(zip(nodes, range(len(nodes)), strict=True))
+    sim = (q.emb @ qvec).astype(np.float64)
+    vec = sim[np.fromiter(map(held.__getitem__, ids), np.intp, len(ids))]
     out[:, _COL["vec"]] = vec
     out[:, _COL["ctx_vec"]] = vec
-    for node_id, stored in contexts.items():
-        row = row_of.get(node_id)
-        if row is not None and stored.vector is not None:
-            out[row, _COL["ctx_vec"]] = float(stored.vector @ qvec)
+    _context_column(out[:, _COL["ctx_vec"]], contexts, row_of, qvec)
     _rank_column(out[:, _COL["vec_rank"]], vec_r, row_of, absent)
     _rank_column(out[:, _COL["lex_rank"]], lex_r, row_of, absent)
     _rank_column(out[:, _COL["lex_q_rank"]], lexq_r, row_of, absent)
     lexq = _score_column(out[:, _COL["lex_q"]], lexq_r, row_of)
     _score_column(out[:, _COL["lex"]], lex_r, row_of)
     _score_column(out[:, _COL["ctx_lex"]], ctx_r, row_of)
-    _neighbour_columns(out, ids, near, sim, lexq)
-    _node_columns(out, [nodes[i] for i in ids], analysis)
+    _neighbour_columns(out, ids, near, (held, sim), lexq)
+    _node_columns(out, list(map(nodes.__getitem__, ids)), analysis)
     out[q.base_count :, _COL["neighbour"]] = 1.0
     return out
 
 
+def _context_column(
+    col: npt.NDArray[np.float64],
+    contexts: Mapping[str, NodeContext],
+    row_of: Mapping[str, int],
+    qvec: Vector,
+) -> None:
+    """``ctx_vec``: the query's cosine with each held node's stored context vector, one float32 dot
+    per vector as ever: a stack of (1, d) @ (d, 1) products runs numpy's dot loop per row, which a
+    matrix product (BLAS gemv, another summation order) would not."""
+    found = list(map(row_of.get, contexts))
+    vectors = list(map(_VECTOR, contexts.values()))
+    if None in found or any(map(operator.is_, vectors, repeat(None))):
+        kept = [(r, v) for r, v in zip(found, vectors, strict=True) if r is not None and v is not None]
+        found, vectors = [r for r, _ in kept], [v for _, v in kept]
+    rows = cast(list[int], found)
+    if rows:
+        stacked = np.concatenate(vectors).reshape(len(rows), 1, len(qvec))
+        col[rows] = np.matmul(stacked, qvec[:, None])[:, 0, 0]
+
+
 def _matrix(nodes: Iterable[Candidate], like: Vector) -> npt.NDArray[np.float32]:
     """The nodes' vectors as rows (zeros for a node without one)."""
-    rows = [n.embedding if n.embedding is not None else np.zeros_like(like) for n in nodes]
-    return np.array(rows, dtype=like.dtype).reshape(len(rows), len(like))
+    zero = np.zeros_like(like)
+    rows = [zero if v is None else v for v in map(attrgetter("embedding"), nodes)]
+    if not rows:
+        return np.zeros((0, len(like)), dtype=like.dtype)
+    return np.concatenate(rows, dtype=like.dtype).reshape(len(rows), len(like))
 
 
 def _rank_column(
@@ -378,39 +426,62 @@ def _neighbour_columns(
     out: npt.NDArray[np.float64],
     ids: Sequence[str],
     near: Mapping[str, tuple[tuple[str, int], ...]],
-    sim: Mapping[str, float],
+    sim: tuple[Mapping[str, int], npt.NDArray[np.float64]],
     lexq: Mapping[str, float],
 ) -> None:
     """``nb_vec`` (best ``vec`` of a neighbour we hold, 0 with none) and ``nb_lex`` (best ``lex_q``
-    over all neighbours, 0 for an absent one): a max over each candidate's run of neighbours."""
-    counts = np.fromiter((len(near.get(i, ())) for i in ids), np.intp, len(ids))
+    over all neighbours, 0 for an absent one): a max over each candidate's run of neighbours.
+
+    ``sim``: where each held node is in the cosines, and the cosines. Every neighbour is looked up
+    once, in a slot of one table: the held nodes' cosines, then the ``lexq`` nodes not held (no
+    cosine), then a last slot for the rest (no cosine, no ``lex_q``)."""
+    runs = list(map(near.get, ids, repeat(())))
+    counts = np.fromiter(map(len, runs), np.intp, len(ids))
     has = counts > 0
     if not has.any():
         return
-    js = [j for i in ids for j, _ in near.get(i, ())]
+    held, cosines = sim
+    slot = dict(held)
+    for node_id in lexq:
+        slot.setdefault(node_id, len(slot))
+    size = len(slot) + 1
+    js = map(_FIRST, chain.from_iterable(runs))
+    where = np.fromiter(map(slot.get, js, repeat(size - 1)), np.intp, int(counts.sum()))
+    lex = np.zeros(size)
+    lex[np.fromiter(map(slot.__getitem__, lexq), np.intp, len(lexq))] = np.fromiter(
+        lexq.values(), np.float64, len(lexq)
+    )
+    vec = np.full(size, np.nan)
+    vec[: len(cosines)] = cosines
     starts = (np.cumsum(counts) - counts)[has]  # where each non-empty run begins
-    lex = np.fromiter((lexq.get(j, 0.0) for j in js), np.float64, len(js))
-    out[has, _COL["nb_lex"]] = np.maximum.reduceat(lex, starts)
-    vec = np.fromiter((sim.get(j, np.nan) for j in js), np.float64, len(js))
-    best = np.fmax.reduceat(vec, starts)  # NaN (not held) loses to any value; all NaN: none held
+    out[has, _COL["nb_lex"]] = np.maximum.reduceat(lex[where], starts)
+    best = np.fmax.reduceat(vec[where], starts)  # NaN (not held) loses to any value; all NaN: none held
     out[has, _COL["nb_vec"]] = np.where(np.isnan(best), 0.0, best)
 
 
 def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], analysis: QueryAnalysis) -> None:
     """The columns of the node alone: speaker, length and time."""
-    named: dict[str | None, bool] = {}
-    for node in nodes:
-        if node.speaker not in named:
-            named[node.speaker] = analysis.mentions(node.speaker)
-    speaker = np.fromiter((named[n.speaker] for n in nodes), np.float64, len(nodes))
-    out[:, _COL["speaker"]] = speaker
-    if analysis.persons:
+    if analysis.persons:  # else no speaker is named: both columns stay 0
+        speakers = list(map(attrgetter("speaker"), nodes))
+        named = {s: analysis.mentions(s) for s in set(speakers)}
+        speaker = np.fromiter(map(named.__getitem__, speakers), np.float64, len(nodes))
+        out[:, _COL["speaker"]] = speaker
         out[:, _COL["other_speaker"]] = 1.0 - speaker
-    words = [len(n.content.split()) for n in nodes]
-    out[:, _COL["log_len"]] = [math.log1p(w) / 5.0 for w in words]
-    out[:, _COL["short"]] = np.asarray(words) <= 8
+    words = np.fromiter(map(len, map(str.split, map(attrgetter("content"), nodes))), np.intp, len(nodes))
+    out[:, _COL["log_len"]] = _log_len(1 << max(8, int(words.max()).bit_length()))[words]
+    out[:, _COL["short"]] = words <= 8
     if analysis.times:
         out[:, _COL["time"]] = [_time_match(n, analysis) for n in nodes]
+
+
+@lru_cache(maxsize=8)
+def _log_len(size: int) -> npt.NDArray[np.float64]:
+    """``log1p(w) / 5`` for every word count ``w`` below ``size``, by ``math.log1p`` as one
+    candidate at a time computes it (numpy's ``log1p`` may differ in the last bit): a table, so the
+    column is one lookup."""
+    table = np.array([math.log1p(w) / 5.0 for w in range(size)], dtype=np.float64)
+    table.flags.writeable = False
+    return table
 
 
 def _time_match(node: Candidate, analysis: QueryAnalysis) -> bool:
