@@ -13,11 +13,13 @@ Everything here is a function of a connection so that ``sqlite.py`` only delegat
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import itertools
 import json
 import sqlite3
 import zlib
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
 from dualmem.plane.base import Decision
@@ -37,6 +39,7 @@ __all__ = [
     "node_total",
     "put_decisions",
     "session_neighbours",
+    "top_shared",
     "user_total",
 ]
 
@@ -142,20 +145,19 @@ def entity_search(
     O(len(keys) x ENTITY_PROBE) whatever the entity's frequency.
     """
     clause, params = where
-    shared: dict[str, int] = {}
+    shared: Counter[str] = Counter()
     for key in keys:
         rows = conn.execute(
             "SELECT ne.node_id FROM entities e JOIN node_entities ne ON ne.entity_id = e.id "
             "WHERE e.user_id = ? AND e.name = ? ORDER BY ne.node_id DESC LIMIT ?",
             (tenant.user, key, ENTITY_PROBE),
         )
-        for (node_id,) in rows:
-            shared[node_id] = shared.get(node_id, 0) + 1
+        shared.update([row[0] for row in rows])
     if not shared:
         return []
-    ranked = sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))
     if tenant.agent is None and tenant.run is None:
-        return ranked[:k]
+        return top_shared(shared, k)
+    ranked = sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))
     out: list[tuple[str, int]] = []
     for start in range(0, len(ranked), 500):
         part = ranked[start : start + 500]
@@ -171,6 +173,24 @@ def entity_search(
         if len(out) >= k:
             break
     return out[:k]
+
+
+def top_shared(shared: Mapping[str, int], k: int) -> list[tuple[str, int]]:
+    """``sorted(shared.items(), key=(-count, id))[:k]`` without sorting every id: the counts are
+    small integers (at most one per probed entity), so the ids are taken level by level, most
+    shared first, and only the level that fills ``k`` is cut (by id, smallest first)."""
+    levels: dict[int, list[str]] = {}
+    for node_id, count in shared.items():
+        levels.setdefault(count, []).append(node_id)
+    out: list[tuple[str, int]] = []
+    for count in sorted(levels, reverse=True):
+        room = k - len(out)
+        if room <= 0:
+            break
+        ids = levels[count]
+        chosen = sorted(ids) if len(ids) <= room else heapq.nsmallest(room, ids)
+        out += [(node_id, count) for node_id in chosen]
+    return out
 
 
 # -- session neighbours ------------------------------------------------------------------------
