@@ -211,3 +211,38 @@ def test_relation_questions_are_built_once_per_index_and_flags() -> None:
         expected |= catalog.relation_questions(i, alias=not cand.shared_entities, implicit_time=False)
     assert dict(first.questions) == expected
     assert all(first.questions[name] is second.questions[name] for name in expected)
+
+
+def _plain_distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        cur = [i]
+        for j, cb in enumerate(b, start=1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def test_a_bounded_edit_distance_is_exact_up_to_its_bound() -> None:
+    rng = random.Random(11)
+    for _ in range(2000):
+        a = "".join(rng.choices("abcde", k=rng.randint(0, 12)))
+        b = "".join(rng.choices("abcde", k=rng.randint(0, 12)))
+        exact, bound = _plain_distance(a, b), rng.randint(0, 6)
+        got = bc._edit_distance(a, b, bound)
+        assert got == exact if exact <= bound else got > bound, (a, b, bound)
+        assert bc._edit_distance(a, b) == exact
+
+
+def test_variant_scores_equal_the_unbounded_ratio() -> None:
+    rng = random.Random(13)
+    words = ["melanie", "melany", "mel", "caroline", "carolyn", "karolina", "jonathan", "johnathan", "jon"]
+    for _ in range(500):
+        a = rng.choice(words) + "".join(rng.choices("aeiny", k=rng.randint(0, 3)))
+        b = rng.choice(words) + "".join(rng.choices("aeiny", k=rng.randint(0, 3)))
+        short, long_ = sorted((a, b), key=len)
+        got = bc.variant.__wrapped__(a, b)
+        if a == b or long_.startswith(short) or a[0] != b[0] or len(long_) - len(short) > 0.3 * len(long_):
+            continue  # decided before the distance
+        ratio = 1.0 - _plain_distance(a, b) / len(long_)
+        assert got == (ratio if ratio >= 0.7 else 0.0), (a, b)

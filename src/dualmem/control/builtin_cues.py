@@ -444,12 +444,16 @@ def query_cues(query: str) -> QueryCues:
     )
 
 
-def _edit_distance(a: str, b: str) -> int:
+def _edit_distance(a: str, b: str, bound: int | None = None) -> int:
+    """Levenshtein distance; with ``bound``, any value above ``bound`` once the distance is known to
+    exceed it (a row's minimum never decreases further down the table, so the rest is skipped)."""
     prev = list(range(len(b) + 1))
     for i, ca in enumerate(a, start=1):
         cur = [i]
         for j, cb in enumerate(b, start=1):
             cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        if bound is not None and min(cur) > bound:
+            return min(cur)
         prev = cur
     return prev[-1]
 
@@ -470,5 +474,7 @@ def variant(a: str, b: str) -> float:
     # name keep their first letter. Both checks skip the quadratic distance for most pairs.
     if len(long_) > 40 or len(long_) - len(short) > 0.3 * len(long_) or a[0] != b[0]:
         return 0.0
-    ratio = 1.0 - _edit_distance(a, b) / len(long_)
+    # ratio >= 0.7 needs a distance <= 0.3 x length: a distance known to be well above that (the
+    # bound leaves a margin for the float ratio) is 0.0 without the rest of the table
+    ratio = 1.0 - _edit_distance(a, b, int(0.3 * len(long_)) + 1) / len(long_)
     return ratio if ratio >= 0.7 else 0.0
