@@ -18,7 +18,8 @@ from dualmem.control import catalog
 from dualmem.control.states import MemoryState
 from dualmem.plane import SQLiteStore
 from dualmem.plane import _sqlite_scale as scale
-from dualmem.text.lexical import tokenize
+from dualmem.plane import _sqlite_sql as sql
+from dualmem.text.lexical import fts_or, tokenize
 from dualmem.types import Node, Tenant, TypeScores
 from dualmem.write.candidates import Candidate
 from dualmem.write.relations import relation_batch
@@ -246,3 +247,51 @@ def test_variant_scores_equal_the_unbounded_ratio() -> None:
             continue  # decided before the distance
         ratio = 1.0 - _plain_distance(a, b) / len(long_)
         assert got == (ratio if ratio >= 0.7 else 0.0), (a, b)
+
+
+def _plain_probe(store: SQLiteStore, tenant: Tenant, rare: list[str], k: int) -> list[tuple[str, float]]:
+    """The probe's ranking before round seven: every match joined to ``nodes``."""
+    clause, params = sql.tenant_sql(tenant)
+    statement = (
+        "SELECT n.id, -bm25(nodes_fts) AS score FROM nodes_fts CROSS JOIN nodes n "
+        f"ON n.seq = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {clause} "
+        "ORDER BY score DESC, n.seq LIMIT ?"
+    )
+    return [(r[0], float(r[1])) for r in store._conn.execute(statement, [fts_or(rare), *params, k])]
+
+
+def test_the_probe_joins_only_a_window_of_fts5_ranked_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(17)
+    words = ["garden", "bike", "paint", "violin", "hike", "camp", "lake", "dog", "cake", "book"]
+    tenants = [USER, Tenant("other"), Tenant("u", "agent")]
+    store = SQLiteStore.open(tmp_path / "m.db")
+    try:
+        nodes = []
+        for i in range(300):
+            v = np.zeros(4, dtype=np.float32)
+            v[i % 4] = 1.0
+            text = " ".join(rng.choices(words, k=rng.randint(2, 9)))
+            nodes.append(Node(id=f"n{i:04d}", tenant=tenants[i % 7 % 3], content=text, at=T0, embedding=v))
+        store.put_nodes(nodes)
+        monkeypatch.setattr(scale, "PROBE_FROM", 50)
+        monkeypatch.setattr(scale, "PROBE_DOCS", 400)  # every word stays "rare": many rows ranked
+        seen: list[str] = []
+        for tenant in (*tenants, Tenant("u", "agent", "run"), Tenant("nobody")):
+            for _ in range(10):
+                text = " ".join(rng.sample(words, 3))
+                terms = list(dict.fromkeys(text.split()))
+                rare = scale.rare_terms(store._conn, terms, max_docs=400, max_terms=scale.PROBE_TERMS)
+                for k in (1, 5, 30, 200):
+                    traced = tenant == USER and k <= 30  # a window the user's share can fill
+                    store._conn.set_trace_callback(seen.append if traced else None)
+                    got = store.lexical_probe(tenant, text, k)
+                    store._conn.set_trace_callback(None)
+                    assert got == _plain_probe(store, tenant, rare, k), (tenant, text, k)
+        # the user's probes never joined every match to nodes (a tenant too small to fill a window
+        # of the FTS5 order falls back to that join, and still gets the same answer)
+        assert not any("CROSS JOIN nodes n ON n.seq = nodes_fts.rowid" in s for s in seen)
+        assert any("ORDER BY rank, rowid LIMIT" in s for s in seen)
+    finally:
+        store.close()

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
+from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane.base import Decision
 from dualmem.text.lexical import fts_or
 from dualmem.types import Tenant
@@ -399,23 +400,23 @@ def lexical_probe(
     k: int,
     where: tuple[str, list[Any]],
     *,
+    user: str,
     common: set[str] | None = None,
 ) -> list[tuple[str, float]] | None:
     """BM25 top-k over the rows holding the query's rare terms: O(PROBE_TERMS x PROBE_DOCS) rows,
     whatever the index's size. ``None`` below PROBE_FROM indexed rows (the caller's plain search
     then answers, so a small memory's candidates are exactly the lexical search's). ``common``: see
-    :func:`rare_terms`."""
+    :func:`rare_terms`.
+
+    The ranking is ``_sqlite_sql.fts_top``'s: FTS5 orders the matches by ``rank`` (its ``bm25``) and
+    only a window of the best is joined to ``nodes`` for ``where`` (``user``'s share of the rows sizes
+    it), the same rows, scores and order as joining every match (``MATCH ... AND where ORDER BY
+    -bm25 DESC, seq``) without a ``nodes`` lookup per matching row."""
     total = node_total(conn)
     if total < PROBE_FROM:
         return None
     rare = rare_terms(conn, terms, max_docs=PROBE_DOCS, max_terms=PROBE_TERMS, common=common)
     if not rare:
         return []
-    clause, params = where
-    statement = (
-        "SELECT n.id, -bm25(nodes_fts) AS score FROM nodes_fts CROSS JOIN nodes n "
-        f"ON n.seq = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {clause} "
-        "ORDER BY score DESC, n.seq LIMIT ?"
-    )
-    rows = conn.execute(statement, [fts_or(rare), *params, k]).fetchall()
-    return [(row[0], float(row[1])) for row in rows]
+    share = user_total(conn, user) / total
+    return sql.fts_top(conn, "nodes_fts", fts_or(rare), k, where, share)

@@ -778,7 +778,7 @@ class SQLiteStore:
         with self._lock, self.snapshot(), sql.translated("lexical probe"):
             self._fresh()
             found = scale.lexical_probe(
-                self._conn, terms, k, sql.tenant_sql(tenant), common=self._common_terms
+                self._conn, terms, k, sql.tenant_sql(tenant), user=tenant.user, common=self._common_terms
             )
         return self.lexical_search(tenant, text, k) if found is None else found
 
