@@ -12,11 +12,15 @@ cached file, so every run starts from the same state. Per size, in the same run:
   figure a loaded shared machine distorts least;
 - SQLite statements and transactions (``BEGIN`` / ``SAVEPOINT``) per add, from the trace callback
   (on ``--counted`` further adds, not the timed ones; FTS5's own statements count too);
-- with ``--profile N``: the top-N functions of a cProfile over the adds (cumulative time).
+- with ``--profile N``: the top-N functions of a cProfile over the adds (cumulative time);
+- with ``--write-only``: each add's vector is computed before its timing (one text per call, as the
+  add would; the add then looks it up), so ``add`` and its CPU time are the write work alone: the
+  steadier figure of what an add does besides the embedding.
 
     nice -n 10 python bench/add_latency.py --sizes 1000 10000 100000 --embedder hashing
     nice -n 10 python bench/add_latency.py --sizes 1000 --write-max 1000 --embedder minilm --profile 30
     nice -n 10 python bench/add_latency.py --sizes 600 --write-max 600 --embedder minilm --overlap on
+    nice -n 10 python bench/add_latency.py --sizes 600 --write-max 600 --embedder minilm --write-only
 """
 
 from __future__ import annotations
@@ -34,11 +38,16 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
+
 from dualmem import Memory, Profile
-from dualmem.embed import create_embedder
+from dualmem.embed import Embedder, create_embedder
+from dualmem.embed.base import Matrix
+from dualmem.embed.windows import embedding_text
 
 
 def _load_scale() -> ModuleType:
@@ -83,6 +92,21 @@ _LITERAL = re.compile(r"'(?:[^']|'')*'")
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 
 
+class Precomputed:
+    """An embedder whose vectors were computed before the timing (``--write-only``): the wrapped
+    embedder's rows, one text per call as an add embeds them; a text not prepared is embedded then."""
+
+    def __init__(self, inner: Embedder, texts: list[str]) -> None:
+        self.name, self.dim, self._inner = inner.name, inner.dim, inner
+        self._rows = {text: inner.embed([text])[0] for text in dict.fromkeys(texts)}
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        for text in texts:
+            if text not in self._rows:
+                self._rows[text] = self._inner.embed([text])[0]
+        return np.stack([self._rows[text] for text in texts]).astype(np.float32)
+
+
 class Tally:
     """Counts the statements a connection runs (``set_trace_callback``)."""
 
@@ -117,7 +141,10 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         ann = Path(f"{source}.ann")  # a kept approximate index travels with its file (no rebuild)
         if ann.is_dir():
             shutil.copytree(ann, Path(f"{path}.ann"))
-        with Memory.open(path, embedder=embedder, answerer=None, profile=profile) as mem:
+        writer: Embedder = embedder
+        if args.write_only:
+            writer = Precomputed(embedder, [embedding_text(o.content) for o in extra])
+        with Memory.open(path, embedder=writer, answerer=None, profile=profile) as mem:
             if args.overlap != "auto":  # the threaded add (on by default only with 4+ CPUs)
                 mem._writer.overlap = args.overlap == "on"
             texts = [o.content for o in extra]
@@ -158,6 +185,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         "build": "write" if n <= args.write_max else "bulk",
         "embedder": args.embedder,
         "overlap": mem._writer.overlap,
+        "write_only": args.write_only,
         "add": {
             **scale.pct(add_ms),
             "mean_ms": round(sum(add_ms) / len(add_ms), 2),
@@ -191,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consolidation", default="off", choices=["off", "background", "inline"])
     parser.add_argument(
         "--overlap", default="auto", choices=["auto", "on", "off"], help="embed on a worker thread meanwhile"
+    )
+    parser.add_argument(
+        "--write-only", action="store_true", help="vectors computed before the timing: the write work alone"
     )
     parser.add_argument("--profile", type=int, default=0, help="print the top N cProfile functions")
     parser.add_argument("--sort", default="cumulative", help="the profile's order (cumulative, tottime)")

@@ -7,8 +7,10 @@ calling it twice (or from two batches) costs one dictionary lookup.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 from dualmem.text.lexical import STOPWORDS, tokenize
 
@@ -63,18 +65,40 @@ _LIKE_VERB = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class _Lexicon:
-    """Single words (matched against the token set) and phrases (matched in the padded text)."""
+    """Single words (matched against the token set) and phrases (matched in the padded text).
+
+    The padded text is the text's words joined by single spaces, so a phrase ``" w1 w2 "`` occurs in
+    it only where ``w1`` is one of the words: ``openers`` maps each phrase's first word to its
+    phrases, and only the phrases whose first word the text holds are searched for."""
 
     words: frozenset[str]
     phrases: tuple[str, ...]
+    openers: Mapping[str, tuple[str, ...]]
 
     def count(self, tokens: frozenset[str], padded: str) -> int:
-        return len(tokens & self.words) + sum(1 for p in self.phrases if p in padded)
+        found = len(tokens & self.words)
+        for first in tokens & self.openers.keys():
+            found += sum(1 for p in self.openers[first] if p in padded)
+        return found
+
+    def hit(self, tokens: frozenset[str], padded: str) -> bool:
+        """``count(...) > 0``, stopping at the first word or phrase found."""
+        if not self.words.isdisjoint(tokens):
+            return True
+        return any(p in padded for first in tokens & self.openers.keys() for p in self.openers[first])
 
 
 def _lexicon(spec: str) -> _Lexicon:
     items = [i.strip() for i in spec.split("|") if i.strip()]
-    return _Lexicon(frozenset(i for i in items if " " not in i), tuple(f" {i} " for i in items if " " in i))
+    phrases = tuple(f" {i} " for i in items if " " in i)
+    openers: dict[str, list[str]] = {}
+    for phrase in phrases:
+        openers.setdefault(phrase.split()[0], []).append(phrase)
+    return _Lexicon(
+        frozenset(i for i in items if " " not in i),
+        phrases,
+        MappingProxyType({first: tuple(group) for first, group in openers.items()}),
+    )
 
 
 def _periods(*lead: str) -> str:
@@ -303,7 +327,7 @@ def _causal_clauses(lower: str) -> tuple[frozenset[str], frozenset[str], float]:
 
 
 def _flag(lexicon: _Lexicon, tokens: frozenset[str], padded: str) -> float:
-    return 1.0 if lexicon.count(tokens, padded) else 0.0
+    return 1.0 if lexicon.hit(tokens, padded) else 0.0
 
 
 def _imperative(words: list[str]) -> float:
@@ -318,7 +342,7 @@ def _is_past(token: str) -> bool:
 
 
 def _time_words(words: list[str], tokens: frozenset[str], lower: str, padded: str) -> float:
-    if _TIME_WORDS.count(tokens, padded):
+    if _TIME_WORDS.hit(tokens, padded):
         return 1.0
     for w in words:
         if len(w) == 4 and w.isdigit() and w[:2] in ("19", "20"):
@@ -331,13 +355,13 @@ def _time_words(words: list[str], tokens: frozenset[str], lower: str, padded: st
 
 
 def _negation(words: list[str], tokens: frozenset[str], padded: str) -> float:
-    if _NEGATION.count(tokens, padded) or any(w.endswith("n't") for w in words):
+    if _NEGATION.hit(tokens, padded) or any(w.endswith("n't") for w in words):
         return 1.0
     return 0.0
 
 
 def _preference(tokens: frozenset[str], lower: str, padded: str) -> tuple[float, float]:
-    positive = _PREF_POS.count(tokens, padded) > 0
+    positive = _PREF_POS.hit(tokens, padded)
     if not positive and tokens & {"like", "likes", "liked"}:
         positive = _LIKE_VERB.search(lower) is not None
     return (1.0 if positive else 0.0), _flag(_PREF_NEG, tokens, padded)
@@ -420,12 +444,16 @@ def query_cues(query: str) -> QueryCues:
     )
 
 
-def _edit_distance(a: str, b: str) -> int:
+def _edit_distance(a: str, b: str, bound: int | None = None) -> int:
+    """Levenshtein distance; with ``bound``, any value above ``bound`` once the distance is known to
+    exceed it (a row's minimum never decreases further down the table, so the rest is skipped)."""
     prev = list(range(len(b) + 1))
     for i, ca in enumerate(a, start=1):
         cur = [i]
         for j, cb in enumerate(b, start=1):
             cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        if bound is not None and min(cur) > bound:
+            return min(cur)
         prev = cur
     return prev[-1]
 
@@ -446,5 +474,7 @@ def variant(a: str, b: str) -> float:
     # name keep their first letter. Both checks skip the quadratic distance for most pairs.
     if len(long_) > 40 or len(long_) - len(short) > 0.3 * len(long_) or a[0] != b[0]:
         return 0.0
-    ratio = 1.0 - _edit_distance(a, b) / len(long_)
+    # ratio >= 0.7 needs a distance <= 0.3 x length: a distance known to be well above that (the
+    # bound leaves a margin for the float ratio) is 0.0 without the rest of the table
+    ratio = 1.0 - _edit_distance(a, b, int(0.3 * len(long_)) + 1) / len(long_)
     return ratio if ratio >= 0.7 else 0.0

@@ -169,8 +169,10 @@ def _time_features(cand: RelationCandidate) -> dict[str, float]:
     }
 
 
-def _pair_semantics(n: Cues, c: Cues, speakers: frozenset[str]) -> dict[str, float]:
-    nt, ct = n.tokens - speakers, c.tokens - speakers
+def _pair_semantics(
+    n: Cues, c: Cues, speakers: frozenset[str], nt: frozenset[str], ct: frozenset[str]
+) -> dict[str, float]:
+    """``nt``, ``ct``: the two texts' content tokens without the pair's speakers."""
     topic = _topic(nt, ct)
     neg_flip = 1.0 if (n.negation > 0) != (c.negation > 0) else 0.0
     pref_flip = max(min(n.pref_pos, c.pref_neg), min(n.pref_neg, c.pref_pos))
@@ -199,13 +201,21 @@ def _pair_semantics(n: Cues, c: Cues, speakers: frozenset[str]) -> dict[str, flo
 
 def _alias(new: MemoryState, cand: MemoryState) -> float:
     a, b = _lower(new.entities), _lower(cand.entities)
-    only_a, only_b = sorted(a - b)[:8], sorted(b - a)[:8]
+    if not a or not b:
+        return 0.0
+    return _alias_of(tuple(sorted(a - b)[:8]), tuple(sorted(b - a)[:8]))
+
+
+def _alias_of(only_a: tuple[str, ...], only_b: tuple[str, ...]) -> float:
+    """The best ``variant`` over the two memories' unshared entities (at most 8 of each)."""
+    # every variant() match shares the first letter or is a word of a multi-word name:
+    # skip the rest without the call (this runs for every candidate pair of every write)
+    others = [(y, y[:1], " " in y or "-" in y) for y in only_b]
     best = 0.0
     for x in only_a:
-        for y in only_b:
-            # every variant() match shares the first letter or is a word of a multi-word name:
-            # skip the rest without the call (this runs for every candidate pair of every write)
-            if x[:1] == y[:1] or " " in x or " " in y or "-" in x or "-" in y:
+        first, wordy = x[:1], " " in x or "-" in x
+        for y, y_first, y_wordy in others:
+            if wordy or y_wordy or first == y_first:
                 best = max(best, variant(x, y))
     return best
 
@@ -236,7 +246,7 @@ def _pair(new: MemoryState, pair: RelationCandidate, source: FeatureSource) -> d
         "near_dup": near_dup,
         "neg_flip_sim": sim_c if (n.negation > 0) != (c.negation > 0) else 0.0,
         **time,
-        **_pair_semantics(n, c, speakers),
+        **_pair_semantics(n, c, speakers, nt, ct),
     }
 
 

@@ -13,13 +13,16 @@ Everything here is a function of a connection so that ``sqlite.py`` only delegat
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import itertools
 import json
 import sqlite3
 import zlib
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
+from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane.base import Decision
 from dualmem.text.lexical import fts_or
 from dualmem.types import Tenant
@@ -37,6 +40,7 @@ __all__ = [
     "node_total",
     "put_decisions",
     "session_neighbours",
+    "top_shared",
     "user_total",
 ]
 
@@ -142,20 +146,19 @@ def entity_search(
     O(len(keys) x ENTITY_PROBE) whatever the entity's frequency.
     """
     clause, params = where
-    shared: dict[str, int] = {}
+    shared: Counter[str] = Counter()
     for key in keys:
         rows = conn.execute(
             "SELECT ne.node_id FROM entities e JOIN node_entities ne ON ne.entity_id = e.id "
             "WHERE e.user_id = ? AND e.name = ? ORDER BY ne.node_id DESC LIMIT ?",
             (tenant.user, key, ENTITY_PROBE),
         )
-        for (node_id,) in rows:
-            shared[node_id] = shared.get(node_id, 0) + 1
+        shared.update([row[0] for row in rows])
     if not shared:
         return []
-    ranked = sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))
     if tenant.agent is None and tenant.run is None:
-        return ranked[:k]
+        return top_shared(shared, k)
+    ranked = sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))
     out: list[tuple[str, int]] = []
     for start in range(0, len(ranked), 500):
         part = ranked[start : start + 500]
@@ -171,6 +174,24 @@ def entity_search(
         if len(out) >= k:
             break
     return out[:k]
+
+
+def top_shared(shared: Mapping[str, int], k: int) -> list[tuple[str, int]]:
+    """``sorted(shared.items(), key=(-count, id))[:k]`` without sorting every id: the counts are
+    small integers (at most one per probed entity), so the ids are taken level by level, most
+    shared first, and only the level that fills ``k`` is cut (by id, smallest first)."""
+    levels: dict[int, list[str]] = {}
+    for node_id, count in shared.items():
+        levels.setdefault(count, []).append(node_id)
+    out: list[tuple[str, int]] = []
+    for count in sorted(levels, reverse=True):
+        room = k - len(out)
+        if room <= 0:
+            break
+        ids = levels[count]
+        chosen = sorted(ids) if len(ids) <= room else heapq.nsmallest(room, ids)
+        out += [(node_id, count) for node_id in chosen]
+    return out
 
 
 # -- session neighbours ------------------------------------------------------------------------
@@ -379,23 +400,23 @@ def lexical_probe(
     k: int,
     where: tuple[str, list[Any]],
     *,
+    user: str,
     common: set[str] | None = None,
 ) -> list[tuple[str, float]] | None:
     """BM25 top-k over the rows holding the query's rare terms: O(PROBE_TERMS x PROBE_DOCS) rows,
     whatever the index's size. ``None`` below PROBE_FROM indexed rows (the caller's plain search
     then answers, so a small memory's candidates are exactly the lexical search's). ``common``: see
-    :func:`rare_terms`."""
+    :func:`rare_terms`.
+
+    The ranking is ``_sqlite_sql.fts_top``'s: FTS5 orders the matches by ``rank`` (its ``bm25``) and
+    only a window of the best is joined to ``nodes`` for ``where`` (``user``'s share of the rows sizes
+    it), the same rows, scores and order as joining every match (``MATCH ... AND where ORDER BY
+    -bm25 DESC, seq``) without a ``nodes`` lookup per matching row."""
     total = node_total(conn)
     if total < PROBE_FROM:
         return None
     rare = rare_terms(conn, terms, max_docs=PROBE_DOCS, max_terms=PROBE_TERMS, common=common)
     if not rare:
         return []
-    clause, params = where
-    statement = (
-        "SELECT n.id, -bm25(nodes_fts) AS score FROM nodes_fts CROSS JOIN nodes n "
-        f"ON n.seq = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {clause} "
-        "ORDER BY score DESC, n.seq LIMIT ?"
-    )
-    rows = conn.execute(statement, [fts_or(rare), *params, k]).fetchall()
-    return [(row[0], float(row[1])) for row in rows]
+    share = user_total(conn, user) / total
+    return sql.fts_top(conn, "nodes_fts", fts_or(rare), k, where, share)

@@ -368,6 +368,10 @@ class SQLiteStore:
                 self._conn.execute(
                     f"UPDATE nodes SET {_TEXT_SET}, {_FIELDS_SET} WHERE id = ?", _text_args(row)
                 )
+            elif _only_completed(sql.node_row(before), row):  # an add's last step: no index but status
+                self._conn.execute(
+                    "UPDATE nodes SET types = ?, status = ? WHERE id = ?", (row[14], row[17], row[0])
+                )
             else:  # the FTS5 trigger fires on ``UPDATE OF content, speaker`` only
                 self._conn.execute(f"UPDATE nodes SET {_FIELDS_SET} WHERE id = ?", _field_args(row))
             if before.entities != node.entities:
@@ -774,7 +778,7 @@ class SQLiteStore:
         with self._lock, self.snapshot(), sql.translated("lexical probe"):
             self._fresh()
             found = scale.lexical_probe(
-                self._conn, terms, k, sql.tenant_sql(tenant), common=self._common_terms
+                self._conn, terms, k, sql.tenant_sql(tenant), user=tenant.user, common=self._common_terms
             )
         return self.lexical_search(tenant, text, k) if found is None else found
 
@@ -1036,6 +1040,13 @@ _FIELDS_SET = (
 def _field_args(row: tuple[object, ...]) -> tuple[object, ...]:
     """``_FIELDS_SET``'s values from a ``node_row``, then the id."""
     return (*row[5:7], *row[8:15], *row[17:], row[0])
+
+
+def _only_completed(before: tuple[object, ...], after: tuple[object, ...]) -> bool:
+    """Two ``node_row``s that differ in nothing ``_FIELDS_SET`` writes but the types (14) and the
+    status (17): the narrow ``UPDATE`` of those two stores the same row without rewriting the
+    (user, time) and (user, session) index entries."""
+    return before[5:7] == after[5:7] and before[8:14] == after[8:14] and before[18:] == after[18:]
 
 
 def _text_args(row: tuple[object, ...]) -> tuple[object, ...]:

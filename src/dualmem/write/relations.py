@@ -8,7 +8,9 @@ Choice only when timestamps cannot order the pair. An inferred edge needs a scor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from types import MappingProxyType
 
 from dualmem.control import catalog
 from dualmem.control.questions import Batch, BatchResult, ChoiceAnswer, NoulAnswer, Question
@@ -79,16 +81,17 @@ def pair_features(node: Node, candidates: Sequence[Candidate]) -> EmbeddingFeatu
     return EmbeddingFeatures.of([node, *(c.node for c in candidates)])
 
 
+@lru_cache(maxsize=1024)
+def _pair_questions(i: int, alias: bool, implicit_time: bool) -> Mapping[str, Question]:
+    """``catalog.relation_questions`` (a pure function of its arguments, frozen questions) built once
+    per candidate index and flags, read-only: a write asks the same few dozen sets again and again."""
+    return MappingProxyType(catalog.relation_questions(i, alias=alias, implicit_time=implicit_time))
+
+
 def relation_batch(node: Node, candidates: Sequence[Candidate]) -> Batch:
     questions: dict[str, Question] = {}
     for i, cand in enumerate(candidates):
-        questions.update(
-            catalog.relation_questions(
-                i,
-                alias=_needs_alias(node, cand),
-                implicit_time=_needs_time_choice(node, cand.node),
-            )
-        )
+        questions.update(_pair_questions(i, _needs_alias(node, cand), _needs_time_choice(node, cand.node)))
     source = pair_features(node, candidates)
     return Batch.of(relation_state(node, candidates, source), questions, "relations", features=source)
 
