@@ -10,7 +10,7 @@ conversation with MiniLM.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,14 @@ from dualmem import Memory
 from dualmem.control.builtin import BuiltinController
 from dualmem.conversations import load_conversations
 from dualmem.embed import Embedder
-from dualmem.plane import InMemoryStore, SQLiteStore, Store
+from dualmem.plane import SQLiteStore
 from dualmem.plane.base import Candidate, NodeContext
 from dualmem.read import pool
 from dualmem.read.pool import FEATURES, build_pool, extend_pool
 from dualmem.text.query import QueryAnalysis
 from dualmem.types import Tenant, Vector
-from test_pool_features import QUERIES, SETTINGS, _observations
+from test_pool_features import QUERIES, SETTINGS
+from test_pool_features import small as small  # the fixture: its small conversation, both stores
 
 COL = {name: i for i, name in enumerate(FEATURES)}
 
@@ -129,15 +130,6 @@ def _old_near(
         found = contexts.get(i)
         out[i] = () if found is None else tuple([p for p in found.neighbours if -window <= p[1] <= window])
     return out
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def small(request: pytest.FixtureRequest, hashing: Embedder, tmp_path: Path) -> Iterator[Memory]:
-    """``test_pool_features``'s small conversation."""
-    store: Store = InMemoryStore() if request.param == "memory" else SQLiteStore.open(tmp_path / "m.db")
-    with Memory(store, hashing, BuiltinController()) as m:
-        m.add_many(_observations(), user="u")
-        yield m
 
 
 @pytest.fixture
