@@ -10,7 +10,7 @@ conversation with MiniLM.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,14 @@ from dualmem import Memory
 from dualmem.control.builtin import BuiltinController
 from dualmem.conversations import load_conversations
 from dualmem.embed import Embedder
-from dualmem.plane import InMemoryStore, SQLiteStore, Store
+from dualmem.plane import SQLiteStore
 from dualmem.plane.base import Candidate, NodeContext
 from dualmem.read import pool
 from dualmem.read.pool import FEATURES, build_pool, extend_pool
 from dualmem.text.query import QueryAnalysis
 from dualmem.types import Tenant, Vector
-from test_pool_features import QUERIES, SETTINGS, _observations
+from test_pool_features import QUERIES, SETTINGS
+from test_pool_features import small as small  # the fixture: its small conversation, both stores
 
 COL = {name: i for i, name in enumerate(FEATURES)}
 
@@ -43,7 +44,8 @@ def _old_features(
     contexts: Mapping[str, NodeContext],
     q: Any,
 ) -> npt.NDArray[np.float64]:
-    """Round six's ``_features`` (main at 5aa51f7), unchanged."""
+    """Round six's ``_features`` (main at 5aa51f7), unchanged (its rank and score columns are the
+    current ``_rank_column`` and ``_score_column``: those two did not change)."""
     vec_r, lex_r, lexq_r, ctx_r = q.ranks
     qvec, analysis, absent = q.qvec, q.analysis, q.absent
     out = np.zeros((len(ids), len(FEATURES)))
@@ -60,12 +62,12 @@ def _old_features(
         row = row_of.get(node_id)
         if row is not None and stored.vector is not None:
             out[row, COL["ctx_vec"]] = float(stored.vector @ qvec)
-    _old_rank_column(out[:, COL["vec_rank"]], vec_r, row_of, absent)
-    _old_rank_column(out[:, COL["lex_rank"]], lex_r, row_of, absent)
-    _old_rank_column(out[:, COL["lex_q_rank"]], lexq_r, row_of, absent)
-    lexq = _old_score_column(out[:, COL["lex_q"]], lexq_r, row_of)
-    _old_score_column(out[:, COL["lex"]], lex_r, row_of)
-    _old_score_column(out[:, COL["ctx_lex"]], ctx_r, row_of)
+    pool._rank_column(out[:, COL["vec_rank"]], vec_r, row_of, absent)
+    pool._rank_column(out[:, COL["lex_rank"]], lex_r, row_of, absent)
+    pool._rank_column(out[:, COL["lex_q_rank"]], lexq_r, row_of, absent)
+    lexq = pool._score_column(out[:, COL["lex_q"]], lexq_r, row_of)
+    pool._score_column(out[:, COL["lex"]], lex_r, row_of)
+    pool._score_column(out[:, COL["ctx_lex"]], ctx_r, row_of)
     _old_neighbour_columns(out, ids, near, sim, lexq)
     _old_node_columns(out, [nodes[i] for i in ids], analysis)
     out[q.base_count :, COL["neighbour"]] = 1.0
@@ -76,34 +78,6 @@ def _old_matrix(nodes: Iterable[Candidate], like: Vector) -> npt.NDArray[np.floa
     """The nodes' vectors as rows (zeros for a node without one)."""
     rows = [n.embedding if n.embedding is not None else np.zeros_like(like) for n in nodes]
     return np.array(rows, dtype=like.dtype).reshape(len(rows), len(like))
-
-
-def _old_rank_column(
-    col: npt.NDArray[np.float64],
-    ranks: Mapping[str, tuple[int, float]],
-    row_of: Mapping[str, int],
-    absent: int,
-) -> None:
-    """``10 / (10 + rank)`` in a ranked list, ``rank = absent`` for the candidates not in it."""
-    col[:] = 10.0 / (10.0 + absent)
-    hits = [(row_of[i], r) for i, (r, _) in ranks.items() if i in row_of]
-    if hits:
-        rows, found = zip(*hits, strict=True)
-        col[list(rows)] = 10.0 / (10.0 + np.asarray(found, dtype=np.float64))
-
-
-def _old_score_column(
-    col: npt.NDArray[np.float64], ranks: Mapping[str, tuple[int, float]], row_of: Mapping[str, int]
-) -> dict[str, float]:
-    """A list's score / the list's best (1 when the best is 0) for the candidates in it, 0 for
-    the rest; returns the normalised score of every node of the list (pooled or not)."""
-    top = max((s for _, s in ranks.values()), default=0.0) or 1.0
-    scaled = {i: s / top for i, (_, s) in ranks.items()}
-    for i, value in scaled.items():
-        row = row_of.get(i)
-        if row is not None:
-            col[row] = value
-    return scaled
 
 
 def _old_neighbour_columns(
@@ -156,15 +130,6 @@ def _old_near(
         found = contexts.get(i)
         out[i] = () if found is None else tuple([p for p in found.neighbours if -window <= p[1] <= window])
     return out
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def small(request: pytest.FixtureRequest, hashing: Embedder, tmp_path: Path) -> Iterator[Memory]:
-    """``test_pool_features``'s small conversation."""
-    store: Store = InMemoryStore() if request.param == "memory" else SQLiteStore.open(tmp_path / "m.db")
-    with Memory(store, hashing, BuiltinController()) as m:
-        m.add_many(_observations(), user="u")
-        yield m
 
 
 @pytest.fixture
