@@ -38,7 +38,9 @@ def test_the_vectorised_demotion_is_demote_superseded() -> None:
     raw = rng.random(500)
     superseded = rng.random(500) < 0.3
     for factor in (0.5, 0.35, 1 / 3, math.pi / 10):
-        got = np.where(superseded, raw * factor, raw).tolist()
+        got = scoring.demote_superseded_all(
+            raw, superseded=superseded, asks_past=False, factor=factor
+        ).tolist()
         want = [
             scoring.demote_superseded(float(s), superseded=bool(x), asks_past=False, factor=factor)
             for s, x in zip(raw, superseded, strict=True)

@@ -210,7 +210,9 @@ class Retriever:
         if factor is not None and not run.asks_past:
             valid_to = map(attrgetter("valid_to"), map(pool.rows.__getitem__, pool.ids))
             superseded = np.fromiter(map(operator.is_not, valid_to, repeat(None)), bool, len(pool.ids))
-            raw = np.where(superseded, raw * factor, raw)  # scoring.demote_superseded, row by row
+            raw = scoring.demote_superseded_all(
+                raw, superseded=superseded, asks_past=run.asks_past, factor=factor
+            )
         ranked = _best_first(raw)[:k]
         order, scores = ranked.tolist(), raw[ranked].tolist()
         out: list[Evidence] = []

@@ -13,6 +13,9 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from dualmem.config import Lambdas
 from dualmem.read.trace import Assessment, StopReason
 from dualmem.types import Edge, Evidence
@@ -22,6 +25,7 @@ __all__ = [
     "Judgement",
     "anchor_fill",
     "demote_superseded",
+    "demote_superseded_all",
     "expansion_prior",
     "expansion_room",
     "fill_top",
@@ -101,6 +105,20 @@ def demote_superseded(s: float, *, superseded: bool, asks_past: bool, factor: fl
     if factor is None or not superseded or asks_past:
         return s
     return s * factor
+
+
+def demote_superseded_all(
+    scores: npt.NDArray[np.float64],
+    *,
+    superseded: npt.NDArray[np.bool_],
+    asks_past: bool,
+    factor: float | None,
+) -> npt.NDArray[np.float64]:
+    """``demote_superseded`` over a column of scores (``superseded`` row by row): the same values."""
+    if factor is None or asks_past:
+        return scores
+    out: npt.NDArray[np.float64] = np.where(superseded, scores * factor, scores)
+    return out
 
 
 def hop_decayed(s: float, *, hops: int, decay: float) -> float:
