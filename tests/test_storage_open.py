@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dualmem import Memory, OpenOptions
 from dualmem.errors import ConfigError, ReadOnlyStore
 from dualmem.plane import SQLiteStore, open_store
+from dualmem.plane._sqlite_conn import MMAP_SIZE
 from dualmem.types import Edge, Node, Tenant
 
 USER = Tenant("u")
@@ -144,3 +146,51 @@ def test_synchronous_setting_is_checked(tmp_path: Path) -> None:
     with open_store(tmp_path / "y.db", synchronous="full") as store:
         assert isinstance(store, SQLiteStore)
         assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+
+def test_memory_map_setting_reaches_every_connection(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    build(db)
+    with SQLiteStore.open(db) as store:
+        assert store._conn.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_SIZE
+    with SQLiteStore.open(db, read_only=True, mmap_size=1 << 20) as store:
+        assert store._conn.execute("PRAGMA mmap_size").fetchone()[0] == 1 << 20
+    with open_store(db, mmap_size=0) as store:
+        assert isinstance(store, SQLiteStore)
+        assert store._conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
+    options = OpenOptions(mmap_size=4 << 20)
+    with Memory.open(tmp_path / "m.db", embedder="hashing:8", answerer=None, options=options) as mem:
+        assert isinstance(mem.store, SQLiteStore)
+        assert mem.store._conn.execute("PRAGMA mmap_size").fetchone()[0] == 4 << 20
+
+
+def test_memory_mapped_reads_equal_plain_reads(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    build(db, n=200)
+    query = unit(np.random.default_rng(7))
+    found = []
+    for size in (0, 64 << 20):
+        with SQLiteStore.open(db, read_only=True, mmap_size=size) as store:
+            nodes = store.get_nodes([f"n{i}" for i in range(0, 200, 7)], USER).values()
+            found.append(
+                (
+                    store.lexical_search(USER, "tea note 17", 10),
+                    store.vector_search(USER, query, 10),
+                    [(n.id, n.content, n.embedding.tobytes()) for n in nodes],  # type: ignore[union-attr]
+                )
+            )
+    assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "256M", True])
+def test_memory_map_setting_is_checked(tmp_path: Path, bad: object) -> None:
+    db = tmp_path / "memory.db"
+    build(db)
+    before = digest(tmp_path)
+    with pytest.raises(ConfigError, match="mmap_size"):
+        SQLiteStore.open(db, mmap_size=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="mmap_size"):
+        OpenOptions(mmap_size=bad)  # type: ignore[arg-type]
+    assert digest(tmp_path) == before
+    with pytest.raises(ConfigError, match="SQLite setting"):
+        open_store("postgresql://127.0.0.1:1/x", mmap_size=0)

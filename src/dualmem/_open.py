@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dualmem.errors import ConfigError
-from dualmem.plane._sqlite_conn import Synchronous
+from dualmem.plane._sqlite_conn import Synchronous, check_mmap_size
 
 __all__ = ["OpenOptions", "build", "close_all"]
 
@@ -27,6 +27,8 @@ class OpenOptions:
     ``answerer`` and ``embedder`` are mappings. ``lock_timeout`` is how long a locked database is
     waited for. Nothing here reads the environment: adapters call ``LLMConfig.from_env()``.
     ``synchronous="full"`` makes every SQLite commit survive power loss (``"normal"``: a killed process).
+    ``mmap_size``: bytes of a SQLite file read through a memory map (``None``: the default,
+    none; e.g. ``256 << 20``), see ``dualmem.plane._sqlite_conn``; PostgreSQL takes none.
     ``repair_on_open``: a writable open with the builtin (offline) controller completes the nodes a
     controller outage left pending before it returns; a remote controller is never called at open.
     """
@@ -37,6 +39,7 @@ class OpenOptions:
     lock_timeout: float = 5.0
     synchronous: Synchronous = "normal"
     repair_on_open: bool = True
+    mmap_size: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("embedder", "controller", "answerer"):
@@ -53,6 +56,8 @@ class OpenOptions:
             raise ConfigError(
                 f"lock_timeout must be a number of seconds >= 0, got {timeout!r}", hint="e.g. 5.0"
             )
+        if self.mmap_size is not None:
+            check_mmap_size(self.mmap_size)
 
 
 def _is_config(value: object) -> bool:

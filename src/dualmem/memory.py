@@ -175,7 +175,11 @@ class Memory:
             ans = build(answerer, create_answerer, opts.answerer, what="answerer", owned=owned)
             prof = Profile.named(profile) if isinstance(profile, str) else profile
             store = open_store(
-                str(path), timeout=opts.lock_timeout, read_only=read_only, synchronous=opts.synchronous
+                str(path),
+                timeout=opts.lock_timeout,
+                read_only=read_only,
+                synchronous=opts.synchronous,
+                mmap_size=opts.mmap_size,
             )
             owned.append(store)
             mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)

@@ -6,7 +6,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dualmem.errors import ConfigError
-from dualmem.plane._sqlite_conn import Synchronous
+from dualmem.plane._sqlite_conn import MMAP_SIZE, Synchronous
 from dualmem.plane.base import Decision, Store, StoreStats
 from dualmem.plane.memory import InMemoryStore
 from dualmem.plane.sqlite import SQLiteStore
@@ -20,9 +20,10 @@ def open_store(
     timeout: float = 5.0,
     read_only: bool = False,
     synchronous: Synchronous = "normal",
+    mmap_size: int | None = None,
 ) -> Store:
     """Open a store from a URL or a path (``read_only``: see ``SQLiteStore.open`` and ``PostgresStore.open``;
-    ``synchronous``: see ``SQLiteStore.open``).
+    ``synchronous`` and ``mmap_size`` (``None``: the default): see ``SQLiteStore.open``).
 
     ``":memory:"`` -> an ``SQLiteStore`` on a private in-memory database; ``"sqlite:///path"`` or a
     plain path -> an ``SQLiteStore`` on that file; ``"postgresql://..."`` (or ``postgres://``) -> a
@@ -34,6 +35,8 @@ def open_store(
         raise ConfigError("no store given", hint="pass a file path, 'sqlite:///path' or ':memory:'")
     scheme = target.split("://", 1)[0].lower() if "://" in target else ""
     if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
+        if mmap_size is not None:
+            raise ConfigError("mmap_size is a SQLite setting", hint="leave it unset for PostgreSQL")
         return _open_postgres(target, timeout=timeout, read_only=read_only)
     if scheme == "sqlite":
         target = target[len("sqlite://") :]  # SQLAlchemy style: sqlite:///rel.db, sqlite:////abs.db
@@ -46,7 +49,13 @@ def open_store(
         raise ConfigError(
             "the sqlite URL has no path", hint="write sqlite:///relative.db or sqlite:////abs.db"
         )
-    return SQLiteStore.open(target, timeout=timeout, read_only=read_only, synchronous=synchronous)
+    return SQLiteStore.open(
+        target,
+        timeout=timeout,
+        read_only=read_only,
+        synchronous=synchronous,
+        mmap_size=MMAP_SIZE if mmap_size is None else mmap_size,
+    )
 
 
 def _open_postgres(url: str, *, timeout: float, read_only: bool) -> Store:

@@ -44,7 +44,7 @@ from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as term_sql
 from dualmem.plane import check as checks
-from dualmem.plane._sqlite_conn import Synchronous, connect
+from dualmem.plane._sqlite_conn import MMAP_SIZE, Synchronous, connect
 from dualmem.plane._sqlite_nodes import NodeCache, read_candidates
 from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
@@ -110,6 +110,7 @@ class SQLiteStore:
         timeout: float = 5.0,
         read_only: bool = False,
         synchronous: Synchronous = "normal",
+        mmap_size: int = MMAP_SIZE,
     ) -> SQLiteStore:
         """Open (creating and migrating if needed) the database at ``path`` (``":memory:"`` works).
 
@@ -117,9 +118,12 @@ class SQLiteStore:
         when its folder cannot be written, e.g. a read-only mount); writes raise ``ReadOnlyStore``.
         ``synchronous="full"`` syncs every commit to disk (see ``_sqlite_conn``): slower writes, no
         commit lost on power loss; the default ``"normal"`` loses nothing when a process is killed.
+        ``mmap_size``: bytes of the file read through a memory map (``0``: none; see ``_sqlite_conn``).
         """
         target = str(path)
-        conn = connect(target, timeout=timeout, read_only=read_only, synchronous=synchronous)
+        conn = connect(
+            target, timeout=timeout, read_only=read_only, synchronous=synchronous, mmap_size=mmap_size
+        )
         try:
             with sql.translated(f"open {target}"):
                 schema = check_version(conn) if read_only else migrate(conn)
