@@ -39,6 +39,7 @@ def test_scale_bench_sizes_and_users(
         for key in (
             "add",
             "search",
+            "search_second_pass",
             "store_vector",
             "store_lexical",
             "store_context",
