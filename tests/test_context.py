@@ -57,7 +57,17 @@ def test_a_database_from_before_v6_gets_its_context_on_open(tmp_path: Path) -> N
         assert store.check().healthy
 
 
-@pytest.mark.parametrize("damage", ["DELETE FROM node_context", "UPDATE node_context SET neighbours = '[]'"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DELETE FROM node_context",
+        "UPDATE node_context SET neighbours = '[]'",
+        # rows that do not decode: reported as stale context, not raised
+        "UPDATE node_context SET neighbours = x'ff01' WHERE seq = (SELECT MIN(seq) FROM node_context)",
+        "UPDATE node_context SET neighbours = 'not json' WHERE seq = (SELECT MAX(seq) FROM node_context)",
+        "UPDATE node_context SET vec = x'0102' WHERE seq = (SELECT MIN(seq) FROM node_context)",
+    ],
+)
 def test_check_finds_damaged_context_and_repair_rebuilds_it(tmp_path: Path, damage: str) -> None:
     turns = session(np.random.default_rng(2), ["lynx", "marten", "stoat", "vole"])
     with SQLiteStore.open(tmp_path / "m.db") as store:

@@ -24,6 +24,7 @@ from typing import Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
+from dualmem.errors import DatabaseCorrupt
 from dualmem.plane.base import NodeContext
 from dualmem.types import Node, Tenant
 
@@ -198,9 +199,25 @@ def stale(store: _Reads, node_ids: Sequence[str], window: int) -> list[str]:
         for row in rows:
             by_user.setdefault(row.tenant.user, []).append(row)
         for user, mine in by_user.items():
-            stored = store.node_context([r.node_id for r in mine], Tenant(user))
-            out += [r.node_id for r in mine if not _same(r, stored.get(r.node_id))]
+            stored, damaged = _stored(store, [r.node_id for r in mine], Tenant(user))
+            out += [r.node_id for r in mine if r.node_id in damaged or not _same(r, stored.get(r.node_id))]
     return out
+
+
+def _stored(store: _Reads, ids: list[str], tenant: Tenant) -> tuple[Mapping[str, NodeContext], set[str]]:
+    """The stored context of ``ids``, and those whose stored row does not decode: a damaged row is a
+    stale one (``check`` reports it, a repair rebuilds it), read one by one once the batch fails."""
+    try:
+        return store.node_context(ids, tenant), set()
+    except DatabaseCorrupt:
+        found: dict[str, NodeContext] = {}
+        damaged: set[str] = set()
+        for node_id in ids:
+            try:
+                found.update(store.node_context([node_id], tenant))
+            except DatabaseCorrupt:
+                damaged.add(node_id)
+        return found, damaged
 
 
 def _same(row: ContextRow, stored: NodeContext | None) -> bool:
@@ -210,4 +227,6 @@ def _same(row: ContextRow, stored: NodeContext | None) -> bool:
         return False
     if stored.vector is None or row.vector is None:
         return True
+    if stored.vector.shape != row.vector.shape:  # a damaged blob of another length
+        return False
     return bool(np.allclose(stored.vector, as_unit(row.vector), atol=1e-4))
