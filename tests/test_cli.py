@@ -239,3 +239,42 @@ def test_tenant_flags_scope_every_command(capsys: pytest.CaptureFixture[str], tm
     assert cli("stats", "--user", "alice")[1]["nodes"] == 0
     assert cli("import", str(exported), "--user", "alice")[1]["nodes"] == 2
     assert cli("search", "locker code", "--user", "bob")[1]["evidence"][0]["content"] == "Bob's bike is blue."
+
+
+@pytest.mark.slow
+def test_graph_cache_saves_the_optimised_graph_and_later_calls_use_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db, cache = tmp_path / "m.db", tmp_path / "graphs"
+    code, out, _ = run(
+        capsys, db, "--graph-cache", str(cache), "add", "Mira fixed her bicycle.", embedder="minilm"
+    )
+    assert code == 0
+    stored = data(out)["id"]
+    saved = sorted(p.name for p in cache.iterdir())
+    assert any(name.endswith(".onnx") for name in saved)
+    stamps = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    code, out, _ = run(capsys, db, "--graph-cache", str(cache), "search", "bicycle", embedder="minilm")
+    assert code == 0
+    assert data(out)["evidence"][0]["id"] == stored
+    assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == stamps  # opened, not rewritten
+
+
+def test_graph_cache_is_a_minilm_setting(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "m.db"
+    run(capsys, db, "add", "Built with hashing.")
+    code, out, err = run(capsys, db, "--graph-cache", str(tmp_path / "g"), "add", "Refused.")
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "graph-cache" in err
+    assert not (tmp_path / "g").exists()
+    # the variable only applies to MiniLM: another embedder opens as before
+    monkeypatch.setenv("DUALMEM_GRAPH_CACHE", str(tmp_path / "g"))
+    code, out, _ = run(capsys, db, "add", "Stored.")
+    assert code == 0
+    _, out, _ = run(capsys, db, "stats")
+    assert data(out)["nodes"] == 2
+    assert not (tmp_path / "g").exists()

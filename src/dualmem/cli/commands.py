@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dualmem.bench._progress import Progress
-from dualmem.errors import InvalidInput
+from dualmem.errors import ConfigError, InvalidInput
 from dualmem.memory import Memory, OpenOptions
 from dualmem.read.trace import render_trace
 from dualmem.scope import Scope
@@ -147,6 +147,24 @@ def answerer_options(name: str) -> dict[str, Any]:
     return {"base_url": url, "model": model, "api_key": env.get("OPENAI_API_KEY")}
 
 
+def embedder_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The embedder's options from the flags: ``--graph-cache DIR`` (or ``DUALMEM_GRAPH_CACHE``), the
+    folder where MiniLM saves its optimised graph. The variable applies to the MiniLM embedder only;
+    the flag with another embedder is a ``ConfigError``."""
+    flag = getattr(args, "graph_cache", None)
+    folder = flag or os.environ.get("DUALMEM_GRAPH_CACHE")
+    kind, _, argument = str(getattr(args, "embedder", "minilm")).strip().lower().partition(":")
+    minilm = kind in ("minilm", "default") and not argument
+    if flag and not minilm:
+        raise ConfigError(
+            f"--graph-cache is a MiniLM setting; the embedder is {args.embedder!r}",
+            hint="drop --graph-cache or use --embedder minilm",
+        )
+    if not folder or not minilm:
+        return {}
+    return {"graph_cache": str(Path(folder).expanduser())}
+
+
 def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
     """A memory from the flags; backend settings come from the environment (this adapter only)."""
     path = db or args.db or os.environ.get("DUALMEM_DB") or _default_db()
@@ -158,6 +176,7 @@ def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
     options = OpenOptions(
         controller=controller_options(args),
         answerer=answerer_options(args.answerer),
+        embedder=embedder_options(args),
         lock_timeout=args.lock_timeout,
         synchronous=getattr(args, "synchronous", "normal"),
     )

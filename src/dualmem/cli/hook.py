@@ -225,13 +225,17 @@ def lexical(store: Store, tenant: Tenant, text: str, k: int) -> list[Node]:
 
 
 def _adaptive(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
-    from dualmem.cli.commands import controller_options
+    from dualmem.cli.commands import controller_options, embedder_options
     from dualmem.config import Profile
     from dualmem.memory import Memory, OpenOptions
 
     path = _db_path(args)
     base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
-    options = OpenOptions(controller=controller_options(args), lock_timeout=min(1.0, args.lock_timeout))
+    options = OpenOptions(
+        controller=controller_options(args),
+        embedder=embedder_options(args),
+        lock_timeout=min(1.0, args.lock_timeout),
+    )
     with Memory.open(
         path, embedder=args.embedder, controller=args.controller, answerer=None,
         profile=base.with_(write__consolidation="off"), options=options,

@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedder", default="minilm", help="minilm (default), hashing[:DIM] or openai:MODEL"
     )
+    parser.add_argument(
+        "--graph-cache",
+        default=None,
+        metavar="DIR",
+        help="folder where the MiniLM embedder keeps its optimised graph: later opens load the model "
+        "about twice as fast (~90 MB; env DUALMEM_GRAPH_CACHE)",
+    )
     parser.add_argument("--controller", default="builtin", choices=["builtin", "jev", "llm"])
     parser.add_argument("--answerer", default="extractive", choices=["extractive", "chat"])
     from dualmem.cli.backend import add_llm_arguments

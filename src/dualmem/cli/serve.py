@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dualmem.cli.commands import answerer_options, controller_options, tenant_user
+from dualmem.cli.commands import answerer_options, controller_options, embedder_options, tenant_user
 from dualmem.config import Profile
 from dualmem.errors import ConfigError
 from dualmem.memory import Memory, OpenOptions
@@ -56,6 +56,7 @@ def open_service_memory(args: argparse.Namespace) -> Memory:
     options = OpenOptions(
         controller=controller_options(args),
         answerer=answerer_options(args.answerer),
+        embedder=embedder_options(args),
         lock_timeout=args.lock_timeout,
     )
     return Memory.open(
