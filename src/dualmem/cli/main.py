@@ -70,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--graph-cache",
         default=None,
         metavar="DIR",
-        help="folder where the MiniLM embedder keeps its optimised graph: later opens load the model "
-        "about twice as fast (~90 MB; env DUALMEM_GRAPH_CACHE)",
+        help="folder where the MiniLM embedder keeps its optimised graph, so later calls skip the "
+        "optimisation (~90 MB; env DUALMEM_GRAPH_CACHE)",
     )
     parser.add_argument("--controller", default="builtin", choices=["builtin", "jev", "llm"])
     parser.add_argument("--answerer", default="extractive", choices=["extractive", "chat"])
