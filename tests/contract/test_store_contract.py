@@ -302,6 +302,28 @@ def test_delete_removes_everything_about_a_node(store: Store, rng: np.random.Gen
     assert store.delete_nodes([gone.id]) == 0
 
 
+def test_stats_count_the_entities_of_each_scope(store: Store, rng: np.random.Generator) -> None:
+    planner, writer = Tenant("alice", agent="planner"), Tenant("alice", agent="writer")
+    store.put_nodes(
+        [
+            make_node(rng, "Melanie flew to Porto", tenant=planner, entities=("Melanie", "Porto")),
+            make_node(rng, "Melanie moved to Lisbon", tenant=writer, entities=("Melanie", "Lisbon")),
+            make_node(rng, "Melanie again", tenant=writer, entities=("Melanie",)),
+            make_node(rng, "Melanie, Bob's friend", tenant=BOB, entities=("Melanie",)),
+        ]
+    )
+    assert store.stats(ALICE).entities == 3  # Melanie, Porto, Lisbon
+    assert store.stats(planner).entities == 2
+    assert store.stats(writer).entities == 2
+    assert store.stats(BOB).entities == 1
+    assert store.stats(Tenant("carol")).entities == 0
+    assert store.stats(None).entities == 4  # each user's Melanie is that user's entity
+    (gone,) = [n.id for n in store.iter_nodes(planner)]
+    store.delete_nodes([gone])
+    assert store.stats(ALICE).entities == 2  # Porto went with its only node
+    assert store.stats(planner).entities == 0
+
+
 # -- tenants --------------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import cast
+from typing import Any, cast
 
 from dualmem.errors import (
     DatabaseCorrupt,
@@ -928,11 +928,7 @@ class SQLiteStore:
                 params,
             ):
                 by_view[view] = int(count)
-            entities = self._conn.execute(
-                "SELECT COUNT(DISTINCT ne.entity_id) FROM node_entities ne "
-                f"JOIN nodes n ON n.id = ne.node_id WHERE {where}",
-                params,
-            ).fetchone()[0]
+            entities = self._conn.execute(*_entity_count(tenant)).fetchone()[0]
             bound = self.get_meta("embedder")
         info = bound if isinstance(bound, dict) else {}
         name, dim = info.get("name"), info.get("dim")
@@ -1031,6 +1027,31 @@ class SQLiteStore:
             ids = ctx.all_ids(self._conn)
             bad = context.stale(self, ids, self._context_window)
         return checks.CheckReport.of([*report.problems, checks.Problem("context", len(bad), tuple(bad[:5]))])
+
+
+def _entity_count(tenant: Tenant | None) -> tuple[str, list[Any]]:
+    """``stats``' count of the distinct entities linked to the tenant's nodes. A user's (or every
+    user's) count starts from the entities, each one probe of its links (an entity row belongs to
+    one user and links only that user's nodes): ~20 ms at 1M nodes, where starting from the nodes
+    read every link (~1.4 s). An agent or run narrows by node, so it joins from the nodes."""
+    if tenant is None:
+        return (
+            "SELECT COUNT(*) FROM entities e WHERE EXISTS (SELECT 1 FROM node_entities ne "
+            "JOIN nodes n ON n.id = ne.node_id WHERE ne.entity_id = e.id)",
+            [],
+        )
+    if tenant.agent is None and tenant.run is None:
+        return (
+            "SELECT COUNT(*) FROM entities e WHERE e.user_id = ? AND EXISTS (SELECT 1 FROM node_entities "
+            "ne JOIN nodes n ON n.id = ne.node_id WHERE ne.entity_id = e.id AND n.user_id = ?)",
+            [tenant.user, tenant.user],
+        )
+    where, params = sql.tenant_sql(tenant)
+    return (
+        "SELECT COUNT(DISTINCT ne.entity_id) FROM node_entities ne "
+        f"JOIN nodes n ON n.id = ne.node_id WHERE {where}",
+        params,
+    )
 
 
 #: the columns ``update_node`` rewrites: the text (with its FTS5 row) only when it changed
