@@ -5,8 +5,9 @@ is built in a fresh SQLite file, then measured with the full ``Memory`` stack (b
 
 - ``add`` p50/p95 (one observation through the whole write path), ``search`` p50/p95 (the adaptive
   read path; ``search_second_pass``: other queries right after, once the first pass has read the
-  file's hot pages in, as in a serving process), and the store's own vector / lexical top-10 next to the yardsticks measured in the same
-  run: plain numpy top-k over the user's matrix and a bare FTS5 ``MATCH ... ORDER BY rank LIMIT 10``;
+  file's hot pages in, as in a serving process), and the store's own vector / lexical top-10 next to
+  the yardsticks measured in the same run: plain numpy top-k over the user's matrix and a bare FTS5
+  ``MATCH ... ORDER BY rank LIMIT 10``;
 - the CPU split of one search (``search_stages``: each store read, cold caches, and the rest);
 - RSS after the searches, disk per memory (the file, its WAL and the ``.ann`` folder), open + first
   search in a fresh process, and recall@10 of the store's vector search against exact numpy.
