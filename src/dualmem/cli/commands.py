@@ -153,8 +153,9 @@ def embedder_options(args: argparse.Namespace) -> dict[str, Any]:
     the flag with another embedder is a ``ConfigError``."""
     flag = getattr(args, "graph_cache", None)
     folder = flag or os.environ.get("DUALMEM_GRAPH_CACHE")
-    kind, _, argument = str(getattr(args, "embedder", "minilm")).strip().lower().partition(":")
-    minilm = kind in ("minilm", "default") and not argument
+    from dualmem.embed import is_minilm
+
+    minilm = is_minilm(str(getattr(args, "embedder", "minilm")))
     if flag and not minilm:
         raise ConfigError(
             f"--graph-cache is a MiniLM setting; the embedder is {args.embedder!r}",

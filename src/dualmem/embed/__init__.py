@@ -26,11 +26,18 @@ __all__ = [
     "MiniLMEmbedder",
     "OpenAIEmbedder",
     "create_embedder",
+    "is_minilm",
     "normalize",
 ]
 
 #: the spec forms :func:`create_embedder` understands
 SPECS = ("minilm", "default", "hashing", "hashing:DIM", "openai:MODEL")
+
+
+def is_minilm(spec: str) -> bool:
+    """Whether ``create_embedder(spec)`` builds the MiniLM embedder."""
+    kind, _, argument = spec.strip().partition(":")
+    return kind.lower() in ("minilm", "default") and not argument
 
 
 def create_embedder(spec: str = "minilm", *, cache_size: int = 0, **options: Any) -> Embedder:
@@ -47,7 +54,7 @@ def create_embedder(spec: str = "minilm", *, cache_size: int = 0, **options: Any
     kind = kind.lower()
     embedder: Embedder
     try:
-        if kind in ("minilm", "default") and not argument:
+        if is_minilm(spec):
             embedder = MiniLMEmbedder(**options)
         elif kind == "hashing":
             embedder = (
