@@ -116,3 +116,21 @@ def test_public_api_is_sorted_and_complete() -> None:
     assert dualmem.__all__ == sorted(dualmem.__all__)
     for name in dualmem.__all__:
         assert hasattr(dualmem, name)
+
+
+def test_search_where_filters_evidence() -> None:
+    from dualmem import Filter
+
+    with Memory.open(":memory:", embedder="hashing") as mem:
+        s = mem.scope("u")
+        s.add("Mira: I love green tea.", speaker="Mira", at="2024-01-01T00:00:00Z", session="a")
+        s.add("Tom: I love black coffee.", speaker="Tom", at="2024-02-01T00:00:00Z", session="b")
+        both = {e.node.speaker for e in s.search("what do they love?", k=5).evidence}
+        assert both == {"Mira", "Tom"}
+        tom = s.search("what do they love?", k=5, where=Filter(speaker="Tom")).evidence
+        assert [e.node.speaker for e in tom] == ["Tom"]
+        late = s.search("what do they love?", k=5, where=Filter(since="2024-01-15")).evidence
+        assert [e.node.speaker for e in late] == ["Tom"]
+        sess = mem.search("what do they love?", user="u", k=5, where=Filter(session="a")).evidence
+        assert [e.node.speaker for e in sess] == ["Mira"]
+        assert len(s.search("what do they love?", k=5, where=Filter()).evidence) == 2

@@ -27,7 +27,7 @@ from dualmem.errors import (
     TenantRequired,
     UserError,
 )
-from dualmem.memory import Answer, Inspection, Memory, OpenOptions
+from dualmem.memory import Answer, Filter, Inspection, Memory, OpenOptions
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.scope import Scope
 from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant, TypeScores
@@ -45,6 +45,7 @@ __all__ = [
     "Edge",
     "EmbedderMismatch",
     "Evidence",
+    "Filter",
     "Inspection",
     "InvalidInput",
     "JevConfig",

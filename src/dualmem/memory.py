@@ -402,23 +402,45 @@ class Memory:
         return self.store.iter_nodes(Tenant(user, agent, run))
 
     def search(
-        self, query: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
+        self,
+        query: str,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        k: int = 10,
+        where: Filter | None = None,
     ) -> Retrieval:
-        """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found."""
+        """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found.
+
+        ``where`` restricts the evidence to the memories that match a :class:`Filter` (speaker,
+        session, since/until, metadata); an empty filter restricts nothing.
+        """
         tenant = Tenant(user, agent, run)
         _check_query(query, k)
         self._bind()
-        return self._retriever.search(query, tenant, k=k)
+        allowed = None
+        if where is not None and not where.empty():
+            allowed = frozenset(select(self.store, tenant, where))
+        return self._retriever.search(query, tenant, k=k, allowed=allowed)
 
     def answer(
-        self, query: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
+        self,
+        query: str,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        k: int = 10,
+        where: Filter | None = None,
     ) -> Answer:
-        """Retrieve, then let System Two answer from the selected evidence only."""
+        """Retrieve (``where`` as in :meth:`search`), then let System Two answer from the selected
+        evidence only."""
         if self.answerer is None:
             raise ConfigError(
                 "this memory has no answerer", hint="open it with answerer='extractive' or 'chat'"
             )
-        found = self.search(query, user=user, agent=agent, run=run, k=k)
+        found = self.search(query, user=user, agent=agent, run=run, k=k, where=where)
         draft = self.answerer.answer(query, found.evidence)
         return Answer(draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name)
 

@@ -84,11 +84,11 @@ class Scope:
         return self.memory.repair(**self._kw)
 
     # -- read --------------------------------------------------------------------------------
-    def search(self, query: str, *, k: int = 10) -> Retrieval:
-        return self.memory.search(query, k=k, **self._kw)
+    def search(self, query: str, *, k: int = 10, where: Filter | None = None) -> Retrieval:
+        return self.memory.search(query, k=k, where=where, **self._kw)
 
-    def answer(self, query: str, *, k: int = 10) -> Answer:
-        return self.memory.answer(query, k=k, **self._kw)
+    def answer(self, query: str, *, k: int = 10, where: Filter | None = None) -> Answer:
+        return self.memory.answer(query, k=k, where=where, **self._kw)
 
     def get(self, node_id: str) -> Node:
         return self.memory.get(node_id, **self._kw)

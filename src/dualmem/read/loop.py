@@ -52,6 +52,7 @@ from dualmem.read.pool import (
     analyze_query,
     build_pool,
     extend_pool,
+    restrict_pool,
 )
 from dualmem.read.route import active_views, allocate, depth, rrf
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
@@ -144,7 +145,10 @@ class Retriever:
         return self._ranker
 
     # -- public ------------------------------------------------------------------------------
-    def search(self, query: str, tenant: Tenant, *, k: int) -> Retrieval:
+    def search(
+        self, query: str, tenant: Tenant, *, k: int, allowed: frozenset[str] | None = None
+    ) -> Retrieval:
+        """``allowed``: when given, only these node ids may be returned (a search filter)."""
         started = self.clock()
         asks_past = query_time_focus(query) == "past"
         if self.profile.pool_scoring:
@@ -157,6 +161,11 @@ class Retriever:
             qvec = self.embedder.embed([analysis.stripped])[0]
             run = _Run(query, qvec, tenant, started, asks_past=asks_past)
             fused = self.anchors(query, qvec, tenant, lexical=lex_hits)
+        if allowed is not None:
+            fused = [(i, s) for i, s in fused if i in allowed]
+            if run.pool is not None:
+                run.pool = restrict_pool(run.pool, allowed)
+                run.scored = None
         if not fused:
             return Retrieval(query, (), self._trace(run, [], 0, "empty"))
         if not self.profile.controller_enabled:

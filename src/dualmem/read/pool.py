@@ -68,6 +68,7 @@ __all__ = [
     "analyze_query",
     "build_pool",
     "extend_pool",
+    "restrict_pool",
 ]
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
@@ -149,6 +150,10 @@ class PoolNodes(Mapping[str, Node]):
         if missing:
             self._held.update(self._store.get_nodes(missing, self._tenant))
         return {i: self._held[i] for i in ids if i in self._held}
+
+    def restricted(self, ids: Sequence[str]) -> PoolNodes:
+        """These nodes, only ``ids`` of them (what is held stays held)."""
+        return PoolNodes(self._store, self._tenant, ids, {i: n for i, n in self._held.items() if i in ids})
 
     def extended(self, nodes: Sequence[Node]) -> PoolNodes:
         """These nodes and ``nodes`` (held from the start)."""
@@ -317,6 +322,18 @@ def extend_pool(
     extra[:, _COL["neighbour"]] = 0.0  # reached by an edge, not only as a session neighbour
     features = np.vstack([pool.features, extra])
     return replace(pool, ids=ids, nodes=nodes, features=features, neighbours=near, context=q, rows=rows)
+
+
+def restrict_pool(pool: Pool, allowed: frozenset[str]) -> Pool:
+    """``pool`` with only the candidates in ``allowed`` (a search filter); features unchanged."""
+    keep = [r for r, i in enumerate(pool.ids) if i in allowed]
+    ids = tuple(pool.ids[r] for r in keep)
+    nodes: Mapping[str, Node]
+    if isinstance(pool.nodes, PoolNodes):
+        nodes = pool.nodes.restricted(ids)
+    else:
+        nodes = {i: pool.nodes[i] for i in ids if i in pool.nodes}
+    return replace(pool, ids=ids, nodes=nodes, features=pool.features[keep])
 
 
 def _extended(nodes: Mapping[str, Node], add: Sequence[Node]) -> Mapping[str, Node]:
