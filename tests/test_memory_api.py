@@ -134,3 +134,21 @@ def test_search_where_filters_evidence() -> None:
         sess = mem.search("what do they love?", user="u", k=5, where=Filter(session="a")).evidence
         assert [e.node.speaker for e in sess] == ["Mira"]
         assert len(s.search("what do they love?", k=5, where=Filter()).evidence) == 2
+
+
+def test_list_memories_filters_and_pages() -> None:
+    from dualmem import Filter
+
+    with Memory.open(":memory:", embedder="hashing") as mem:
+        s = mem.scope("u")
+        for i in range(5):
+            s.add(f"note {i}", speaker="A" if i % 2 else "B", at=f"2024-01-0{i + 1}T00:00:00Z")
+        mem.add("other tenant", user="v")
+        assert [n.content for n in s.list_memories()] == [f"note {i}" for i in range(5)]
+        assert [n.content for n in s.list_memories(limit=2, offset=1)] == ["note 1", "note 2"]
+        assert [n.content for n in s.list_memories(where=Filter(speaker="A"))] == ["note 1", "note 3"]
+        assert len(s.list_memories(limit=None)) == 5
+        with pytest.raises(InvalidInput):
+            s.list_memories(limit=0)
+        with pytest.raises(InvalidInput):
+            s.list_memories(offset=-1)

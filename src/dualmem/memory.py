@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, nullcontext
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -400,6 +401,28 @@ class Memory:
 
     def nodes(self, *, user: str, agent: str | None = None, run: str | None = None) -> Iterator[Node]:
         return self.store.iter_nodes(Tenant(user, agent, run))
+
+    def list_memories(
+        self,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        where: Filter | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+    ) -> list[Node]:
+        """The tenant's memories in time order (observation time, then write order), those matching
+        ``where`` only, ``offset`` skipped and at most ``limit`` of them (``None``: all)."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput("offset must be an integer >= 0")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise InvalidInput("limit must be an integer >= 1 (or None for all)")
+        found: Iterable[Node] = self.store.iter_nodes(Tenant(user, agent, run))
+        if where is not None and not where.empty():
+            found = filter(where.matches, found)
+        stop = None if limit is None else offset + limit
+        return list(islice(found, offset, stop))
 
     def search(
         self,

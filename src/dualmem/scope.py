@@ -84,6 +84,11 @@ class Scope:
         return self.memory.repair(**self._kw)
 
     # -- read --------------------------------------------------------------------------------
+    def list_memories(
+        self, *, where: Filter | None = None, limit: int | None = 100, offset: int = 0
+    ) -> list[Node]:
+        return self.memory.list_memories(where=where, limit=limit, offset=offset, **self._kw)
+
     def search(self, query: str, *, k: int = 10, where: Filter | None = None) -> Retrieval:
         return self.memory.search(query, k=k, where=where, **self._kw)
 
