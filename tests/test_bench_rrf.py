@@ -30,7 +30,7 @@ def test_hybrid_scores_are_rrf_with_the_profiles_kappa(kappa: int) -> None:
         for text in TEXTS:
             mem.add(text, user="c")
         evidence, _ = _retrieve(mem, system_spec("hybrid"), Conversation("c", ()), QUERY, 3)
-        tenant, pool = Tenant("c"), profile.read.anchor_pool
+        tenant, pool = Tenant("c"), profile.read.pool
         vec = [i for i, _ in mem.store.vector_search(tenant, mem.embedder.embed([QUERY])[0], pool)]
         lex = [i for i, _ in mem.store.lexical_search(tenant, QUERY, pool)]
     expected = rrf([vec, lex], kappa)[:3]

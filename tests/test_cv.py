@@ -54,7 +54,7 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
     for i in range(3):
         (data / f"c{i}.json").write_text(json.dumps(_conversation(f"c{i}", i)), encoding="utf-8")
     cfg = CVConfig(data=data, out=tmp_path / "out", embedder="hashing:64", ablations=("no-speaker",),
-                   view_ablations=("expansion", "loop-rank"))  # fmt: skip
+                   view_ablations=("expansion", "all-edges"))  # fmt: skip
     result = run_cv(cfg, progress=False, log=lambda _m: None)
     assert result.report is not None
     assert result.report.exists()
@@ -64,7 +64,7 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
         f"dualmem-pool +reach no-{v}" for v in ("semantic", "temporal", "causal", "entity")
     }
     systems = {"dualmem", "dualmem-pool", "dualmem-pool no-speaker", "dualmem no-expansion",
-               "dualmem loop-rank", "bm25", "dense", "hybrid", "dualmem-handset"} | reach  # fmt: skip
+               "dualmem all-edges", "bm25", "dense", "hybrid", "dualmem-handset"} | reach  # fmt: skip
     assert set(summary) == systems
     for name in systems:
         s = summary[name]
@@ -121,10 +121,7 @@ def test_read_variants_change_one_setting_each() -> None:
     assert read_variant(base, "views").read.views == ()
     assert read_variant(base, "expansion").read.fixed_depth == 0
     assert read_variant(base, "entity").read.views == ("semantic", "temporal", "causal")
-    old = read_variant(base, "loop-rank-all-edges").read
-    assert (old.final_rank, old.edges_per_node) == ("loop", None)
-    assert read_variant(base, "loop-rank").read.edges_per_node == base.read.edges_per_node
-    assert read_variant(base, "all-edges").read.final_rank == base.read.final_rank == "pool"
+    assert read_variant(base, "all-edges").read.edges_per_node is None
     assert all(read_variant(base, v) != base for v in VIEW_ABLATIONS)
     with pytest.raises((ValueError, DualmemError)):
         read_variant(base, "nonsense")

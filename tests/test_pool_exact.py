@@ -112,11 +112,12 @@ def _old_node_columns(
             named[node.speaker] = analysis.mentions(node.speaker)
     speaker = np.fromiter((named[n.speaker] for n in nodes), np.float64, len(nodes))
     out[:, COL["speaker"]] = speaker
-    if analysis.persons:
+    if analysis.about:  # issue 27: a role the query asks about counts as a named speaker
         out[:, COL["other_speaker"]] = 1.0 - speaker
     words = [len(n.content.split()) for n in nodes]
     out[:, COL["log_len"]] = [math.log1p(w) / 5.0 for w in words]
     out[:, COL["short"]] = np.asarray(words) <= 8
+    out[:, COL["question"]] = [pool._asks(n.content) for n in nodes]  # issue 27
     if analysis.times:
         out[:, COL["time"]] = [pool._time_match(n, analysis) for n in nodes]
 

@@ -117,7 +117,7 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
         held = [vec(j) for j in nbs if j in nodes]
         ctx = contexts.get(node_id)
         words = len(node.content.split())
-        named = bool(node.speaker) and node.speaker.casefold() in {p.casefold() for p in q.persons}
+        named = q.mentions(node.speaker)
         day = node.at.date() if node.at is not None else None
         spans = [(r.start, r.end) for r in node.temporal_refs] + ([(day, day)] if day else [])
         row = {
@@ -134,11 +134,12 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
             "nb_lex": max((lex_q(j) for j in nbs), default=0.0),
             "ctx_lex": lists["ctx_lex"][node_id][1] / best["ctx_lex"] if node_id in lists["ctx_lex"] else 0.0,
             "speaker": float(named),
-            "other_speaker": float(bool(q.persons) and not named),
+            "other_speaker": float(q.about and not named),
             "log_len": math.log1p(words) / 5.0,
             "short": float(words <= 8),
             "time": float(bool(q.times) and any(q.time_overlap(a, b) for a, b in spans)),
             "neighbour": float(node_id in pool.ids and node_id not in found),
+            "question": float(node.content.strip().strip("\"'*_)\u201d\u2019 ").endswith("?")),
         }
         rows.append([row[name] for name in FEATURES])
     return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES))
@@ -181,3 +182,26 @@ def test_features_match_on_a_locomo_conversation(locomo_dir: Path, minilm: Embed
         mem.add_many(observations, user="u")
         queries = [qa.question for qa in conv.questions][:12]
         _check_memory(mem, queries)
+
+
+def test_role_speakers_and_question_shaped_turns(tmp_path: Path) -> None:
+    """User-assistant chats: the role a question asks about drives the speaker columns, and a turn
+    that only asks a question is marked (so a learned scorer can rank answers above it)."""
+    from dualmem.embed import HashingEmbedder
+
+    turns = [
+        ("assistant", "What kind of music do you usually play?"),
+        ("user", "Mostly jazz piano, and some bossa nova on weekends."),
+        ("assistant", "For jazz piano I suggest starting with Bill Evans voicings."),
+    ]
+    with Memory.open(tmp_path / "r.db", embedder=HashingEmbedder(64), answerer=None) as mem:
+        for speaker, text in turns:
+            mem.add(text, user="u", speaker=speaker, session="s1")
+        asked = (("What music do I play?", "user"), ("What did you suggest for jazz?", "assistant"))
+        for query, role in asked:
+            pool = build_pool(mem.store, mem.embedder, query, Tenant("u"), PoolSettings(10, 2))
+            for node_id in pool.ids:
+                row, speaker = pool.row(node_id), pool.rows[node_id].speaker
+                assert row["speaker"] == float(speaker == role), (query, speaker)
+                assert row["other_speaker"] == float(speaker != role)
+                assert row["question"] == float(pool.rows[node_id].content.endswith("?"))

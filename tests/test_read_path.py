@@ -55,6 +55,9 @@ def mem(minilm: Embedder, tmp_path: Path) -> Iterator[Memory]:
 
 
 def retriever(mem: Memory, table: dict[str, float], **read: object) -> tuple[Retriever, Meter, list[float]]:
+    # a small pool and few anchors, so the memory holds more than the first round scores and the
+    # loop has neighbours left to expand (the pool of 12 turns would otherwise be all of them)
+    read = {"pool": 3, "pool_window": 0, "anchors": 3, **read}
     profile = ReadProfile(**read)  # type: ignore[arg-type]
     meter = Meter(ScriptedController(table, default=0.5))
     ticks: list[float] = [0.0]
@@ -163,7 +166,7 @@ def test_controller_off_is_plain_rrf(mem: Memory) -> None:
     found = r.search("bicycle", Tenant("u"), k=3)
     assert found.trace.stop_reason == "controller_off"
     assert meter.stats.calls == 0
-    fused = r.anchors("bicycle", mem.embedder.embed(["bicycle"])[0], Tenant("u"))
+    fused = r.prior_ranking(r.pool("bicycle", Tenant("u")))  # RRF of the pool's rankings (eq. 16)
     assert found.ids == [i for i, _ in fused[:3]]
 
 
@@ -222,14 +225,17 @@ def test_profiles_carry_paper_numbers() -> None:
 
 def test_k_is_filled_when_the_loop_stops_early(mem: Memory) -> None:
     table = {"stop.evidence_sufficient": 0.99, "stop.missing_evidence": 0.0, "stop.contradiction": 0.0}
-    r, _, _ = retriever(mem, table, beam=3, anchors=5)
+    r, _, _ = retriever(mem, table, beam=3, anchors=5, pool=len(TURNS))
     found = r.search("bicycle", Tenant("u"), k=len(TURNS))
     assert found.trace.stop_reason == "sufficient"
     ids = found.ids
-    assert len(ids) == len(TURNS)  # admitted evidence first, then runners-up, then remaining anchors
+    assert len(ids) == len(TURNS)  # every scored candidate first, then the pool's others by RRF
     assert len(set(ids)) == len(ids)
-    admitted = {c.node_id for rnd in found.trace.rounds for c in rnd.candidates if c.admitted}
-    assert set(ids[: len(admitted)]) == admitted
+    scored = {c.node_id for rnd in found.trace.rounds for c in rnd.candidates}
+    assert len(scored) == 5
+    assert set(ids[: len(scored)]) == scored
+    prior = [i for i, _ in r.prior_ranking(r.pool("bicycle", Tenant("u"))) if i not in scored]
+    assert ids[len(scored) :] == prior[: len(TURNS) - len(scored)]
 
 
 class _Recording:

@@ -247,7 +247,7 @@ def test_every_extension_field_is_documented_and_exists() -> None:
                 assert f"{section}.{f.name}" in EXTENSIONS  # paper differs only in extensions
     builtin = Profile.builtin()
     assert (builtin.read.anchors, builtin.read.hop_decay, builtin.write.supersede_threshold) == (
-        30,
+        None,
         0.8,
         0.85,
     )

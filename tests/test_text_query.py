@@ -85,3 +85,47 @@ def test_many_absent_names_leave_the_query_unchanged() -> None:
     a = analyze("Where did Jon travel last May?", names=names)
     assert a.persons == ("Jon",)
     assert a.stripped == "Where did travel last May?"
+
+
+@pytest.mark.parametrize(
+    ("query", "role"),
+    [
+        ("What did you suggest I use for pagination?", "assistant"),
+        ("Which library did you base my throttling on?", "assistant"),
+        ("What was the command you gave me?", "assistant"),
+        ("Which recipe have you recommended to me?", "assistant"),
+        ("Where do I live now?", "user"),
+        ("Can you remind me where I work?", "user"),
+        ("Do you know where I live?", "user"),
+        ("How many races have I signed up for?", "user"),
+        ("What did Mira paint?", None),
+    ],
+)
+def test_perspective_says_whose_words_a_question_asks_for(query: str, role: str | None) -> None:
+    from dualmem.text.query import perspective
+
+    assert perspective(query) == role
+
+
+def test_roles_count_as_the_speaker_a_question_asks_about() -> None:
+    from dualmem.text.query import analyze, role_of
+
+    assert (role_of("User"), role_of(" assistant "), role_of("AI"), role_of("Mira"), role_of(None)) == (
+        "user",
+        "assistant",
+        "assistant",
+        None,
+        None,
+    )
+    mine = analyze("Where do I live now?")
+    assert mine.about
+    assert mine.mentions("user")
+    assert not mine.mentions("assistant")
+    yours = analyze("What did you recommend for the flat?")
+    assert yours.mentions("assistant")
+    assert not yours.mentions("user")
+    named = analyze("What did Mira say about my plans?", names=["Mira"])
+    assert named.perspective is None
+    assert named.mentions("Mira")
+    assert not named.mentions("user")
+    assert not analyze("What happened in 2023?").about

@@ -55,8 +55,13 @@ def profile_from_json(data: object, *, source: str = "profile") -> Profile:
     return profile
 
 
+#: settings of older profile files that no longer exist (one read pipeline since issue 27): ignored
+RETIRED: frozenset[str] = frozenset({"pool_scoring", "final_rank"})
+
+
 def _load(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
     defaults = cls()
+    data = {k: v for k, v in data.items() if k not in RETIRED}
     optional = {f.name: "None" in str(f.type) for f in dataclasses.fields(cls)}  # "float | None"
     unknown = sorted(set(data) - optional.keys())
     if unknown:

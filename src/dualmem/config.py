@@ -46,30 +46,24 @@ EXTENSIONS: Mapping[str, str] = {
     "write.consolidation_pairs": "candidate pairs per consolidation request; paper: n/a",
     "write.entities": "entity extractor of new nodes: the regex heuristic, or spaCy (the spacy extra); "
     "paper: n/a (it uses entities but does not say how they are found)",
-    "read.anchors": "top RRF anchors that seed the frontier; paper: n/a (10 = W)",
-    "read.anchor_pool": "per-ranking depth before RRF fusion; paper: n/a",
+    "read.anchors": "pool candidates (by RRF, eq. 16) System One scores in the first round; None: the whole "
+    "pool (the builtin decider, whose answers cost microseconds); paper: 10 (= W)",
     "read.hop_decay": "a node reached over edges scores x hop_decay per hop; paper: 1.0 (off)",
     "read.expansion_factor": "a round proposes up to expansion_factor x W neighbours, taken by the "
     "expansion prior pi_e x reach x p_g(q); paper: n/a",
     "read.prefer_current": "superseded facts score x superseded_factor unless the query asks about the "
     "past; paper: False (off)",
     "read.superseded_factor": "see read.prefer_current; paper: unused",
-    "read.k_fill": "when the loop admits fewer than K, the K passed on are filled with scored "
-    "runners-up, then RRF anchors (read/scoring.py fill_top, anchor_fill); paper: False (off)",
-    "read.pool_scoring": "anchors come from a pool (vector top-N and lexical top-N of the query with "
-    "known speaker names removed, plus session neighbours; dualmem.read.pool) ranked by a learned "
-    "scorer (dualmem.learn) instead of RRF; paper: False (RRF anchors, eq. 16)",
-    "read.pool": "N, the depth of each search of the pool; paper: unused",
-    "read.pool_window": "session neighbours either side added to the pool; paper: unused",
-    "read.final_rank": "with pool_scoring, the K passed on are every candidate the loop saw (the pool "
-    "and the nodes expansion reached) ranked by the one learned scorer, undecayed ('pool'), instead of "
-    "admitted evidence by eq. 23 with hop decay before the runners-up ('loop'); paper: unused",
+    "read.k_fill": "the K passed on are every scored candidate by its final score, then unscored pool "
+    "candidates by RRF (read/scoring.py anchor_fill); paper: False (only scored candidates)",
+    "read.pool": "N, the depth of each search of the candidate pool (vector, lexical as written and "
+    "name-stripped, context); paper: n/a (the paper's anchors are the vector and lexical top lists)",
+    "read.pool_window": "session neighbours either side added to the pool (dualmem.read.pool); paper: 0 "
+    "would leave them out, dualmem's 2 is used by both profiles",
     "read.edges_per_node": "expansion reads only a beam node's strongest edges of the active views "
     "(by weight); paper: None (every edge, within the edge limit)",
-    "read.expansion": "graph expansion through the relation views at read time (the views are still "
-    "built, routed and inspectable); the builtin profile turns it off: under leave-one-conversation-out "
-    "CV on the dev conversations no view, nor expansion itself, changed any R@k or MRR once expanded "
-    "nodes compete on the pool's score, and it costs ~5 ms per search; paper: True",
+    "read.expansion": "graph expansion through the relation views at read time (new candidates join "
+    "the pool and are scored by System One); paper: True",
     "read.controller_enabled": "ablation: False = plain RRF top-K; paper: True",
     "read.views": "ablation: the views that may be used; paper: all four",
     "read.fixed_depth": "ablation: run exactly this many rounds; paper: None (off)",
@@ -141,8 +135,8 @@ class ReadProfile:
     gamma: float = 1.0  # allocation exponent
     min_per_view: int = 1  # m
     beam: int = 10  # W
-    anchors: int = 10  # top RRF anchors seeding the frontier
-    anchor_pool: int = 50  # per-ranking depth before fusion
+    #: pool candidates (best by RRF) scored in the first round; None: every pool candidate
+    anchors: int | None = 30
     rrf_kappa: int = 60
     theta_suff: float = 0.95
     theta_cont: float = 0.15
@@ -164,14 +158,8 @@ class ReadProfile:
     #: when the loop admitted fewer than K, fill the K with scored runners-up, then RRF anchors
     #: (extension; the paper passes only the admitted evidence)
     k_fill: bool = True
-    #: anchors from the learned pool scorer instead of RRF (extension; see EXTENSIONS)
-    pool_scoring: bool = False
     pool: int = 50  # N: depth of each search of the pool
     pool_window: int = 2  # session neighbours either side
-    #: with ``pool_scoring``: "pool" ranks every candidate the loop saw by the learned scorer
-    #: (expanded nodes compete on the pool's score, never decayed in); "loop" ranks admitted
-    #: evidence (eq. 23, hop decay) before the runners-up (extension; see EXTENSIONS)
-    final_rank: Literal["pool", "loop"] = "pool"
     #: expansion reads a beam node's strongest ``edges_per_node`` edges only (None: all of them)
     edges_per_node: int | None = 8
     #: read-time expansion through the views (extension when off; see EXTENSIONS)
@@ -203,7 +191,9 @@ class Profile:
         return cls(
             name="paper",
             write=WriteProfile(supersede_threshold=None),
-            read=ReadProfile(prefer_current=False, hop_decay=1.0, k_fill=False, edges_per_node=None),
+            read=ReadProfile(
+                prefer_current=False, hop_decay=1.0, k_fill=False, edges_per_node=None, anchors=10
+            ),
         )
 
     @classmethod
@@ -213,21 +203,16 @@ class Profile:
 
     @classmethod
     def builtin(cls) -> Profile:
-        """Calibrated for the builtin feature decider, whose scores are less extreme than a model's.
+        """Calibrated for the builtin feature decider (the read pipeline is every backend's).
 
-        Its extensions beyond :meth:`dualmem`: ``read.anchors=30``, ``read.hop_decay=0.8``,
-        ``read.pool_scoring`` (anchors and candidate relevance from the learned scorer fitted by
-        ``dualmem calibrate``, whose relevance is then the whole transition score: λ = (0, 1, 0, 0, 0))
-        and ``write.supersede_threshold=0.85``; ``read.expansion`` is off (under cross-validation
-        neither graph expansion nor any single view changed a ranking, and it costs ~5 ms a search);
-        its θ_suff/θ_cont are recalibrated paper thresholds.
-        The builtin decider rarely reports 0.95 sufficiency, so the evidence loop would run to its
-        limits with the paper's θ_suff. It also scores anchors and graph neighbours less sharply
-        than a model, so more anchors are scored (30) and scores decay by 0.8 per hop; its
-        contradiction cues are crude, so consolidation supersedes a fact only at 0.85 (the paper's
-        escalation gate) rather than 0.60. These values
-        were chosen on LoCoMo conv-26 and conv-41 only; ``bench/README.md`` reports the other
-        conversations as held out.
+        Its settings beyond :meth:`dualmem`: System One scores the whole pool in the first round
+        (``read.anchors=None``: the builtin's answers cost microseconds), its candidate relevance
+        (the learned scorer of ``dualmem calibrate``, answering ``traverse.relevance`` from the
+        FeatureSource) is the whole transition score, λ = (0, 1, 0, 0, 0), since it already weighs
+        similarity, lexical and context evidence; scores decay by 0.8 per hop; consolidation
+        supersedes a fact only at 0.85 (its contradiction cues are crude); θ_suff/θ_cont are
+        recalibrated paper thresholds (it rarely reports 0.95 sufficiency). ``bench/README.md``
+        reports how each was chosen.
         """
         return cls(
             name="builtin",
@@ -235,12 +220,8 @@ class Profile:
             read=ReadProfile(
                 theta_suff=0.80,
                 theta_cont=0.25,
-                anchors=30,
+                anchors=None,
                 hop_decay=0.8,
-                pool_scoring=True,
-                # CV: expansion changed no R@k or MRR (bench/results/locomo-cv.md)
-                expansion=False,
-                # the learned relevance already weighs similarity, lexical and context evidence
                 lambdas=Lambdas(similarity=0.0, relevance=1.0, relation=0.0, novelty=0.0, support=0.0),
             ),
         )

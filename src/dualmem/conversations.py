@@ -21,7 +21,7 @@ Two formats are read; ``load_conversations`` tells them apart by their keys.
       ],
       "questions": [                               # optional; for evaluation only
         {"question": "Why did Mira buy a bicycle?", "answer": "Her old one broke.",
-         "evidence": ["s1:1"], "category": 4}      # category uses LoCoMo's numbering; default 4
+         "evidence": ["s1:1"], "category": 4}      # LoCoMo's numbering (default 4) or a name
       ]
     }
 
@@ -132,7 +132,7 @@ class _Question(_Model):
     question: Text
     answer: Any = None
     evidence: Any = Field(default_factory=list)
-    category: StrictInt = 4
+    category: StrictInt | Annotated[StrictStr, Field(min_length=1, max_length=64)] = 4
     adversarial_answer: Any = None
 
 
@@ -174,7 +174,7 @@ class QA:
     question: str
     answer: str | None
     evidence: tuple[str, ...]
-    category: int
+    category: int | str  # LoCoMo's numbering (1-5), or a corpus's own category name
     adversarial_answer: str | None = None
 
 

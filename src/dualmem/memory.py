@@ -114,11 +114,8 @@ class Memory:
             store.use_ann(self.profile.ann_threshold)
         store.set_context_window(self.profile.read.pool_window)  # a changed window rebuilds the context
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
-        # one learned head: the builtin decider's ranks the anchors too (read on first use)
-        ranker = (lambda: controller.ranker) if isinstance(controller, BuiltinController) else None
-        self._retriever = Retriever(
-            store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read, ranker=ranker
-        )
+        # every read decision goes through the meter to System One (no side channel to a scorer)
+        self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )

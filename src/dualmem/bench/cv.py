@@ -83,7 +83,7 @@ class QueryPool:
 
     conversation: str
     index: int
-    category: int
+    category: int | str
     evidence: tuple[str, ...]
     turn_ids: tuple[str, ...]
     features: npt.NDArray[np.float64]
@@ -193,7 +193,7 @@ def load_pools(
                 pools[conv.id] = pickle.load(fh)
             continue
         # the hand-set System One as it was before the pool: RRF anchors, eq. 23 with equal lambdas
-        handset = ctx.base.with_(read__pool_scoring=False, read__lambdas=Lambdas())
+        handset = ctx.base.with_(read__lambdas=Lambdas())
         with runner._open(path, ctx, handset) as mem:
             pools[conv.id] = _collect(conv, mem, cfg)
         with cache.open("wb") as fh:
@@ -346,10 +346,8 @@ def _embedder(spec: str) -> Any:
 
 
 #: read-path ablations of the real System One: a view left out, every view off (``views``), no
-#: graph expansion at all (``expansion``: zero rounds, no assessment); and the final-ranking rules
-#: against each other: ``loop-rank`` (admitted evidence by eq. 23 with hop decay before the
-#: runners-up, the rule before ``read.final_rank``), ``all-edges`` (expansion reads every edge of a
-#: beam node, not its strongest ``read.edges_per_node``), ``loop-rank-all-edges`` (both: main 3db89a3)
+#: graph expansion at all (``expansion``: zero rounds, no assessment); ``all-edges``: expansion reads
+#: every edge of a beam node, not its strongest ``read.edges_per_node``
 VIEW_ABLATIONS: tuple[str, ...] = (
     "semantic",
     "temporal",
@@ -357,9 +355,7 @@ VIEW_ABLATIONS: tuple[str, ...] = (
     "entity",
     "views",
     "expansion",
-    "loop-rank",
     "all-edges",
-    "loop-rank-all-edges",
 )
 
 
@@ -371,10 +367,8 @@ def read_variant(profile: Profile, name: str | None) -> Profile:
         return profile.with_(read__views=())
     if name == "expansion":
         return profile.with_(read__fixed_depth=0)
-    if name in ("loop-rank", "all-edges", "loop-rank-all-edges"):
-        rank = "loop" if name.startswith("loop-rank") else profile.read.final_rank
-        edges = None if name.endswith("all-edges") else profile.read.edges_per_node
-        return profile.with_(read__final_rank=rank, read__edges_per_node=edges)
+    if name == "all-edges":
+        return profile.with_(read__edges_per_node=None)
     if name in VIEWS:
         return profile.with_(read__views=tuple(v for v in profile.read.views if v != name))
     raise ValueError(f"unknown read-path ablation {name!r}")
@@ -383,7 +377,7 @@ def read_variant(profile: Profile, name: str | None) -> Profile:
 def _variant_system(name: str) -> str:
     if name == "expansion":
         return "dualmem no-expansion"
-    return f"dualmem {name}" if name.startswith(("loop-rank", "all-edges")) else f"dualmem no-{name}"
+    return f"dualmem {name}" if name == "all-edges" else f"dualmem no-{name}"
 
 
 def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] = print) -> CVResult:

@@ -228,7 +228,7 @@ def _summary(values: list[float]) -> Summary:
     return Summary(sum(values) / len(values) if values else None, len(values))
 
 
-def summarize_by_category(pairs: Iterable[tuple[int, float | None]]) -> dict[str, Summary]:
+def summarize_by_category(pairs: Iterable[tuple[int | str, float | None]]) -> dict[str, Summary]:
     """Per-category means of ``(category, value)`` pairs, keyed ``"1"``..``"5"``, ``"1-4"``, ``"all"``.
 
     ``None`` values are left out. Every category 1-5 gets a key (with ``n == 0`` when absent);

@@ -33,7 +33,7 @@ class QuestionRecord:
     conversation: str
     index: int
     question: str
-    category: int
+    category: int | str
     gold_answer: str | None
     gold_evidence: tuple[str, ...]
     retrieved: tuple[str, ...] = ()

@@ -12,19 +12,16 @@ evidence found so far (K-filled from the anchors): a degraded result, not an exc
 from __future__ import annotations
 
 import datetime as dt
-import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from itertools import repeat
-from operator import attrgetter
 from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
 
-from dualmem.config import ReadProfile
+from dualmem.config import Lambdas, ReadProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Batch, BatchResult, Question
@@ -40,21 +37,19 @@ from dualmem.control.states import (
 )
 from dualmem.embed.base import Embedder
 from dualmem.errors import ControllerTimeout
-from dualmem.learn.ranker import LinearRanker, default_ranker
 from dualmem.plane.base import Store
 from dualmem.read import scoring
 from dualmem.read.pool import (
-    FEATURES,
     Pool,
     PoolFeatures,
     PoolNodes,
     PoolSettings,
-    analyze_query,
     build_pool,
     extend_pool,
+    pool_prior,
     restrict_pool,
 )
-from dualmem.read.route import active_views, allocate, depth, rrf
+from dualmem.read.route import active_views, allocate, depth
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
 from dualmem.text.temporal import query_time_focus
 from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
@@ -62,12 +57,29 @@ from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
 __all__ = ["Retriever"]
 
 
+#: the scoring question of each term of eq. 23 after the similarity (λ2..λ5), by the catalog's suffix
+_TERMS: tuple[tuple[str, str], ...] = (
+    ("relevance", "relevance"),
+    ("relation", "relation_usefulness"),
+    ("novelty", "new_information"),
+    ("support", "supports_current_evidence"),
+)
+
+
+def _asked(lam: Lambdas) -> tuple[str, ...]:
+    """The scoring questions eq. 23 reads: a term whose λ is 0 cannot change a score, so it is not
+    asked (a backend is never billed for an answer the ranking ignores)."""
+    return tuple(suffix for term, suffix in _TERMS if getattr(lam, term) != 0.0)
+
+
 @lru_cache(maxsize=512)
-def _traversal_questions(n: int) -> Mapping[str, Question]:
+def _traversal_questions(n: int, asked: tuple[str, ...]) -> Mapping[str, Question]:
     """The scoring questions of ``n`` candidates (the catalog's, built once per batch size)."""
     questions: dict[str, Question] = {}
     for i in range(n):
-        questions.update(catalog.traversal_questions(i))
+        for name, q in catalog.traversal_questions(i).items():
+            if name.removeprefix(f"candidate_{i}_") in asked:
+                questions[name] = q
     return MappingProxyType(questions)
 
 
@@ -110,9 +122,8 @@ class _Run:
     visited: set[str] = field(default_factory=set)
     edges_inspected: int = 0
     rounds: list[RoundTrace] = field(default_factory=list)
-    pool: Pool | None = None  # the candidate pool, when anchors come from the learned scorer
+    pool: Pool | None = None  # the query's candidate pool (expansion extends it)
     asks_past: bool = False  # the query asks about history (``query_time_focus``)
-    scored: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None  # features, scores
 
 
 class Retriever:
@@ -126,158 +137,89 @@ class Retriever:
         profile: ReadProfile,
         *,
         clock: Callable[[], float] = time.perf_counter,
-        ranker: LinearRanker | Callable[[], LinearRanker] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.meter = meter
         self.profile = profile
         self.clock = clock
-        self._ranker = ranker
-
-    @property
-    def ranker(self) -> LinearRanker:
-        """The learned scorer that ranks the pool (``profile.pool_scoring``); packaged by default."""
-        if self._ranker is None:
-            self._ranker = default_ranker()
-        elif not isinstance(self._ranker, LinearRanker):
-            self._ranker = self._ranker()
-        return self._ranker
 
     # -- public ------------------------------------------------------------------------------
     def search(
         self, query: str, tenant: Tenant, *, k: int, allowed: frozenset[str] | None = None
     ) -> Retrieval:
-        """``allowed``: when given, only these node ids may be returned (a search filter)."""
+        """One pipeline for every backend: the candidate pool (vector, lexical, context, session
+        neighbours) -> route (S1) -> score the pool (S1, eq. 23-25) -> assess (S1) -> expand over the
+        active views (new candidates join the pool) -> score -> ... -> the K best scored candidates.
+
+        ``allowed``: when given, only these node ids may be returned (a search filter)."""
         started = self.clock()
-        asks_past = query_time_focus(query) == "past"
-        if self.profile.pool_scoring:
-            pool = self.pool(query, tenant)
-            run = _Run(query, pool.qvec, tenant, started, pool=pool, asks_past=asks_past)
-            fused = self._ranking(pool, run)
-        else:
-            # the query's named speakers are kept out of the embedded text, as the pool does
-            lex_hits, _, analysis = analyze_query(self.store, query, tenant, self.profile.anchor_pool)
-            qvec = self.embedder.embed([analysis.stripped])[0]
-            run = _Run(query, qvec, tenant, started, asks_past=asks_past)
-            fused = self.anchors(query, qvec, tenant, lexical=lex_hits)
-        if allowed is not None:
-            fused = [(i, s) for i, s in fused if i in allowed]
-            if run.pool is not None:
-                run.pool = restrict_pool(run.pool, allowed)
-                run.scored = None
-        if not fused:
+        pool = self.pool(query, tenant, allowed)
+        run = _Run(query, pool.qvec, tenant, started, pool=pool)
+        run.asks_past = query_time_focus(query) == "past"
+        prior = self.prior_ranking(pool)
+        if not prior:
             return Retrieval(query, (), self._trace(run, [], 0, "empty"))
         if not self.profile.controller_enabled:
-            nodes = self.store.get_nodes([i for i, _ in fused[:k]], tenant)
-            top = fused[0][1]
-            ev = [Evidence(nodes[i], s / top, "anchor") for i, s in fused[:k] if i in nodes]
-            return Retrieval(query, tuple(ev), self._trace(run, fused[:k], 0, "controller_off"))
-        anchors = fused[: self.profile.anchors]
+            top = prior[:k]
+            nodes = _full_nodes(pool, [i for i, _ in top], run)
+            ev = [Evidence(nodes[i], s / top[0][1], "anchor") for i, s in top if i in nodes]
+            return Retrieval(query, tuple(ev), self._trace(run, top, 0, "controller_off"))
+        first = prior if self.profile.anchors is None else prior[: self.profile.anchors]
         max_depth = 0
         try:
             self._route(run)
-            max_depth = self.profile.fixed_depth or depth(
-                run.need.get("multi_hop_need", 0.0), self.profile.limits.max_depth
-            )
-            reason = self._loop(run, anchors, max_depth)
+            fixed = self.profile.fixed_depth  # 0 is a depth too (the no-expansion ablation)
+            hops = run.need.get("multi_hop_need", 0.0)
+            max_depth = fixed if fixed is not None else depth(hops, self.profile.limits.max_depth)
+            reason = self._loop(run, first, max_depth)
         except _OutOfTime:
             reason = "time_limit"
-        return Retrieval(query, self._top(run, fused, k), self._trace(run, anchors, max_depth, reason))
+        return Retrieval(query, self._top(run, prior, k), self._trace(run, first, max_depth, reason))
 
-    def _top(self, run: _Run, fused: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
-        """The K best. With the pool and ``final_rank="pool"``: every candidate the loop saw, by the
-        learned scorer (``_pool_top``). Otherwise admitted evidence, then scored runners-up, then RRF
-        anchors (K-fill)."""
-        if run.pool is not None and self.profile.final_rank == "pool":
-            return self._pool_top(run, k)
-        if not self.profile.k_fill:
-            return tuple(scoring.fill_top(list(run.evidence.values()), [], k))
-        ranked = scoring.fill_top(list(run.evidence.values()), list(run.runners_up.values()), k)
-        more = scoring.anchor_fill(ranked, fused, k)
-        if more:
-            nodes = self.store.get_nodes([i for i, _ in more], run.tenant)
-            ranked += [Evidence(nodes[i], s, "anchor") for i, s in more if i in nodes]
+    def _top(self, run: _Run, prior: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
+        """The K best: every candidate System One scored (admitted or not, any round) by its final
+        score (eq. 23-25, superseded demotion, hop decay); with ``k_fill``, slots left are filled with
+        unscored pool candidates by the prior (RRF of the pool's rankings), scored below them all."""
+        scored = {**run.runners_up, **run.evidence}
+        ranked = sorted(scored.values(), key=lambda e: (-e.score, e.node.id))[:k]
+        if not self.profile.k_fill or len(ranked) >= k:
+            return tuple(ranked)
+        more = scoring.anchor_fill(ranked, [(i, s) for i, s in prior if i not in scored], k)
+        assert run.pool is not None
+        nodes = _full_nodes(run.pool, [i for i, _ in more], run)
+        ranked += [
+            Evidence(nodes[i], s, "anchor", None, 0, nodes[i].temporal_refs) for i, s in more if i in nodes
+        ]
         return tuple(ranked)
-
-    def _pool_top(self, run: _Run, k: int) -> tuple[Evidence, ...]:
-        """The K best of the pool (as expansion extended it) by the one learned scorer.
-
-        A node reached over an edge competes on the same score as every pool candidate: no hop
-        decay, no place ahead of better runners-up, so the loop is never below its own pool ranking
-        at any K (the pool's rows are scored as ``pool_ranking`` scores them). What the loop found
-        (the view and edge that reached a node, the round) is kept on the evidence. The superseded
-        demotion applies as everywhere (``read.prefer_current``).
-        """
-        pool = run.pool
-        assert pool is not None
-        if not pool.ids:
-            return ()
-        p = self.profile
-        factor = p.superseded_factor if p.prefer_current else None
-        raw = self._pool_scores(pool, run)
-        if factor is not None and not run.asks_past:
-            valid_to = map(attrgetter("valid_to"), map(pool.rows.__getitem__, pool.ids))
-            superseded = np.fromiter(map(operator.is_not, valid_to, repeat(None)), bool, len(pool.ids))
-            raw = scoring.demote_superseded_all(
-                raw, superseded=superseded, asks_past=run.asks_past, factor=factor
-            )
-        ranked = _best_first(raw)[:k]
-        order, scores = ranked.tolist(), raw[ranked].tolist()
-        out: list[Evidence] = []
-        nodes = _full_nodes(pool, [pool.ids[r] for r in order], run)
-        for r, score in zip(order, scores, strict=True):
-            node_id = pool.ids[r]
-            seen = run.evidence.get(node_id) or run.runners_up.get(node_id)
-            if seen is not None:
-                out.append(replace(seen, score=score))
-            elif node_id in nodes:  # else: forgotten since the pool was read
-                node = nodes[node_id]
-                out.append(Evidence(node, score, "anchor", None, 0, node.temporal_refs))
-        return tuple(out)
 
     def clear_cache(self) -> None:
         clear = getattr(self.embedder, "clear", None)
         if clear is not None:
             clear()
 
-    def anchors(
-        self, query: str, qvec: Vector, tenant: Tenant, *, lexical: Sequence[tuple[str, float]] | None = None
-    ) -> list[tuple[str, float]]:
-        """Vector and lexical rankings fused by RRF (eq. 16); ``lexical``: the query's lexical
-        top-``anchor_pool`` when the caller already has it."""
-        pool = self.profile.anchor_pool
-        vec = [i for i, _ in self.store.vector_search(tenant, qvec, pool)]
-        hits = self.store.lexical_search(tenant, query, pool) if lexical is None else lexical
-        lex = [i for i, _ in hits]
-        return rrf([vec, lex], self.profile.rrf_kappa)
-
-    def pool(self, query: str, tenant: Tenant) -> Pool:
-        """The query's candidate pool (``dualmem.read.pool``) at the profile's depth and window."""
+    def pool(self, query: str, tenant: Tenant, allowed: frozenset[str] | None = None) -> Pool:
+        """The query's candidate pool (``dualmem.read.pool``) at the profile's depth and window;
+        with ``allowed``, only those candidates (all of them when they are few: a narrow filter)."""
         settings = PoolSettings(self.profile.pool, self.profile.pool_window)
-        return build_pool(self.store, self.embedder, query, tenant, settings)
+        pool = build_pool(self.store, self.embedder, query, tenant, settings)
+        if allowed is None:
+            return pool
+        missing = [i for i in sorted(allowed) if i not in pool.index]
+        if len(allowed) <= 4 * settings.n and missing:
+            nodes = self.store.get_nodes(missing, tenant)
+            pool = extend_pool(self.store, tenant, pool, list(nodes.values()), settings)
+        return restrict_pool(pool, allowed)
 
-    def pool_ranking(self, pool: Pool) -> list[tuple[str, float]]:
-        """The pool ranked by the learned scorer: the anchors' fusion (replaces RRF, eq. 16)."""
-        return self._ranking(pool, None)
-
-    def _ranking(self, pool: Pool, run: _Run | None) -> list[tuple[str, float]]:
+    def prior_ranking(self, pool: Pool) -> list[tuple[str, float]]:
+        """The pool by its deterministic prior, best first: reciprocal-rank fusion (eq. 16) of the
+        pool's rankings (vector, lexical as written and name-stripped, context); candidates in none
+        of them (session neighbours, expansion, a filter's additions) follow in pool order."""
         if not pool.ids:
             return []
-        scores = self._pool_scores(pool, run)
+        scores = pool_prior(pool, self.profile.rrf_kappa)
         order = _best_first(scores)
         return list(zip(map(pool.ids.__getitem__, order.tolist()), scores[order].tolist(), strict=True))
-
-    def _pool_scores(self, pool: Pool, run: _Run | None = None) -> npt.NDArray[np.float64]:
-        """The learned scorer over the pool's rows, computed once per feature matrix of a run (the
-        ranking and the final top-K of a pool that expansion did not extend score the same one)."""
-        held = run.scored if run is not None else None
-        if held is not None and held[0] is pool.features:
-            return held[1]
-        scores = self.ranker.score(pool.features, FEATURES)
-        if run is not None:
-            run.scored = (pool.features, scores)
-        return scores
 
     # -- steps -------------------------------------------------------------------------------
     def _route(self, run: _Run) -> None:
@@ -301,8 +243,9 @@ class Retriever:
         run.temporal = run.need["temporal"] >= self.profile.theta_act
 
     def _loop(self, run: _Run, anchors: list[tuple[str, float]], max_depth: int) -> StopReason:
-        nodes = self.store.get_nodes([i for i, _ in anchors], run.tenant)
-        top = anchors[0][1]
+        assert run.pool is not None
+        nodes = _full_nodes(run.pool, [i for i, _ in anchors], run)
+        top = anchors[0][1] or 1.0
         pairs = [(nodes[i], None, s / top) for i, s in anchors if i in nodes]
         run.now = max((n.at for n, _, _ in pairs if n.at is not None), default=None)
         beam = self._score(run, pairs, round_no=0, assessment=None)
@@ -439,13 +382,14 @@ class Retriever:
             self._evidence_items(run, evidence, source),
             tuple(self._candidate(run, n, e, w, source) for n, e, w in cands),
         )
-        res = self._ask(run, Batch.of(state, _traversal_questions(len(cands)), "scoring", features=source))
+        asked = _asked(self.profile.lambdas)
+        questions = _traversal_questions(len(cands), asked)
+        res = self._ask(run, Batch.of(state, questions, "scoring", features=source))
         scored: list[tuple[float, ScoredCandidate, Node, Edge | None]] = []
         for i, ((node, edge, weight), cand) in enumerate(zip(cands, state.candidates, strict=True)):
-            a = res.noul(f"candidate_{i}_relevance")
-            rel = res.noul(f"candidate_{i}_relation_usefulness")
-            nov = res.noul(f"candidate_{i}_new_information")
-            sup = res.noul(f"candidate_{i}_supports_current_evidence")
+            a, rel, nov, sup = (
+                res.noul(f"candidate_{i}_{suffix}") if suffix in asked else 0.0 for _, suffix in _TERMS
+            )
             j = scoring.Judgement(a, rel, nov, sup)
             s = self._final_score(run, node, edge, cand.similarity, j, weight, round_no)
             sc = ScoredCandidate(node.id, cand.view, cand.label, s, cand.similarity, a, rel, nov, sup, False)

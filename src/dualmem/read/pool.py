@@ -22,12 +22,15 @@ lex_q           BM25 of the name-stripped query / the best
 lex_q_rank      10 / (10 + rank) in that list
 nb_lex          the best ``lex_q`` among the node's neighbours
 ctx_lex         BM25 of the name-stripped query over the node's context field / the best
-speaker         the node's speaker is a person the query names
-other_speaker   the query names persons and the node's speaker is none of them
+speaker         the node's speaker is a person the query names, or (speakers that are roles) the
+                role it asks about: the assistant for "what did you suggest", the user for "where
+                do I live" (``text.query.perspective``)
+other_speaker   the query names persons (or a role) and the node's speaker is none of them
 log_len         log(1 + words) / 5
 short           at most 8 words
 time            the query's grounded time overlaps the node's day or its grounded references
 neighbour       the node is in the pool only as a neighbour
+question        the node's text is itself a question (it ends with "?"): asking is not answering
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
@@ -68,11 +71,12 @@ __all__ = [
     "analyze_query",
     "build_pool",
     "extend_pool",
+    "pool_prior",
     "restrict_pool",
 ]
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
-POOL_VERSION = "2"
+POOL_VERSION = "3"
 
 FEATURES: tuple[str, ...] = (
     "vec",
@@ -91,6 +95,7 @@ FEATURES: tuple[str, ...] = (
     "short",
     "time",
     "neighbour",
+    "question",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -324,6 +329,21 @@ def extend_pool(
     return replace(pool, ids=ids, nodes=nodes, features=features, neighbours=near, context=q, rows=rows)
 
 
+def pool_prior(pool: Pool, kappa: int = 60) -> npt.NDArray[np.float64]:
+    """Each candidate's reciprocal-rank fusion (eq. 16) over the pool's rankings (vector, lexical as
+    written, lexical name-stripped, context); 0 for a candidate in none of them."""
+    out = np.zeros(len(pool.ids))
+    if pool.context is None:
+        return out
+    index = pool.index
+    for ranks in pool.context.ranks:
+        for node_id, (rank, _) in ranks.items():
+            row = index.get(node_id)
+            if row is not None:
+                out[row] += 1.0 / (kappa + rank + 1)
+    return out
+
+
 def restrict_pool(pool: Pool, allowed: frozenset[str]) -> Pool:
     """``pool`` with only the candidates in ``allowed`` (a search filter); features unchanged."""
     keep = [r for r, i in enumerate(pool.ids) if i in allowed]
@@ -478,7 +498,7 @@ def _neighbour_columns(
 
 def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], analysis: QueryAnalysis) -> None:
     """The columns of the node alone: speaker, length and time."""
-    if analysis.persons:  # else no speaker is named: both columns stay 0
+    if analysis.about:  # else the query names no speaker nor role: both columns stay 0
         speakers = list(map(attrgetter("speaker"), nodes))
         named = {s: analysis.mentions(s) for s in set(speakers)}
         speaker = np.fromiter(map(named.__getitem__, speakers), np.float64, len(nodes))
@@ -487,6 +507,7 @@ def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], anal
     words = np.fromiter(map(len, map(str.split, map(attrgetter("content"), nodes))), np.intp, len(nodes))
     out[:, _COL["log_len"]] = _log_len(1 << max(8, int(words.max()).bit_length()))[words]
     out[:, _COL["short"]] = words <= 8
+    out[:, _COL["question"]] = [_asks(n.content) for n in nodes]
     if analysis.times:
         out[:, _COL["time"]] = [_time_match(n, analysis) for n in nodes]
 
@@ -499,6 +520,11 @@ def _log_len(size: int) -> npt.NDArray[np.float64]:
     table = np.array([math.log1p(w) / 5.0 for w in range(size)], dtype=np.float64)
     table.flags.writeable = False
     return table
+
+
+def _asks(text: str) -> bool:
+    """The text ends as a question (closing quotes, brackets and emphasis aside)."""
+    return text.rstrip().rstrip("\"')]*_ \u201d\u2019").endswith("?")
 
 
 def _time_match(node: Candidate, analysis: QueryAnalysis) -> bool:

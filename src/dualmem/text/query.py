@@ -22,9 +22,10 @@ from typing import Literal
 from dualmem.text.temporal import ground
 from dualmem.types import TemporalRef
 
-__all__ = ["QueryAnalysis", "QuestionForm", "analyze", "question_form"]
+__all__ = ["QueryAnalysis", "QuestionForm", "Role", "analyze", "perspective", "question_form", "role_of"]
 
 QuestionForm = Literal["when", "where", "who", "why", "how", "what", "yes_no", "other"]
+Role = Literal["user", "assistant"]
 
 _WH = re.compile(r"\b(when|where|who|whom|whose|why|how|what|which)\b", re.IGNORECASE)
 _YES_NO = re.compile(
@@ -48,13 +49,24 @@ class QueryAnalysis:
     persons: tuple[str, ...]
     times: tuple[TemporalRef, ...]
     form: QuestionForm
+    #: whose words the query asks about when speakers are roles: "assistant" for "what did you
+    #: suggest ...", "user" for "where do I live ...", ``None`` when it speaks of neither
+    perspective: Role | None = None
 
     def mentions(self, speaker: str | None) -> bool:
-        """True when ``speaker`` is one of the persons the query names (case-insensitive)."""
+        """True when ``speaker`` is one of the persons the query names (case-insensitive), or, when
+        it names none, the role the query asks about (:func:`role_of` the speaker)."""
         if not speaker:
             return False
         key = speaker.strip().casefold()
-        return any(p.casefold() == key for p in self.persons)
+        if self.persons:
+            return any(p.casefold() == key for p in self.persons)
+        return self.perspective is not None and role_of(speaker) == self.perspective
+
+    @property
+    def about(self) -> bool:
+        """The query says whose words it asks about: it names persons, or speaks as or to a role."""
+        return bool(self.persons) or self.perspective is not None
 
     def time_overlap(self, start: dt.date, end: dt.date) -> bool:
         """True when the span ``start..end`` overlaps a grounded time expression of the query."""
@@ -74,6 +86,44 @@ def _may_mention(text: str, name: str) -> bool:
     if text.isascii() and name.isascii():
         return name.lower() in text.lower()
     return True
+
+
+_USER_ROLES = frozenset({"user", "human", "me", "customer", "client"})
+_ASSISTANT_ROLES = frozenset(
+    {"assistant", "ai", "bot", "model", "agent", "system", "chatbot", "gpt", "claude"}
+)
+#: "you" as the one who said, suggested or did something for the asker (the assistant's words)
+_YOU_SAID = re.compile(
+    r"\b(?:did|do|does|have|had|were|was|would)\s+you\b(?!\s+(?:know|think|remember|recall))|"
+    r"\byou(?:'ve|\s+have|\s+had)?\s+(?:\w+ly\s+)?(?:suggest|recommend|said|told|gave|propos|advis|wrote|"
+    r"explain|show|list|shar|provid|offer|pick|chose|mention|walk|draft|sketch|outlin|calculat|estimat|"
+    r"warn|describ|compar|\w+ed\b)",
+    re.IGNORECASE,
+)
+_YOUR_WORDS = re.compile(r"\byour\s+(?:suggest|recommend|advice|answer|tip|idea|plan|script|code|list)", re.I)
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|we|our|us)\b", re.IGNORECASE)
+
+
+def role_of(speaker: str | None) -> Role | None:
+    """The role a speaker name stands for (``user``/``assistant`` and their usual synonyms), or None."""
+    if not speaker:
+        return None
+    key = speaker.strip().casefold()
+    if key in _USER_ROLES:
+        return "user"
+    if key in _ASSISTANT_ROLES:
+        return "assistant"
+    return None
+
+
+def perspective(query: str) -> Role | None:
+    """Whose words a question about a user-assistant chat asks for: "what did you suggest" asks for
+    the assistant's, "where do I live" for the user's; ``None`` when it speaks of neither."""
+    if _YOU_SAID.search(query) or _YOUR_WORDS.search(query):
+        return "assistant"
+    if _FIRST_PERSON.search(query):
+        return "user"
+    return None
 
 
 def analyze(query: str, *, names: Iterable[str] = (), now: dt.datetime | None = None) -> QueryAnalysis:
@@ -97,6 +147,7 @@ def analyze(query: str, *, names: Iterable[str] = (), now: dt.datetime | None = 
         persons=tuple(sorted(persons, key=str.casefold)),
         times=ground(query, now),
         form=question_form(query),
+        perspective=None if persons else perspective(query),
     )
 
 
