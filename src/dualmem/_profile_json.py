@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dualmem import _json as bounded_json
 from dualmem.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def save_profile(profile: Profile, path: str | Path) -> Path:
 
 def load_profile(path: str | Path) -> Profile:
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read profile {path}: {exc.strerror}") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

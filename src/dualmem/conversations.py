@@ -57,6 +57,7 @@ from typing import Annotated, Any, TypeVar
 import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, StrictInt, StrictStr
 
+from dualmem import _json as bounded_json
 from dualmem._boundary import describe_error
 from dualmem.errors import InvalidInput
 from dualmem.text.timeparse import parse_time
@@ -236,7 +237,7 @@ def _load_file(path: Path) -> list[Conversation]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read {path}: {exc}") from exc
     try:
-        data = json.loads(raw)
+        data = bounded_json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"{path.name}: not valid JSON (line {exc.lineno}: {exc.msg})", hint="fix the JSON syntax there"

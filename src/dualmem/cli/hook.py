@@ -18,7 +18,6 @@ instead (the embedder and the System-One controller; slower to start).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -28,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dualmem import _json as bounded_json
 from dualmem.errors import InvalidInput, NotFound
 from dualmem.plane.base import Store
 from dualmem.types import Node, Tenant
@@ -78,7 +78,7 @@ def read_input(raw: str) -> HookInput:
         return HookInput()
     if text.startswith("{"):
         try:
-            doc = json.loads(text)
+            doc = bounded_json.loads(text)
         except ValueError:
             doc = None
         if isinstance(doc, dict):

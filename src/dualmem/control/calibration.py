@@ -29,6 +29,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from dualmem import _json as bounded_json
 from dualmem.control.base import BaseController
 from dualmem.control.questions import Batch, BatchResult, Controller, NoulAnswer
 from dualmem.errors import ConfigError, ControllerError, InvalidInput
@@ -126,7 +127,7 @@ class Calibration:
     def load(cls, path: str | Path) -> Calibration:
         """Read a calibration file; a missing or malformed one is a ``ConfigError``."""
         try:
-            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+            raw = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError(f"cannot read calibration {path}: {exc.strerror}") from exc
         except json.JSONDecodeError as exc:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator
 
+from dualmem import _json as bounded_json
 from dualmem._boundary import describe_error
 from dualmem.errors import ConfigError
 
@@ -56,7 +57,7 @@ class WeightsFile(_Strict):
 def read_weights(text: str, *, source: str) -> dict[str, Any]:
     """Parse and validate the JSON ``text`` of a weights file; ``ConfigError`` names the bad field."""
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"cannot read builtin weights {source}: not JSON (line {exc.lineno}: {exc.msg})", hint=_HINT

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dualmem import _json as bounded_json
 from dualmem.errors import ConfigError
 from dualmem.reason.base import ABSTAIN_TEXT, Answerer, Draft
 from dualmem.text.lexical import content_tokens
@@ -187,7 +188,7 @@ class AbstentionGate:
     @classmethod
     def from_file(cls, path: Path) -> AbstentionGate:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read the abstention gate {path}: {exc}") from exc
         return cls.from_json(data, source=str(path))

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem import __version__
+from dualmem import _json as bounded_json
 from dualmem.control import catalog
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Batch
@@ -91,7 +92,7 @@ def read_labelled_jsonl(path: Path) -> list[LabelledQuery]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = bounded_json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{path}:{n}: not JSON ({exc.msg})") from exc
         if not isinstance(row, dict):

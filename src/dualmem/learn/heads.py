@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dualmem import _json as bounded_json
 from dualmem.control.builtin import BuiltinWeights, LinearWeights, default_weights
 from dualmem.control.builtin_features import GROUPS, Features
 from dualmem.control.states import (
@@ -176,7 +177,7 @@ class LearnedHeads:
     @classmethod
     def from_file(cls, path: Path) -> LearnedHeads:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read learned heads {path}: {exc}") from exc
         return cls.from_json(data, source=str(path))

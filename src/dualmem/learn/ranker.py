@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from dualmem import _json as bounded_json
 from dualmem.errors import ConfigError
 
 __all__ = ["FORMAT", "CandidateRows", "LinearRanker", "default_ranker"]
@@ -127,7 +128,7 @@ class LinearRanker:
     @classmethod
     def from_file(cls, path: Path) -> LinearRanker:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read ranker weights {path}: {exc}") from exc
         return cls.from_json(data, source=str(path))

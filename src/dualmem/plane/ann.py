@@ -13,7 +13,9 @@ when the ``scale`` extra (``usearch``) is installed; otherwise the store keeps e
   index never changes a similarity, only which rows are looked at.
 - **Deletes** are honoured twice: a deleted row has no ``vectors`` row, so it can never come back
   (the database is the tombstone list), and each segment counts its dead rows; one with more than
-  ``DEAD_SHARE`` dead is rebuilt from the live rows (compaction).
+  ``DEAD_SHARE`` dead is rebuilt from the live rows (compaction). Once the delete commits, the
+  store zeroes the row's slot in every segment file covering it and syncs the file
+  (``_ann_erase``): a forgotten embedding does not stay on disk until its segment is compacted.
 - **Settings are part of the index**: each manifest records what its segments were built with
   (``dtype``, ``connectivity``, ``expansion_add``; a manifest without them predates the record and
   was built with the first settings, f16 / 16 / 128). An index built otherwise, a damaged manifest
@@ -39,7 +41,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,14 +161,15 @@ class AnnIndex:
                 keys.update([delta_ids[i] for i in top.tolist()])
         return _rescore(conn, tenant, q, sorted(keys), k)
 
-    def forget(self, conn: sqlite3.Connection, node_ids: list[str]) -> None:
-        """Before ``node_ids`` are deleted: count them dead in their segments, drop them from the delta."""
-        if not node_ids:
-            return
-        marks = ",".join("?" * len(node_ids))
-        rows = conn.execute(
-            f"SELECT user_id, rowid FROM vectors WHERE node_id IN ({marks})", node_ids
-        ).fetchall()
+    @property
+    def folder(self) -> Path | None:
+        """Where the segment files live (None: in memory only)."""
+        return self._dir
+
+    def forget(self, conn: sqlite3.Connection, rows: Iterable[tuple[str, int]]) -> None:
+        """Before the vector rows ``(user id, rowid)`` are deleted: count them dead in their segments,
+        drop them from the delta. (Their bytes leave the segment files after the commit:
+        ``_ann_erase``, run by the store.)"""
         with self._lock:
             for user_id, rowid in rows:
                 user = self._users.get(user_id)
@@ -179,6 +182,17 @@ class AnnIndex:
                             self._undo.append(seg)
                 if rowid in user.delta_ids and user.delta is not None:
                     user.remove(user.delta_ids.index(rowid))
+
+    def discard(self, files: Iterable[str]) -> None:
+        """Segment files removed under the index (``_ann_erase`` could not read them): their users
+        are loaded again on their next search (and, their files missing, rebuilt from the database)."""
+        gone = set(files)
+        with self._lock:
+            for user_id, user in list(self._users.items()):
+                if any(seg.file in gone for seg in user.segments):
+                    for seg in user.segments:
+                        seg.index = None
+                    del self._users[user_id]
 
     def settle(self, conn: sqlite3.Connection) -> None:
         """After a commit (outside any transaction): a loaded user whose delta has reached
@@ -289,7 +303,7 @@ class AnnIndex:
         seg = _Segment(lo=lo, hi=hi, size=size, index=index)
         if self._dir is not None and size:
             self._dir.mkdir(exist_ok=True)
-            name = f"{_user_key(user_id)}-{lo}-{hi}-{uuid.uuid4().hex[:8]}.usearch"
+            name = f"{user_key(user_id)}-{lo}-{hi}-{uuid.uuid4().hex[:8]}.usearch"
             tmp = self._dir / (name + ".tmp")
             index.save(str(tmp))
             os.replace(tmp, self._dir / name)
@@ -329,7 +343,7 @@ class AnnIndex:
         return out
 
     def _manifest_path(self, user_id: str) -> Path | None:
-        return None if self._dir is None else self._dir / f"{_user_key(user_id)}.json"
+        return None if self._dir is None else self._dir / f"{user_key(user_id)}.json"
 
     def _save_manifest(self, conn: sqlite3.Connection, user_id: str, user: _User) -> None:
         manifest = self._manifest_path(user_id)
@@ -474,7 +488,8 @@ def _identity(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _user_key(user_id: str) -> str:
+def user_key(user_id: str) -> str:
+    """The file name prefix of a user's segments and manifest."""
     return hashlib.sha256(user_id.encode()).hexdigest()[:20]
 
 

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pydantic
 
+from dualmem import _json as bounded_json
 from dualmem._boundary import describe_error
 from dualmem.errors import EmbedderMismatch, InvalidInput
 from dualmem.plane._records import ChunksRecord, DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord
@@ -151,7 +152,7 @@ def _checked(model: type[_R], doc: dict[str, Any], number: int) -> _R:
 
 def _parse(raw: str, number: int) -> dict[str, Any]:
     try:
-        doc = json.loads(raw)
+        doc = bounded_json.loads(raw)
     except ValueError as exc:
         raise InvalidInput(f"line {number} of the import is malformed: not JSON ({exc})", hint=_HINT) from exc
     if not isinstance(doc, dict):

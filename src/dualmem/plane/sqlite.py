@@ -32,6 +32,7 @@ from dualmem.errors import (
     ReadOnlyStore,
     StoreError,
 )
+from dualmem.plane import _ann_erase as ann_erase
 from dualmem.plane import _chunks, ann
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
@@ -86,6 +87,8 @@ class SQLiteStore:
         self._lock = self._tx.lock
         self._ann: ann.AnnIndex | None = None
         self._ann_threshold = 0
+        #: vector rows deleted since the last commit, to be zeroed in the ANN segment files after it
+        self._ann_doomed: list[ann_erase.Doomed] = []
         self._context_window = context.CONTEXT_WINDOW
         self._nodes = NodeCache()
         self._contexts: dict[str, tuple[Tenant, NodeContext | None]] = {}  # cleared as ``_nodes``
@@ -150,12 +153,40 @@ class SQLiteStore:
         self._cache.committed()
         if self._checkpointer is not None:
             self._checkpointer.committed()
+        if self._ann_doomed:
+            self._erase_segments()
         if self._ann is not None:
             try:
                 with sql.translated("build an approximate index segment"):
                     self._ann.settle(self._conn)
             except (StoreError, OSError) as exc:
                 log.warning("could not extend the approximate index of %s: %s", self.path, exc)
+
+    def _ann_folder(self) -> Path | None:
+        """The ANN segment folder, when there is one on disk (also while ANN search is off: a store
+        opened without it must still erase what an earlier open indexed)."""
+        folder = self._ann.folder if self._ann is not None else None
+        if folder is None and self._ann is None and self.path != ":memory:":
+            folder = Path(self.path + ".ann")
+        return folder if folder is not None and folder.is_dir() else None
+
+    def _erase_segments(self) -> None:
+        """After a commit that deleted vectors: zero their slots in the segment files (docs/storage.md,
+        "Forget erases"). The delete has committed: a failure is logged, never raised."""
+        doomed, self._ann_doomed = self._ann_doomed, []
+        folder = self._ann_folder()
+        if folder is None:
+            return
+        try:
+            with sql.translated("erase forgotten vectors from the approximate index"):
+                done = ann_erase.erase(folder, ann_erase.still_deleted(self._conn, doomed))
+        except (StoreError, OSError) as exc:
+            log.warning("could not erase forgotten vectors from the index files of %s: %s", self.path, exc)
+            return
+        if done.shredded:
+            log.warning("rebuilding unreadable approximate index files of %s: %s", self.path, done.shredded)
+            if self._ann is not None:
+                self._ann.discard(done.shredded)
 
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
@@ -460,8 +491,11 @@ class SQLiteStore:
             touched = context.affected(self, gone_nodes, self._context_window) - set(node_ids)
             for chunk in sql.chunks(node_ids):
                 marks = sql.marks(len(chunk))
-                if self._ann is not None:
-                    self._ann.forget(self._conn, chunk)
+                if self._ann is not None or self._ann_folder() is not None:
+                    rows = ann_erase.doomed(self._conn, chunk)
+                    self._ann_doomed.extend(rows)
+                    if self._ann is not None:
+                        self._ann.forget(self._conn, [(row.user_id, row.rowid) for row in rows])
                 scale.forget_decisions(self._conn, chunk)
                 cur = self._conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
                 removed += max(cur.rowcount, 0)

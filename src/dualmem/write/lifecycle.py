@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from dualmem import _json as bounded_json
 from dualmem.errors import DatabaseLocked, DualmemError, InvalidInput
 from dualmem.plane.base import Store
 from dualmem.text.timeparse import parse_time
@@ -144,7 +144,7 @@ def check_import_tenant(lines: Iterable[str], tenant: Tenant) -> None:
     refs: list[str] = []
     for raw in lines:
         try:
-            doc = json.loads(raw) if raw.strip() else None
+            doc = bounded_json.loads(raw) if raw.strip() else None
         except ValueError:
             continue
         if not isinstance(doc, dict):
