@@ -112,6 +112,38 @@ _CHANGE = _lexicon(
     "no longer|not anymore|anymore|any more|no more|now|nowadays|these days|moved|changed|switched|"
     "quit|stopped|used to|instead|from now on|gave up|recently started|new job|started"
 )
+#: what a personal fact is about: an update ("moved", "switched", "new job") of one of these
+#: replaces an older fact of the same family by the same speaker ("I live in Berlin" -> "we moved to
+#: Hamburg"); the families are stems of :func:`tokenize`
+SLOTS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "residence": frozenset(
+            "live lives living lived move moved moving flat apartment house home hometown rent "
+            "neighbourhood neighborhood".split()
+        ),
+        "work": frozenset(
+            "job work works working worked employer company position role hire hired join joined team "
+            "office boss startup career salary promoted promotion quit".split()
+        ),
+        "diet": frozenset("vegetarian vegan diet eat eating meat fish dairy gluten keto pescatarian".split()),
+        "relationship": frozenset(
+            "boyfriend girlfriend partner husband wife married engaged fiance fiancee divorced dating".split()
+        ),
+        "pet": frozenset("dog cat puppy kitten pet adopt adopted".split()),
+        "tool": frozenset(
+            "switch switched use using laptop phone editor ide framework library stack tool car bike".split()
+        ),
+        "study": frozenset(
+            "school university college degree course class studies study studying major".split()
+        ),
+        "fitness": frozenset("run running race marathon pace gym train training workout pr".split()),
+    }
+)
+_SELF_CHANGE = re.compile(
+    r"\b(?:i|we|i've|we've|i'm|we're|i'd|we'd)\b(?:\s+(?!and\b|but\b)\w+){0,3}?\s+(?:moved|relocated|switched|"
+    r"changed|started|quit|left|joined|became|stopped|no longer|gave up|took a new|got a new|now)\b"
+)
+_SLOT_PREFIXES: tuple[tuple[str, str], ...] = (("relocat", "residence"), ("neighbo", "residence"))
 _PREF_POS = _lexicon(
     "love|loves|loved|loving|enjoy|enjoys|enjoyed|enjoying|prefer|prefers|preferred|favorite|"
     "favourite|favorites|favourites|fond of|fan of|adore|adores|passionate about|obsessed with"
@@ -307,6 +339,8 @@ class Cues:
     definitional: float
     first_person: float
     question: float
+    slots: frozenset[str] = frozenset()  # the SLOTS families the text touches
+    self_change: float = 0.0  # the speaker says their own situation changed ("we moved", "I've quit")
 
 
 def _causal_clauses(lower: str) -> tuple[frozenset[str], frozenset[str], float]:
@@ -406,7 +440,16 @@ def cues(text: str) -> Cues:
         definitional=_flag(_DEFINITIONAL, tokens, padded),
         first_person=_flag(_FIRST_PERSON, tokens, padded),
         question=1.0 if body.rstrip().endswith("?") else 0.0,
+        slots=_slots(tokens),
+        self_change=1.0 if _SELF_CHANGE.search(lower) else 0.0,
     )
+
+
+def _slots(tokens: frozenset[str]) -> frozenset[str]:
+    """The SLOTS families of a text: a token is a family's word, or starts with one of its prefixes."""
+    found = {name for name, words in SLOTS.items() if words & tokens}
+    found.update(name for prefix, name in _SLOT_PREFIXES if any(t.startswith(prefix) for t in tokens))
+    return frozenset(found)
 
 
 @dataclass(frozen=True, slots=True)

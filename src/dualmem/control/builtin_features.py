@@ -53,7 +53,7 @@ GROUPS: Mapping[str, frozenset[str]] = {
         """sim sim_c mutual dup_score lex topic ent_shared same_speaker same_session close_time
         near_x_sim cand_earlier cand_later order_unknown far_time cause_link_fwd effect_link_fwd
         cause_link_rev effect_link_rev causal_new causal_cand alias_variant near_dup neg_flip_topic
-        pref_flip_topic change_topic neg_flip_sim numbers_differ repeat_pair habit_pair past_pair
+        pref_flip_topic change_topic slot_change neg_flip_sim numbers_differ repeat_pair habit_pair past_pair
         low_content cand_past_ref new_past_ref cand_future new_future"""
     ),
     "route": _words("temporal causal names two_names recency compare conjunction two_questions what who"),
@@ -245,6 +245,8 @@ def _pair(new: MemoryState, pair: RelationCandidate, source: FeatureSource) -> d
         "alias_variant": _alias(new, cand),
         "near_dup": near_dup,
         "neg_flip_sim": sim_c if (n.negation > 0) != (c.negation > 0) else 0.0,
+        # the new text updates a fact of the same family the same speaker stated before
+        "slot_change": n.self_change if n.slots & c.slots and new_speakers == cand_speakers else 0.0,
         **time,
         **_pair_semantics(n, c, speakers, nt, ct),
     }
