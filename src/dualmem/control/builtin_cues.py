@@ -112,31 +112,35 @@ _CHANGE = _lexicon(
     "no longer|not anymore|anymore|any more|no more|now|nowadays|these days|moved|changed|switched|"
     "quit|stopped|used to|instead|from now on|gave up|recently started|new job|started"
 )
+
+
+def _family(spec: str) -> frozenset[str]:
+    return frozenset(spec.split())
+
+
 #: what a personal fact is about: an update ("moved", "switched", "new job") of one of these
 #: replaces an older fact of the same family by the same speaker ("I live in Berlin" -> "we moved to
-#: Hamburg"); the families are stems of :func:`tokenize`
+#: Hamburg"); the families are words of :func:`tokenize`
 SLOTS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
-        "residence": frozenset(
+        "residence": _family(
             "live lives living lived move moved moving flat apartment house home hometown rent "
-            "neighbourhood neighborhood".split()
+            "neighbourhood neighborhood"
         ),
-        "work": frozenset(
+        "work": _family(
             "job work works working worked employer company position role hire hired join joined team "
-            "office boss startup career salary promoted promotion quit".split()
+            "office boss startup career salary promoted promotion quit"
         ),
-        "diet": frozenset("vegetarian vegan diet eat eating meat fish dairy gluten keto pescatarian".split()),
-        "relationship": frozenset(
-            "boyfriend girlfriend partner husband wife married engaged fiance fiancee divorced dating".split()
+        "diet": _family("vegetarian vegan diet eat eating meat fish dairy gluten keto pescatarian"),
+        "relationship": _family(
+            "boyfriend girlfriend partner husband wife married engaged fiance fiancee divorced dating"
         ),
-        "pet": frozenset("dog cat puppy kitten pet adopt adopted".split()),
-        "tool": frozenset(
-            "switch switched use using laptop phone editor ide framework library stack tool car bike".split()
+        "pet": _family("dog cat puppy kitten pet adopt adopted"),
+        "tool": _family(
+            "switch switched use using laptop phone editor ide framework library stack tool car bike"
         ),
-        "study": frozenset(
-            "school university college degree course class studies study studying major".split()
-        ),
-        "fitness": frozenset("run running race marathon pace gym train training workout pr".split()),
+        "study": _family("school university college degree course class studies study studying major"),
+        "fitness": _family("run running race marathon pace gym train training workout pr"),
     }
 )
 _SELF_CHANGE = re.compile(
