@@ -206,8 +206,11 @@ class Client:
         """Load a conversation file (dualmem JSON or LoCoMo) here and store every turn on the server."""
         return self.add_many(load_observations(Path(path)), on_progress=on_progress)
 
-    def update(self, id: str, text: str, *, at: TimeInput = None) -> str:
-        body = {"text": text, "at": _time(at)}
+    def update(
+        self, id: str, text: str, *, at: TimeInput = None, metadata: Mapping[str, JSONValue] | None = None
+    ) -> str:
+        """Correct a memory; returns the new version's id (``metadata`` replaces the new version's)."""
+        body = {"text": text, "at": _time(at), **({} if metadata is None else {"metadata": dict(metadata)})}
         return self._json(w.UpdateResponse, "PATCH", f"/v1/memories/{id}", json=body).new
 
     def forget(self, id: str | None = None, *, where: Filter | None = None) -> int:

@@ -232,8 +232,7 @@ def _writes(service: Service, call: Callable[..., Any]) -> list[Tool]:
         Call it when the user corrects something you remembered."""
 
         def run(s: TenantScope) -> Json:
-            new = service.write(lambda: s.update(id, text))
-            service.note_writes(s.tenant, 1)
+            new = service.update(s, id, text)
             return {"old": id, "new": new, "memory": _item(s.get(new))}
 
         return compact(await call(run))

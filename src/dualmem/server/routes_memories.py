@@ -169,15 +169,9 @@ def get_memory(node_id: NodeId, scope: Scope) -> NodeOut:
     summary="Correct a memory (the old text stays as history)",
 )
 def update_memory(node_id: NodeId, body: UpdateRequest, scope: Scope, request: Request) -> UpdateResponse:
-    service = _service(request)
-
-    def run() -> UpdateResponse:
-        new = scope.update(node_id, body.text, at=body.at)
-        return UpdateResponse(old=node_id, new=new, node=node_out(scope.get(new)))
-
-    out = service.write(run)
-    service.note_writes(scope.tenant, 1)
-    return out
+    """The new version keeps the old one's fields; ``metadata``, if given, replaces its metadata."""
+    new = _service(request).update(scope, node_id, body.text, at=body.at, metadata=body.metadata)
+    return UpdateResponse(old=node_id, new=new, node=node_out(scope.get(new)))
 
 
 @router.delete(

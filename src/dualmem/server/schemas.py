@@ -175,6 +175,7 @@ class ListRequest(FilterFields):
 class UpdateRequest(_Model):
     text: Annotated[Text, Field(min_length=1, max_length=MAX_TEXT)]
     at: TimeIn = None
+    metadata: Metadata | None = Field(default=None, description="replaces the new version's metadata")
 
 
 class ForgetRequest(FilterFields):

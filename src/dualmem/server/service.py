@@ -13,6 +13,7 @@ the next start picks it up.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -26,7 +27,7 @@ from dualmem.memory import Memory
 from dualmem.scope import Scope
 from dualmem.server.keys import KeyStore, Replay
 from dualmem.server.metrics import Metrics, file_bytes
-from dualmem.types import Tenant, utcnow
+from dualmem.types import Tenant, check_json, utcnow
 
 __all__ = ["Service", "stamped"]
 
@@ -157,6 +158,30 @@ class Service:
             except DualmemError as exc:  # the add is committed: acknowledge it, without a replay record
                 log.warning("cannot record Idempotency-Key %r: %s", key, exc.one_line())
             return replay, False
+
+    def update(
+        self,
+        scope: Scope,
+        node_id: str,
+        text: str,
+        *,
+        at: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """``Scope.update`` as a write; ``metadata`` (if given) replaces the new version's metadata."""
+
+        def run() -> str:
+            with self.memory.store.transaction():
+                new = scope.update(node_id, text, at=at)
+                if metadata is not None:
+                    check_json(metadata, "metadata")
+                    node = scope.get(new)
+                    self.memory.store.update_node(dataclasses.replace(node, metadata=dict(metadata)))
+            return new
+
+        new = self.write(run)
+        self.note_writes(scope.tenant, 1)
+        return new
 
     def _take(self) -> list[_AddJob]:
         """The queued adds, oldest first, up to ``MAX_GROUP`` observations (at least one add)."""
