@@ -40,7 +40,7 @@ def reference() -> InMemoryStore:
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[tuple[DualmemStore, InMemoryStore, Memory]]:
     with open_memory(tmp_path / "m.db") as mem:
-        yield DualmemStore(mem), reference(), mem
+        yield DualmemStore(mem, user_at=0), reference(), mem  # (user, agent, run) namespaces
 
 
 def view(result: Any) -> Any:
@@ -148,6 +148,7 @@ def test_overwrite_keeps_history_and_first_created_at(
     assert versions[0].valid_to is not None
     assert versions[-1].metadata[MARK] == {
         "key": "bike",
+        "namespace": ["alice"],
         "value": {"text": "Alice sold the Gazelle.", "n": 9},
     }
     # delete forgets every version
@@ -274,20 +275,21 @@ def test_batch_and_abatch_agree(stores: tuple[DualmemStore, InMemoryStore, Memor
 def test_namespaces_map_to_tenants_and_stay_apart(stores: tuple[DualmemStore, InMemoryStore, Memory]) -> None:
     ours, _, mem = stores
     load(ours)
-    assert tenant_of(("alice", "coder", "r1")) == Tenant("alice", "coder", "r1")
+    assert tenant_of(("alice", "coder", "r1"), user_at=0) == Tenant("alice", "coder", "r1")
     todo = list(mem.nodes(user="alice", agent="coder", run="r1"))
     assert [n.content for n in todo] == ["Finish the parser tests before Friday."]
     assert mem.count(user="bob") == 2
     assert {h.key for h in ours.search(("bob",), query="Alice bicycle sushi", limit=10)} == {"pet", "cfg"}
     # a value without a text field is stored as its JSON
     assert [n.content for n in mem.nodes(user="bob", agent="coder")] == ['{"editor": "vim", "n": 3}']
-    for bad in [("a", "b", "c", "d")]:
+    default = DualmemStore(mem)  # ("memories", user, ...): a namespace of one label names no user
+    for bad in [("memories",)]:
         with pytest.raises(NamespaceTooDeep) as info:
-            ours.put(bad, "k", {"text": "x"})
+            default.put(bad, "k", {"text": "x"})
         assert isinstance(info.value, InvalidNamespaceError)
         assert isinstance(info.value, InvalidInput)
         with pytest.raises(NamespaceTooDeep):
-            ours.get(bad, "k")
+            default.get(bad, "k")
     with pytest.raises(InvalidInput, match="JSON"):
         ours.put(("alice",), "bad", {"when": object()})
     with pytest.raises(InvalidInput, match="operator"):
@@ -331,6 +333,6 @@ def apply(store: BaseStore, op: str, ns: tuple[str, ...], key: str | None, arg: 
 @given(st.lists(OPS, min_size=1, max_size=12))
 def test_random_operation_sequences_agree(sequence: list[tuple[str, Any, Any, Any]]) -> None:
     with open_memory() as mem:
-        ours, theirs = DualmemStore(mem), InMemoryStore()
+        ours, theirs = DualmemStore(mem, user_at=0), InMemoryStore()
         for step in sequence:
             assert apply(ours, *step) == apply(theirs, *step), step

@@ -350,7 +350,8 @@ def test_metrics_by_route_and_purpose(client: TestClient, keys: KeyStore) -> Non
     (node,) = add(client, h, "Mira: my bike broke.")
     client.post("/v1/search", json={"query": "bike"}, headers=h)
     client.get(f"/v1/memories/{node}", headers=h)
-    text = client.get("/metrics").text
+    assert_problem(client.get("/metrics"), 401, "unauthorized")  # any valid key, never none
+    text = client.get("/metrics", headers=h).text
     assert 'dualmem_http_requests_total{method="POST",route="/v1/memories",status="201"} 1.0' in text
     assert 'route="/v1/memories/{node_id}"' in text  # the template, never the raw id
     assert node not in text
@@ -359,6 +360,15 @@ def test_metrics_by_route_and_purpose(client: TestClient, keys: KeyStore) -> Non
     assert "dualmem_store_nodes 1.0" in text
     assert "dualmem_http_request_seconds_bucket" in text
     assert "dualmem_consolidation_backlog" in text
+    assert client.get("/metrics", headers=auth(keys, admin=True)).status_code == 200
+
+
+def test_metrics_public_opt_out(memory: Memory, keys: KeyStore) -> None:
+    app = create_app(memory, keys=keys, settings=ServerSettings(rate_limit=None, metrics_public=True))
+    with TestClient(app) as c:
+        r = c.get("/metrics")
+        assert r.status_code == 200
+        assert "dualmem_http_requests_total" in r.text
 
 
 @pytest.mark.anyio

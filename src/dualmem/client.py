@@ -24,6 +24,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from dualmem import errors as errs
+from dualmem._boundary import describe_error
 from dualmem.conversations import load_observations
 from dualmem.errors import DualmemError, InvalidInput, RuntimeFailure, UserError
 from dualmem.memory import Answer, Inspection
@@ -32,7 +33,7 @@ from dualmem.read.trace import Retrieval
 from dualmem.server import decode as d
 from dualmem.server import schemas as w
 from dualmem.text.timeparse import TimeInput
-from dualmem.types import JSONValue, Node, Observation, Tenant
+from dualmem.types import MAX_K, JSONValue, Node, Observation, Tenant
 from dualmem.write.consolidate import ConsolidationReport
 from dualmem.write.lifecycle import Filter
 
@@ -63,7 +64,7 @@ def _raise_for(response: httpx.Response) -> None:
     code = str(doc.get("code", ""))
     cls = _BY_CODE.get(code)
     if cls is None:
-        if code in ("malformed-json", "invalid-cursor", "too-large"):
+        if code in ("malformed-json", "invalid-cursor", "too-large", "too-deep", "unsupported-media-type"):
             cls = InvalidInput
         elif code in ("unauthorized", "forbidden"):
             cls = errs.ConfigError
@@ -92,6 +93,23 @@ def _time(value: TimeInput) -> str | float | None:
     if value is None or isinstance(value, str | int | float):
         return value
     return value.isoformat()
+
+
+def _k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    return k
+
+
+def _filter(where: Filter | None) -> dict[str, Any]:
+    """A ``Filter`` as the request fields (only those it sets)."""
+    if where is None:
+        return {}
+    fields = {
+        "speaker": where.speaker, "session": where.session, "since": _time(where.since),
+        "until": _time(where.until), "metadata": dict(where.metadata) if where.metadata else None,
+    }  # fmt: skip
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 class Client:
@@ -142,7 +160,9 @@ class Client:
         try:
             return model.model_validate_json(response.content)
         except ValidationError as exc:
-            raise RuntimeFailure(f"the server answered {path} with an unexpected document: {exc}") from exc
+            raise RuntimeFailure(
+                f"the server answered {path} with an unexpected document: {describe_error(exc)}"
+            ) from exc
 
     # -- write --------------------------------------------------------------------------------
     def add(
@@ -186,8 +206,11 @@ class Client:
         """Load a conversation file (dualmem JSON or LoCoMo) here and store every turn on the server."""
         return self.add_many(load_observations(Path(path)), on_progress=on_progress)
 
-    def update(self, id: str, text: str, *, at: TimeInput = None) -> str:
-        body = {"text": text, "at": _time(at)}
+    def update(
+        self, id: str, text: str, *, at: TimeInput = None, metadata: Mapping[str, JSONValue] | None = None
+    ) -> str:
+        """Correct a memory; returns the new version's id (``metadata`` replaces the new version's)."""
+        body = {"text": text, "at": _time(at), **({} if metadata is None else {"metadata": dict(metadata)})}
         return self._json(w.UpdateResponse, "PATCH", f"/v1/memories/{id}", json=body).new
 
     def forget(self, id: str | None = None, *, where: Filter | None = None) -> int:
@@ -199,11 +222,7 @@ class Client:
         assert where is not None
         if where.empty():
             raise InvalidInput("an empty filter would select every memory", hint="use forget_all() for that")
-        body = {
-            "speaker": where.speaker, "session": where.session, "since": _time(where.since),
-            "until": _time(where.until), "metadata": dict(where.metadata) if where.metadata else None,
-        }  # fmt: skip
-        return self._json(w.ForgetResponse, "POST", "/v1/forget", json=body).forgotten
+        return self._json(w.ForgetResponse, "POST", "/v1/forget", json=_filter(where)).forgotten
 
     delete = forget
 
@@ -223,13 +242,29 @@ class Client:
         return d.import_from(self._json(w.ImportOut, "POST", "/v1/import", content=content, headers=headers))
 
     # -- read ---------------------------------------------------------------------------------
-    def search(self, query: str, *, k: int = 10) -> Retrieval:
-        body = {"query": query, "k": k, "trace": True}
+    def search(self, query: str, *, k: int = 10, where: Filter | None = None) -> Retrieval:
+        """Adaptive retrieval on the server; ``where`` restricts the evidence as embedded."""
+        body = {"query": query, "k": _k(k), "trace": True, **_filter(where)}
         return d.retrieval_from(self._json(w.SearchOut, "POST", "/v1/search", json=body))
 
-    def answer(self, query: str, *, k: int = 10) -> Answer:
-        body = {"query": query, "k": k, "trace": True}
+    def answer(self, query: str, *, k: int = 10, where: Filter | None = None) -> Answer:
+        body = {"query": query, "k": _k(k), "trace": True, **_filter(where)}
         return d.answer_from(self._json(w.AnswerOut, "POST", "/v1/answer", json=body))
+
+    def list_memories(
+        self, *, where: Filter | None = None, limit: int | None = 100, offset: int = 0
+    ) -> list[Node]:
+        """The tenant's memories in time order, those matching ``where``, ``offset`` skipped and at
+        most ``limit`` (``None``: all), fetched page by page."""
+        out: list[Node] = []
+        at: int | None = offset
+        while at is not None and (limit is None or len(out) < limit):
+            size = w.MAX_LIST if limit is None else min(w.MAX_LIST, limit - len(out))
+            body = {**_filter(where), "limit": size, "offset": at}
+            page = self._json(w.NodeList, "POST", "/v1/list", json=body)
+            out += [d.node_from(n) for n in page.items]
+            at = page.next_offset
+        return out
 
     def get(self, id: str) -> Node:
         return d.node_from(self._json(w.NodeOut, "GET", f"/v1/memories/{id}"))

@@ -21,6 +21,7 @@ from dualmem.errors import InvalidInput, TenantRequired
 __all__ = [
     "EDGE_LABELS",
     "MAX_JSON_DEPTH",
+    "MAX_K",
     "VIEWS",
     "Edge",
     "Evidence",
@@ -62,6 +63,9 @@ NodeStatus = Literal["complete", "pending"]
 
 #: how deeply metadata may nest (JSON encoders and decoders recurse)
 MAX_JSON_DEPTH = 64
+
+#: the most evidence one search or answer may ask for, the same in every adapter (HTTP, MCP, client, CLI)
+MAX_K = 100
 
 
 def check_text(value: str, what: str) -> None:

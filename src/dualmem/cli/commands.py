@@ -16,9 +16,20 @@ from dualmem.errors import ConfigError, InvalidInput
 from dualmem.memory import Memory, OpenOptions
 from dualmem.read.trace import render_trace
 from dualmem.scope import Scope
-from dualmem.types import Evidence, Node
+from dualmem.types import MAX_K, Evidence, Node
 
-__all__ = ["open_memory", "register"]
+__all__ = ["k_value", "open_memory", "register"]
+
+
+def k_value(text: str) -> int:
+    """``-k``: how much evidence, 1 to ``MAX_K`` (the limit every adapter shares)."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"k must be an integer, not {text!r}") from None
+    if not 1 <= k <= MAX_K:
+        raise argparse.ArgumentTypeError(f"k must be from 1 to {MAX_K}, got {k}")
+    return k
 
 
 def tenant_options() -> argparse.ArgumentParser:
@@ -53,14 +64,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("search", help="adaptive retrieval: evidence for a query", parents=tenant)
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=10)
+    p.add_argument("-k", type=k_value, default=10, help=f"evidence to return (1 to {MAX_K})")
     p.add_argument("--trace", action="store_true", help="print a readable trace to stdout instead of JSON")
     p.add_argument("--json", action="store_true", help="JSON with the full trace")
     p.set_defaults(handler=cmd_search)
 
     p = sub.add_parser("ask", help="retrieve, then answer with System Two", parents=tenant)
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=10)
+    p.add_argument("-k", type=k_value, default=10, help=f"evidence to return (1 to {MAX_K})")
     p.add_argument("--trace", action="store_true", help="include the retrieval trace")
     p.set_defaults(handler=cmd_ask)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import signal
 import sys
 from pathlib import Path
@@ -31,6 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--consolidate-interval", type=float, default=30.0, help="seconds before a pass over few writes"
     )
+    p.add_argument(
+        "--metrics-public", action="store_true",
+        default=os.environ.get("DUALMEM_METRICS_PUBLIC", "").lower() in ("1", "true", "yes"),
+        help="serve /metrics without an API key (default: any valid key; env DUALMEM_METRICS_PUBLIC=1)",
+    )  # fmt: skip
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.set_defaults(handler=cmd_serve)
 
@@ -99,6 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
         rate_limit=args.rate_limit or None,
         max_body_bytes=int(args.max_body_mb * (1 << 20)),
         consolidate_interval_s=args.consolidate_interval,
+        metrics_public=args.metrics_public,
     )
     keys = KeyStore.open(keys_file(args), timeout=args.lock_timeout)
     try:

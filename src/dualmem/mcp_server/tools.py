@@ -2,13 +2,20 @@
 
 The tenant is fixed for a stdio server (a flag or the environment) and comes from the bearer token
 over HTTP; no tool takes a tenant argument. Writes go through the service's single writer.
+
+What a model reads is kept small: a tool result is compact JSON (the text block, and the same
+object as structured content) holding only what an agent uses (id, content, score, speaker, at,
+session; the trace as a summary), ``answer`` puts the answer first, and ``tools/list`` carries flat
+argument schemas (no ``$defs``, no titles) and one-paragraph descriptions. Invalid arguments are a
+one-line tool error naming the field (no pydantic links).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
@@ -17,19 +24,22 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
+from dualmem._boundary import describe_error
 from dualmem.errors import DualmemError, InvalidInput
+from dualmem.read.trace import Trace
 from dualmem.scope import Scope as TenantScope
 from dualmem.server.keys import KeyStore
-from dualmem.server.schemas import ConsolidationOut, TraceSummary, consolidation_out, summary_of
+from dualmem.server.schemas import MAX_LIST, consolidation_out
 from dualmem.server.service import Service
 from dualmem.text.timeparse import parse_time
-from dualmem.types import Evidence, Node, Tenant
+from dualmem.types import MAX_K, Evidence, Node, Tenant
 from dualmem.write.lifecycle import Filter
 
-__all__ = ["KeyVerifier", "build_mcp"]
+__all__ = ["KeyVerifier", "build_mcp", "flat_schema"]
 
 T = TypeVar("T")
 
@@ -41,66 +51,92 @@ INSTRUCTIONS = (
 )
 
 
-class MemoryItem(BaseModel):
-    id: str
-    content: str
-    speaker: str | None
-    at: dt.datetime | None = Field(description="when it was observed")
-    session: str | None
-    current: bool = Field(description="false once a newer version superseded it")
-    status: str = Field(description="complete, or pending until its controller decisions are repaired")
-    entities: list[str]
+Json = dict[str, Any]
 
 
-class EvidenceItem(MemoryItem):
-    score: float
-    view: str = Field(description="how it was reached: anchor, semantic, temporal, causal or entity")
+def compact(obj: Json) -> CallToolResult:
+    """A tool result: ``obj`` as compact JSON text, and as structured content."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=obj)
 
 
-class AddResult(BaseModel):
-    ids: list[str]
+def _when(at: dt.datetime | None) -> str | None:
+    return None if at is None else at.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-class SearchResult(BaseModel):
-    evidence: list[EvidenceItem]
-    stop_reason: str = Field(description="why retrieval stopped, e.g. sufficient, no_gain, depth, empty")
-    trace: TraceSummary
+def _item(n: Node) -> Json:
+    """A memory as an agent reads it: only the fields that are set."""
+    out: Json = {"id": n.id, "content": n.content}
+    for name, value in (("speaker", n.speaker), ("at", _when(n.at)), ("session", n.session)):
+        if value is not None:
+            out[name] = value
+    if n.metadata:
+        out["metadata"] = dict(n.metadata)
+    out["current"] = n.valid_to is None
+    if n.status != "complete":
+        out["status"] = n.status
+    return out
 
 
-class AnswerResult(SearchResult):
-    answer: str
-    abstained: bool = Field(description="true when the memories hold no answer; say so rather than guess")
+def _evidence(e: Evidence) -> Json:
+    out: Json = {"id": e.node.id, "content": e.node.content, "score": round(e.score, 3)}
+    for name, value in (("speaker", e.node.speaker), ("at", _when(e.node.at)), ("session", e.node.session)):
+        if value is not None:
+            out[name] = value
+    return out
 
 
-class UpdateResult(BaseModel):
-    old: str
-    new: str
-    memory: MemoryItem
+def _trace(t: Trace) -> Json:
+    return {
+        "views": list(t.active), "depth": t.depth, "controller_calls": t.controller_calls,
+        "latency_ms": round(t.latency_ms, 1),
+    }  # fmt: skip
 
 
-class HistoryResult(BaseModel):
-    versions: list[MemoryItem] = Field(description="oldest first; the last is current")
+def describe(doc: str) -> str:
+    """A docstring as one clean paragraph: no indentation, no RST markup."""
+    return " ".join(doc.replace("``", "").split())
 
 
-class ForgetResult(BaseModel):
-    forgotten: int
+def flat_schema(schema: Mapping[str, Any]) -> Json:
+    """A tool's argument schema without titles, ``$defs`` or ``anyOf [X, null]`` (optional is
+    already said by ``required``); the arguments are still validated by the full model."""
+    props: Json = {}
+    for name, prop in schema.get("properties", {}).items():
+        p = {k: v for k, v in prop.items() if k != "title"}
+        options = [o for o in p.pop("anyOf", []) if o.get("type") != "null"]
+        if len(options) == 1:
+            p = {**options[0], **p}
+        elif options:
+            p["anyOf"] = options
+        if p.get("default", 0) is None:
+            del p["default"]
+        props[name] = p
+    out: Json = {"type": "object", "properties": props}
+    if schema.get("required"):
+        out["required"] = list(schema["required"])
+    return out
 
 
-class StatsResult(BaseModel):
-    nodes: int
-    pending: int
-    stats: dict[str, Any]
+class _Tool(Tool):
+    """A tool whose invalid arguments are a one-line error naming the field."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"invalid arguments: {describe_error(cause)}") from cause
+            raise
 
 
-def _item(n: Node) -> MemoryItem:
-    return MemoryItem(
-        id=n.id, content=n.content, speaker=n.speaker, at=n.at, session=n.session,
-        current=n.valid_to is None, status=n.status, entities=list(n.entities),
+def _tool(fn: Callable[..., Any], annotations: ToolAnnotations, name: str | None = None) -> Tool:
+    tool = _Tool.from_function(
+        fn, name=name, description=describe(fn.__doc__ or ""), annotations=annotations,
+        structured_output=False,
     )  # fmt: skip
-
-
-def _evidence(e: Evidence) -> EvidenceItem:
-    return EvidenceItem(**_item(e.node).model_dump(), score=e.score, view=e.view)
+    return tool.model_copy(update={"parameters": flat_schema(tool.parameters)})
 
 
 class KeyVerifier:
@@ -117,14 +153,27 @@ class KeyVerifier:
         return AccessToken(token=token, client_id=key.id, scopes=["memory"], claims=claims)
 
 
-ID = Annotated[str, Field(min_length=1, max_length=128, description="a memory id from add or search")]
+ID = Annotated[str, Field(min_length=1, max_length=128, description="a memory id from add, search or list")]
 Query = Annotated[str, Field(min_length=1, max_length=4000)]
-K = Annotated[int, Field(ge=1, le=50, description="how many memories to return")]
+K = Annotated[int, Field(ge=1, le=MAX_K, description="how many memories to return")]
+Text = Annotated[str, Field(min_length=1, max_length=20000)]
+Short = Annotated[str | None, Field(max_length=512)]
+When = Annotated[str | None, Field(max_length=100)]
+Meta = Annotated[dict[str, Any] | None, Field(description="key == value for every pair")]
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 DESTROY = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+
+def _where(
+    speaker: str | None, session: str | None, since: str | None, until: str | None, metadata: Meta
+) -> Filter:
+    return Filter(
+        speaker=speaker, session=session, since=parse_time(since), until=parse_time(until),
+        metadata=dict(metadata) if metadata else None,
+    )  # fmt: skip
 
 
 def build_mcp(service: Service, *, tenant: Tenant | None = None, http_url: str | None = None) -> MCPServer:
@@ -141,9 +190,6 @@ def build_mcp(service: Service, *, tenant: Tenant | None = None, http_url: str |
             validate_token_resource=False,  # keys are ours, checked by KeyVerifier; no audience
         )
         verifier = KeyVerifier(service.keys)
-    server = MCPServer(
-        "dualmem", instructions=INSTRUCTIONS, token_verifier=verifier, auth=auth, log_level="WARNING"
-    )
 
     def scope() -> TenantScope:
         if tenant is not None:
@@ -161,103 +207,115 @@ def build_mcp(service: Service, *, tenant: Tenant | None = None, http_url: str |
         except DualmemError as exc:
             raise ToolError(exc.one_line()) from exc
 
-    _register(server, service, call)
-    return server
+    tools = [*_writes(service, call), *_reads(service, call)]
+    return MCPServer(
+        "dualmem", instructions=INSTRUCTIONS, token_verifier=verifier, auth=auth, log_level="WARNING",
+        tools=tools,
+    )  # fmt: skip
 
 
-def _register(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
-    _register_writes(server, service, call)
-    _register_reads(server, service, call)
-
-
-def _register_writes(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
-    @server.tool(annotations=WRITE)
+def _writes(service: Service, call: Callable[..., Any]) -> list[Tool]:
     async def add(
         text: Annotated[str, Field(min_length=1, max_length=20000, description="the statement, verbatim")],
         speaker: Annotated[str | None, Field(max_length=512, description="who said it")] = None,
-        at: Annotated[str | None, Field(max_length=100, description="when it was said (ISO-8601)")] = None,
-        session: Annotated[str | None, Field(max_length=512)] = None,
-    ) -> AddResult:
+        at: Annotated[str | None, Field(max_length=100, description="when it was said; default now")] = None,
+        session: Short = None,
+        metadata: Meta = None,
+    ) -> CallToolResult:
         """Remember one statement (a fact, preference, event or instruction from the conversation).
-        Call it whenever the user tells you something worth knowing later; include who said it and when."""
-        obs = {"text": text, "speaker": speaker, "at": at, "session": session}
-        return AddResult(ids=await call(lambda s: service.add(s, [obs])))
+        Call it whenever the user tells you something worth knowing later; say who said it."""
+        obs = {"text": text, "speaker": speaker, "at": at, "session": session, "metadata": metadata or {}}
+        return compact({"ids": await call(lambda s: service.add(s, [obs]))})
 
-    @server.tool(annotations=WRITE)
-    async def update(id: ID, text: Annotated[str, Field(min_length=1, max_length=20000)]) -> UpdateResult:
+    async def update(id: ID, text: Text) -> CallToolResult:
         """Correct a memory: the new text becomes current, the old one stays as history.
         Call it when the user corrects something you remembered."""
 
-        def run(s: TenantScope) -> UpdateResult:
-            new = service.write(lambda: s.update(id, text))
-            service.note_writes(s.tenant, 1)
-            return UpdateResult(old=id, new=new, memory=_item(s.get(new)))
+        def run(s: TenantScope) -> Json:
+            new = service.update(s, id, text)
+            return {"old": id, "new": new, "memory": _item(s.get(new))}
 
-        out: UpdateResult = await call(run)
-        return out
+        return compact(await call(run))
 
-    @server.tool(annotations=DESTROY)
     async def forget(
-        id: ID | None = None,
-        speaker: Annotated[str | None, Field(max_length=512)] = None,
-        session: Annotated[str | None, Field(max_length=512)] = None,
-        since: Annotated[str | None, Field(max_length=100)] = None,
-        until: Annotated[str | None, Field(max_length=100)] = None,
-    ) -> ForgetResult:
-        """Delete memories for good: one by id, or every match of speaker/session/since/until.
-        Only when the user asks to forget something; it removes versions and derived summaries too."""
+        id: ID | None = None, speaker: Short = None, session: Short = None, since: When = None,
+        until: When = None, metadata: Meta = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Delete memories for good, with their versions: one by id, or every match of the filters.
+        Only when the user asks to forget something."""
 
         def run(s: TenantScope) -> int:
-            where = Filter(speaker=speaker, session=session, since=parse_time(since), until=parse_time(until))
+            where = _where(speaker, session, since, until, metadata)
             if (id is None) == where.empty():
                 raise InvalidInput("give a memory id or filter fields, not both and not neither")
             return service.write(lambda: s.forget(id) if id is not None else s.forget(where=where))
 
-        return ForgetResult(forgotten=await call(run))
+        return compact({"forgotten": await call(run)})
 
-    @server.tool(annotations=WRITE)
-    async def consolidate() -> ConsolidationOut:
-        """Link, merge and supersede recent memories now (it also runs by itself in the background).
-        Rarely needed: call it after a large batch of adds when you need the links right away."""
-        return consolidation_out(await call(lambda s: service.write(s.consolidate)))
+    async def consolidate() -> CallToolResult:
+        """Link, merge and supersede recent memories now. Rarely needed: it also runs in the background."""
+        report = await call(lambda s: service.write(s.consolidate))
+        return compact(consolidation_out(report).model_dump(mode="json"))
+
+    return [_tool(add, WRITE), _tool(update, WRITE), _tool(forget, DESTROY), _tool(consolidate, WRITE)]
 
 
-def _register_reads(server: MCPServer, service: Service, call: Callable[..., Any]) -> None:
-    @server.tool(annotations=READ)
-    async def search(query: Query, k: K = 10) -> SearchResult:
-        """Find the memories relevant to a question or topic, best first, with why retrieval stopped.
-        Call it before answering anything that may depend on earlier conversations."""
-        found = await call(lambda s: service.read(lambda: s.search(query, k=k)))
+def _reads(service: Service, call: Callable[..., Any]) -> list[Tool]:
+    async def search(
+        query: Query, k: K = 10, speaker: Short = None, session: Short = None, since: When = None,
+        until: When = None, metadata: Meta = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Find the memories relevant to a question, best first; filters are optional. Call it before
+        answering anything that may depend on earlier conversations."""
+        where = _where(speaker, session, since, until, metadata)
+        found = await call(lambda s: service.read(lambda: s.search(query, k=k, where=where)))
         t = found.trace
         service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
-        return SearchResult(
-            evidence=[_evidence(e) for e in found.evidence], stop_reason=t.stop_reason, trace=summary_of(t)
-        )
+        evidence = [_evidence(e) for e in found.evidence]
+        return compact({"evidence": evidence, "stop_reason": t.stop_reason, "trace": _trace(t)})
 
-    @server.tool(annotations=READ)
-    async def answer(query: Query, k: K = 10) -> AnswerResult:
-        """Answer a question from memory only, with the evidence used. ``abstained`` is true when
-        memory has no answer; then tell the user you do not know rather than guess."""
-        ans = await call(lambda s: service.read(lambda: s.answer(query, k=k)))
+    async def answer(
+        query: Query, k: K = 10, speaker: Short = None, session: Short = None, since: When = None,
+        until: When = None, metadata: Meta = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Answer a question from memory only (filters as in search), with the evidence used.
+        When abstained is true memory has no answer: tell the user you do not know rather than guess."""
+        where = _where(speaker, session, since, until, metadata)
+        ans = await call(lambda s: service.read(lambda: s.answer(query, k=k, where=where)))
         t = ans.trace
         service.metrics.observe_query("answer", t.stop_reason, t.calls_by_purpose)
-        return AnswerResult(
-            evidence=[_evidence(e) for e in ans.evidence], stop_reason=t.stop_reason, trace=summary_of(t),
-            answer=ans.text, abstained=ans.abstained,
-        )  # fmt: skip
+        return compact({
+            "answer": ans.text, "abstained": ans.abstained, "evidence": [_evidence(e) for e in ans.evidence],
+            "stop_reason": t.stop_reason, "trace": _trace(t),
+        })  # fmt: skip
 
-    @server.tool(annotations=READ)
-    async def get(id: ID) -> MemoryItem:
-        """Read one memory by id (from add or search)."""
-        return _item(await call(lambda s: s.get(id)))
+    async def list_memories(
+        speaker: Short = None, session: Short = None, since: When = None, until: When = None,
+        metadata: Meta = None, limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = 20,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> CallToolResult:  # fmt: skip
+        """List memories oldest first; filters are optional. Page with offset (next_offset is null
+        on the last page)."""
+        where = _where(speaker, session, since, until, metadata)
+        nodes = await call(lambda s: s.list_memories(where=where, limit=limit + 1, offset=offset))
+        more = len(nodes) > limit
+        return compact(
+            {"memories": [_item(n) for n in nodes[:limit]], "next_offset": offset + limit if more else None}
+        )
 
-    @server.tool(annotations=READ)
-    async def history(id: ID) -> HistoryResult:
-        """Every version of a memory, oldest first: how a fact changed over time."""
-        return HistoryResult(versions=[_item(n) for n in await call(lambda s: s.history(id))])
+    async def get(id: ID) -> CallToolResult:
+        """Read one memory by id (from add, search or list)."""
+        return compact(_item(await call(lambda s: s.get(id))))
 
-    @server.tool(annotations=READ)
-    async def stats() -> StatsResult:
+    async def history(id: ID) -> CallToolResult:
+        """Every version of a memory, oldest first (the last is current): how a fact changed."""
+        return compact({"versions": [_item(n) for n in await call(lambda s: s.history(id))]})
+
+    async def stats() -> CallToolResult:
         """How much this memory holds: memories, pending ones, edges by view."""
-        out = await call(lambda s: dict(s.stats()))
-        return StatsResult(nodes=int(out.get("nodes", 0)), pending=int(out.get("pending", 0)), stats=out)
+        return compact(dict(await call(lambda s: dict(s.stats()))))
+
+    return [
+        _tool(search, READ), _tool(answer, READ), _tool(list_memories, READ, name="list"),
+        _tool(get, READ), _tool(history, READ), _tool(stats, READ),
+    ]  # fmt: skip

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -16,10 +16,12 @@ import dualmem
 from dualmem.errors import DualmemError
 from dualmem.memory import Memory
 from dualmem.server import routes_memories, routes_ops
-from dualmem.server.auth import Authenticator, RateLimiter
+from dualmem.server.auth import Authenticator, RateLimiter, principal
+from dualmem.server.bodies import check_json_body
 from dualmem.server.keys import KeyStore
 from dualmem.server.metrics import Metrics
 from dualmem.server.problems import PROBLEM_TYPE, install_handlers, problem_response
+from dualmem.server.routes_memories import errors
 from dualmem.server.schemas import Status
 from dualmem.server.service import Service
 from dualmem.types import Tenant
@@ -43,6 +45,8 @@ class ServerSettings:
     consolidate_interval_s: float = 30.0
     lock_wait_s: float = 30.0
     max_reads: int | None = None  # searches/answers at once; None: the number of cores (at least 2)
+    #: ``/metrics`` without an API key (by default it needs one: any valid key, admin or tenant)
+    metrics_public: bool = False
 
 
 def create_app(
@@ -89,7 +93,7 @@ def create_app(
     app.include_router(routes_memories.router)
     app.include_router(routes_ops.router)
     app.include_router(routes_ops.keys_router)
-    app.include_router(_ops_router())
+    app.include_router(_ops_router(public_metrics=cfg.metrics_public))
     for extra in routers:
         app.include_router(extra)
     app.add_middleware(BodyLimit, default=cfg.max_body_bytes, overrides=dict(cfg.body_limits))
@@ -118,8 +122,9 @@ def _problem_media_types(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _ops_router() -> APIRouter:
+def _ops_router(*, public_metrics: bool) -> APIRouter:
     ops = APIRouter(tags=["operations"])
+    metrics_auth = [] if public_metrics else [Depends(principal)]
 
     @ops.get("/healthz", response_model=Status, summary="The process is up")
     def healthz() -> Status:
@@ -146,9 +151,11 @@ def _ops_router() -> APIRouter:
         "/metrics",
         response_class=Response,
         responses={
-            200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "metrics"}
+            200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "metrics"},
+            **({} if public_metrics else errors(401)),
         },
-        summary="Prometheus text",
+        dependencies=metrics_auth,
+        summary="Prometheus text (needs an API key unless the server was started with --metrics-public)",
     )
     def metrics(request: Request) -> Response:
         service: Service = request.app.state.service
@@ -157,8 +164,13 @@ def _ops_router() -> APIRouter:
     return ops
 
 
+#: routes whose body is not JSON (JSON Lines)
+RAW_BODY_PATHS = frozenset({"/v1/import"})
+
+
 class BodyLimit:
-    """Refuses bodies over the limit with a 413 before the app reads them (buffers at most the limit)."""
+    """Refuses bodies over the limit with a 413 before the app reads them (buffers at most the limit),
+    and JSON bodies that are not JSON, not UTF-8 or nest too deep (:mod:`dualmem.server.bodies`)."""
 
     def __init__(self, app: ASGIApp, *, default: int, overrides: dict[str, int]) -> None:
         self.app = app
@@ -189,6 +201,15 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        if scope["method"] in ("POST", "PUT", "PATCH") and scope["path"] not in RAW_BODY_PATHS:
+            content_type = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1")
+            problem = check_json_body(content_type, body)
+            if problem is not None:
+                response = problem_response(
+                    problem.status, problem.code, problem.detail, hint=problem.hint, instance=scope["path"]
+                )
+                await response(scope, receive, send)
+                return
         sent = False
 
         async def replay() -> Message:

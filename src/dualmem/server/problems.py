@@ -119,9 +119,21 @@ def problem_response(
 def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     out = []
     for err in exc.errors():
-        out.append({"loc": [str(p) for p in err.get("loc", ())], "msg": str(err.get("msg", "")),
-                    "type": str(err.get("type", ""))})  # fmt: skip
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        out.append(
+            {"loc": [str(p) for p in err.get("loc", ())], "msg": msg, "type": str(err.get("type", ""))}
+        )
     return out
+
+
+def _first(errors: list[dict[str, Any]]) -> str:
+    """The first field error as ``where.it.is: message`` (and how many more there are)."""
+    if not errors:
+        return "the request does not match the schema"
+    first = errors[0]
+    where = ".".join(p for p in first["loc"] if p != "body") or "body"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
 
 
 def install_handlers(app: FastAPI) -> None:
@@ -151,7 +163,7 @@ def install_handlers(app: FastAPI) -> None:
         errors = _field_errors(exc)
         malformed = any(e["type"] in ("json_invalid", "json_type") for e in errors)
         status, code = (400, "malformed-json") if malformed else (422, "invalid-input")
-        detail = "the body is not valid JSON" if malformed else "the request does not match the schema"
+        detail = "the body is not valid JSON" if malformed else f"invalid request: {_first(errors)}"
         return problem_response(
             status, code, detail, hint="see /openapi.json", instance=request.url.path, errors=errors
         )

@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 
 from dualmem.scope import Scope as TenantScope
 from dualmem.server.auth import Principal, tenant_principal, tenant_scope
-from dualmem.server.keys import Replay
 from dualmem.server.problems import ApiProblem
 from dualmem.server.schemas import (
     ID_PATTERN,
@@ -33,6 +32,7 @@ from dualmem.server.schemas import (
 from dualmem.server.service import Service
 from dualmem.text.timeparse import parse_time
 from dualmem.types import Node
+from dualmem.write.lifecycle import Filter
 
 __all__ = ["errors", "router"]
 
@@ -85,17 +85,9 @@ def add_memories(
     if idempotency_key is None:
         return AddResponse(ids=service.add(scope, observations))
     digest = hashlib.sha256(json.dumps(body.model_dump(), sort_keys=True, default=str).encode()).hexdigest()
-
-    def run() -> tuple[Replay, bool]:
-        seen = service.keys.recall(who.owner, idempotency_key)
-        if seen is not None:
-            return seen, True
-        ids = service.add(scope, observations)
-        replay = Replay(digest, 201, AddResponse(ids=ids).model_dump())
-        service.keys.remember(who.owner, idempotency_key, replay)
-        return replay, False
-
-    replay, replayed = service.write(run)
+    replay, replayed = service.add_once(
+        scope, observations, owner=who.owner, key=idempotency_key, digest=digest
+    )
     if replay.request_hash != digest:
         raise ApiProblem(
             409, "idempotency-conflict", "this Idempotency-Key was used with another request body",
@@ -124,11 +116,7 @@ def _cursor_key(cursor: str) -> str:
     return key
 
 
-def _matches(n: Node, speaker: str | None, session: str | None, status: Status | None) -> bool:
-    if speaker is not None and (n.speaker or "").lower() != speaker.lower():
-        return False
-    if session is not None and n.session != session:
-        return False
+def _status_matches(n: Node, status: Status | None) -> bool:
     return (
         status is None
         or {
@@ -152,15 +140,12 @@ class ListQuery(BaseModel):
 
 @router.get("", response_model=NodePage, responses=errors(), summary="List memories, oldest first")
 def list_memories(scope: Scope, q: Annotated[ListQuery, Query()]) -> NodePage:
+    """Paged by cursor; ``POST /v1/list`` also filters by metadata."""
     after = _cursor_key(q.cursor) if q.cursor else ""
-    lo, hi = parse_time(q.since), parse_time(q.until)
+    where = Filter(speaker=q.speaker, session=q.session, since=parse_time(q.since), until=parse_time(q.until))
     chosen: list[tuple[str, Node]] = []
     for n in scope.nodes():
-        if not _matches(n, q.speaker, q.session, q.status):
-            continue
-        if (lo is not None or hi is not None) and n.at is None:
-            continue
-        if (lo is not None and n.at is not None and n.at < lo) or (hi is not None and n.at and n.at >= hi):
+        if not where.matches(n) or not _status_matches(n, q.status):
             continue
         key = _order(n)
         if key > after:
@@ -184,15 +169,9 @@ def get_memory(node_id: NodeId, scope: Scope) -> NodeOut:
     summary="Correct a memory (the old text stays as history)",
 )
 def update_memory(node_id: NodeId, body: UpdateRequest, scope: Scope, request: Request) -> UpdateResponse:
-    service = _service(request)
-
-    def run() -> UpdateResponse:
-        new = scope.update(node_id, body.text, at=body.at)
-        return UpdateResponse(old=node_id, new=new, node=node_out(scope.get(new)))
-
-    out = service.write(run)
-    service.note_writes(scope.tenant, 1)
-    return out
+    """The new version keeps the old one's fields; ``metadata``, if given, replaces its metadata."""
+    new = _service(request).update(scope, node_id, body.text, at=body.at, metadata=body.metadata)
+    return UpdateResponse(old=node_id, new=new, node=node_out(scope.get(new)))
 
 
 @router.delete(

@@ -26,6 +26,8 @@ from dualmem.server.schemas import (
     KeyCreate,
     KeyCreated,
     KeyOut,
+    ListRequest,
+    NodeList,
     QueryRequest,
     SearchOut,
     TenantOut,
@@ -33,11 +35,10 @@ from dualmem.server.schemas import (
     answer_out,
     consolidation_out,
     import_out,
+    node_out,
     search_out,
 )
 from dualmem.server.service import Service
-from dualmem.text.timeparse import parse_time
-from dualmem.write.lifecycle import Filter
 
 __all__ = ["keys_router", "router"]
 
@@ -57,7 +58,8 @@ def search(body: QueryRequest, scope: Scope, request: Request) -> SearchOut:
     """The top-``k`` evidence with a trace summary (stop reason, controller calls, latency);
     ``trace: true`` adds the full trace (routing, budgets, each round's assessment and scored pool)."""
     service = _service(request)
-    found = service.read(lambda: scope.search(body.query, k=body.k))
+    where = body.where()
+    found = service.read(lambda: scope.search(body.query, k=body.k, where=where))
     t = found.trace
     service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
     return search_out(found, with_trace=body.trace)
@@ -67,21 +69,28 @@ def search(body: QueryRequest, scope: Scope, request: Request) -> SearchOut:
 def answer(body: QueryRequest, scope: Scope, request: Request) -> AnswerOut:
     """System Two answers from the retrieved evidence only; ``abstained`` is true when it had none."""
     service = _service(request)
-    ans = service.read(lambda: scope.answer(body.query, k=body.k))
+    where = body.where()
+    ans = service.read(lambda: scope.answer(body.query, k=body.k, where=where))
     t = ans.trace
     service.metrics.observe_query("answer", t.stop_reason, t.calls_by_purpose)
     return answer_out(body.query, ans, with_trace=body.trace)
 
 
+@router.post("/list", response_model=NodeList, responses=errors(), summary="List memories by filter")
+def list_memories(body: ListRequest, scope: Scope) -> NodeList:
+    """The memories matching every given condition (speaker, session, since/until, metadata), in time
+    order, ``offset`` skipped, at most ``limit``."""
+    nodes = scope.list_memories(where=body.where(), limit=body.limit + 1, offset=body.offset)
+    more = len(nodes) > body.limit
+    return NodeList(
+        items=[node_out(n) for n in nodes[: body.limit]],
+        next_offset=body.offset + body.limit if more else None,
+    )
+
+
 @router.post("/forget", response_model=ForgetResponse, responses=errors(), summary="Forget by filter")
 def forget(body: ForgetRequest, scope: Scope, request: Request) -> ForgetResponse:
-    where = Filter(
-        speaker=body.speaker,
-        session=body.session,
-        since=parse_time(body.since),
-        until=parse_time(body.until),
-        metadata=body.metadata or None,
-    )
+    where = body.where()
     if body.all == (not where.empty()):
         raise InvalidInput("give either filter fields or all=true, not both and not neither")
     service = _service(request)

@@ -9,14 +9,16 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema
 
 from dualmem.memory import Answer, Inspection
 from dualmem.plane.base import Decision
 from dualmem.plane.jsonl import ImportReport
 from dualmem.read.trace import Retrieval, StopReason, Trace
-from dualmem.types import Edge, Evidence, Node, TemporalRef, Tenant, View
+from dualmem.text.timeparse import parse_time
+from dualmem.types import MAX_K, Edge, Evidence, Node, TemporalRef, Tenant, View
 from dualmem.write.consolidate import ConsolidationReport
+from dualmem.write.lifecycle import Filter
 
 __all__ = [
     "AddRequest",
@@ -26,6 +28,7 @@ __all__ = [
     "DecisionOut",
     "EdgeOut",
     "EvidenceOut",
+    "FilterFields",
     "ForgetRequest",
     "ForgetResponse",
     "HistoryOut",
@@ -34,6 +37,8 @@ __all__ = [
     "KeyCreate",
     "KeyCreated",
     "KeyOut",
+    "ListRequest",
+    "NodeList",
     "NodeOut",
     "NodePage",
     "ObservationIn",
@@ -61,6 +66,7 @@ __all__ = [
 MAX_TEXT = 20_000
 MAX_QUERY = 4_000
 MAX_BATCH = 1_000
+MAX_LIST = 500  # memories per list page
 ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
 
 
@@ -89,7 +95,30 @@ def _encodable_json(value: Any) -> Any:
 Text = Annotated[str, AfterValidator(_encodable)]
 ShortText = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_encodable)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_encodable_json)]
-TimeIn = str | float | int | None
+MAX_TIME_TEXT = 100
+
+
+def _time_in(value: Any) -> str | int | float | None:
+    """A time as given (parsed later, by the core): text, or epoch seconds. Booleans are refused
+    (JSON ``true`` is not 1 s after the epoch), and so is every other type."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, str):
+        if len(value) > MAX_TIME_TEXT:
+            raise ValueError(f"a time is at most {MAX_TIME_TEXT} characters")
+        return value
+    kind = "a boolean" if isinstance(value, bool) else f"a {type(value).__name__}"
+    raise ValueError(f"a time is ISO-8601 or written text or epoch seconds, not {kind}")
+
+
+#: when: ISO-8601 ('2024-05-08T10:00:00Z'), a written date ('8 May 2023') or epoch seconds
+TimeIn = Annotated[
+    str | int | float | None,
+    PlainValidator(_time_in),
+    WithJsonSchema(
+        {"anyOf": [{"type": "string", "maxLength": MAX_TIME_TEXT}, {"type": "number"}, {"type": "null"}]}
+    ),
+]
 
 
 class _Model(BaseModel):
@@ -110,28 +139,48 @@ class ObservationIn(_Model):
 
 
 class AddRequest(_Model):
+    """Observations without ``at`` are stamped with the time the server received them (UTC)."""
+
     observations: list[ObservationIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
-class QueryRequest(_Model):
+class FilterFields(_Model):
+    """Which memories count: every given condition must hold (none given: every memory)."""
+
+    speaker: ShortText | None = Field(default=None, description="said by (case-insensitive)")
+    session: ShortText | None = None
+    since: TimeIn = Field(default=None, description="observed at or after")
+    until: TimeIn = Field(default=None, description="observed before")
+    metadata: Metadata | None = Field(default=None, description="metadata[key] == value for every pair")
+
+    def where(self) -> Filter:
+        return Filter(
+            speaker=self.speaker, session=self.session, since=parse_time(self.since),
+            until=parse_time(self.until),
+            metadata=self.metadata or None,
+        )  # fmt: skip
+
+
+class QueryRequest(FilterFields):
     query: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY)]
-    k: int = Field(default=10, ge=1, le=100)
+    k: int = Field(default=10, ge=1, le=MAX_K)
     trace: bool = Field(default=False, description="include the full retrieval trace (rounds, scored pool)")
+
+
+class ListRequest(FilterFields):
+    limit: int = Field(default=100, ge=1, le=MAX_LIST)
+    offset: int = Field(default=0, ge=0)
 
 
 class UpdateRequest(_Model):
     text: Annotated[Text, Field(min_length=1, max_length=MAX_TEXT)]
     at: TimeIn = None
+    metadata: Metadata | None = Field(default=None, description="replaces the new version's metadata")
 
 
-class ForgetRequest(_Model):
+class ForgetRequest(FilterFields):
     """Forget by filter: every given condition must hold. ``all`` forgets every memory of the tenant."""
 
-    speaker: ShortText | None = None
-    session: ShortText | None = None
-    since: TimeIn = None
-    until: TimeIn = None
-    metadata: Metadata | None = None
     all: bool = False
 
 
@@ -187,6 +236,11 @@ class NodeOut(_Model):
 class NodePage(_Model):
     items: list[NodeOut]
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+
+
+class NodeList(_Model):
+    items: list[NodeOut]
+    next_offset: int | None = Field(description="the offset of the next page; null on the last")
 
 
 class AddResponse(_Model):

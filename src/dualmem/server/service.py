@@ -13,6 +13,8 @@ the next start picks it up.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import logging
 import os
 import threading
@@ -23,17 +25,22 @@ from typing import Any, TypeVar
 from dualmem.errors import DatabaseLocked, DualmemError, UserError
 from dualmem.memory import Memory
 from dualmem.scope import Scope
-from dualmem.server.keys import KeyStore
+from dualmem.server.keys import KeyStore, Replay
 from dualmem.server.metrics import Metrics, file_bytes
-from dualmem.types import Tenant
+from dualmem.types import Tenant, check_json, utcnow
 
-__all__ = ["Service"]
+__all__ = ["Service", "stamped"]
 
 log = logging.getLogger("dualmem.server")
 T = TypeVar("T")
 
 WRITE_PURPOSES = ("typing", "relations")
 MAX_GROUP = 512  # observations committed together at most
+
+
+def stamped(observations: Sequence[Mapping[str, Any]], now: dt.datetime) -> list[Mapping[str, Any]]:
+    """The observations, each without a time given ``at=now`` (an explicit ``at`` is kept)."""
+    return [o if o.get("at") is not None else {**o, "at": now} for o in observations]
 
 
 class _AddJob:
@@ -116,8 +123,11 @@ class Service:
         add queued meanwhile, one ``add_many`` per tenant, so embedding and controller work is batched.
         A batch refused for bad input is retried add by add, so only the bad add fails; up to
         ``MAX_GROUP`` observations are written as one chunk (one node transaction).
+
+        An observation without ``at`` is stamped with the time of the call (UTC), so the time
+        features (recency, ``since``/``until`` filters, forget-since) see it.
         """
-        job = _AddJob(scope, list(observations))
+        job = _AddJob(scope, stamped(observations, utcnow()))
         with self._queue_lock:
             self._queue.append(job)
         with self._writer:
@@ -126,6 +136,52 @@ class Service:
         if job.error is not None:
             raise job.error
         return job.ids
+
+    def add_once(
+        self, scope: Scope, observations: Sequence[Mapping[str, Any]], *, owner: str, key: str, digest: str
+    ) -> tuple[Replay, bool]:
+        """``add`` under an idempotency key: the first response for a key seen before (and ``True``),
+        else the add's response, recorded for the key (and ``False``).
+
+        The writer is held throughout, so two requests with one key never both add. Each step is
+        retried on its own while a database is locked: a locked key file after the add committed
+        retries only the recording, never the add (which would store the observations twice).
+        """
+        with self._writer:
+            seen = self.write(lambda: self.keys.recall(owner, key))
+            if seen is not None:
+                return seen, True
+            ids = self.add(scope, observations)
+            replay = Replay(digest, 201, {"ids": ids})
+            try:
+                self.write(lambda: self.keys.remember(owner, key, replay))
+            except DualmemError as exc:  # the add is committed: acknowledge it, without a replay record
+                log.warning("cannot record Idempotency-Key %r: %s", key, exc.one_line())
+            return replay, False
+
+    def update(
+        self,
+        scope: Scope,
+        node_id: str,
+        text: str,
+        *,
+        at: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """``Scope.update`` as a write; ``metadata`` (if given) replaces the new version's metadata."""
+
+        def run() -> str:
+            with self.memory.store.transaction():
+                new = scope.update(node_id, text, at=at)
+                if metadata is not None:
+                    check_json(metadata, "metadata")
+                    node = scope.get(new)
+                    self.memory.store.update_node(dataclasses.replace(node, metadata=dict(metadata)))
+            return new
+
+        new = self.write(run)
+        self.note_writes(scope.tenant, 1)
+        return new
 
     def _take(self) -> list[_AddJob]:
         """The queued adds, oldest first, up to ``MAX_GROUP`` observations (at least one add)."""
