@@ -165,7 +165,19 @@ def test_locked_database_is_a_runtime_failure(capsys: pytest.CaptureFixture[str]
     holder.execute("BEGIN IMMEDIATE")
     try:
         code = main(
-            ["-q", "--db", str(db), "--lock-timeout", "0.2", "--embedder", "hashing", "add", "blocked"]
+            [
+                "-q",
+                "--db",
+                str(db),
+                "--lock-timeout",
+                "0.2",
+                "--embedder",
+                "hashing",
+                "--user",
+                "mira",
+                "add",
+                "blocked",
+            ]
         )
         _, err = capsys.readouterr()
     finally:
@@ -178,7 +190,7 @@ def test_locked_database_is_a_runtime_failure(capsys: pytest.CaptureFixture[str]
 
 
 def test_demo_runs_offline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code = main(["-q", "--db", str(tmp_path / "unused.db"), "demo"])
+    code = main(["-q", "--db", str(tmp_path / "unused.db"), "demo", "--json"])
     out, err = capsys.readouterr()
     assert code == 0
     result = json.loads(out)

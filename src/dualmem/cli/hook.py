@@ -47,7 +47,7 @@ class HookInput:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from dualmem.cli.commands import tenant_options
+    from dualmem.cli.options import tenant_options
 
     p = sub.add_parser("hook", help="context for coding agents (Claude Code hooks); silent on failure")
     events = p.add_subparsers(dest="event", required=True, metavar="EVENT")
@@ -174,7 +174,7 @@ def _habit(n: Node) -> float:
 
 
 def _tenant(args: argparse.Namespace) -> Tenant:
-    from dualmem.cli.commands import tenant_user
+    from dualmem.cli.options import tenant_user
 
     return Tenant(tenant_user(args), args.agent, args.run)
 
@@ -225,7 +225,7 @@ def lexical(store: Store, tenant: Tenant, text: str, k: int) -> list[Node]:
 
 
 def _adaptive(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
-    from dualmem.cli.commands import controller_options, embedder_options
+    from dualmem.cli.options import controller_options, embedder_options
     from dualmem.config import Profile
     from dualmem.memory import Memory, OpenOptions
 
