@@ -207,7 +207,8 @@ def test_every_tenant_command_takes_the_tenant_flags() -> None:
 
     parser = build_parser()
     tenant_commands = (
-        "add ingest search ask stats delete inspect repair consolidate update history forget export import"
+        "add ingest search ask answer get list stats delete inspect repair consolidate update history forget "
+        "export import"
     )
     sub = next(a for a in parser._actions if a.dest == "command")
     for name in tenant_commands.split():

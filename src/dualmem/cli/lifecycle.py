@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dualmem.cli.options import filter_from_args, open_memory, scope_of
+from dualmem.cli.options import filter_from_args, open_memory, progress_for, scope_of
 from dualmem.cli.render import node_json, render_fields, render_history
 from dualmem.errors import InvalidInput
 
@@ -28,7 +28,7 @@ def register(
     p = sub.add_parser("update", help="correct a memory; the old text stays as history", parents=tenant)
     p.add_argument("id")
     p.add_argument("text")
-    p.set_defaults(handler=cmd_update, render=render_fields)
+    p.set_defaults(handler=cmd_update, render=lambda d: f"updated {d['old']} -> {d['new']}")
 
     p = sub.add_parser("history", help="every version of a memory, oldest first", parents=tenant)
     p.add_argument("id")
@@ -99,7 +99,8 @@ def cmd_export(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
-    with open_memory(args, create=True) as mem:
+    # one transaction without steps to count: the heartbeat shows the time it has taken so far
+    with open_memory(args, create=True) as mem, progress_for(args, f"import {args.file.name}"):
         report = scope_of(mem, args).import_jsonl(args.file)
         return {
             "file": str(args.file),

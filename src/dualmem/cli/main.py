@@ -1,4 +1,6 @@
-"""The ``dualmem`` command: JSON on stdout, logs and progress on stderr, one-line errors.
+"""The ``dualmem`` command: readable text on a terminal, JSON in a pipe or with ``--json`` (each
+subcommand's ``render`` draws its JSON as text), logs and progress on stderr, one-line errors (a typo
+gets the nearest known command or option).
 
 Settings come from flags, then environment variables (``DUALMEM_DB``, ``DUALMEM_USER``,
 ``TYPESAFE_API_KEY``/``TYPESAFE_BASE_URL`` for Jev, ``--llm-*`` flags or ``DUALMEM_LLM_*`` for an
