@@ -165,7 +165,19 @@ def test_locked_database_is_a_runtime_failure(capsys: pytest.CaptureFixture[str]
     holder.execute("BEGIN IMMEDIATE")
     try:
         code = main(
-            ["-q", "--db", str(db), "--lock-timeout", "0.2", "--embedder", "hashing", "add", "blocked"]
+            [
+                "-q",
+                "--db",
+                str(db),
+                "--lock-timeout",
+                "0.2",
+                "--embedder",
+                "hashing",
+                "--user",
+                "mira",
+                "add",
+                "blocked",
+            ]
         )
         _, err = capsys.readouterr()
     finally:
@@ -178,7 +190,7 @@ def test_locked_database_is_a_runtime_failure(capsys: pytest.CaptureFixture[str]
 
 
 def test_demo_runs_offline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code = main(["-q", "--db", str(tmp_path / "unused.db"), "demo"])
+    code = main(["-q", "--db", str(tmp_path / "unused.db"), "demo", "--json"])
     out, err = capsys.readouterr()
     assert code == 0
     result = json.loads(out)
@@ -195,7 +207,8 @@ def test_every_tenant_command_takes_the_tenant_flags() -> None:
 
     parser = build_parser()
     tenant_commands = (
-        "add ingest search ask stats delete inspect repair consolidate update history forget export import"
+        "add ingest search ask answer get list stats delete inspect repair consolidate update history forget "
+        "export import"
     )
     sub = next(a for a in parser._actions if a.dest == "command")
     for name in tenant_commands.split():

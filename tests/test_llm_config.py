@@ -120,7 +120,8 @@ def test_cli_flags_configure_the_llm_backend(tmp_path: Path, capsys: pytest.Capt
     monkeypatch.setenv("DUALMEM_LLM_MODEL", "fake-model")  # flags and env combine; flags win
     db = str(tmp_path / "cli.db")
     with FakeOpenAIServer() as server:
-        args = ["--db", db, "--embedder", "hashing:8", "--controller", "llm", "--llm-url", server.base_url,
+        args = ["--db", db, "--user", "mira", "--embedder", "hashing:8", "--controller", "llm",
+                "--llm-url", server.base_url,
                 "--llm-timeout", "5", "--llm-retries", "0", "--llm-debias", "none",
                 "--llm-context", "4096"]  # fmt: skip
         assert main([*args, "add", "Mira: my bike is blue."]) == 0

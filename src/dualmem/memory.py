@@ -615,8 +615,21 @@ class Memory:
         return self._stats(Tenant(user, agent, run))
 
     def stats_all(self) -> dict[str, JSONValue]:
-        """Admin: :meth:`stats` over every tenant of the store."""
-        return self._stats(None)
+        """Admin: :meth:`stats` over every tenant of the store, and ``users``: each user id with its
+        memory count and the count of each of its (agent, run) pairs."""
+        out = self._stats(None)
+        grouped: dict[str, list[tuple[Tenant, int]]] = {}
+        for tenant, count in self.store.tenant_counts():
+            grouped.setdefault(tenant.user, []).append((tenant, count))
+        out["users"] = [
+            {
+                "user": user,
+                "memories": sum(count for _, count in rows),
+                "tenants": [{"agent": t.agent, "run": t.run, "memories": count} for t, count in rows],
+            }
+            for user, rows in grouped.items()
+        ]
+        return out
 
     def _stats(self, tenant: Tenant | None) -> dict[str, JSONValue]:
         s = self.store.stats(tenant)

@@ -560,6 +560,26 @@ def test_stats(store: Store, rng: np.random.Generator) -> None:
     assert store.stats(BOB).edges_by_view["semantic"] == 0
 
 
+def test_tenant_counts_list_every_user_agent_and_run(store: Store, rng: np.random.Generator) -> None:
+    assert store.tenant_counts() == []
+    planner = Tenant("alice", agent="planner")
+    store.put_nodes(
+        [
+            make_node(rng, "b1", tenant=BOB),
+            make_node(rng, "a1"),
+            make_node(rng, "a2", tenant=planner),
+            make_node(rng, "a3", tenant=Tenant("alice", agent="planner", run="r1")),
+            make_node(rng, "a4", tenant=planner),
+        ]
+    )
+    assert store.tenant_counts() == [
+        (ALICE, 1),
+        (planner, 2),
+        (Tenant("alice", agent="planner", run="r1"), 1),
+        (BOB, 1),
+    ]
+
+
 # -- properties -----------------------------------------------------------------------------
 
 _text = st.text(min_size=1, max_size=60).filter(lambda s: s.strip() != "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Sequence
 from contextlib import suppress
@@ -191,8 +192,13 @@ def _ensure_build(conv: Conversation, build_kind: str, ctx: _Context) -> tuple[P
     for suffix in ("", "-wal", "-shm"):
         with suppress(FileNotFoundError):
             Path(f"{path}{suffix}").unlink()
-    bar = Progress(f"build {conv.id} ({build_kind})", len(conv.observations), enabled=ctx.progress)
-    with _open(path, ctx, profile) as mem:
+    bar = Progress(
+        f"build {conv.id} ({build_kind})",
+        len(conv.observations),
+        enabled=ctx.progress,
+        inline=sys.stderr.isatty(),
+    )
+    with _open(path, ctx, profile) as mem, bar:  # the heartbeat: a chunk of 256 turns takes seconds
         started = time.perf_counter()
         mem.add_many(conv.observations, user=conv.id, on_progress=lambda done, _total: bar.set(done))
         seconds = time.perf_counter() - started
@@ -252,7 +258,7 @@ def _run_system(conv: Conversation, spec: SystemSpec, path: Path, ctx: _Context)
             if line.strip():
                 old = QuestionRecord.from_json(json.loads(line))
                 done[old.index] = old
-    bar = Progress(f"{spec.name} {conv.id}", len(questions), enabled=ctx.progress)
+    bar = Progress(f"{spec.name} {conv.id}", len(questions), enabled=ctx.progress, inline=sys.stderr.isatty())
     out: list[QuestionRecord] = []
     with _open(path, ctx, spec.profile(ctx.base)) as mem, log_path.open("a", encoding="utf-8") as log:
         for index, qa in enumerate(questions):

@@ -102,7 +102,7 @@ def _reembed(store: Store, args: argparse.Namespace, report: CheckReport) -> Che
 
 def _repair_pending(store: Store, args: argparse.Namespace, report: CheckReport) -> CheckReport:
     """Pending nodes need the embedder and the controller: the write path's ``repair``."""
-    from dualmem.cli.commands import controller_options
+    from dualmem.cli.options import controller_options
     from dualmem.control import create_controller
     from dualmem.embed import create_embedder
     from dualmem.memory import Memory

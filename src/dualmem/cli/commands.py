@@ -1,24 +1,31 @@
-"""Subcommands of the ``dualmem`` CLI. Each parses, calls the facade, and returns JSON-able data."""
+"""Subcommands of the ``dualmem`` CLI. Each parses, calls the facade, and returns JSON-able data; the
+``render`` default of a subcommand draws the same data as readable text (a terminal, ``--format human``)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dualmem.bench._progress import Progress
-from dualmem.errors import ConfigError, InvalidInput
-from dualmem.memory import Memory, OpenOptions
+from dualmem.cli import render
+from dualmem.cli.options import (
+    filter_from_args,
+    filter_options,
+    note_if_empty,
+    open_memory,
+    output_options,
+    progress_for,
+    scope_of,
+    tenant_options,
+)
+from dualmem.cli.render import evidence_json, node_json, trace_summary
+from dualmem.errors import InvalidInput
 from dualmem.read.trace import render_trace
-from dualmem.scope import Scope
-from dualmem.types import MAX_K, Evidence, Node
+from dualmem.types import MAX_K
 
-__all__ = ["k_value", "open_memory", "register"]
+__all__ = ["k_value", "node_json", "open_memory", "register"]
 
 
 def k_value(text: str) -> int:
@@ -32,20 +39,9 @@ def k_value(text: str) -> int:
     return k
 
 
-def tenant_options() -> argparse.ArgumentParser:
-    """``--user``/``--agent``/``--run`` for a subcommand (they may also come before it)."""
-    parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("tenant")
-    group.add_argument(
-        "--user", default=argparse.SUPPRESS, help="tenant user id (env DUALMEM_USER; default 'local')"
-    )
-    group.add_argument("--agent", default=argparse.SUPPRESS, help="narrow to one agent of the user")
-    group.add_argument("--run", default=argparse.SUPPRESS, help="narrow to one run of the user")
-    return parent
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    tenant = [tenant_options()]
+    tenant = [tenant_options(), output_options()]
+    filters = [*tenant, filter_options()]
     p = sub.add_parser("add", help="store one observation", parents=tenant)
     p.add_argument("text")
     p.add_argument("--speaker")
@@ -54,32 +50,66 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--source")
     p.add_argument("--turn-id", help="the turn's id: adding the same turn again returns the stored one")
     p.add_argument("--key", help="an idempotency key: a retried add with the same key stores nothing new")
-    p.set_defaults(handler=cmd_add)
+    p.set_defaults(handler=cmd_add, render=lambda d: f"added {d['id']}")
 
     p = sub.add_parser(
         "ingest", help="store every turn of a conversation file (dualmem JSON or LoCoMo)", parents=tenant
     )
     p.add_argument("file", type=Path)
-    p.set_defaults(handler=cmd_ingest)
+    p.set_defaults(handler=cmd_ingest, render=render.render_fields)
 
-    p = sub.add_parser("search", help="adaptive retrieval: evidence for a query", parents=tenant)
+    search_parents = [
+        tenant_options(),
+        output_options(json_help="JSON with the full trace"),
+        filter_options(),
+    ]
+    p = sub.add_parser("search", help="adaptive retrieval: evidence for a query", parents=search_parents)
     p.add_argument("query")
     p.add_argument("-k", type=k_value, default=10, help=f"evidence to return (1 to {MAX_K})")
     p.add_argument("--trace", action="store_true", help="print a readable trace to stdout instead of JSON")
-    p.add_argument("--json", action="store_true", help="JSON with the full trace")
-    p.set_defaults(handler=cmd_search)
+    p.set_defaults(handler=cmd_search, render=render.render_search)
 
-    p = sub.add_parser("ask", help="retrieve, then answer with System Two", parents=tenant)
+    p = sub.add_parser(
+        "ask", aliases=["answer"], help="retrieve, then answer with System Two", parents=filters
+    )
     p.add_argument("query")
     p.add_argument("-k", type=k_value, default=10, help=f"evidence to return (1 to {MAX_K})")
     p.add_argument("--trace", action="store_true", help="include the retrieval trace")
-    p.set_defaults(handler=cmd_ask)
+    p.set_defaults(handler=cmd_ask, render=render.render_answer)
+
+    _register_reads(sub, tenant, filters)
+    from dualmem.cli import calibrate, demo, learn, lifecycle
+
+    demo.register(sub)
+    lifecycle.register(sub, tenant, filters)
+    _register_bench(sub)
+    calibrate.register(sub)
+    learn.register(sub)
+
+
+def _register_reads(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    tenant: list[argparse.ArgumentParser],
+    filters: list[argparse.ArgumentParser],
+) -> None:
+    p = sub.add_parser("get", help="one memory by id", parents=tenant)
+    p.add_argument("id")
+    p.set_defaults(handler=cmd_get, render=render.render_node)
+
+    p = sub.add_parser(
+        "list", help="the tenant's memories in time order, filtered and paged", parents=filters
+    )
+    p.add_argument("--limit", type=int, default=100, help="memories to print at most (default 100)")
+    p.add_argument("--offset", type=int, default=0, help="memories to skip first (default 0)")
+    p.set_defaults(handler=cmd_list, render=render.render_list)
 
     p = sub.add_parser("stats", help="the tenant's counts of nodes, edges by view, entities", parents=tenant)
-    p.add_argument("--all-users", action="store_true", help="admin: count every tenant of the database")
+    p.add_argument(
+        "--all-users", action="store_true", help="admin: every tenant of the database, with each user's count"
+    )
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw memory growth and edges per view")
     p.add_argument("--by", choices=["observed", "written"], default="observed", help="the plot's time axis")
-    p.set_defaults(handler=cmd_stats)
+    p.set_defaults(handler=cmd_stats, render=render.render_stats)
 
     p = sub.add_parser(
         "delete",
@@ -87,32 +117,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         parents=tenant,
     )
     p.add_argument("id")
-    p.set_defaults(handler=cmd_delete)
+    p.set_defaults(handler=cmd_delete, render=render.render_fields)
 
     p = sub.add_parser("inspect", help="a memory with its edges and recorded decisions", parents=tenant)
     p.add_argument("id")
-    p.set_defaults(handler=cmd_inspect)
+    p.set_defaults(handler=cmd_inspect, render=render.render_inspect)
 
     p = sub.add_parser(
         "repair", help="complete the tenant's writes left pending by a controller outage", parents=tenant
     )
     p.add_argument("--all-users", action="store_true", help="admin: repair every tenant of the database")
-    p.set_defaults(handler=cmd_repair)
-
-    p = sub.add_parser("demo", help="ingest the bundled sample conversation and answer questions over it")
-    p.add_argument("--keep", action="store_true", help="keep the demo database (default: a temp file)")
-    p.set_defaults(handler=cmd_demo)
-
-    from dualmem.cli import lifecycle
-
-    lifecycle.register(sub, tenant)
-    _register_bench(sub)
-    from dualmem.cli import calibrate
-
-    calibrate.register(sub)
-    from dualmem.cli import learn
-
-    learn.register(sub)
+    p.set_defaults(handler=cmd_repair, render=render.render_fields)
 
 
 def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -125,118 +140,9 @@ def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     b.set_defaults(handler=cmd_bench_locomo)
 
 
-# -- building a memory from flags ------------------------------------------------------------
-def tenant_user(args: argparse.Namespace) -> str:
-    user = args.user if args.user is not None else os.environ.get("DUALMEM_USER", "local")
-    if not user.strip():
-        raise InvalidInput("the user id is empty", hint="pass --user NAME or set DUALMEM_USER")
-    return str(user)
-
-
-def scope_of(mem: Memory, args: argparse.Namespace) -> Scope:
-    """The tenant the flags name: ``--user`` (or DUALMEM_USER, or 'local'), ``--agent``, ``--run``."""
-    return mem.scope(tenant_user(args), agent=args.agent, run=args.run)
-
-
-def controller_options(args: argparse.Namespace) -> Any:
-    """The typed config of a remote controller from the flags and the environment ({} for builtin)."""
-    from dualmem.cli.backend import jev_config_from_args, llm_config_from_args
-
-    if args.controller == "jev":
-        return jev_config_from_args(args)
-    if args.controller == "llm":
-        return llm_config_from_args(args)
-    return {}
-
-
-def answerer_options(name: str) -> dict[str, Any]:
-    if name != "chat":
-        return {}
-    env = os.environ
-    url = env.get("DUALMEM_CHAT_URL", "https://api.openai.com/v1")
-    model = env.get("DUALMEM_CHAT_MODEL", "gpt-4o-mini")
-    return {"base_url": url, "model": model, "api_key": env.get("OPENAI_API_KEY")}
-
-
-def embedder_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The embedder's options from the flags: ``--graph-cache DIR`` (or ``DUALMEM_GRAPH_CACHE``), the
-    folder where MiniLM saves its optimised graph. The variable applies to the MiniLM embedder only;
-    the flag with another embedder is a ``ConfigError``."""
-    flag = getattr(args, "graph_cache", None)
-    folder = flag or os.environ.get("DUALMEM_GRAPH_CACHE")
-    from dualmem.embed import is_minilm
-
-    minilm = is_minilm(str(getattr(args, "embedder", "minilm")))
-    if flag and not minilm:
-        raise ConfigError(
-            f"--graph-cache is a MiniLM setting; the embedder is {args.embedder!r}",
-            hint="drop --graph-cache or use --embedder minilm",
-        )
-    if not folder or not minilm:
-        return {}
-    return {"graph_cache": str(Path(folder).expanduser())}
-
-
-def open_memory(args: argparse.Namespace, db: str | None = None) -> Memory:
-    """A memory from the flags; backend settings come from the environment (this adapter only)."""
-    path = db or args.db or os.environ.get("DUALMEM_DB") or _default_db()
-    read_only = bool(getattr(args, "read_only", False))
-    if path != ":memory:" and "://" not in path:
-        path = str(Path(path).expanduser())
-        if not read_only:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-    options = OpenOptions(
-        controller=controller_options(args),
-        answerer=answerer_options(args.answerer),
-        embedder=embedder_options(args),
-        lock_timeout=args.lock_timeout,
-        synchronous=getattr(args, "synchronous", "normal"),
-    )
-    return Memory.open(
-        path,
-        embedder=args.embedder,
-        controller=args.controller,
-        answerer=args.answerer,
-        profile=args.profile or None,
-        options=options,
-        read_only=read_only,
-    )
-
-
-def _default_db() -> str:
-    from dualmem.cli.main import default_db
-
-    return default_db()
-
-
-# -- rendering ---------------------------------------------------------------------------------
-_NODE_FIELDS = (
-    *("id", "content", "speaker", "at", "session", "turn_id", "entities", "temporal_refs", "types"),
-    *("status", "valid_to"),
-)
-
-
-def node_json(node: Node) -> dict[str, Any]:
-    """The CLI's view of a node: a projection of :meth:`Node.to_json`."""
-    full = node.to_json()
-    return {key: full[key] for key in _NODE_FIELDS}
-
-
-def evidence_json(e: Evidence) -> dict[str, Any]:
-    out = node_json(e.node)
-    out["score"] = round(e.score, 4)
-    out["view"] = e.view
-    out["via"] = (
-        {"source": e.via.source, "target": e.via.target, "view": e.via.view, "label": e.via.label}
-        if e.via
-        else None
-    )
-    return out
-
-
 # -- commands ----------------------------------------------------------------------------------
 def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
-    with open_memory(args) as mem:
+    with open_memory(args, create=True) as mem:
         scope = scope_of(mem, args)
         node_id = scope.add(
             args.text,
@@ -251,8 +157,7 @@ def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
-    progress = Progress(f"ingest {args.file.name}", enabled=not args.quiet and sys.stderr.isatty())
-    with open_memory(args) as mem:
+    with open_memory(args, create=True) as mem, progress_for(args, f"ingest {args.file.name}") as progress:
         scope = scope_of(mem, args)
         started = time.perf_counter()
         ids = scope.ingest(args.file, on_progress=progress)
@@ -267,9 +172,13 @@ def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
+    where = filter_from_args(args)
     with open_memory(args) as mem:
-        found = scope_of(mem, args).search(args.query, k=args.k)
-        if args.trace and not args.json:
+        found = scope_of(mem, args).search(args.query, k=args.k, where=where)
+        if not found.evidence:
+            note_if_empty(mem, args)
+        full = bool(getattr(args, "json", False))
+        if args.trace and not full:
             lines = [render_trace(found.trace), "", "evidence:"]
             for i, e in enumerate(found.evidence, 1):
                 when = e.node.at.date().isoformat() if e.node.at else "-"
@@ -278,18 +187,16 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
                 )
             return "\n".join(lines)
         out: dict[str, Any] = {"query": args.query, "evidence": [evidence_json(e) for e in found.evidence]}
-        out["trace"] = found.trace.to_json() if args.json else _trace_summary(found.trace.to_json())
+        out["trace"] = found.trace.to_json() if full else trace_summary(found.trace.to_json())
         return out
 
 
-def _trace_summary(trace: dict[str, Any]) -> dict[str, Any]:
-    keys = ("route", "active_views", "depth", "stop_reason", "controller_calls", "latency_ms")
-    return {k: trace[k] for k in keys}
-
-
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
+    where = filter_from_args(args)
     with open_memory(args) as mem:
-        ans = scope_of(mem, args).answer(args.query, k=args.k)
+        ans = scope_of(mem, args).answer(args.query, k=args.k, where=where)
+        if not ans.evidence:
+            note_if_empty(mem, args)
         out: dict[str, Any] = {
             "query": args.query,
             "answer": ans.text,
@@ -297,8 +204,28 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
             "answerer": ans.answerer,
             "evidence": [evidence_json(e) for e in ans.evidence],
         }
-        out["trace"] = ans.trace.to_json() if args.trace else _trace_summary(ans.trace.to_json())
+        out["trace"] = ans.trace.to_json() if args.trace else trace_summary(ans.trace.to_json())
         return out
+
+
+def cmd_get(args: argparse.Namespace) -> dict[str, Any]:
+    with open_memory(args) as mem:
+        return node_json(scope_of(mem, args).get(args.id))
+
+
+def cmd_list(args: argparse.Namespace) -> dict[str, Any]:
+    where = filter_from_args(args)
+    with open_memory(args) as mem:
+        scope = scope_of(mem, args)
+        nodes = scope.list_memories(where=where, limit=args.limit, offset=args.offset)
+        if not nodes and not args.offset:
+            note_if_empty(mem, args)
+        return {
+            "memories": [node_json(n) for n in nodes],
+            "offset": args.offset,
+            "limit": args.limit,
+            "count": len(nodes),
+        }
 
 
 def cmd_stats(args: argparse.Namespace) -> dict[str, Any]:
@@ -352,57 +279,15 @@ def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
         return {"repaired": len(report.ids) - len(report.pending), "still_pending": len(report.pending)}
 
 
-DEMO_QUESTIONS = (
-    "When did Mira buy a new bicycle, and why?",
-    "What is the name of Mira's dog?",
-    "Does Mira still eat sushi?",
-    "Who helped Mira choose her new bicycle?",
-    "When did Biscuit eat a sock?",
-    "What is the name of Mira's cat?",
-)
-
-
-def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
-    sample = resources.files("dualmem.data").joinpath("sample_conversation.json")
-    with tempfile.TemporaryDirectory(prefix="dualmem-demo-") as tmp:
-        db = args.db if args.keep and args.db else str(Path(tmp) / "demo.db")
-        with resources.as_file(sample) as path, open_memory(args, db=db) as mem:
-            user = "demo"
-            started = time.perf_counter()
-            progress = Progress("ingest sample", enabled=not args.quiet and sys.stderr.isatty())
-            ids = mem.ingest(path, user=user, on_progress=progress)
-            build = time.perf_counter() - started
-            print(f"dualmem demo: stored {len(ids)} turns in {build:.2f} s", file=sys.stderr)
-            answers = []
-            for q in DEMO_QUESTIONS:
-                ans = mem.answer(q, user=user, k=5)
-                print(f"\nQ: {q}\nA: {ans.text}", file=sys.stderr)
-                answers.append(
-                    {
-                        "question": q,
-                        "answer": ans.text,
-                        "abstained": ans.abstained,
-                        "evidence": [evidence_json(e) for e in ans.evidence[:3]],
-                        "stop_reason": ans.trace.stop_reason,
-                        "controller_calls": ans.trace.controller_calls,
-                        "latency_ms": round(ans.trace.latency_ms, 2),
-                    }
-                )
-            return {
-                "stored": len(ids),
-                "build_seconds": round(build, 3),
-                "stats": mem.stats(user=user),
-                "answers": answers,
-            }
-
-
 def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
     from dualmem.bench import bench_from_args, run_locomo
+    from dualmem.cli.options import progress_enabled
 
+    show = progress_enabled(args)
     if args.cv:
         from dualmem.bench.cv import cv_from_args, run_cv
 
-        cv = run_cv(cv_from_args(args), progress=not args.quiet, log=lambda m: print(m, file=sys.stderr))
+        cv = run_cv(cv_from_args(args), progress=show, log=lambda m: print(m, file=sys.stderr))
         return {"report": str(cv.report), "results": str(cv.out_json)}
     config = bench_from_args(args)
     try:
@@ -412,7 +297,7 @@ def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
             "dualmem: no PNG plots: matplotlib is not installed (pip install 'dualmem[bench]')",
             file=sys.stderr,
         )
-    result = run_locomo(config, progress=not args.quiet)
+    result = run_locomo(config, progress=show)
     return {
         "report": str(result.report),
         "results": str(result.results),

@@ -9,7 +9,9 @@ command and reads its stdout).
   ``prompt`` field; plain text works too) and prints what memory has on it.
 
 Both are read-only, fast and silent on failure: whatever goes wrong (no database yet, a locked
-file, bad input), they exit 0 with nothing on stdout, and say why on stderr only with ``--verbose``.
+file, bad input), they exit 0 with nothing on stdout, and say why on stderr only with ``--verbose``
+(which also explains an empty result: no memories for the user, or none that matched).
+``dualmem hook capture`` (``hook_capture.py``) is the one that writes: tool calls and turns.
 By default they search without the embedder (full-text and entity indexes, fused by reciprocal
 rank), which keeps them well under the agent's patience; ``--full`` runs dualmem's adaptive search
 instead (the embedder and the System-One controller; slower to start).
@@ -32,7 +34,7 @@ from dualmem.errors import InvalidInput, NotFound
 from dualmem.plane.base import Store
 from dualmem.types import Node, Tenant
 
-__all__ = ["HookInput", "read_input", "register"]
+__all__ = ["HookInput", "quietly", "read_input", "register"]
 
 MAX_LINE = 280
 MAX_INPUT = 1 << 20
@@ -47,7 +49,7 @@ class HookInput:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from dualmem.cli.commands import tenant_options
+    from dualmem.cli.options import tenant_options
 
     p = sub.add_parser("hook", help="context for coding agents (Claude Code hooks); silent on failure")
     events = p.add_subparsers(dest="event", required=True, metavar="EVENT")
@@ -68,7 +70,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for q in (start, prompt):
         q.add_argument("--limit", type=int, default=8, help="memories to print at most (default 8)")
         q.add_argument("--full", action="store_true", help="adaptive search with the embedder (slower start)")
-        q.add_argument("--verbose", dest="hook_verbose", action="store_true", help="say why on stderr")
+        q.add_argument(
+            "--verbose",
+            dest="hook_verbose",
+            action="store_true",
+            help="say on stderr why nothing was printed (no database, no memories for the user, no match)",
+        )
+    from dualmem.cli import hook_capture
+
+    hook_capture.register(events, [tenant_options()])
 
 
 def read_input(raw: str) -> HookInput:
@@ -98,14 +108,14 @@ def _stdin() -> HookInput:
 
 # -- the two events --------------------------------------------------------------------------
 def cmd_session_start(args: argparse.Namespace) -> None:
-    _quietly(args, _session_start)
+    quietly(args, _session_start)
 
 
 def cmd_user_prompt(args: argparse.Namespace) -> None:
-    _quietly(args, _user_prompt)
+    quietly(args, _user_prompt)
 
 
-def _quietly(args: argparse.Namespace, fn: Callable[[argparse.Namespace], str]) -> None:
+def quietly(args: argparse.Namespace, fn: Callable[[argparse.Namespace], str]) -> None:
     """Run ``fn`` and print its text; on any failure print nothing and exit 0 (``--verbose``: why)."""
     verbose = bool(args.hook_verbose)
     logger = logging.getLogger("dualmem")
@@ -136,6 +146,7 @@ def _user_prompt(args: argparse.Namespace) -> str:
     tenant = _tenant(args)
     found = _search(args, tenant, prompt, args.limit)
     if not found:
+        _why_empty(args, tenant, "nothing matched the prompt")
         return ""
     return _render("dualmem: memories related to this prompt", [("", found)])
 
@@ -163,9 +174,32 @@ def _session_start(args: argparse.Namespace) -> str:
     room = max(2, limit - len(shown))
     sections.append(("Recent", [n for n in recent if n.id not in shown][:room]))
     if not any(nodes for _, nodes in sections):
+        _why_empty(args, tenant, "nothing to show")
         return ""
     who = f"user {tenant.user}" + (f", project {project}" if project else "")
     return _render(f"dualmem: what memory holds for {who}", sections)
+
+
+def _why_empty(args: argparse.Namespace, tenant: Tenant, otherwise: str) -> None:
+    """``--verbose``: why a hook printed nothing, on stderr (the user has no memories at all — which
+    users the database holds —, or it has some and none matched)."""
+    if not args.hook_verbose:
+        return
+    with _open_store(args) as store:
+        count = store.count(tenant)
+        users = list(dict.fromkeys(t.user for t, _ in store.tenant_counts())) if count == 0 else []
+    who = f"user {tenant.user!r}" + (f" agent {tenant.agent!r}" if tenant.agent else "")
+    if count == 0:
+        known = f"users there: {', '.join(users[:5])}" if users else "the database is empty"
+        reason = f"no memories for {who} in {_db_path(args)} ({known})"
+    else:
+        how = (
+            "the adaptive search kept nothing above its thresholds"
+            if args.full
+            else ("no memory shares a word or two entities with it (--full runs the adaptive search)")
+        )
+        reason = f"{otherwise}: {count} memories for {who}, {how}"
+    print(f"dualmem hook: {reason}", file=sys.stderr)
 
 
 # -- retrieval -------------------------------------------------------------------------------
@@ -174,7 +208,7 @@ def _habit(n: Node) -> float:
 
 
 def _tenant(args: argparse.Namespace) -> Tenant:
-    from dualmem.cli.commands import tenant_user
+    from dualmem.cli.options import tenant_user
 
     return Tenant(tenant_user(args), args.agent, args.run)
 
@@ -186,7 +220,7 @@ def _db_path(args: argparse.Namespace) -> str:
     if path != ":memory:" and "://" not in path:
         path = str(Path(path).expanduser())
         if not os.path.exists(path):
-            raise NotFound(f"no memory at {path}", hint="set DUALMEM_DB or --db")
+            raise NotFound(f"no database at {path}", hint="set DUALMEM_DB or --db")
     return path
 
 
@@ -225,7 +259,7 @@ def lexical(store: Store, tenant: Tenant, text: str, k: int) -> list[Node]:
 
 
 def _adaptive(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
-    from dualmem.cli.commands import controller_options, embedder_options
+    from dualmem.cli.options import controller_options, embedder_options
     from dualmem.config import Profile
     from dualmem.memory import Memory, OpenOptions
 

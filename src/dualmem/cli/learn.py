@@ -133,7 +133,7 @@ def _meter(args: argparse.Namespace) -> Any:
 
 
 def _from_db(args: argparse.Namespace, files: list[Path], record: Any) -> list[Any]:
-    from dualmem.cli.commands import open_memory
+    from dualmem.cli.options import open_memory
     from dualmem.learn.calibrate import examples_from_labels, examples_from_teacher, read_labelled_jsonl
 
     queries = [q for f in files for q in read_labelled_jsonl(f)]

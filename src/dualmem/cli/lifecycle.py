@@ -6,46 +6,46 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dualmem.cli.commands import node_json, open_memory, scope_of
+from dualmem.cli.options import filter_from_args, open_memory, progress_for, scope_of
+from dualmem.cli.render import node_json, render_fields, render_history
 from dualmem.errors import InvalidInput
 
 __all__ = ["register"]
 
 
 def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], tenant: list[argparse.ArgumentParser]
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    tenant: list[argparse.ArgumentParser],
+    filters: list[argparse.ArgumentParser],
 ) -> None:
+    """``tenant``: the parents of a tenant command (tenant and output flags); ``filters``: those and
+    the memory filter flags."""
     p = sub.add_parser(
         "consolidate", help="run one consolidation pass over the tenant's recent memories", parents=tenant
     )
-    p.set_defaults(handler=cmd_consolidate)
+    p.set_defaults(handler=cmd_consolidate, render=render_fields)
 
     p = sub.add_parser("update", help="correct a memory; the old text stays as history", parents=tenant)
     p.add_argument("id")
     p.add_argument("text")
-    p.set_defaults(handler=cmd_update)
+    p.set_defaults(handler=cmd_update, render=lambda d: f"updated {d['old']} -> {d['new']}")
 
     p = sub.add_parser("history", help="every version of a memory, oldest first", parents=tenant)
     p.add_argument("id")
-    p.set_defaults(handler=cmd_history)
+    p.set_defaults(handler=cmd_history, render=render_history)
 
     p = sub.add_parser(
         "forget",
         help="remove memories for good (all versions, derived summaries, cached answers): id, filter, --all",
-        parents=tenant,
+        parents=filters,
     )
     p.add_argument("id", nargs="?")
-    p.add_argument("--speaker")
-    p.add_argument("--session")
-    p.add_argument("--since", help="observed at or after this time")
-    p.add_argument("--until", help="observed before this time")
-    p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata equality")
     p.add_argument("--all", action="store_true", help="every memory of the tenant")
-    p.set_defaults(handler=cmd_forget)
+    p.set_defaults(handler=cmd_forget, render=render_fields)
 
     p = sub.add_parser("export", help="write the tenant's memory as JSON Lines", parents=tenant)
     p.add_argument("file", type=Path)
-    p.set_defaults(handler=cmd_export)
+    p.set_defaults(handler=cmd_export, render=render_fields)
 
     p = sub.add_parser(
         "import",
@@ -53,7 +53,7 @@ def register(
         parents=tenant,
     )
     p.add_argument("file", type=Path)
-    p.set_defaults(handler=cmd_import)
+    p.set_defaults(handler=cmd_import, render=render_fields)
 
 
 def cmd_consolidate(args: argparse.Namespace) -> dict[str, Any]:
@@ -77,22 +77,7 @@ def cmd_history(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_forget(args: argparse.Namespace) -> dict[str, Any]:
-    from dualmem.memory import Filter
-    from dualmem.text.timeparse import parse_time
-
-    metadata: dict[str, Any] = {}
-    for item in args.meta:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidInput(f"--meta needs KEY=VALUE, got {item!r}")
-        metadata[key] = value
-    where = Filter(
-        speaker=args.speaker,
-        session=args.session,
-        since=parse_time(args.since),
-        until=parse_time(args.until),
-        metadata=metadata or None,
-    )
+    where = filter_from_args(args)
     chosen = sum((args.id is not None, not where.empty(), args.all))
     if chosen != 1:
         raise InvalidInput("give exactly one of: an id, filter options (--speaker/--since/...), or --all")
@@ -114,7 +99,8 @@ def cmd_export(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
-    with open_memory(args) as mem:
+    # one transaction without steps to count: the heartbeat shows the time it has taken so far
+    with open_memory(args, create=True) as mem, progress_for(args, f"import {args.file.name}"):
         report = scope_of(mem, args).import_jsonl(args.file)
         return {
             "file": str(args.file),

@@ -1,4 +1,6 @@
-"""The ``dualmem`` command: JSON on stdout, logs and progress on stderr, one-line errors.
+"""The ``dualmem`` command: readable text on a terminal, JSON in a pipe or with ``--json`` (each
+subcommand's ``render`` draws its JSON as text), logs and progress on stderr, one-line errors (a typo
+gets the nearest known command or option).
 
 Settings come from flags, then environment variables (``DUALMEM_DB``, ``DUALMEM_USER``,
 ``TYPESAFE_API_KEY``/``TYPESAFE_BASE_URL`` for Jev, ``--llm-*`` flags or ``DUALMEM_LLM_*`` for an
@@ -9,15 +11,18 @@ OpenAI-compatible controller (``dualmem.cli.backend``), ``DUALMEM_CHAT_URL``/``D
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from dualmem.cli.check import Outcome
+from dualmem.cli.options import human_output
 from dualmem.errors import DualmemError, UserError
 
 __all__ = ["build_parser", "main"]
@@ -38,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dualmem.cli import check, commands
     from dualmem.cli import migrate as migrate_command
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dualmem",
         description="Agent memory with a fast System-One controller (Jev-Mem).",
     )
@@ -60,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="normal",
         help="full: every commit survives power loss (slower); normal (default): survives a killed process",
     )
-    parser.add_argument("--user", default=None, help="tenant user id (env DUALMEM_USER; default 'local')")
+    parser.add_argument(
+        "--user", default=None, help="tenant user id (required by memory commands; env DUALMEM_USER)"
+    )
     parser.add_argument("--agent", default=None, help="tenant agent id")
     parser.add_argument("--run", default=None, help="tenant run/session id")
     parser.add_argument(
@@ -83,7 +90,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="progress on stderr even when it is not a terminal (a log line every 2 s at most)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["auto", "human", "json"],
+        default="auto",
+        help="human: readable text; json: what scripts read; auto (default): human when stdout is a terminal",
+    )
+    parser.add_argument("--json", action="store_true", help="JSON on stdout (same as --format json)")
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(  # type: ignore[assignment]
+        dest="command", required=True, metavar="COMMAND"
+    )
     commands.register(sub)
     check.register(sub)
     migrate_command.register(sub)
@@ -94,6 +115,73 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.register(sub)
     hook.register(sub)
     return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) that suggest the nearest known command or option."""
+
+    argv: list[str] | None = None
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self.argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USER, f"{self.prog}: {_explain(self, message)}\n")
+
+
+def _explain(parser: argparse.ArgumentParser, message: str) -> str:
+    """``unknown command 'serach' (did you mean 'search'?)``, ``unknown option '--lmit' (did you mean
+    '--limit'?)``, else argparse's message with a pointer to ``--help``."""
+    choice = re.match(r"argument (\S+): invalid choice: '([^']*)'", message)
+    if choice:
+        name, value = choice.groups()
+        action = next((a for a in parser._actions if argparse._get_action_name(a) == name), None)
+        known = [str(c) for c in (action.choices or ())] if action is not None else []
+        if isinstance(action, argparse._SubParsersAction):
+            before = _option_before(parser, value)  # `--controler jev search`: the option is the typo
+            if before is not None:
+                return _explain(parser, f"unrecognized arguments: {before}")
+            return f"unknown command {value!r}{_did_you_mean(value, known, parser.prog)}"
+        return f"unknown {name} {value!r}{_did_you_mean(value, known, parser.prog)}"
+    if message.startswith("unrecognized arguments:"):
+        words = message.split(":", 1)[1].split()
+        options = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+        if options:
+            known = sorted(_option_strings(parser))
+            return f"unknown option {options[0]!r}{_did_you_mean(options[0], known, parser.prog)}"
+        return f"unexpected argument {words[0]!r} (see {parser.prog} --help)"
+    return f"error: {message} (see {parser.prog} --help)"
+
+
+def _option_before(parser: argparse.ArgumentParser, value: str) -> str | None:
+    """The unknown option just before ``value`` on the command line, if there is one."""
+    argv = getattr(parser, "argv", None) or []
+    if value not in argv:
+        return None
+    at = argv.index(value)
+    before = argv[at - 1] if at > 0 else ""
+    if before.startswith("--") and before.split("=", 1)[0] not in parser._option_string_actions:
+        return before
+    return None
+
+
+def _did_you_mean(word: str, known: Sequence[str], prog: str) -> str:
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else f" (see {prog} --help)"
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option of ``parser`` and of its subcommands, their subcommands included."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found.update(o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _option_strings(sub)
+    return found
 
 
 def _seconds(text: str) -> float:
@@ -127,15 +215,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dualmem: interrupted", file=sys.stderr)
         return 130
+    render: Callable[[Any], str] | None = getattr(args, "render", None)
     if isinstance(result, Outcome):
         emit(result.data)
         return result.code
     if result is not None:
-        emit(result)
+        human = render is not None and human_output(args, default=getattr(args, "human_default", None))
+        emit(render(result) if human and render is not None and isinstance(result, dict) else result)
     return 0
 
 
 def emit(result: Any) -> None:
+    """JSON on stdout (a string as it is: a command's readable text)."""
     if isinstance(result, str):
         sys.stdout.write(result if result.endswith("\n") else result + "\n")
     else:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from dualmem.cli.commands import tenant_user
+from dualmem.cli.options import tenant_user
 from dualmem.cli.serve import is_loopback, keys_file, open_service_memory
 from dualmem.errors import ConfigError
 from dualmem.types import Tenant

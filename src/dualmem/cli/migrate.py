@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dualmem.cli.options import require_database
 from dualmem.plane import open_store
 from dualmem.plane.migrate import UserReport, migrate_store
 
@@ -37,6 +38,8 @@ def cmd_migrate(args: argparse.Namespace) -> dict[str, object]:
         if not quiet:
             print(f"dualmem: migrated user {report.user!r}: {report.nodes} nodes", file=sys.stderr)
 
+    if "://" not in args.source:
+        require_database(str(Path(args.source).expanduser()))  # a missing source is not an empty one
     source = _open(args.source, args.lock_timeout)
     try:
         target = _open(args.target, args.lock_timeout)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dualmem.cli.commands import answerer_options, controller_options, embedder_options, tenant_user
+from dualmem.cli.options import answerer_options, controller_options, embedder_options, tenant_user
 from dualmem.config import Profile
 from dualmem.errors import ConfigError
 from dualmem.memory import Memory, OpenOptions

@@ -16,9 +16,17 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, assert_never
 
-import httpx2
-import typesafe_sdk as ts
-from typesafe_sdk.constants import DEFAULT_BASE_URL, DEFAULT_MODEL
+from dualmem.errors import ConfigError
+
+try:
+    import httpx2
+    import typesafe_sdk as ts
+    from typesafe_sdk.constants import DEFAULT_BASE_URL, DEFAULT_MODEL
+except ImportError as exc:  # an optional extra since issue 28
+    raise ConfigError(
+        f"the jev backend needs typesafe-sdk and httpx2, which are not installed ({exc.name or exc})",
+        hint="pip install 'dualmem[jev]'",
+    ) from exc
 
 from dualmem.control.base import BaseController
 from dualmem.control.config import JevConfig
@@ -36,7 +44,7 @@ from dualmem.control.questions import (
     Usage,
     validate_result,
 )
-from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
+from dualmem.errors import ControllerError, ControllerTimeout
 from dualmem.http import RetryPolicy
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "SUM_SLACK", "JevController", "sdk_question", "sdk_retry"]

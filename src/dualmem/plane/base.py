@@ -37,7 +37,7 @@ from dualmem.types import Edge, JSONValue, Node, NodeStatus, TemporalRef, Tenant
 if TYPE_CHECKING:
     from dualmem.plane.check import CheckReport
 
-__all__ = ["Candidate", "Decision", "NodeContext", "Store", "StoreStats", "candidates_of"]
+__all__ = ["Candidate", "Decision", "NodeContext", "Store", "StoreStats", "candidates_of", "tenant_order"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +270,11 @@ class Store(Protocol):
 
     def stats(self, tenant: Tenant | None = None) -> StoreStats: ...
 
+    def tenant_counts(self) -> list[tuple[Tenant, int]]:
+        """Admin: every (user, agent, run) with stored nodes and its node count, sorted by user, then
+        agent and run (``None`` first)."""
+        ...
+
     # -- idempotency keys -------------------------------------------------------------------
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
         """The node id stored under each of ``keys`` of ``user`` (absent keys are left out)."""
@@ -283,3 +288,14 @@ class Store(Protocol):
     def check(self, *, repair: bool = False) -> CheckReport:
         """What is damaged or inconsistent; with ``repair``, fix what the store can and re-check."""
         ...
+
+
+def tenant_order(tenant: Tenant) -> tuple[str, bool, str, bool, str]:
+    """The sort key of :meth:`Store.tenant_counts`: by user, then agent and run, ``None`` first."""
+    return (
+        tenant.user,
+        tenant.agent is not None,
+        tenant.agent or "",
+        tenant.run is not None,
+        tenant.run or "",
+    )

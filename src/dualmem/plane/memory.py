@@ -23,7 +23,7 @@ from dualmem.plane import _chunks
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane._vectors import UserVectors
-from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of
+from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of, tenant_order
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.text.lexical import fts5_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -279,6 +279,10 @@ class InMemoryStore:
 
     def count(self, tenant: Tenant | None = None) -> int:
         return len(self._covered(tenant))
+
+    def tenant_counts(self) -> list[tuple[Tenant, int]]:
+        counts = Counter(n.tenant for n in self._covered(None))
+        return sorted(counts.items(), key=lambda tc: tenant_order(tc[0]))
 
     # -- edges ------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge]) -> None:

@@ -30,7 +30,7 @@ from dualmem.plane import _context as context
 from dualmem.plane import _pg_context as pgctx
 from dualmem.plane import _pg_sql as sql
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
-from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of
+from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of, tenant_order
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -459,6 +459,14 @@ class PostgresStore:
         )
         found = self.get_nodes(ids, tenant)
         return [found[i] for i in ids if i in found]
+
+    def tenant_counts(self) -> list[tuple[Tenant, int]]:
+        with self._conn("count tenants") as conn:
+            rows = conn.execute(
+                "SELECT user_id, agent_id, run_id, count(*) FROM nodes GROUP BY user_id, agent_id, run_id"
+            ).fetchall()
+        found = [(Tenant(cast(str, sql.dec(u)), sql.dec(a), sql.dec(r)), int(c)) for u, a, r, c in rows]
+        return sorted(found, key=lambda tc: tenant_order(tc[0]))
 
     def users(self) -> list[str]:
         """Every user id with stored nodes, sorted (admin use: migration)."""

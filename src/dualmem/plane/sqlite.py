@@ -51,7 +51,7 @@ from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
-from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats
+from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, tenant_order
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -974,6 +974,13 @@ class SQLiteStore:
             embedder=name if isinstance(name, str) else None,
             dim=dim if isinstance(dim, int) else None,
         )
+
+    def tenant_counts(self) -> list[tuple[Tenant, int]]:
+        with self._lock, self.snapshot(), sql.translated("count tenants"):
+            rows = self._conn.execute(
+                "SELECT user_id, agent_id, run_id, COUNT(*) FROM nodes GROUP BY user_id, agent_id, run_id"
+            ).fetchall()
+        return sorted(((Tenant(u, a, r), int(c)) for u, a, r, c in rows), key=lambda tc: tenant_order(tc[0]))
 
     def users(self) -> list[str]:
         """Every user id with stored nodes, sorted (admin use: migration)."""

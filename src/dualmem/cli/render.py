@@ -1,0 +1,189 @@
+"""What the CLI prints: the JSON projections of nodes and evidence, and their readable renderings.
+
+JSON is the contract (stdout of a pipe, ``--json``); the readable text (a terminal, ``--format
+human``) is drawn from the same JSON data, so both always say the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dualmem.types import Evidence, Node
+
+__all__ = [
+    "evidence_json",
+    "node_json",
+    "render_answer",
+    "render_demo",
+    "render_fields",
+    "render_history",
+    "render_inspect",
+    "render_list",
+    "render_node",
+    "render_search",
+    "render_stats",
+    "trace_summary",
+    "truncate",
+]
+
+_NODE_FIELDS = (
+    *("id", "content", "speaker", "at", "session", "turn_id", "entities", "temporal_refs", "types"),
+    *("status", "valid_to"),
+)
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    """The CLI's view of a node: a projection of :meth:`Node.to_json`."""
+    full = node.to_json()
+    return {key: full[key] for key in _NODE_FIELDS}
+
+
+def evidence_json(e: Evidence) -> dict[str, Any]:
+    out = node_json(e.node)
+    out["score"] = round(e.score, 4)
+    out["view"] = e.view
+    out["via"] = (
+        {"source": e.via.source, "target": e.via.target, "view": e.via.view, "label": e.via.label}
+        if e.via
+        else None
+    )
+    return out
+
+
+def trace_summary(trace: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("route", "active_views", "depth", "stop_reason", "controller_calls", "latency_ms")
+    return {k: trace[k] for k in keys}
+
+
+# -- readable text -------------------------------------------------------------------------------
+def truncate(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
+
+
+def _width() -> int:
+    return max(60, min(160, shutil.get_terminal_size((100, 24)).columns))
+
+
+def _date(node: Mapping[str, Any]) -> str:
+    at = node.get("at")
+    return str(at)[:10] if at else "-"
+
+
+def _who(node: Mapping[str, Any]) -> str:
+    return str(node.get("speaker") or "-")
+
+
+def _memory_line(rank: int, node: Mapping[str, Any]) -> str:
+    head = f"{rank:>3}. {float(node['score']):.3f}  {_date(node)}  {_who(node)}: "
+    return head + truncate(str(node["content"]), _width() - len(head))
+
+
+def _footer(trace: Mapping[str, Any]) -> str:
+    return (
+        f"(stop: {trace.get('stop_reason')}, {trace.get('controller_calls')} controller calls, "
+        f"{float(trace.get('latency_ms') or 0):.0f} ms)"
+    )
+
+
+def render_search(data: Mapping[str, Any]) -> str:
+    found: Sequence[Mapping[str, Any]] = data["evidence"]
+    lines = (
+        [f"{len(found)} memories for: {data['query']}"] if found else [f"nothing found for: {data['query']}"]
+    )
+    lines += [_memory_line(i, e) for i, e in enumerate(found, 1)]
+    return "\n".join([*lines, _footer(data["trace"])])
+
+
+def render_answer(data: Mapping[str, Any]) -> str:
+    text = str(data["answer"])
+    lines = [f"(no answer: {text})" if data["abstained"] else text, ""]
+    found: Sequence[Mapping[str, Any]] = data["evidence"]
+    lines.append("evidence:" if found else "no evidence found")
+    lines += [_memory_line(i, e) for i, e in enumerate(found, 1)]
+    return "\n".join([*lines, _footer(data["trace"])])
+
+
+def render_node(data: Mapping[str, Any]) -> str:
+    """One memory: its fields, then its text in full."""
+    fields = {k: data.get(k) for k in ("id", "speaker", "at", "session", "turn_id", "status", "valid_to")}
+    lines = [f"{k}: {v}" for k, v in fields.items() if v is not None]
+    if data.get("entities"):
+        lines.append("entities: " + ", ".join(map(str, data["entities"])))
+    return "\n".join([*lines, "", str(data["content"])])
+
+
+def render_list(data: Mapping[str, Any]) -> str:
+    nodes: Sequence[Mapping[str, Any]] = data["memories"]
+    if not nodes:
+        return "no memories" + (" on this page" if data.get("offset") else "")
+    lines = []
+    for n in nodes:
+        head = f"{n['id']}  {_date(n)}  {_who(n)}: "
+        lines.append(head + truncate(str(n["content"]), _width() - len(head)))
+    return "\n".join(lines)
+
+
+def render_history(data: Mapping[str, Any]) -> str:
+    versions: Sequence[Mapping[str, Any]] = data["versions"]
+    return "\n".join(
+        f"v{i} {n['id']}  {_date(n)}  {truncate(str(n['content']), _width() - 40)}"
+        + ("" if n.get("valid_to") is None else f"  (until {str(n['valid_to'])[:10]})")
+        for i, n in enumerate(versions, 1)
+    )
+
+
+def render_inspect(data: Mapping[str, Any]) -> str:
+    lines = [render_node(data["node"]), "", f"edges ({len(data['edges'])}):"]
+    lines += [f"  {e['view']:<9} {e['label']:<12} {e['source']} -> {e['target']}" for e in data["edges"]]
+    lines.append(f"decisions ({len(data['decisions'])}):")
+    lines += [
+        f"  {d['purpose']:<13} {d['key']:<28} {d['value']:.3f}" + (f" {d['label']}" if d.get("label") else "")
+        for d in data["decisions"]
+    ]
+    return "\n".join(lines)
+
+
+def render_stats(data: Mapping[str, Any]) -> str:
+    views = data.get("edges_by_view") or {}
+    lines = [
+        f"memories: {data['nodes']} ({data['pending']} pending)",
+        "edges: " + ", ".join(f"{v} {n}" for v, n in views.items()),
+        f"entities: {data['entities']}",
+        f"embedder: {data.get('embedder')} (dim {data.get('dim')}); controller {data.get('controller')}",
+    ]
+    if "plot" in data:
+        lines.append(f"plot: {data['plot']}")
+    users: Sequence[Mapping[str, Any]] | None = data.get("users")
+    if users is not None:
+        lines += ["", f"users ({len(users)}):" if users else "users: none"]
+        for u in users:
+            lines.append(f"  {u['user']}: {u['memories']}")
+            for t in u["tenants"]:
+                if t["agent"] is not None or t["run"] is not None:
+                    lines.append(f"    agent {t['agent'] or '-'}, run {t['run'] or '-'}: {t['memories']}")
+    return "\n".join(lines)
+
+
+def render_fields(data: Mapping[str, Any]) -> str:
+    """A flat ``key: value`` rendering (nested values as compact JSON)."""
+    return "\n".join(
+        f"{k}: {v if isinstance(v, str | int | float) or v is None else json.dumps(v, default=str)}"
+        for k, v in data.items()
+    )
+
+
+def render_demo(data: Mapping[str, Any]) -> str:
+    lines = [f"dualmem demo: {data['stored']} turns stored in {data['build_seconds']:.2f} s", ""]
+    for a in data["answers"]:
+        lines.append(f"Q: {a['question']}")
+        lines.append(f"A: {a['answer']}" + ("  (abstained)" if a["abstained"] else ""))
+        if a["evidence"]:
+            lines.append("   from: " + truncate(str(a["evidence"][0]["content"]), _width() - 9))
+        lines.append("")
+    lines.append("(--json prints all of it as JSON; --keep --db FILE keeps the memory)")
+    return "\n".join(lines)
