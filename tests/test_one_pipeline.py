@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from dualmem import Memory, OpenOptions, Profile
+from dualmem.config import Lambdas
 from dualmem.control.builtin import BuiltinController
 from dualmem.control.scripted import AutoController
 from dualmem.embed import Embedder
@@ -35,6 +36,7 @@ TURNS = [
     for i in range(7)
 ]
 RANKER = LinearRanker(("lex_q", "speaker", "nb_lex", "vec"), (3.0, 0.5, 0.5, 1.0), -3.0, {"data": "test"})
+RELEVANCE = Lambdas(similarity=0.0, relevance=1.0, relation=0.0, novelty=0.0, support=0.0)
 QUERIES = ("What did Mira say about Pepper the dog?", "When did Jon talk about Lisbon and the Alps?")
 
 
@@ -181,8 +183,10 @@ def test_an_llm_backends_answers_reorder_the_results(db: Path) -> None:
     for word in ("sushi", "pottery"):
         with FakeOpenAIServer(chat=position_biased(_favouring(word), bias=0.0)) as server:
             opts = OpenOptions(controller={"base_url": server.base_url, "model": "m"})
-            # one scoring round of 12 candidates, no expansion
-            profile = Profile.dualmem().with_(read__fixed_depth=0, read__anchors=12)
+            # the whole pool scored once by its relevance answers (as the builtin profile does)
+            profile = Profile.dualmem().with_(
+                read__fixed_depth=0, read__anchors=None, read__lambdas=RELEVANCE
+            )
             with Memory.open(
                 db, embedder=HashingEmbedder(), controller="llm", answerer=None, profile=profile, options=opts
             ) as mem:

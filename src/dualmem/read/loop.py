@@ -123,6 +123,7 @@ class _Run:
     edges_inspected: int = 0
     rounds: list[RoundTrace] = field(default_factory=list)
     pool: Pool | None = None  # the query's candidate pool (expansion extends it)
+    allowed: frozenset[str] | None = None  # a search filter: only these nodes may be candidates
     asks_past: bool = False  # the query asks about history (``query_time_focus``)
 
 
@@ -155,7 +156,7 @@ class Retriever:
         ``allowed``: when given, only these node ids may be returned (a search filter)."""
         started = self.clock()
         pool = self.pool(query, tenant, allowed)
-        run = _Run(query, pool.qvec, tenant, started, pool=pool)
+        run = _Run(query, pool.qvec, tenant, started, pool=pool, allowed=allowed)
         run.asks_past = query_time_focus(query) == "past"
         prior = self.prior_ranking(pool)
         if not prior:
@@ -348,7 +349,7 @@ class Retriever:
                     break
                 run.edges_inspected += 1
                 other = edge.other(node.id)
-                if other not in run.visited:
+                if other not in run.visited and (run.allowed is None or other in run.allowed):
                     prior, weight = scoring.expansion_prior(
                         source_score=source.score if source is not None else None,
                         top=top,

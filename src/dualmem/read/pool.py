@@ -319,10 +319,12 @@ def extend_pool(
     near = dict(pool.neighbours)
     near.update(_near(contexts, [n.id for n in add], settings.window))
     added = [Candidate.of(n, contexts.get(n.id)) for n in add]
-    rows = {**pool.rows, **{c.id: c for c in added}}
+    # a node read before (a candidate a filter left out) keeps its row, and its place in ``emb``
+    fresh = [c for c in added if c.id not in pool.rows]
+    rows = {**pool.rows, **{c.id: c for c in fresh}}
     nodes = _extended(pool.nodes, add)
     ids = (*pool.ids, *(n.id for n in add))
-    q = replace(pool.context, emb=np.vstack([pool.context.emb, _matrix(added, pool.qvec)]))
+    q = replace(pool.context, emb=np.vstack([pool.context.emb, _matrix(fresh, pool.qvec)]))
     extra = _features([n.id for n in add], rows, near, contexts, replace(q, base_count=0))
     extra[:, _COL["neighbour"]] = 0.0  # reached by an edge, not only as a session neighbour
     features = np.vstack([pool.features, extra])
