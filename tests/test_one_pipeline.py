@@ -195,3 +195,29 @@ def test_an_llm_backends_answers_reorder_the_results(db: Path) -> None:
         assert found.trace.calls_by_purpose["scoring"] == 1
     assert all("sushi" in c for c in tops["sushi"][:2]), tops["sushi"]
     assert all("pottery" in c for c in tops["pottery"][:2]), tops["pottery"]
+
+
+def test_a_random_system_one_lowers_dev_recall(locomo_dir: Path, tmp_path: Path) -> None:
+    """On a LoCoMo dev conversation, the builtin System One's answers are worth >= 0.2 R@10 over
+    random answers to the same questions on the same memory (the hashing embedder keeps it fast)."""
+    from dualmem.bench.metrics import recall_at_k
+    from dualmem.conversations import load_conversations
+    from dualmem.embed import HashingEmbedder
+
+    (conv,) = [c for c in load_conversations(locomo_dir) if c.id == "conv-30"]
+    path = tmp_path / "c.db"
+    profile = Profile.builtin().with_(write__consolidation="off")
+    with Memory.open(path, embedder=HashingEmbedder(), answerer=None, profile=profile) as mem:
+        mem.add_many(list(conv.observations), user="c")
+    questions = [q for q in conv.questions if q.category != 5 and q.evidence][:60]
+
+    def recall(controller: object) -> float:
+        with Memory.open(path, embedder=HashingEmbedder(), controller=controller, answerer=None) as mem:  # type: ignore[arg-type]
+            hits = []
+            for q in questions:
+                turns = [e.node.turn_id for e in mem.search(q.question, user="c", k=10).evidence]
+                hits.append(recall_at_k(turns, q.evidence, 10) or 0.0)  # type: ignore[arg-type]
+        return sum(hits) / len(hits)
+
+    learned, random = recall("builtin"), recall(AutoController(3))
+    assert learned - random >= 0.2, (learned, random)

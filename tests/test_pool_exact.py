@@ -118,6 +118,8 @@ def _old_node_columns(
     out[:, COL["log_len"]] = [math.log1p(w) / 5.0 for w in words]
     out[:, COL["short"]] = np.asarray(words) <= 8
     out[:, COL["question"]] = [pool._asks(n.content) for n in nodes]  # issue 27
+    if analysis.preference:  # issue 27
+        out[:, COL["pref"]] = [0.0 if n.types is None else n.types.preference for n in nodes]
     if analysis.times:
         out[:, COL["time"]] = [pool._time_match(n, analysis) for n in nodes]
 

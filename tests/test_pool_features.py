@@ -140,6 +140,7 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
             "time": float(bool(q.times) and any(q.time_overlap(a, b) for a, b in spans)),
             "neighbour": float(node_id in pool.ids and node_id not in found),
             "question": float(node.content.strip().strip("\"'*_)\u201d\u2019 ").endswith("?")),
+            "pref": node.types.preference if q.preference and node.types is not None else 0.0,
         }
         rows.append([row[name] for name in FEATURES])
     return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES))
@@ -205,3 +206,25 @@ def test_role_speakers_and_question_shaped_turns(tmp_path: Path) -> None:
                 assert row["speaker"] == float(speaker == role), (query, speaker)
                 assert row["other_speaker"] == float(speaker != role)
                 assert row["question"] == float(pool.rows[node_id].content.endswith("?"))
+
+
+def test_a_preference_question_reads_the_write_paths_preference_type(tmp_path: Path) -> None:
+    from dualmem.embed import HashingEmbedder
+
+    with Memory.open(tmp_path / "p.db", embedder=HashingEmbedder(64), answerer=None) as mem:
+        liked = mem.add("I love dark roast coffee, the bitterer the better.", user="u", speaker="user")
+        mem.add("The espresso machine needs descaling every month.", user="u", speaker="assistant")
+        typed = mem.get(liked, user="u").types
+        assert typed is not None
+        assert typed.preference > 0.5
+        for query, asks in (
+            ("What coffee should you recommend for me?", True),
+            ("When did I buy coffee?", False),
+        ):
+            pool = build_pool(mem.store, mem.embedder, query, Tenant("u"), PoolSettings(10, 2))
+            assert pool.analysis.preference is asks
+            for node_id in pool.ids:
+                types = pool.rows[node_id].types
+                want = types.preference if asks and types is not None else 0.0
+                assert pool.row(node_id)["pref"] == want
+            assert not asks or pool.row(liked)["pref"] > 0.5

@@ -41,7 +41,7 @@ CAPACITY = 20_000
 #: of ``nodes.id`` a node, where ``get_nodes`` and ``node_context`` take one each)
 CANDIDATE_COLS = (
     "n.id, n.user_id, n.agent_id, n.run_id, n.content, n.speaker, n.at, n.temporal_refs, n.valid_to, "
-    "v.blob, c.neighbours, c.vec"
+    "v.blob, c.neighbours, c.vec, n.types"
 )
 #: a node's vector is looked up by rowid first: the store writes a node and its vector in one order, so
 #: ``vectors.rowid = nodes.seq`` for every node of every file measured (one B-tree descent, where the
@@ -96,9 +96,10 @@ def _build(rows: Sequence[tuple[Any, ...]], vectors: Iterator[Vector | None]) ->
     here; neither class has a ``__post_init__``), so the value is the one ``Candidate(...)`` gives
     (``tests/test_candidate_read.py`` compares them field by field)."""
     out: list[Candidate] = []
-    s0, s1, s2, s3, s4, s5, s6, s7, s8 = _SET_C
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 = _SET_C
     tenant_of, refs_of, new, context = sql.tenant_of, codec.refs_from_json, _object_new, _new_context
-    for node_id, user, agent, run, content, speaker, at, refs, valid_to, blob, pairs, _ in rows:
+    types_of = codec.types_from_json
+    for node_id, user, agent, run, content, speaker, at, refs, valid_to, blob, pairs, _, types in rows:
         found = new(Candidate)
         s0(found, node_id)
         s1(found, tenant_of(user, agent, run))
@@ -109,6 +110,7 @@ def _build(rows: Sequence[tuple[Any, ...]], vectors: Iterator[Vector | None]) ->
         s6(found, None if valid_to is None else _from_iso(valid_to))
         s7(found, None if blob is None else np.frombuffer(blob, _F32))
         s8(found, None if pairs is None else context(decode_neighbours(pairs), next(vectors)))
+        s9(found, None if types is None else types_of(types))
         out.append(found)
     return out
 

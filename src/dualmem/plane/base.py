@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from dualmem.types import Edge, JSONValue, Node, NodeStatus, TemporalRef, Tenant, Vector, View, utcnow
+from dualmem.types import Edge, JSONValue, Node, NodeStatus, TemporalRef, Tenant, TypeScores, Vector, View, utcnow
 
 if TYPE_CHECKING:
     from dualmem.plane.check import CheckReport
@@ -81,12 +81,13 @@ class Candidate:
     valid_to: dt.datetime | None
     embedding: Vector | None
     context: NodeContext | None  # ``None`` when the node has no session neighbours
+    types: TypeScores | None = None  # the write path's type scores (eq. 7), when typed
 
     @classmethod
     def of(cls, node: Node, context: NodeContext | None) -> Candidate:
         return cls(
             node.id, node.tenant, node.content, node.speaker, node.at, node.temporal_refs, node.valid_to,
-            node.embedding, context,
+            node.embedding, context, node.types,
         )  # fmt: skip
 
 

@@ -31,6 +31,8 @@ short           at most 8 words
 time            the query's grounded time overlaps the node's day or its grounded references
 neighbour       the node is in the pool only as a neighbour
 question        the node's text is itself a question (it ends with "?"): asking is not answering
+pref            the write path's preference type score of the node (eq. 7), when the query asks what
+                someone would like (``text.query.asks_preference``); 0 otherwise
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
@@ -76,7 +78,7 @@ __all__ = [
 ]
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
-POOL_VERSION = "3"
+POOL_VERSION = "4"
 
 FEATURES: tuple[str, ...] = (
     "vec",
@@ -96,6 +98,7 @@ FEATURES: tuple[str, ...] = (
     "time",
     "neighbour",
     "question",
+    "pref",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -510,6 +513,8 @@ def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], anal
     out[:, _COL["log_len"]] = _log_len(1 << max(8, int(words.max()).bit_length()))[words]
     out[:, _COL["short"]] = words <= 8
     out[:, _COL["question"]] = [_asks(n.content) for n in nodes]
+    if analysis.preference:  # what the write path typed as a preference answers "what would I like"
+        out[:, _COL["pref"]] = [0.0 if n.types is None else n.types.preference for n in nodes]
     if analysis.times:
         out[:, _COL["time"]] = [_time_match(n, analysis) for n in nodes]
 

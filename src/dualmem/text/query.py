@@ -22,7 +22,16 @@ from typing import Literal
 from dualmem.text.temporal import ground
 from dualmem.types import TemporalRef
 
-__all__ = ["QueryAnalysis", "QuestionForm", "Role", "analyze", "perspective", "question_form", "role_of"]
+__all__ = [
+    "QueryAnalysis",
+    "QuestionForm",
+    "Role",
+    "analyze",
+    "asks_preference",
+    "perspective",
+    "question_form",
+    "role_of",
+]
 
 QuestionForm = Literal["when", "where", "who", "why", "how", "what", "yes_no", "other"]
 Role = Literal["user", "assistant"]
@@ -52,6 +61,8 @@ class QueryAnalysis:
     #: whose words the query asks about when speakers are roles: "assistant" for "what did you
     #: suggest ...", "user" for "where do I live ...", ``None`` when it speaks of neither
     perspective: Role | None = None
+    #: the query asks what someone would like: a recommendation, or a guess at their taste
+    preference: bool = False
 
     def mentions(self, speaker: str | None) -> bool:
         """True when ``speaker`` is one of the persons the query names (case-insensitive), or, when
@@ -94,10 +105,17 @@ _ASSISTANT_ROLES = frozenset(
 )
 #: "you" as the one who said, suggested or did something for the asker (the assistant's words)
 _YOU_SAID = re.compile(
-    r"\b(?:did|do|does|have|had|were|was|would)\s+you\b(?!\s+(?:know|think|remember|recall))|"
-    r"\byou(?:'ve|\s+have|\s+had)?\s+(?:\w+ly\s+)?(?:suggest|recommend|said|told|gave|propos|advis|wrote|"
-    r"explain|show|list|shar|provid|offer|pick|chose|mention|walk|draft|sketch|outlin|calculat|estimat|"
-    r"warn|describ|compar|\w+ed\b)",
+    r"\b(?:did|have|had|were|was)\s+you\b(?!\s+(?:know|think|remember|recall|ever)\b)|"
+    r"\byou(?:'ve|\s+have|\s+had)?\s+(?:\w+ly\s+)?(?:suggested|recommended|said|told|gave|proposed|advised|wrote|"
+    r"explained|showed|listed|shared|provided|offered|picked|chose|mentioned|walked|drafted|sketched|"
+    r"outlined|calculated|estimated|warned|described|compared|came up|\w+ed\b)",
+    re.IGNORECASE,
+)
+#: a question asking what someone would like (a recommendation or a guess at their taste)
+_PREFERENCE = re.compile(
+    r"\bwould\b.{0,40}?\b(?:like|likely|enjoy|love|prefer|want|interested|suit)|\bshould (?:you|i|we)\b|"
+    r"\b(?:suggest|recommend|propose)\b|\bsuits? (?:me|us|him|her|them)\b|\bfavou?rite\b|"
+    r"\b(?:i'd|i would|we'd)\b.{0,20}?\b(?:enjoy|like|love|want)\b|\b(?:kind|sort|type) of\b.{0,40}?\b(?:would|should)\b",
     re.IGNORECASE,
 )
 _YOUR_WORDS = re.compile(r"\byour\s+(?:suggest|recommend|advice|answer|tip|idea|plan|script|code|list)", re.I)
@@ -126,6 +144,12 @@ def perspective(query: str) -> Role | None:
     return None
 
 
+def asks_preference(query: str) -> bool:
+    """The question asks what someone would like ("what should you suggest", "would she enjoy"), not
+    what was suggested ("what did you suggest")."""
+    return _PREFERENCE.search(query) is not None and _YOU_SAID.search(query) is None
+
+
 def analyze(query: str, *, names: Iterable[str] = (), now: dt.datetime | None = None) -> QueryAnalysis:
     """Analyse ``query`` against the known ``names`` (speakers), grounding times against ``now``."""
     persons: list[str] = []
@@ -148,6 +172,7 @@ def analyze(query: str, *, names: Iterable[str] = (), now: dt.datetime | None = 
         times=ground(query, now),
         form=question_form(query),
         perspective=None if persons else perspective(query),
+        preference=asks_preference(query),
     )
 
 
