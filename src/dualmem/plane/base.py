@@ -32,7 +32,18 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from dualmem.types import Edge, JSONValue, Node, NodeStatus, TemporalRef, Tenant, TypeScores, Vector, View, utcnow
+from dualmem.types import (
+    Edge,
+    JSONValue,
+    Node,
+    NodeStatus,
+    TemporalRef,
+    Tenant,
+    TypeScores,
+    Vector,
+    View,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from dualmem.plane.check import CheckReport
