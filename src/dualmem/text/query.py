@@ -115,7 +115,8 @@ _YOU_SAID = re.compile(
 _PREFERENCE = re.compile(
     r"\bwould\b.{0,40}?\b(?:like|likely|enjoy|love|prefer|want|interested|suit)|\bshould (?:you|i|we)\b|"
     r"\b(?:suggest|recommend|propose)\b|\bsuits? (?:me|us|him|her|them)\b|\bfavou?rite\b|"
-    r"\b(?:i'd|i would|we'd)\b.{0,20}?\b(?:enjoy|like|love|want)\b|\b(?:kind|sort|type) of\b.{0,40}?\b(?:would|should)\b",
+    r"\b(?:i'd|i would|we'd)\b.{0,20}?\b(?:enjoy|like|love|want)\b|"
+    r"\b(?:kind|sort|type) of\b.{0,40}?\b(?:would|should)\b",
     re.IGNORECASE,
 )
 _YOUR_WORDS = re.compile(r"\byour\s+(?:suggest|recommend|advice|answer|tip|idea|plan|script|code|list)", re.I)
