@@ -283,7 +283,7 @@ def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_twenty_five_cli_adds_consolidate(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     for i in range(25):
-        done = _cli(db, "add", f"Mira note {i}: she likes tea and the harbor")
+        done = _cli(db, "--user", "local", "add", f"Mira note {i}: she likes tea and the harbor")
         assert done.returncode == 0, done.stderr
     with SQLiteStore.open(db) as store:
         purposes = {d.purpose for n in store.iter_nodes(None) for d in store.decisions_of(n.id)}

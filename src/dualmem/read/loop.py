@@ -179,12 +179,15 @@ class Retriever:
         return Retrieval(query, self._top(run, prior, k), self._trace(run, first, max_depth, reason))
 
     def _top(self, run: _Run, prior: list[tuple[str, float]], k: int) -> tuple[Evidence, ...]:
-        """The K best: every candidate System One scored (admitted or not, any round) by its final
-        score (eq. 23-25, superseded demotion, hop decay); with ``k_fill``, slots left are filled with
-        unscored pool candidates by the prior (RRF of the pool's rankings), scored below them all."""
+        """The K best by final score (eq. 23-25, superseded demotion, hop decay). With ``k_fill``
+        (dualmem): of every candidate System One scored, admitted or not, in any round, then unscored
+        pool candidates by the prior (RRF of the pool's rankings), scored below them all. Without it
+        (the paper): of the accumulated evidence, the beams each round admitted."""
+        if not self.profile.k_fill:
+            return tuple(sorted(run.evidence.values(), key=lambda e: (-e.score, e.node.id))[:k])
         scored = {**run.runners_up, **run.evidence}
         ranked = sorted(scored.values(), key=lambda e: (-e.score, e.node.id))[:k]
-        if not self.profile.k_fill or len(ranked) >= k:
+        if len(ranked) >= k:
             return tuple(ranked)
         more = scoring.anchor_fill(ranked, [(i, s) for i, s in prior if i not in scored], k)
         assert run.pool is not None
