@@ -10,6 +10,7 @@ The answerer sees only the question and the selected evidence, never the categor
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -168,8 +169,18 @@ def _build_key(conv: Conversation, build_kind: str, ctx: _Context) -> str:
                 ctx.config.controller_endpoint and ctx.config.controller_endpoint.public(),
             ],
             "write": repr(profile.write),
+            # the builtin decider's hand-set weights decide typing, relations and supersession
+            "weights": _weights_digest() if ctx.config.controller == "builtin" else None,
         }
     )[:16]
+
+
+@functools.cache
+def _weights_digest() -> str:
+    from importlib import resources
+
+    text = resources.files("dualmem.control").joinpath("builtin_weights.json").read_text(encoding="utf-8")
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _open(path: Path, ctx: _Context, profile: Profile) -> Memory:
