@@ -7,9 +7,10 @@ load the machine has. Wall and CPU (process) time are both reported: on a shared
 time is the steadier figure. ``pool-cold`` empties the store's decoded-node cache before each query.
 ``stages`` splits ``Memory.search`` per query into its steps (wall ms, timed by wrapping the
 retriever's methods after the plain ``search`` run, so the wrappers never touch that figure):
-``pool`` (searches, query embedding, features), ``rank`` (the learned scorer over the pool), the
+``pool`` (searches, query embedding, features), ``prior`` (the pool's RRF prior), the
 controller's ``route``/``assess`` asks, ``score`` (the scoring rounds, their ask included),
-``expand`` (edges and pool extension) and ``controller`` (every ask, also inside ``score``).
+``expand`` (edges and pool extension) and ``controller`` (every ask, also inside ``score``: there the
+builtin decider's learned relevance over the pool).
 ``--threads`` sets onnxruntime's intra-op threads of the MiniLM embedder (default: onnxruntime's).
 
     python bench/pool_latency.py --db /tmp/context-cv/cache/conv-26-full-....sqlite --conversation conv-26
@@ -55,7 +56,7 @@ def _time(fn: Callable[[str], object], queries: list[str], before: Callable[[], 
     return {"wall_ms": _percentiles(wall), "cpu_ms": _percentiles(cpu)}
 
 
-_STAGES = {"pool": "pool", "_ranking": "rank", "_route": "route", "_assess": "assess"}
+_STAGES = {"pool": "pool", "prior_ranking": "prior", "_route": "route", "_assess": "assess"}
 _STAGES |= {"_score": "score", "_expand": "expand"}
 
 
