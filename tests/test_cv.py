@@ -125,3 +125,37 @@ def test_read_variants_change_one_setting_each() -> None:
     assert all(read_variant(base, v) != base for v in VIEW_ABLATIONS)
     with pytest.raises((ValueError, DualmemError)):
         read_variant(base, "nonsense")
+
+
+@pytest.mark.slow
+def test_joint_cv_fits_one_scorer_over_two_corpora(tmp_path: Path) -> None:
+    from dualmem.bench.cv_joint import Corpus, JointConfig, run_joint, summarize
+
+    dirs = {"persona": tmp_path / "persona", "agent": tmp_path / "agent"}
+    for d in dirs.values():
+        d.mkdir()
+    for i in range(2):
+        (dirs["persona"] / f"p{i}.json").write_text(json.dumps(_conversation(f"p{i}", i)), encoding="utf-8")
+    for i in range(4):
+        conv = _conversation(f"a{i}", 10 + i)
+        for q in conv["questions"]:
+            q["category"] = "single_session_user" if q["category"] == 4 else q["category"]
+        (dirs["agent"] / f"a{i}.json").write_text(json.dumps(conv), encoding="utf-8")
+    cfg = JointConfig(
+        corpora=(Corpus("persona", dirs["persona"]), Corpus("agent", dirs["agent"], folds=2)),
+        out=tmp_path / "out",
+        embedder="hashing:64",
+        views=("expansion",),
+    )
+    result = run_joint(cfg, progress=False, log=lambda _m: None)
+    assert result.report is not None
+    assert "## agent" in result.report.read_text(encoding="utf-8")
+    assert set(result.folds) == {"persona/p0", "persona/p1", "agent/fold0", "agent/fold1"}
+    summary = summarize(result.rows)
+    assert set(summary) == {"persona", "agent"}
+    systems = {"dualmem", "dualmem-pool", "random-s1", "dualmem no-expansion", "bm25", "dense", "hybrid"}
+    for corpus, n in (("persona", 10), ("agent", 20)):
+        assert set(summary[corpus]) == systems
+        assert all(s["n"] == n for s in summary[corpus].values())
+    assert set(summary["agent"]["dualmem"]["categories"]) == {"single_session_user"}
+    assert summary["agent"]["dualmem"]["R@1"] > summary["agent"]["random-s1"]["R@1"]

@@ -32,6 +32,7 @@ from dualmem.bench.cv_reach import reach_systems
 from dualmem.bench.locomo import BenchConfig
 from dualmem.bench.metrics import CATEGORY_NAMES, mrr, percentile, recall_at_k
 from dualmem.config import Lambdas, Profile
+from dualmem.control.questions import Controller
 from dualmem.conversations import QA, Conversation, load_conversations
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.calibrate import CAUTIOUS_FALSE
@@ -324,8 +325,21 @@ def _search_records(
     from dualmem.control.builtin import BuiltinController
 
     profile = read_variant(Profile.builtin(), view_drop)
+    return searched(system, held, path, BuiltinController(ranker=ranker), profile, test, embedder)
+
+
+def searched(
+    system: str,
+    fold: str,
+    path: Path,
+    controller: Controller,
+    profile: Profile,
+    test: Sequence[QueryPool],
+    embedder: str,
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """``Memory.search`` over the held-out questions with this System One and profile: one record
+    and one latency (ms) per question."""
     rows, ms = [], []
-    controller = BuiltinController(ranker=ranker)
     with Memory.open(
         path, embedder=_embedder(embedder), controller=controller, answerer=None, profile=profile
     ) as mem:
@@ -334,7 +348,7 @@ def _search_records(
             found = mem.search(p.question, user=p.conversation, k=max(K_VALUES))
             ms.append(1000 * (time.perf_counter() - started))
             ranked = tuple(e.node.turn_id or f"node:{e.node.id}" for e in found.evidence)
-            rows.append(_record(system, held, p, ranked))
+            rows.append(_record(system, fold, p, ranked))
     return rows, ms
 
 

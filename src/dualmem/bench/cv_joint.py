@@ -19,7 +19,6 @@ The report gives R@1/5/10/20 and MRR per corpus and system, and R@10 per categor
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +31,6 @@ from dualmem.bench.cv import (
     L2_GRID,
     CVConfig,
     QueryPool,
-    _embedder,
     _r10,
     _record,
     _rows,
@@ -40,6 +38,7 @@ from dualmem.bench.cv import (
     load_pools,
     rank,
     read_variant,
+    searched,
 )
 from dualmem.bench.metrics import percentile
 from dualmem.config import Profile
@@ -47,7 +46,6 @@ from dualmem.control.builtin import BuiltinController
 from dualmem.control.questions import Controller
 from dualmem.control.scripted import AutoController
 from dualmem.learn.ranker import LinearRanker
-from dualmem.memory import Memory
 
 __all__ = ["Corpus", "JointConfig", "JointResult", "run_joint", "summarize"]
 
@@ -106,29 +104,6 @@ def _choose_l2(train: Mapping[str, list[QueryPool]]) -> float:
             best = (score, l2)
     assert best is not None
     return best[1]
-
-
-def _searched(
-    system: str,
-    fold: str,
-    path: Path,
-    controller: Controller,
-    profile: Profile,
-    test: Sequence[QueryPool],
-    embedder: str,
-) -> tuple[list[dict[str, Any]], list[float]]:
-    """``Memory.search`` over the held-out questions with this System One and profile."""
-    rows, ms = [], []
-    with Memory.open(
-        path, embedder=_embedder(embedder), controller=controller, answerer=None, profile=profile
-    ) as mem:
-        for p in test:
-            started = time.perf_counter()
-            found = mem.search(p.question, user=p.conversation, k=max(K_VALUES))
-            ms.append(1000 * (time.perf_counter() - started))
-            ranked = tuple(e.node.turn_id or f"node:{e.node.id}" for e in found.evidence)
-            rows.append(_record(system, fold, p, ranked))
-    return rows, ms
 
 
 def run_joint(cfg: JointConfig, *, progress: bool = True, log: Any = print) -> JointResult:
@@ -191,7 +166,7 @@ def _held_out(
         name = "dualmem no-expansion" if view == "expansion" else f"dualmem no-{view}"
         runs.append((name, BuiltinController(ranker=ranker), read_variant(cfg.profile, view)))
     for system, controller, profile in runs:
-        found, took = _searched(system, fold, path, controller, profile, test, cfg.embedder)
+        found, took = searched(system, fold, path, controller, profile, test, cfg.embedder)
         ms.setdefault(f"{corpus}: {system}", []).extend(took)
         rows += found
     return [{**r, "corpus": corpus} for r in rows]
