@@ -120,7 +120,7 @@ class Limits:
     """Independent hard limits of the evidence loop (B.5)."""
 
     max_depth: int = 8
-    max_visited: int = 60
+    max_visited: int = 60  # nodes expansion may add beyond the first round's candidates
     max_edges: int = 2400
     max_controller_calls: int = 16
     time_budget_s: float = 15.0

@@ -120,6 +120,7 @@ class _Run:
     evidence: dict[str, Evidence] = field(default_factory=dict)
     runners_up: dict[str, Evidence] = field(default_factory=dict)  # scored, not admitted to the beam
     visited: set[str] = field(default_factory=set)
+    seeded: int = 0  # candidates the first round scored: max_visited bounds what expansion adds
     edges_inspected: int = 0
     rounds: list[RoundTrace] = field(default_factory=list)
     pool: Pool | None = None  # the query's candidate pool (expansion extends it)
@@ -253,6 +254,7 @@ class Retriever:
         pairs = [(nodes[i], None, s / top) for i, s in anchors if i in nodes]
         run.now = max((n.at for n, _, _ in pairs if n.at is not None), default=None)
         beam = self._score(run, pairs, round_no=0, assessment=None)
+        run.seeded = len(run.visited)
         depth_done = 0
         while True:
             limit = self._limit(run)
@@ -298,7 +300,7 @@ class Retriever:
             return "time_limit"
         if sum(run.calls.values()) + 2 > lim.max_controller_calls:
             return "controller_limit"
-        if len(run.visited) >= lim.max_visited:
+        if len(run.visited) - run.seeded >= lim.max_visited:
             return "visited_limit"
         if run.edges_inspected >= lim.max_edges:
             return "edge_limit"
@@ -336,7 +338,7 @@ class Retriever:
             return []
         lim = self.profile.limits
         room = scoring.expansion_room(
-            max_visited=lim.max_visited, visited=len(run.visited), beam=self.profile.beam,
+            max_visited=lim.max_visited, visited=len(run.visited) - run.seeded, beam=self.profile.beam,
             factor=self.profile.expansion_factor,
         )  # fmt: skip
         views = [g for g in run.active if run.budgets.get(g, 0) > 0]
