@@ -221,3 +221,16 @@ def test_a_random_system_one_lowers_dev_recall(locomo_dir: Path, tmp_path: Path)
 
     learned, random = recall("builtin"), recall(AutoController(3))
     assert learned - random >= 0.2, (learned, random)
+
+
+def test_a_whole_pool_round_still_assesses_and_may_expand(db: Path, hashing: Embedder) -> None:
+    """max_visited bounds what expansion adds: a first round that scores more candidates than the
+    limit (the builtin profile scores the whole pool) still asks System One whether to go on."""
+    from dualmem.config import Limits
+
+    profile = Profile.builtin().with_(read__limits=Limits(max_visited=10), read__theta_suff=1.01)
+    with _open(db, hashing, profile) as mem:
+        t = mem.search(QUERIES[1], user="u", k=10).trace
+    assert t.calls_by_purpose.get("assessment", 0) >= 1, t.stop_reason
+    assert len(t.rounds[0].candidates) > 10
+    assert t.visited - len(t.rounds[0].candidates) <= 10
