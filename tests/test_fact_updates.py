@@ -91,3 +91,19 @@ def test_someone_elses_move_supersedes_nothing(minilm: Embedder, tmp_path: Path)
         s.add("Jon: I moved to Rome in May.", speaker="Jon", at="2024-03-11T10:00:00Z")
         assert s.consolidate().superseded == ()
         assert s.get(mine).valid_to is None
+
+
+def test_a_reply_that_disagrees_supersedes_nothing(minilm: Embedder, tmp_path: Path) -> None:
+    """A preference the other speaker (the assistant) answers with the opposite taste words is a
+    reply, not an update: the user's words stay current (the pair is from the agent-chat corpus,
+    where the hand-set contradiction head used to supersede the user's turn)."""
+    import json
+
+    corpus = Path(__file__).resolve().parents[1] / "bench" / "agentchat" / "src" / "persona-06.json"
+    turns = json.loads(corpus.read_text(encoding="utf-8"))["sessions"][0]["turns"]
+    with Memory.open(tmp_path / "m.db", embedder=minilm, answerer=None) as mem:
+        s = mem.scope("u")
+        mine = s.add(turns[4]["text"], speaker="user", at="2024-01-10T10:00:00Z")
+        s.add(turns[5]["text"], speaker="assistant", at="2024-01-10T10:01:00Z")
+        assert s.consolidate().superseded == ()
+        assert s.get(mine).valid_to is None
