@@ -58,10 +58,6 @@ def _old_features(
     vec = np.fromiter((sim[i] for i in ids), np.float64, len(ids))
     out[:, COL["vec"]] = vec
     out[:, COL["ctx_vec"]] = vec
-    out[:, COL["vec_best"]] = vec  # issue 27: a vector hit's best vector
-    for node_id, (_, best) in vec_r.items():
-        if node_id in row_of:
-            out[row_of[node_id], COL["vec_best"]] = max(best, out[row_of[node_id], COL["vec_best"]])
     for node_id, stored in contexts.items():
         row = row_of.get(node_id)
         if row is not None and stored.vector is not None:

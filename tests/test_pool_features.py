@@ -45,7 +45,7 @@ QUERIES = (
     "What happened at the weekend?",
     "Did Jon and Mira talk about bicycles?",
 )
-COSINES = frozenset({"vec", "ctx_vec", "nb_vec", "vec_best"})
+COSINES = frozenset({"vec", "ctx_vec", "nb_vec"})
 SETTINGS = (PoolSettings(50, 2), PoolSettings(2, 1))
 
 
@@ -141,9 +141,6 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
             "neighbour": float(node_id in pool.ids and node_id not in found),
             "question": float(node.content.strip().strip("\"'*_)\u201d\u2019 ").endswith("?")),
             "pref": node.types.preference if q.preference and node.types is not None else 0.0,
-            "vec_best": max(lists["vec"][node_id][1], vec(node_id))
-            if node_id in lists["vec"]
-            else vec(node_id),
         }
         rows.append([row[name] for name in FEATURES])
     return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES))

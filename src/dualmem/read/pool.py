@@ -31,8 +31,6 @@ short           at most 8 words
 time            the query's grounded time overlaps the node's day or its grounded references
 neighbour       the node is in the pool only as a neighbour
 question        the node's text is itself a question (it ends with "?"): asking is not answering
-vec_best        the node's best cosine over its vector and its long text's chunk vectors (the vector
-                search's score) for a vector hit, its ``vec`` otherwise: a fact deep in a long message
 pref            the write path's preference type score of the node (eq. 7), when the query asks what
                 someone would like (``text.query.asks_preference``); 0 otherwise
 ==============  ===========================================================================
@@ -80,7 +78,7 @@ __all__ = [
 ]
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
-POOL_VERSION = "5"
+POOL_VERSION = "4"
 
 FEATURES: tuple[str, ...] = (
     "vec",
@@ -101,7 +99,6 @@ FEATURES: tuple[str, ...] = (
     "neighbour",
     "question",
     "pref",
-    "vec_best",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -397,11 +394,6 @@ def _features(
     vec = sim[np.fromiter(map(held.__getitem__, ids), np.intp, len(ids))]
     out[:, _COL["vec"]] = vec
     out[:, _COL["ctx_vec"]] = vec
-    out[:, _COL["vec_best"]] = vec
-    for node_id, (_, best) in vec_r.items():  # the vector search scores a node by its best vector
-        row = row_of.get(node_id)
-        if row is not None:
-            out[row, _COL["vec_best"]] = max(best, out[row, _COL["vec_best"]])
     _context_column(out[:, _COL["ctx_vec"]], contexts, row_of, qvec)
     _rank_column(out[:, _COL["vec_rank"]], vec_r, row_of, absent)
     _rank_column(out[:, _COL["lex_rank"]], lex_r, row_of, absent)
