@@ -24,14 +24,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from dualmem.bench.cv import (
     K_VALUES,
-    L2_GRID,
     CVConfig,
     QueryPool,
-    _r10,
+    _choose_l2,
     _record,
     _rows,
     fit_ranker,
@@ -89,23 +86,6 @@ def _fold_names(corpus: Corpus, conversations: Sequence[str]) -> dict[str, str]:
     return {c: f"{corpus.name}/fold{i % corpus.folds}" for i, c in enumerate(sorted(conversations))}
 
 
-def _choose_l2(train: Mapping[str, list[QueryPool]]) -> float:
-    """The L2 strength by inner cross-validation over the training folds (mean R@10 of each)."""
-    if len(train) < 2:
-        return L2_GRID[len(L2_GRID) // 2]
-    best: tuple[float, float] | None = None
-    for l2 in L2_GRID:
-        scores = []
-        for inner in train:
-            fit_on = [p for f, ps in train.items() if f != inner for p in ps]
-            scores.append(_r10(fit_ranker(fit_on, l2=l2), _rows(train[inner]), False))
-        score = float(np.mean(scores))
-        if best is None or score > best[0] + 1e-12:
-            best = (score, l2)
-    assert best is not None
-    return best[1]
-
-
 def run_joint(cfg: JointConfig, *, progress: bool = True, log: Any = print) -> JointResult:
     pools: dict[str, list[QueryPool]] = {}  # by conversation
     paths: dict[str, Path] = {}
@@ -133,7 +113,7 @@ def run_joint(cfg: JointConfig, *, progress: bool = True, log: Any = print) -> J
         for conv, ps in pools.items():
             if fold_of[conv] != fold:
                 train.setdefault(fold_of[conv], []).extend(ps)
-        l2 = _choose_l2(train)
+        l2 = _choose_l2(train, (), False)  # inner CV over the training folds (each a group)
         ranker = fit_ranker([p for ps in train.values() for p in ps], l2=l2)
         result.folds[fold] = {"l2": l2, "weights": dict(zip(ranker.features, ranker.weights, strict=True))}
         for conv in held:
