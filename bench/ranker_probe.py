@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from dualmem.bench.cv import CVConfig, QueryPool, _choose_l2, _rows, fit_ranker, load_pools, rank
-from dualmem.bench.cv_joint import Corpus, _fold_names
+from dualmem.bench.cv import QueryPool, _choose_l2, _rows, fit_ranker, rank
+from dualmem.bench.cv_joint import Corpus, JointConfig, load_corpora
 from dualmem.bench.metrics import recall_at_k
 from dualmem.read.pool import FEATURES
 
@@ -106,15 +106,8 @@ def main() -> None:
     except ImportError:
         parser.error("the tree scorers need LightGBM: pip install lightgbm")
     corpora = (Corpus("locomo", ns.locomo), Corpus("agentchat", ns.agentchat, folds=4))
-    pools: dict[str, list[QueryPool]] = {}
-    corpus_of: dict[str, str] = {}
-    fold_of: dict[str, str] = {}
-    for c in corpora:
-        sub = CVConfig(data=c.data, out=ns.out / c.name, ablations=(), handset=False, reach=False)
-        got = load_pools(sub, progress=False)
-        pools.update(got)
-        corpus_of.update(dict.fromkeys(got, c.name))
-        fold_of.update(_fold_names(c, list(got)))
+    loaded = load_corpora(JointConfig(corpora=corpora, out=ns.out), progress=False)
+    pools, corpus_of, fold_of = loaded.pools, loaded.corpus_of, loaded.fold_of
     systems: list[tuple[str, Fit, Order]] = [("linear", _linear, lambda r, p: rank(r, p)[0])]
     systems += [(f"linear+session {b}", _linear, _session_diverse(b)) for b in (0.1, 0.2, 0.35, 0.5)]
     systems += [

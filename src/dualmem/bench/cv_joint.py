@@ -44,7 +44,7 @@ from dualmem.control.questions import Controller
 from dualmem.control.scripted import AutoController
 from dualmem.learn.ranker import LinearRanker
 
-__all__ = ["Corpus", "JointConfig", "JointResult", "run_joint", "summarize"]
+__all__ = ["Corpora", "Corpus", "JointConfig", "JointResult", "load_corpora", "run_joint", "summarize"]
 
 #: the read-path ablations run by default (``dualmem.bench.cv.VIEW_ABLATIONS``)
 DEFAULT_VIEWS: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "views", "expansion")
@@ -86,11 +86,20 @@ def _fold_names(corpus: Corpus, conversations: Sequence[str]) -> dict[str, str]:
     return {c: f"{corpus.name}/fold{i % corpus.folds}" for i, c in enumerate(sorted(conversations))}
 
 
-def run_joint(cfg: JointConfig, *, progress: bool = True, log: Any = print) -> JointResult:
-    pools: dict[str, list[QueryPool]] = {}  # by conversation
-    paths: dict[str, Path] = {}
-    corpus_of: dict[str, str] = {}
-    fold_of: dict[str, str] = {}
+@dataclass(slots=True)
+class Corpora:
+    """Every corpus's question pools, by conversation, with each conversation's build, corpus and fold."""
+
+    pools: dict[str, list[QueryPool]] = field(default_factory=dict)
+    paths: dict[str, Path] = field(default_factory=dict)
+    corpus_of: dict[str, str] = field(default_factory=dict)
+    fold_of: dict[str, str] = field(default_factory=dict)
+
+
+def load_corpora(cfg: JointConfig, *, progress: bool = True) -> Corpora:
+    """The pools of every corpus of ``cfg`` (built, or read from ``cfg.out``'s cache) and their folds."""
+    out = Corpora()
+    pools, paths, corpus_of, fold_of = out.pools, out.paths, out.corpus_of, out.fold_of
     for corpus in cfg.corpora:
         sub = CVConfig(
             data=corpus.data, out=cfg.out / corpus.name, embedder=cfg.embedder, pool=cfg.pool,
@@ -105,6 +114,12 @@ def run_joint(cfg: JointConfig, *, progress: bool = True, log: Any = print) -> J
         paths.update(found)
         corpus_of.update(dict.fromkeys(loaded, corpus.name))
         fold_of.update(_fold_names(corpus, list(loaded)))
+    return out
+
+
+def run_joint(cfg: JointConfig, *, progress: bool = True, log: Any = print) -> JointResult:
+    loaded = load_corpora(cfg, progress=progress)
+    pools, paths, corpus_of, fold_of = loaded.pools, loaded.paths, loaded.corpus_of, loaded.fold_of
     result = JointResult()
     ms: dict[str, list[float]] = {}
     for fold in sorted(set(fold_of.values())):
