@@ -25,6 +25,9 @@ def main() -> None:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--views", nargs="*", default=list(DEFAULT_VIEWS), help="read-path ablations to run")
     parser.add_argument("--no-random", action="store_true", help="skip the random-System-One run")
+    parser.add_argument(
+        "--scorer", choices=["trees", "linear"], default="trees", help="the System-One scorer to fit per fold"
+    )
     parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
     ns = parser.parse_args()
     corpora = (Corpus("locomo", ns.locomo), Corpus("agentchat", ns.agentchat, folds=ns.agentchat_folds))
@@ -35,6 +38,7 @@ def main() -> None:
         views=tuple(ns.views),
         random_seed=None if ns.no_random else 7,
         limit=ns.limit,
+        scorer=ns.scorer,
     )
     result = run_joint(cfg)
     assert result.report is not None

@@ -12,6 +12,8 @@ controller's ``route``/``assess`` asks, ``score`` (the scoring rounds, their ask
 ``expand`` (edges and pool extension) and ``controller`` (every ask, also inside ``score``: there the
 builtin decider's learned relevance over the pool).
 ``--threads`` sets onnxruntime's intra-op threads of the MiniLM embedder (default: onnxruntime's).
+``--ranker NAME=PATH`` (repeatable) also times ``Memory.search`` with that candidate scorer
+(``dualmem calibrate``'s file) in the builtin decider, as ``search[NAME]``, in the same process.
 
     python bench/pool_latency.py --db /tmp/context-cv/cache/conv-26-full-....sqlite --conversation conv-26
 """
@@ -94,6 +96,17 @@ def _stages(mem: Memory, queries: list[str], user: str) -> dict[str, dict[str, d
     return dict(out)
 
 
+def _with_ranker(db: Path, embedder: object, path: str, queries: list[str], user: str) -> dict:
+    from dualmem.control.builtin import BuiltinController
+    from dualmem.learn import load_ranker
+
+    controller = BuiltinController(ranker=load_ranker(path))
+    with Memory.open(db, embedder=embedder, controller=controller) as mem:  # type: ignore[arg-type]
+        for q in queries[:5]:
+            mem.search(q, user=user, k=10)
+        return _time(lambda q: mem.search(q, user=user, k=10), queries)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, required=True)
@@ -101,7 +114,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
     parser.add_argument("--limit", type=int, default=200, help="questions timed (after 5 warm-up)")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
+    parser.add_argument("--ranker", action="append", default=[], help="NAME=PATH: also time this scorer")
     ns = parser.parse_args()
+    rankers = dict(r.split("=", 1) for r in ns.ranker)
     conv = {c.id: c for c in load_conversations(ns.data)}[ns.conversation]
     with Memory.open(ns.db, embedder=MiniLMEmbedder(threads=ns.threads)) as mem:
         if mem.count(user=conv.id) == 0:
@@ -132,6 +147,10 @@ def main() -> None:
             "pool": _time(lambda q: build_pool(store, embedder, q, tenant, settings), queries),
             "search": _time(lambda q: mem.search(q, user=conv.id, k=10), queries),
             "stages": _stages(mem, queries, conv.id),
+            **{
+                f"search[{name}]": _with_ranker(ns.db, embedder, path, queries, conv.id)
+                for name, path in rankers.items()
+            },
             "threads": ns.threads,
             "load": [round(x, 2) for x in os.getloadavg()],
         }

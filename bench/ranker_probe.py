@@ -1,6 +1,6 @@
 """Probe: would a different System-One scorer over the same pool features close issue 27's gaps?
 
-    pip install lightgbm                              # not a dualmem dependency: this probe only
+    pip install 'dualmem[learn]'                      # LightGBM
     python bench/cv_joint.py --views --no-random --out /tmp/cvj   # builds and caches the pools
     python bench/ranker_probe.py --out /tmp/cvj
 
@@ -15,8 +15,9 @@ scorer fitted on every other fold of both corpora), the pool ranked by the score
 - ``gbdt-<objective> L<leaves> T<trees>``: gradient-boosted trees (LightGBM, learning rate 0.05,
   at least 50 rows a leaf) on the same features, binary log-loss or lambdarank per question.
 
-Prints R@10 per corpus and per category. Nothing here is shipped; ``bench/README.md`` says what
-it found.
+Prints R@10 per corpus and per category; ``bench/README.md`` says what it found. The lambdarank
+trees were then shipped (``dualmem.learn.boost``, tree count by inner CV): ``bench/cv_joint.py``
+measures them, with ``--scorer linear`` for the logistic scorer.
 """
 
 from __future__ import annotations

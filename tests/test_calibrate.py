@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dualmem.cli.main import main
-from dualmem.learn import LinearRanker
+from dualmem.learn import LinearRanker, TreeRanker, load_ranker
 from dualmem.learn.heads import HEAD_GROUPS, LearnedHeads
 from dualmem.read.pool import FEATURES
 from fakes.openai_server import FakeOpenAIServer, chat_logprobs, shown_options
@@ -55,7 +55,8 @@ def test_calibrate_from_labels_writes_weights_with_provenance(
     data: Path, tmp_path: Path, capsys: Any
 ) -> None:
     out = tmp_path / "w.json"
-    code = main(["--embedder", "hashing:64", "-q", "calibrate", "--data", str(data), "--out", str(out)])
+    code = main(["--embedder", "hashing:64", "-q", "calibrate", "--data", str(data), "--out", str(out),
+                 "--scorer", "linear"])  # fmt: skip
     assert code == 0, capsys.readouterr().err
     ranker = LinearRanker.from_file(out)
     assert ranker.features == FEATURES
@@ -72,11 +73,75 @@ def test_calibrate_from_labels_writes_weights_with_provenance(
     assert dict(zip(ranker.features, ranker.weights, strict=True))["lex_q"] > 0
 
 
+def test_calibrate_fits_trees_by_default_and_they_rank_the_answers(
+    data: Path, tmp_path: Path, capsys: Any
+) -> None:
+    out = tmp_path / "t.json"
+    code = main(["--embedder", "hashing:64", "-q", "calibrate", "--data", str(data), "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    ranker = load_ranker(out)
+    assert isinstance(ranker, TreeRanker)
+    prov = ranker.provenance
+    assert prov["scorer"] == "trees"
+    assert prov["trees"] == len(ranker.trees)
+    # two groups: the count is chosen on each held-out conversation, every count scored
+    assert {int(k) for k in prov["inner_r10"]} == {100, 200, 300, 400}
+    assert prov["groups"] == ["c0", "c1"]
+    given = tmp_path / "t50.json"
+    assert main(["--embedder", "hashing:64", "-q", "calibrate", "--data", str(data), "--out", str(given),
+                 "--trees", "50"]) == 0  # fmt: skip
+    assert 1 <= len(load_ranker(given).trees) <= 50  # type: ignore[attr-defined]
+    # and the builtin reads with it: every pet question finds its adoption turn first
+    from dualmem import Memory
+    from dualmem.control.builtin import BuiltinController
+    from dualmem.conversations import load_conversations
+    from dualmem.embed import create_embedder
+
+    conv = load_conversations(data / "c0.json")[0]
+    with Memory.open(tmp_path / "m.db", embedder=create_embedder("hashing:64"),
+                     controller=BuiltinController(ranker=ranker)) as mem:  # fmt: skip
+        mem.add_many(conv.observations, user="u")
+        for q in conv.questions:
+            top = mem.search(q.question, user="u", k=3).evidence
+            assert top[0].node.turn_id in q.evidence
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (["--trees", "0"], "--trees"),
+        (["--scorer", "linear", "--trees", "5"], "--trees"),
+        (["--l2", "1"], "--l2"),
+    ],
+)
+def test_calibrate_refuses_settings_of_the_other_scorer(
+    data: Path, tmp_path: Path, capsys: Any, flags: list[str], match: str
+) -> None:
+    out = tmp_path / "w.json"
+    cmd = ["--embedder", "hashing:64", "calibrate", "--data", str(data), "--out", str(out), *flags]
+    assert main(cmd) == 2
+    err = capsys.readouterr().err
+    assert match in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
 def test_calibrate_heads_out_writes_heads_and_the_same_ranker(
     data: Path, tmp_path: Path, capsys: Any
 ) -> None:
     plain, out, heads_path = tmp_path / "plain.json", tmp_path / "w.json", tmp_path / "heads.json"
-    base = ["--embedder", "hashing:64", "-q", "calibrate", "--data", str(data), "--l2", "3.0"]
+    base = [
+        "--embedder",
+        "hashing:64",
+        "-q",
+        "calibrate",
+        "--data",
+        str(data),
+        "--scorer",
+        "linear",
+        "--l2",
+        "3.0",
+    ]
     assert main([*base, "--out", str(plain)]) == 0, capsys.readouterr().err
     assert main([*base, "--out", str(out), "--heads-out", str(heads_path)]) == 0, capsys.readouterr().err
     # one pool per question serves both: the relevance head is the one the plain run fits
@@ -112,7 +177,8 @@ def test_calibrate_from_a_jsonl_against_a_database(tmp_path: Path, capsys: Any) 
     ]
     queries.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
     out = tmp_path / "w.json"
-    assert main([*base, "calibrate", "--data", str(queries), "--out", str(out), "--l2", "1"]) == 0
+    cmd = ["calibrate", "--data", str(queries), "--out", str(out), "--scorer", "linear", "--l2", "1"]
+    assert main([*base, *cmd]) == 0
     prov = LinearRanker.from_file(out).provenance
     assert prov["queries"] == 6
     assert prov["l2"] == 1.0
@@ -155,6 +221,7 @@ def test_calibrate_distils_a_teacher_and_records_its_decisions(
     assert asked == 2 * len(decisions)
     assert {d["backend"] for d in decisions} == {"llm"}
     assert {round(d["relevance"], 2) for d in decisions} == {0.1, 0.9}
-    ranker = LinearRanker.from_file(out)
+    ranker = load_ranker(out)  # the default scorer: trees over the teacher's yes/no (above 0.5)
+    assert isinstance(ranker, TreeRanker)
     assert ranker.provenance["mode"] == "teacher"
     assert ranker.provenance["teacher"]["backend"] == "llm"

@@ -48,11 +48,17 @@ def test_the_vectorised_demotion_is_demote_superseded() -> None:
         assert got == want
 
 
-def test_score_each_is_score_of_each_row_alone() -> None:
+def _linear() -> LinearRanker:
+    w = np.random.default_rng(3).normal(size=len(FEATURES)) * 3
+    return LinearRanker(FEATURES, tuple(float(v) for v in w), -1.7)
+
+
+@pytest.mark.parametrize("which", ["packaged", "linear"])
+def test_score_each_is_score_of_each_row_alone(which: str) -> None:
     """The builtin decider scores a round's candidates with the learned head in one call
     (``score_each``); each value must be what the one-row ``score`` gave (round six's per-question
     call), to the last bit, at every batch size (SIMD lanes and tails of ``tanh`` included)."""
-    ranker = default_ranker()
+    ranker = default_ranker() if which == "packaged" else _linear()
     names = FEATURES
     rng = np.random.default_rng(11)
     for n in (1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 30, 31, 64, 257):
@@ -71,15 +77,16 @@ def test_the_decider_scores_real_rounds_as_one_row_calls(
     ``bench/search_same.py`` cannot see its last bits): every batch the builtin decider scores
     equals the one-row calls round six made."""
     batches: list[int] = []
-    each = LinearRanker.score_each
+    kind = type(default_ranker())  # the packaged scorer's class (trees, or a linear one)
+    each = kind.score_each
 
-    def checked(self: LinearRanker, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> Any:
+    def checked(self: Any, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> Any:
         got = each(self, matrix, names)
         assert got.tolist() == [float(self.score(matrix[i][None, :], names)[0]) for i in range(len(matrix))]
         batches.append(len(matrix))
         return got
 
-    monkeypatch.setattr(LinearRanker, "score_each", checked)
+    monkeypatch.setattr(kind, "score_each", checked)
     with Memory(SQLiteStore.open(tmp_path / "m.db"), hashing, BuiltinController()) as mem:
         mem.add_many(_observations(), user="u")
         for query in QUERIES:

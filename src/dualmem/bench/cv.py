@@ -37,7 +37,7 @@ from dualmem.conversations import QA, Conversation, load_conversations
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.calibrate import CAUTIOUS_FALSE
 from dualmem.learn.fit import fit_logistic
-from dualmem.learn.ranker import LinearRanker
+from dualmem.learn.ranker import LinearRanker, Ranker
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION, PoolSettings, build_pool
 from dualmem.read.reach import Links, reach_links
@@ -258,9 +258,7 @@ def fit_ranker(
     return LinearRanker(names, tuple(float(w) for w in fit.weights), fit.bias, {"l2": l2})
 
 
-def rank(
-    ranker: LinearRanker, p: QueryPool, *, drop_neighbours: bool = False
-) -> tuple[tuple[str, ...], float]:
+def rank(ranker: Ranker, p: QueryPool, *, drop_neighbours: bool = False) -> tuple[tuple[str, ...], float]:
     """The pool's turn ids best first, and the best relevance score."""
     m = _mask(p, drop_neighbours)
     feats = p.features[m]
@@ -272,7 +270,7 @@ def rank(
     return tuple(turns[i] for i in order), float(s.max())
 
 
-def _r10(ranker: LinearRanker, pools: Sequence[QueryPool], drop_neighbours: bool) -> float:
+def _r10(ranker: Ranker, pools: Sequence[QueryPool], drop_neighbours: bool) -> float:
     vals = [recall_at_k(rank(ranker, p, drop_neighbours=drop_neighbours)[0], p.evidence, 10) for p in pools]
     kept = [v for v in vals if v is not None]
     return sum(kept) / len(kept) if kept else 0.0
@@ -316,7 +314,7 @@ def _search_records(
     system: str,
     held: str,
     path: Path,
-    ranker: LinearRanker,
+    ranker: Ranker,
     test: Sequence[QueryPool],
     view_drop: str | None,
     embedder: str = "minilm",
@@ -464,7 +462,7 @@ def cv_from_args(ns: Any) -> CVConfig:
 # -- abstention -----------------------------------------------------------------------------------
 
 
-def _evidence(p: QueryPool, ranker: LinearRanker, k: int = 10) -> tuple[list[Evidence], float]:
+def _evidence(p: QueryPool, ranker: Ranker, k: int = 10) -> tuple[list[Evidence], float]:
     s = ranker.score(p.features, FEATURES)
     order = np.lexsort((np.arange(len(s)), -s))[:k]
     tenant = Tenant(p.conversation)
@@ -478,9 +476,7 @@ def _evidence(p: QueryPool, ranker: LinearRanker, k: int = 10) -> tuple[list[Evi
     return ev, float(s.max()) if len(s) else 0.0
 
 
-def _drafts(
-    ranker: LinearRanker, pools: Iterable[QueryPool]
-) -> list[tuple[bool, bool, float, dict[str, float]]]:
+def _drafts(ranker: Ranker, pools: Iterable[QueryPool]) -> list[tuple[bool, bool, float, dict[str, float]]]:
     """(adversarial, extractive abstained, best relevance, gate features) per question."""
     answerer = ExtractiveAnswerer()
     out = []
@@ -492,7 +488,7 @@ def _drafts(
 
 
 def _abstention(
-    ranker: LinearRanker, train: Mapping[str, list[QueryPool]], test: Sequence[QueryPool]
+    ranker: Ranker, train: Mapping[str, list[QueryPool]], test: Sequence[QueryPool]
 ) -> dict[str, float | None]:
     """Correct abstention on category 5 and false abstention on 1-4 with the extractive answerer:
     alone, gated by the scorer's best relevance (``tau`` fitted on the training folds), and gated by

@@ -2,9 +2,10 @@
 
 ``bench/cv_joint.py`` (issue 27). Every corpus is split into folds (LoCoMo: one conversation per
 fold; a corpus of many short haystacks: ``folds`` groups of them). Each fold is held out once: the
-System-One scorer (``dualmem.learn.fit_logistic`` over the pool's features) and its L2 strength
-(inner cross-validation over the training folds) are fitted on every other fold *of every corpus*,
-so the one fitted ranker has to serve both kinds of memory. The held-out fold is then read by:
+System-One scorer (``scorer``: LightGBM-fitted boosted trees, ``dualmem.learn.boost``, or
+``dualmem.learn.fit_logistic`` over the pool's features) and its setting (the tree count or the L2
+strength, by inner cross-validation over the training folds) are fitted on every other fold *of
+every corpus*, so the one fitted ranker has to serve both kinds of memory. The held-out fold is then read by:
 
 - ``dualmem``: the real read pipeline (``Memory.search``, builtin profile) with the fold's scorer
   answering System One's relevance question;
@@ -42,7 +43,8 @@ from dualmem.config import Profile
 from dualmem.control.builtin import BuiltinController
 from dualmem.control.questions import Controller
 from dualmem.control.scripted import AutoController
-from dualmem.learn.ranker import LinearRanker
+from dualmem.learn.ranker import Ranker
+from dualmem.read.pool import FEATURES
 
 __all__ = ["Corpora", "Corpus", "JointConfig", "JointResult", "load_corpora", "run_joint", "summarize"]
 
@@ -70,6 +72,7 @@ class JointConfig:
     random_seed: int | None = 7  # None: no random-System-One run
     profile: Profile = field(default_factory=Profile.builtin)
     limit: int | None = None  # conversations per corpus (a quick run)
+    scorer: str = "trees"  # "trees" (dualmem.learn.boost) or "linear" (dualmem.learn.fit)
 
 
 @dataclass(slots=True)
@@ -128,16 +131,42 @@ def run_joint(cfg: JointConfig, *, progress: bool = True, log: Any = print) -> J
         for conv, ps in pools.items():
             if fold_of[conv] != fold:
                 train.setdefault(fold_of[conv], []).extend(ps)
-        l2 = _choose_l2(train, (), False)  # inner CV over the training folds (each a group)
-        ranker = fit_ranker([p for ps in train.values() for p in ps], l2=l2)
-        result.folds[fold] = {"l2": l2, "weights": dict(zip(ranker.features, ranker.weights, strict=True))}
+        ranker, result.folds[fold] = fit_scorer(cfg.scorer, train)
         for conv in held:
             test = _rows(pools[conv])
             result.rows += _held_out(cfg, fold, corpus_of[conv], paths[conv], ranker, test, ms)
-        log(f"fold {fold}: l2={l2}, {sum(len(_rows(pools[c])) for c in held)} questions")
+        questions = sum(len(_rows(pools[c])) for c in held)
+        log(f"fold {fold}: {_settings(result.folds[fold])}, {questions} questions")
     result.latency = {s: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for s, v in ms.items() if v}
     result.report = _write(cfg, result)
     return result
+
+
+def fit_scorer(scorer: str, train: Mapping[str, list[QueryPool]]) -> tuple[Ranker, dict[str, Any]]:
+    """One fold's System-One scorer, its settings chosen by inner CV over ``train``'s folds (each a
+    group): the L2 strength of the linear one, the tree count of the trees (``choose_trees``)."""
+    if scorer == "linear":
+        l2 = _choose_l2(train, (), False)
+        lin = fit_ranker([p for ps in train.values() for p in ps], l2=l2)
+        return lin, {
+            "scorer": "linear",
+            "l2": l2,
+            "weights": dict(zip(lin.features, lin.weights, strict=True)),
+        }
+    if scorer != "trees":
+        raise ValueError(f"unknown scorer {scorer!r}: linear or trees")
+    from dualmem.learn.boost import TreeSettings, choose_trees, fit_trees
+
+    folds = {f: [(p.features, p.labels.astype(float)) for p in _rows(ps)] for f, ps in train.items()}
+    trees, scores = choose_trees(folds, FEATURES)
+    fitted = fit_trees([g for gs in folds.values() for g in gs], FEATURES, TreeSettings(trees=trees))
+    return fitted, {"scorer": "trees", "trees": trees, "inner_r10": scores}
+
+
+def _settings(fold: Mapping[str, Any]) -> str:
+    if fold.get("scorer") == "trees":
+        return f"{fold['trees']} trees"
+    return f"l2={fold.get('l2')}"
 
 
 def _held_out(
@@ -145,7 +174,7 @@ def _held_out(
     fold: str,
     corpus: str,
     path: Path,
-    ranker: LinearRanker,
+    ranker: Ranker,
     test: Sequence[QueryPool],
     ms: dict[str, list[float]],
 ) -> list[dict[str, Any]]:
@@ -229,6 +258,10 @@ def _write(cfg: JointConfig, result: JointResult) -> Path:
         lines.append(f"| {name} | {_fmt(lat['p50'])} | {_fmt(lat['p95'])} |")
     lines += ["", "## Folds", ""]
     for fold, info in result.folds.items():
+        if info.get("scorer") == "trees":
+            inner = ", ".join(f"{k}: {v:.3f}" for k, v in info["inner_r10"].items())
+            lines.append(f"- {fold}: {info['trees']} trees (inner-CV R@10 by tree count: {inner})")
+            continue
         weights = ", ".join(f"{k} {v:+.2f}" for k, v in info["weights"].items())
         lines.append(f"- {fold}: L2 {info['l2']}; {weights}")
     report = cfg.out / "report.md"

@@ -27,7 +27,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="conversation files/dirs with questions (LoCoMo or dualmem format), or a JSONL of "
         '{"query", "relevant", "user"} against --db',
     )
-    p.add_argument("--out", type=Path, required=True, help="weights file to write (dualmem.ranker/1)")
+    p.add_argument(
+        "--out", type=Path, required=True, help="scorer file to write (dualmem.trees/1 or dualmem.ranker/1)"
+    )
+    p.add_argument(
+        "--scorer",
+        choices=["trees", "linear"],
+        default="trees",
+        help="boosted trees (lambdarank; fitting needs dualmem[learn]) or a logistic scorer (default trees)",
+    )
+    p.add_argument("--trees", type=int, default=None, help="tree count (default: leave-one-group-out choice)")
     p.add_argument(
         "--teacher",
         default=None,
@@ -45,7 +54,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--pool", type=int, default=50, help="vector and lexical depth of the pool (N)")
     p.add_argument("--window", type=int, default=2, help="session neighbours either side")
-    p.add_argument("--l2", type=float, default=None, help="L2 strength (default: leave-one-group-out choice)")
+    p.add_argument(
+        "--l2", type=float, default=None, help="linear: L2 strength (default: leave-one-group-out choice)"
+    )
     p.add_argument(
         "--heads-out",
         type=Path,
@@ -57,10 +68,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
-    from dualmem.learn.calibrate import choose_l2, fit_examples, provenance
+    from dualmem.learn.calibrate import provenance
 
     if args.per_query < 1 or args.pool < 1 or args.window < 0:
         raise InvalidInput("--per-query and --pool must be positive, --window not negative")
+    if args.trees is not None and (args.trees < 1 or args.scorer != "trees"):
+        raise InvalidInput("--trees needs a positive count and --scorer trees")
+    if args.l2 is not None and (args.l2 < 0 or args.scorer != "linear"):
+        raise InvalidInput("--l2 needs a non-negative strength and --scorer linear")
+    if args.scorer == "trees":
+        from dualmem.learn.boost import _lightgbm
+
+        _lightgbm()  # a missing LightGBM fails before any memory is built
     jsonl = [p for p in args.data if p.suffix == ".jsonl"]
     if jsonl and len(jsonl) != len(args.data):
         raise InvalidInput("give either conversation files or JSONL query files, not both")
@@ -81,11 +100,9 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
         raise InvalidInput(
             "no usable queries in --data", hint="queries need relevant ids that are in the memory"
         )
-    l2 = args.l2 if args.l2 is not None else choose_l2(examples)
-    ranker = fit_examples(examples, l2=l2)
+    fitted, extra = _fit(args, examples)
     given: list[str] = getattr(args, "argv", None) or ["calibrate"]
     command = "dualmem " + " ".join(shlex.quote(a) for a in given)
-    extra = {"l2": l2, "pool": args.pool, "window": args.window, "embedder": args.embedder}
     if args.teacher:
         extra["teacher"] = {"backend": args.teacher, "url": args.teacher_url, "model": args.teacher_model}
     prov = provenance(
@@ -95,17 +112,19 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
         examples=examples,
         extra=extra,
     )
-    from dualmem.learn.ranker import LinearRanker
-
-    out = LinearRanker(ranker.features, ranker.weights, ranker.bias, prov)
+    ranker = fitted.with_provenance(prov)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    out.save(args.out)
+    ranker.save(args.out)
     result: dict[str, Any] = {
         "out": str(args.out),
+        "scorer": args.scorer,
         "queries": prov["queries"],
         "candidates": prov["candidates"],
     }
-    result["l2"] = l2
+    if args.scorer == "trees":
+        result["trees"] = len(ranker.trees)
+    else:
+        result["l2"] = extra["l2"]
     if args.heads_out is not None:
         from dualmem.learn.calibrate import fit_learned_heads
 
@@ -116,6 +135,18 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
         result["heads"]["unsupported"] = dict(heads.unsupported)
         result["heads"]["abstention"] = heads.abstention is not None
     return result
+
+
+def _fit(args: argparse.Namespace, examples: list[Any]) -> tuple[Any, dict[str, Any]]:
+    """The scorer ``--scorer`` asks for, and what its provenance says of the fit."""
+    from dualmem.learn.calibrate import choose_l2, fit_examples, fit_tree_examples
+
+    extra: dict[str, Any] = {"pool": args.pool, "window": args.window, "embedder": args.embedder}
+    if args.scorer == "trees":
+        trees, chosen = fit_tree_examples(examples, trees=args.trees)
+        return trees, {**extra, **trees.provenance, "inner_r10": chosen}
+    l2 = args.l2 if args.l2 is not None else choose_l2(examples)
+    return fit_examples(examples, l2=l2), {**extra, "scorer": "linear", "l2": l2}
 
 
 def _settings(args: argparse.Namespace) -> Any:

@@ -44,7 +44,7 @@ from dualmem.control.questions import (
 from dualmem.control.states import FeatureSource, Purpose, State, TraversalState, WireFeatures, parse_state
 from dualmem.control.weights import read_weights
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
-from dualmem.learn.ranker import CandidateRows, LinearRanker, default_ranker
+from dualmem.learn.ranker import CandidateRows, Ranker, default_ranker
 
 __all__ = [
     "BuiltinController",
@@ -218,7 +218,7 @@ class BuiltinController(BaseController):
         *,
         weights: BuiltinWeights | None = None,
         heads: Mapping[str, Head] | None = None,
-        ranker: LinearRanker | None = None,
+        ranker: Ranker | None = None,
     ) -> None:
         """``heads`` replaces the linear head of the named Noul decisions (``traverse.relevance``...);
         ``ranker`` is the learned candidate-relevance head of pooled retrieval (``dualmem calibrate``)."""
@@ -227,7 +227,7 @@ class BuiltinController(BaseController):
         self._ranker = ranker
 
     @property
-    def ranker(self) -> LinearRanker:
+    def ranker(self) -> Ranker:
         """The learned candidate-relevance head (``dualmem calibrate``); the packaged one by default."""
         if self._ranker is None:
             self._ranker = default_ranker()
@@ -260,7 +260,7 @@ class BuiltinController(BaseController):
         """Candidate relevance from the learned head, by candidate index, for the candidates whose
         pool features the batch's FeatureSource carries (an in-process pooled retrieval; the others
         get the hand-set head). One call scores them all, each row exactly as on its own
-        (``LinearRanker.score_each``)."""
+        (``Ranker.score_each``)."""
         rows = {k: source.candidate_row(c.memory.id) for k, c in enumerate(state.candidates)}
         held = {k: row for k, row in rows.items() if row is not None}
         if not held:

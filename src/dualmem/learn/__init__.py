@@ -1,21 +1,27 @@
-"""Learned System-One heads: linear scorers over candidate features, fitted from labelled queries
-or from a teacher controller's recorded decisions (``dualmem calibrate``); the builtin's stop and
-routing heads (``dualmem.learn.heads``, not imported here: it builds on the builtin controller) and
-an abstention gate (``dualmem calibrate --heads-out``).
+"""Learned System-One heads, fitted from labelled queries or from a teacher controller's recorded
+decisions (``dualmem calibrate``): the candidate scorer (boosted trees, ``TreeRanker``, or a
+logistic ``LinearRanker``; ``load_ranker`` reads either), the builtin's stop and routing heads
+(``dualmem.learn.heads``, not imported here: it builds on the builtin controller) and an
+abstention gate (``dualmem calibrate --heads-out``).
 
-Inference is pure numpy (a dot product per candidate batch); fitting is numpy too.
+Inference is pure numpy (table lookups or a dot product per candidate batch). Fitting the linear
+heads is numpy too; fitting trees needs LightGBM (``pip install 'dualmem[learn]'``).
 """
 
 from __future__ import annotations
 
 from dualmem.learn.abstain import AbstentionGate, GatedAnswerer
 from dualmem.learn.fit import fit_logistic
-from dualmem.learn.ranker import LinearRanker, default_ranker
+from dualmem.learn.ranker import LinearRanker, Ranker, default_ranker, load_ranker
+from dualmem.learn.trees import TreeRanker
 
 __all__ = [
     "AbstentionGate",
     "GatedAnswerer",
     "LinearRanker",
+    "Ranker",
+    "TreeRanker",
     "default_ranker",
     "fit_logistic",
+    "load_ranker",
 ]

@@ -39,7 +39,8 @@ from dualmem.errors import InvalidInput
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.fit import fit_logistic
 from dualmem.learn.heads import MIN_POSITIVES, LabelledPool, LearnedHeads, fit_heads, head_example
-from dualmem.learn.ranker import LinearRanker
+from dualmem.learn.ranker import LinearRanker, Ranker
+from dualmem.learn.trees import TreeRanker
 from dualmem.plane.base import Store
 from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool
 from dualmem.read.reach import Links, reach_links
@@ -56,6 +57,7 @@ __all__ = [
     "examples_from_teacher",
     "fit_examples",
     "fit_learned_heads",
+    "fit_tree_examples",
     "pool_records",
     "provenance",
     "read_labelled_jsonl",
@@ -202,6 +204,31 @@ def fit_examples(examples: Sequence[Example], *, l2: float) -> LinearRanker:
     return LinearRanker(FEATURES, tuple(float(w) for w in fit.weights), fit.bias, {"l2": l2})
 
 
+#: the tree count is chosen over at most this many folds of groups (a fit per fold)
+MAX_TREE_FOLDS = 8
+
+
+def fit_tree_examples(
+    examples: Sequence[Example], *, trees: int | None = None
+) -> tuple[TreeRanker, dict[int, float]]:
+    """The trees scorer on ``examples`` (targets above 0.5 count as relevant), its tree count
+    ``trees`` or chosen by held-out recall@10 (``choose_trees``) over at most ``MAX_TREE_FOLDS``
+    folds of whole groups (sorted, dealt round-robin), and the scores behind that choice (empty when
+    given or with one group)."""
+    from dualmem.learn.boost import TreeSettings, choose_trees, fit_trees
+
+    names = sorted({e.group for e in examples})
+    fold = {g: f"fold{i % MAX_TREE_FOLDS}" for i, g in enumerate(names)}  # dealt round-robin
+    groups: dict[str, list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]] = {}
+    for e in examples:
+        groups.setdefault(fold[e.group], []).append((e.features, e.targets))
+    scores: dict[int, float] = {}
+    if trees is None:
+        trees, scores = choose_trees(groups, FEATURES)
+    fitted = fit_trees([g for gs in groups.values() for g in gs], FEATURES, TreeSettings(trees=trees))
+    return fitted, scores
+
+
 def _recall10(ranker: LinearRanker, examples: Sequence[Example]) -> float:
     vals = []
     for e in examples:
@@ -312,7 +339,7 @@ def record_example(record: PoolRecord) -> Example | None:
 
 
 def fit_learned_heads(
-    ranker: LinearRanker, records: Sequence[PoolRecord], *, provenance: Mapping[str, Any], k: int = 10
+    ranker: Ranker, records: Sequence[PoolRecord], *, provenance: Mapping[str, Any], k: int = 10
 ) -> LearnedHeads:
     """The stop and routing heads (labelled, answerable queries) and the abstention gate (every
     query; ``decline`` the label) over pools ranked by ``ranker``."""

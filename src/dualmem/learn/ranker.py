@@ -1,4 +1,5 @@
-"""A linear candidate scorer as data: named feature weights, a bias, and where they came from.
+"""The candidate scorers' common face (``Ranker``) and the linear one as data: named feature
+weights, a bias, and where they came from.
 
 The file format (``dualmem.ranker/1``)::
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
@@ -29,7 +30,16 @@ import numpy.typing as npt
 from dualmem import _json as bounded_json
 from dualmem.errors import ConfigError
 
-__all__ = ["FORMAT", "CandidateRows", "LinearRanker", "default_ranker"]
+__all__ = [
+    "FORMAT",
+    "CandidateRows",
+    "LinearRanker",
+    "Ranker",
+    "column_index",
+    "default_ranker",
+    "load_ranker",
+    "ranker_from_json",
+]
 
 FORMAT = "dualmem.ranker/1"
 _PACKAGED = "default_ranker.json"
@@ -43,6 +53,38 @@ class CandidateRows(Protocol):
 
     def candidate_row(self, node_id: str) -> npt.NDArray[np.float64] | None:
         """The candidate's feature row (columns ``feature_names``), or ``None`` if not pooled."""
+        ...
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """A candidate scorer over a pool's named features: ``LinearRanker`` or
+    ``dualmem.learn.trees.TreeRanker`` (what ``dualmem calibrate`` writes and the builtin reads)."""
+
+    @property
+    def features(self) -> tuple[str, ...]: ...
+
+    @property
+    def provenance(self) -> Mapping[str, Any]: ...
+
+    def logits(self, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> npt.NDArray[np.float64]:
+        """The scores before the sigmoid, one per row of ``matrix`` (columns named by ``names``)."""
+        ...
+
+    def score(self, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> npt.NDArray[np.float64]:
+        """Relevance in (0, 1), one per row."""
+        ...
+
+    def score_each(self, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> npt.NDArray[np.float64]:
+        """``score`` with each row's value exactly what that row alone would get."""
+        ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+    def save(self, path: Path) -> None: ...
+
+    def with_provenance(self, provenance: Mapping[str, Any]) -> Ranker:
+        """The same scorer with another provenance record."""
         ...
 
 
@@ -92,6 +134,9 @@ class LinearRanker:
         out: npt.NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * z))
         return out
 
+    def with_provenance(self, provenance: Mapping[str, Any]) -> LinearRanker:
+        return replace(self, provenance=dict(provenance))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
@@ -105,12 +150,7 @@ class LinearRanker:
 
     @classmethod
     def from_json(cls, data: object, *, source: str = "ranker") -> LinearRanker:
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{source}: expected a JSON object")
-        if data.get("format") != FORMAT:
-            raise ConfigError(
-                f"{source}: unsupported format {data.get('format')!r}", hint=f"expected {FORMAT}"
-            )
+        data = format_object(data, FORMAT, source=source)
         feats = data.get("features")
         if not isinstance(feats, Mapping) or not feats:
             raise ConfigError(f"{source}: 'features' must be a non-empty object of weights")
@@ -127,11 +167,29 @@ class LinearRanker:
 
     @classmethod
     def from_file(cls, path: Path) -> LinearRanker:
-        try:
-            data = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read ranker weights {path}: {exc}") from exc
-        return cls.from_json(data, source=str(path))
+        return cls.from_json(read_json(path), source=str(path))
+
+
+def format_object(data: object, fmt: str, *, source: str) -> Mapping[str, Any]:
+    """``data`` as a JSON object of format ``fmt`` (a ``ConfigError`` saying what it is not)."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: expected a JSON object")
+    if data.get("format") != fmt:
+        raise ConfigError(f"{source}: unsupported format {data.get('format')!r}", hint=f"expected {fmt}")
+    return data
+
+
+def read_json(path: Path | str) -> object:
+    """A scorer file's JSON (a ``ConfigError`` when it cannot be read or parsed)."""
+    try:
+        return bounded_json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read ranker {path}: {exc}") from exc
+
+
+def column_index(features: tuple[str, ...], names: tuple[str, ...]) -> npt.NDArray[np.intp]:
+    """Where each of ``features`` is among ``names`` (a ``ConfigError`` naming any that are not)."""
+    return _columns(features, names)
 
 
 @lru_cache(maxsize=64)
@@ -156,12 +214,32 @@ def _array(weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
     return out
 
 
+def ranker_from_json(data: object, *, source: str = "ranker") -> Ranker:
+    """A ``LinearRanker`` (``dualmem.ranker/1``) or a ``TreeRanker`` (``dualmem.trees/1``) by its format."""
+    from dualmem.learn.trees import FORMAT as TREES
+    from dualmem.learn.trees import TreeRanker
+
+    fmt = data.get("format") if isinstance(data, Mapping) else None
+    if fmt == TREES:
+        return TreeRanker.from_json(data, source=source)
+    if fmt == FORMAT:
+        return LinearRanker.from_json(data, source=source)
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: expected a JSON object")
+    raise ConfigError(f"{source}: unsupported format {fmt!r}", hint=f"expected {FORMAT} or {TREES}")
+
+
+def load_ranker(path: Path | str) -> Ranker:
+    """The scorer in a file ``dualmem calibrate`` wrote, whichever kind it is."""
+    return ranker_from_json(read_json(path), source=str(path))
+
+
 @cache
-def default_ranker() -> LinearRanker:
-    """The packaged weights (read once, on first use)."""
+def default_ranker() -> Ranker:
+    """The packaged scorer (read once, on first use)."""
     ref = resources.files("dualmem.learn").joinpath(_PACKAGED)
     try:
         data = json.loads(ref.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read the packaged {_PACKAGED}: {exc}") from exc
-    return LinearRanker.from_json(data, source=_PACKAGED)
+    return ranker_from_json(data, source=_PACKAGED)
