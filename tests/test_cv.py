@@ -159,3 +159,14 @@ def test_joint_cv_fits_one_scorer_over_two_corpora(tmp_path: Path) -> None:
         assert all(s["n"] == n for s in summary[corpus].values())
     assert set(summary["agent"]["dualmem"]["categories"]) == {"single_session_user"}
     assert summary["agent"]["dualmem"]["R@1"] > summary["agent"]["random-s1"]["R@1"]
+    # the default scorer is trees, their count chosen per fold by inner CV; linear on request
+    assert all(f["scorer"] == "trees" and f["trees"] in f["inner_r10"] for f in result.folds.values())
+    from dataclasses import replace
+
+    linear = run_joint(
+        replace(cfg, scorer="linear", views=(), random_seed=None), progress=False, log=lambda _m: None
+    )
+    assert all(f["scorer"] == "linear" and "lex_q" in f["weights"] for f in linear.folds.values())
+    assert "L2" in linear.report.read_text(encoding="utf-8")  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="unknown scorer"):
+        run_joint(replace(cfg, scorer="forest"), progress=False, log=lambda _m: None)

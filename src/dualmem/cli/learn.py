@@ -77,9 +77,9 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
     if args.l2 is not None and (args.l2 < 0 or args.scorer != "linear"):
         raise InvalidInput("--l2 needs a non-negative strength and --scorer linear")
     if args.scorer == "trees":
-        from dualmem.learn.boost import _lightgbm
+        from dualmem.learn.boost import require_lightgbm
 
-        _lightgbm()  # a missing LightGBM fails before any memory is built
+        require_lightgbm()  # a missing LightGBM fails before any memory is built
     jsonl = [p for p in args.data if p.suffix == ".jsonl"]
     if jsonl and len(jsonl) != len(args.data):
         raise InvalidInput("give either conversation files or JSONL query files, not both")

@@ -54,7 +54,8 @@ class TreeSettings:
             raise InvalidInput("the learning rate must lie in (0, 1]")
 
 
-def _lightgbm() -> Any:
+def require_lightgbm() -> Any:
+    """The ``lightgbm`` module, or a ``ConfigError`` saying how to install it."""
     try:
         import lightgbm
     except ImportError as exc:  # pragma: no cover - dev installs have it
@@ -78,9 +79,8 @@ def _stack(groups: Sequence[Group]) -> tuple[FloatArray, npt.NDArray[np.int64], 
     return x, y, [len(g[1]) for g in kept]
 
 
-def _booster(groups: Sequence[Group], s: TreeSettings) -> Any:
-    lgb = _lightgbm()
-    x, y, sizes = _stack(groups)
+def _booster(x: FloatArray, y: npt.NDArray[np.int64], sizes: Sequence[int], s: TreeSettings) -> Any:
+    lgb = require_lightgbm()
     params = {
         "objective": "lambdarank",
         "label_gain": [0.0, 1.0],
@@ -124,14 +124,14 @@ def _tree(node: Mapping[str, Any]) -> Tree:
     return Tree(tuple(feature), tuple(threshold), tuple(left), tuple(right), tuple(leaf))
 
 
-def _ranker(booster: Any, names: Sequence[str], trees: int | None = None) -> TreeRanker:
-    dumped = booster.dump_model()["tree_info"]
-    built = tuple(_tree(t["tree_structure"]) for t in dumped[: trees or len(dumped)])
+def _ranker(booster: Any, names: Sequence[str]) -> TreeRanker:
+    built = tuple(_tree(t["tree_structure"]) for t in booster.dump_model()["tree_info"])
     return TreeRanker(tuple(names), built)
 
 
-def _calibrated(ranker: TreeRanker, groups: Sequence[Group], provenance: Mapping[str, Any]) -> TreeRanker:
-    x, y, _ = _stack(groups)
+def _calibrated(
+    ranker: TreeRanker, x: FloatArray, y: npt.NDArray[np.int64], provenance: Mapping[str, Any]
+) -> TreeRanker:
     raw = ranker.raw(x, ranker.features)
     fit = fit_logistic(raw[:, None], y.astype(np.float64), l2=1e-3)
     return TreeRanker(ranker.features, ranker.trees, float(fit.weights[0]), fit.bias, dict(provenance))
@@ -143,7 +143,8 @@ def fit_trees(
     """Fit the trees on ``groups`` (one per query; columns ``names``) and calibrate their sum
     (fewer than ``settings.trees`` when LightGBM finds no split worth making before that)."""
     s = settings or TreeSettings()
-    ranker = _ranker(_booster(groups, s), names)
+    x, y, sizes = _stack(groups)
+    ranker = _ranker(_booster(x, y, sizes, s), names)
     prov = {
         "scorer": "trees",
         "trees": len(ranker.trees),
@@ -151,7 +152,7 @@ def fit_trees(
         "rate": s.rate,
         "min_rows": s.min_rows,
     }
-    return _calibrated(ranker, groups, prov)
+    return _calibrated(ranker, x, y, prov)
 
 
 def recall10(scores: Sequence[FloatArray], groups: Sequence[Group]) -> float:
@@ -182,11 +183,11 @@ def choose_trees(
     if len(folds) < 2:
         return counts[len(counts) // 2], {}
     per: dict[int, list[float]] = {k: [] for k in counts}
+    longest = replace(base, trees=counts[-1])
     for held in sorted(folds):
         train = [g for f, gs in folds.items() if f != held for g in gs]
         test = list(folds[held])
-        s = replace(base, trees=counts[-1])
-        full = _ranker(_booster(train, s), names)
+        full = _ranker(_booster(*_stack(train), longest), names)
         staged = [_staged(full, x) for x, _ in test]  # (rows, trees) running sums per query
         for k in counts:
             # LightGBM stops early when no split gains: k rounds past that are the whole model

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem.errors import ConfigError
+from dualmem.learn.ranker import column_index, format_object, read_json
 
 __all__ = ["FORMAT", "MAX_LEAVES", "Tree", "TreeRanker"]
 
@@ -136,6 +137,7 @@ class _Compiled:
     split_thr: npt.NDArray[np.float64]  # (T * _SPLITS,)
     table: npt.NDArray[np.float64]  # (T, 2 ** _SPLITS)
     powers: npt.NDArray[np.int64]  # (_SPLITS,)
+    tree: npt.NDArray[np.intp]  # (T,): 0 .. T - 1, each tree's row of ``table``
 
 
 def _compile(trees: Sequence[Tree]) -> _Compiled:
@@ -169,9 +171,10 @@ def _compile(trees: Sequence[Tree]) -> _Compiled:
                 break
         table[k, :] = np.asarray(tree.leaf)[out]
     powers = (1 << np.arange(_SPLITS)).astype(np.int64)
-    for a in (col, thr, table, powers):
+    tree_index = np.arange(t, dtype=np.intp)
+    for a in (col, thr, table, powers, tree_index):
         a.flags.writeable = False
-    return _Compiled(col.ravel(), thr.ravel(), table, powers)
+    return _Compiled(col.ravel(), thr.ravel(), table, powers, tree_index)
 
 
 @dataclass(frozen=True)
@@ -204,8 +207,6 @@ class TreeRanker:
         n = matrix.shape[0]
         if n == 0:
             return np.zeros((0, len(self.trees)))
-        from dualmem.learn.ranker import column_index
-
         c = self._compiled
         cols = column_index(self.features, tuple(names))
         t = len(self.trees)
@@ -214,7 +215,7 @@ class TreeRanker:
             x = matrix[lo : lo + _CHUNK][:, cols]
             bits = (x[:, c.split_col] <= c.split_thr).reshape(len(x), t, _SPLITS)
             code = bits.astype(np.int64) @ c.powers  # (rows, T): the bit pattern of each tree
-            out[lo : lo + _CHUNK] = c.table[np.arange(t), code]
+            out[lo : lo + _CHUNK] = c.table[c.tree, code]
         return out
 
     def raw(self, matrix: npt.NDArray[np.float64], names: Sequence[str]) -> npt.NDArray[np.float64]:
@@ -254,8 +255,6 @@ class TreeRanker:
 
     @classmethod
     def from_json(cls, data: object, *, source: str = "ranker") -> TreeRanker:
-        from dualmem.learn.ranker import format_object
-
         data = format_object(data, FORMAT, source=source)
         feats = data.get("features")
         if not isinstance(feats, list) or not all(isinstance(f, str) for f in feats):
@@ -274,6 +273,4 @@ class TreeRanker:
 
     @classmethod
     def from_file(cls, path: Path) -> TreeRanker:
-        from dualmem.learn.ranker import read_json
-
         return cls.from_json(read_json(path), source=str(path))
