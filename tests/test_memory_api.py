@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -152,3 +153,7 @@ def test_list_memories_filters_and_pages() -> None:
             s.list_memories(limit=0)
         with pytest.raises(InvalidInput):
             s.list_memories(offset=-1)
+        # bounds past sys.maxsize (an HTTP caller can send any integer) page to nothing, not a crash
+        assert s.list_memories(limit=1, offset=sys.maxsize - 1) == []
+        assert s.list_memories(limit=2**70, offset=2**70) == []
+        assert [n.content for n in s.list_memories(limit=sys.maxsize, offset=3)] == ["note 3", "note 4"]

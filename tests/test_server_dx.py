@@ -8,6 +8,7 @@ import argparse
 import datetime as dt
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,9 @@ def test_search_answer_and_list_take_the_same_filters(client: TestClient, keys: 
     rest = listed(limit=2, offset=2)
     assert [n["id"] for n in rest["items"]] == [new]
     assert rest["next_offset"] is None
+    far = listed(limit=1, offset=2**63 - 2)  # schemathesis found this one: a 500 before
+    assert far["items"] == []
+    assert far["next_offset"] is None
     assert_problem(client.post("/v1/list", json={"since": "not a time"}, headers=h), 422, "invalid-input")
     assert_problem(client.post("/v1/list", json={"limit": 0}, headers=h), 422, "invalid-input")
     assert_problem(client.post("/v1/search", json={"query": "x", "at": 1}, headers=h), 422, "invalid-input")
@@ -159,18 +163,27 @@ def test_one_k_limit_in_every_adapter(client: TestClient, keys: KeyStore) -> Non
 # -- 5. defects --------------------------------------------------------------------------------
 class LockingEmbedder(HashingEmbedder):
     """A real embedder that, on its first call (inside an add), lets "another process" take the key
-    file's write lock and keep it for ``hold_s``: the add commits, then recording its key meets the lock."""
+    file's write lock and keep it until ``released()`` says so (or ``hold_s`` at most): the add
+    commits, then recording its key meets the lock. Releasing on a condition, not after a fixed
+    time, keeps the test independent of how fast the machine is."""
 
     def __init__(self, keys_path: Path, hold_s: float) -> None:
         super().__init__()
         self.other = sqlite3.connect(keys_path, isolation_level=None, check_same_thread=False)
         self.hold_s = hold_s
-        self.timer: threading.Timer | None = None
+        self.released: Any = lambda: False
+        self.timer: threading.Thread | None = None
+
+    def _hold(self) -> None:
+        deadline = time.monotonic() + self.hold_s
+        while not self.released() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.other.execute("COMMIT")
 
     def embed(self, texts: Sequence[str]) -> Any:
         if self.timer is None:
             self.other.execute("BEGIN IMMEDIATE")
-            self.timer = threading.Timer(self.hold_s, lambda: self.other.execute("COMMIT"))
+            self.timer = threading.Thread(target=self._hold, daemon=True)
             self.timer.start()
         return super().embed(texts)
 
@@ -180,11 +193,12 @@ def test_idempotent_add_is_stored_once_while_the_key_file_is_locked(tmp_path: Pa
     stored the observation twice)."""
     path = tmp_path / "m.keys.db"
     keys = KeyStore.open(path, timeout=0.05)  # every locked attempt fails fast and is retried
-    embedder = LockingEmbedder(path, hold_s=0.4)
+    embedder = LockingEmbedder(path, hold_s=5.0)
     settings = ServerSettings(rate_limit=None, consolidate_every=0, lock_wait_s=10)
     body = {"observations": [{"text": "Mira adopted a dog named Biscuit."}]}
     with Memory.open(tmp_path / "m.db", embedder=embedder, profile=QUIET) as memory:
         app = create_app(memory, keys=keys, settings=settings)
+        embedder.released = lambda: app.state.service.metrics.locked_retries._value.get() >= 1
         h = {**auth(keys, "alice"), "Idempotency-Key": "req-1"}
         with TestClient(app) as c:
             first = c.post("/v1/memories", json=body, headers=h)

@@ -12,6 +12,7 @@ own names (``stats_all``, ``repair_all``).
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, nullcontext
@@ -418,7 +419,9 @@ class Memory:
         found: Iterable[Node] = self.store.iter_nodes(Tenant(user, agent, run))
         if where is not None and not where.empty():
             found = filter(where.matches, found)
-        stop = None if limit is None else offset + limit
+        if offset >= sys.maxsize:  # no store holds that many (and islice refuses larger bounds)
+            return []
+        stop = None if limit is None else min(offset + limit, sys.maxsize)
         return list(islice(found, offset, stop))
 
     def search(
