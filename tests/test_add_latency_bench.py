@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -10,18 +9,12 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from bench_scripts import load_bench
 from dualmem.embed import create_embedder
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "add_latency.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("add_latency_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("add_latency.py")
 
 
 def test_precomputed_vectors_are_the_embedders_own() -> None:

@@ -4,30 +4,23 @@ build figures, the index built in a temporary folder (the database's own ``.ann`
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from bench_scripts import load_bench
 from dualmem.conversations import load_conversations
 from dualmem.embed import create_embedder
 from dualmem.plane import SQLiteStore, ann
 from dualmem.types import Node, Tenant
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "ann_recall.py"
-
 pytestmark = pytest.mark.skipif(not ann.available(), reason="the scale extra (usearch) is not installed")
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ann_recall_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("ann_recall.py")
 
 
 def test_ann_recall_bench(locomo_dir: Path, tmp_path: Path) -> None:

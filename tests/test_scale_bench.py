@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
+from bench_scripts import load_bench
 
 
 def _scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scale_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("scale.py")
 
 
 def test_scale_bench_sizes_and_users(

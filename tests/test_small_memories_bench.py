@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
+from bench_scripts import load_bench
 from dualmem.conversations import load_conversations
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "small_memories.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("small_memories_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("small_memories.py")
 
 
 def _turns(session: int, n: int) -> list[dict[str, str]]:

@@ -1,0 +1,20 @@
+"""Loading a script of ``bench/`` as a module, for the tests that run a benchmark at a tiny size."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def load_bench(script: str) -> ModuleType:
+    """``bench/<script>`` executed as a fresh module named after it."""
+    path = BENCH / script
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_bench", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
