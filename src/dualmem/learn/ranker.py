@@ -32,7 +32,6 @@ from dualmem.errors import ConfigError
 
 __all__ = [
     "FORMAT",
-    "CandidateRows",
     "LinearRanker",
     "Ranker",
     "column_index",
@@ -43,17 +42,6 @@ __all__ = [
 
 FORMAT = "dualmem.ranker/1"
 _PACKAGED = "default_ranker.json"
-
-
-@runtime_checkable
-class CandidateRows(Protocol):
-    """A FeatureSource that also carries each candidate's pool features (dualmem.read.pool)."""
-
-    feature_names: tuple[str, ...]
-
-    def candidate_row(self, node_id: str) -> npt.NDArray[np.float64] | None:
-        """The candidate's feature row (columns ``feature_names``), or ``None`` if not pooled."""
-        ...
 
 
 @runtime_checkable
