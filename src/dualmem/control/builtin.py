@@ -41,10 +41,11 @@ from dualmem.control.questions import (
     NoulAnswer,
     Question,
 )
+from dualmem.control.ranker import Ranker
+from dualmem.control.scorers import default_ranker
 from dualmem.control.states import FeatureSource, Purpose, State, TraversalState, WireFeatures, parse_state
 from dualmem.control.weights import read_weights
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
-from dualmem.learn.ranker import Ranker, default_ranker
 
 __all__ = [
     "BuiltinController",

@@ -1,10 +1,10 @@
 """Probe: would a different System-One scorer over the same pool features close issue 27's gaps?
 
     pip install 'dualmem[learn]'                      # LightGBM
-    python bench/cv_joint.py --views --no-random --out /tmp/cvj   # builds and caches the pools
-    python bench/ranker_probe.py --out /tmp/cvj
+    python -m research.run_cv_joint --views --no-random --out /tmp/cvj   # builds and caches the pools
+    python -m research.ranker_probe --out /tmp/cvj
 
-Same folds as ``bench/cv_joint.py`` (LoCoMo dev one conversation per fold, agent chats 4 folds; each
+Same folds as ``research/run_cv_joint.py`` (LoCoMo dev one conversation per fold, agent chats 4 folds; each
 scorer fitted on every other fold of both corpora), the pool ranked by the scorer alone
 (``dualmem-pool``). Systems:
 
@@ -16,7 +16,7 @@ scorer fitted on every other fold of both corpora), the pool ranked by the score
   at least 50 rows a leaf) on the same features, binary log-loss or lambdarank per question.
 
 Prints R@10 per corpus and per category; ``bench/README.md`` says what it found. The lambdarank
-trees were then shipped (``dualmem.learn.boost``, tree count by inner CV): ``bench/cv_joint.py``
+trees were then shipped (``dualmem.learn.boost``, tree count by inner CV): ``research/run_cv_joint.py``
 measures them, with ``--scorer linear`` for the logistic scorer.
 """
 
@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from dualmem.bench.cv import QueryPool, _choose_l2, _rows, fit_ranker, rank
-from dualmem.bench.cv_joint import Corpus, JointConfig, load_corpora
 from dualmem.bench.metrics import recall_at_k
 from dualmem.read.pool import FEATURES
+from research.cv import QueryPool, _choose_l2, _rows, fit_ranker, rank
+from research.cv_joint import Corpus, JointConfig, load_corpora
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]  # the repository
 
 Order = Callable[[Any, QueryPool], Sequence[str]]
 Fit = Callable[[dict[str, list[QueryPool]]], Any]
@@ -96,8 +96,8 @@ def _gbdt_order(model: Any, p: QueryPool) -> Sequence[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--locomo", type=Path, default=HERE.parent.parent / "shared" / "data" / "locomo")
-    parser.add_argument("--agentchat", type=Path, default=HERE / "agentchat" / "haystacks")
+    parser.add_argument("--locomo", type=Path, default=ROOT.parent / "shared" / "data" / "locomo")
+    parser.add_argument("--agentchat", type=Path, default=ROOT / "bench" / "agentchat" / "haystacks")
     parser.add_argument(
         "--out", type=Path, default=Path("bench-cv-joint"), help="cv_joint's --out (pool cache)"
     )

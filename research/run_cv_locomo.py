@@ -1,8 +1,8 @@
 """Leave-one-conversation-out CV of the learned System-One scorer on the LoCoMo dev conversations.
 
-    python bench/cv_locomo.py --data ../shared/data/locomo --out bench-cv [--ablations no-speaker ...]
+    python -m research.run_cv_locomo --data ../shared/data/locomo --out bench-cv [--ablations no-speaker ...]
 
-The same as ``dualmem bench locomo --cv``; see ``dualmem.bench.cv``. BLAS runs single-threaded here:
+See ``research.cv``. BLAS runs single-threaded here:
 on a shared machine a multi-threaded BLAS made each fit 10-20x slower.
 """
 
@@ -16,7 +16,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from dualmem.bench.cv import ABLATIONS, VIEW_ABLATIONS, CVConfig, run_cv  # noqa: E402
+from research.cv import ABLATIONS, VIEW_ABLATIONS, CVConfig, run_cv  # noqa: E402
 
 
 def main() -> None:

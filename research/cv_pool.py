@@ -1,11 +1,11 @@
 """The pool's depth and window by leave-one-conversation-out CV (issue 13): ``dualmem-pool`` (the pool
 ranked by each fold's refitted scorer) at each setting, on the five dev conversations, same folds.
 
-    python bench/cv_pool.py --out /tmp/x/cv --settings 50:2 40:2 30:2 50:1 30:1
+    python -m research.cv_pool --out /tmp/x/cv --settings 50:2 40:2 30:2 50:1 30:1
 
 One JSON line a setting (R@1/5/10/20 and MRR of every system the CV reports) on stdout. Builds and
 pools are cached under ``<out>/cache`` (copy ``/tmp/final-cv/cache`` there to reuse main's builds).
-BLAS runs single-threaded (see ``bench/cv_locomo.py``).
+BLAS runs single-threaded (see ``research/run_cv_locomo.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from dualmem.bench.cv import CVConfig, run_cv  # noqa: E402
+from research.cv import CVConfig, run_cv  # noqa: E402
 
 
 def summary(rows: list[dict[str, object]]) -> dict[str, dict[str, float]]:

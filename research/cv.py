@@ -1,6 +1,6 @@
 """Leave-one-conversation-out cross-validation of the learned System-One scorer on LoCoMo.
 
-``dualmem bench locomo --cv --data DIR`` (or ``bench/cv_locomo.py``): every conversation is held
+``python -m research.run_cv_locomo --data DIR``: every conversation is held
 out once; the scorer's weights, its L2 strength (inner leave-one-conversation-out over the
 training conversations) and the abstention threshold are fitted on the other conversations only,
 then the held-out conversation is ranked. Baselines (bm25, dense, hybrid RRF) and the hand-set
@@ -28,22 +28,22 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem import __version__
-from dualmem.bench.cv_reach import reach_systems
 from dualmem.bench.locomo import BenchConfig
 from dualmem.bench.metrics import CATEGORY_NAMES, mrr, percentile, recall_at_k
 from dualmem.config import Lambdas, Profile
 from dualmem.control.questions import Controller
+from dualmem.control.ranker import LinearRanker, Ranker
 from dualmem.conversations import QA, Conversation, load_conversations
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.calibrate import CAUTIOUS_FALSE
 from dualmem.learn.fit import fit_logistic
-from dualmem.learn.ranker import LinearRanker, Ranker
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION, PoolSettings, build_pool
 from dualmem.read.reach import Links, reach_links
 from dualmem.read.route import rrf
 from dualmem.reason.extractive import ExtractiveAnswerer
 from dualmem.types import VIEWS, Evidence, Node, Tenant
+from research.cv_reach import reach_systems
 
 __all__ = ["ABLATIONS", "CVConfig", "CVResult", "QueryPool", "fit_ranker", "run_cv"]
 
@@ -446,17 +446,6 @@ def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] =
     result.report = _write(cfg, result, pools)
     result.out_json = cfg.out / "cv-results.json"
     return result
-
-
-def cv_from_args(ns: Any) -> CVConfig:
-    """A ``CVConfig`` from ``dualmem bench locomo --cv`` arguments."""
-    ablations = tuple(ABLATIONS) if ns.cv_ablations is None else tuple(ns.cv_ablations)
-    unknown = [a for a in ablations if a not in ABLATIONS]
-    if unknown:
-        from dualmem.errors import ConfigError
-
-        raise ConfigError(f"unknown CV ablations {unknown}", hint=f"choose from {', '.join(ABLATIONS)}")
-    return CVConfig(data=ns.data, out=ns.out, embedder=ns.embedder, ablations=ablations, limit=ns.limit)
 
 
 # -- abstention -----------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Joint cross-validation of the read pipeline over LoCoMo dev and the agent-chat dev corpus.
 
-    python bench/cv_joint.py --out /tmp/cv-joint
-    python bench/cv_joint.py --views --out /tmp/cv-quick      # no read-path ablations
+    python -m research.run_cv_joint --out /tmp/cv-joint
+    python -m research.run_cv_joint --views --out /tmp/cv-quick      # no read-path ablations
 
-See ``dualmem.bench.cv_joint`` for the folds and the systems. Prints the report.
+See ``research.cv_joint`` for the folds and the systems. Prints the report.
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dualmem.bench.cv_joint import DEFAULT_VIEWS, Corpus, JointConfig, run_joint
+from research.cv_joint import DEFAULT_VIEWS, Corpus, JointConfig, run_joint
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]  # the repository
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--locomo", type=Path, default=HERE.parent.parent / "shared" / "data" / "locomo")
-    parser.add_argument("--agentchat", type=Path, default=HERE / "agentchat" / "haystacks")
+    parser.add_argument("--locomo", type=Path, default=ROOT.parent / "shared" / "data" / "locomo")
+    parser.add_argument("--agentchat", type=Path, default=ROOT / "bench" / "agentchat" / "haystacks")
     parser.add_argument("--agentchat-folds", type=int, default=4)
     parser.add_argument("--out", type=Path, default=Path("bench-cv-joint"))
     parser.add_argument("--embedder", default="minilm")

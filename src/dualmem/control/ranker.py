@@ -9,8 +9,8 @@ The file format (``dualmem.ranker/1``)::
      "provenance": {"data": "...", "command": "...", "version": "...", "created": "...", ...}}
 
 ``score`` is ``sigmoid(features @ w + b)`` over a pool's feature matrix: pure numpy, microseconds
-for a few hundred candidates. The packaged default (``default_ranker.json``) was fitted by
-``dualmem calibrate``; its provenance says on what.
+for a few hundred candidates. Loading a scorer of either kind, and the packaged default, is
+``dualmem.control.scorers``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache, lru_cache
-from importlib import resources
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,24 +29,15 @@ import numpy.typing as npt
 from dualmem import _json as bounded_json
 from dualmem.errors import ConfigError
 
-__all__ = [
-    "FORMAT",
-    "LinearRanker",
-    "Ranker",
-    "column_index",
-    "default_ranker",
-    "load_ranker",
-    "ranker_from_json",
-]
+__all__ = ["FORMAT", "LinearRanker", "Ranker", "column_index", "format_object", "read_json"]
 
 FORMAT = "dualmem.ranker/1"
-_PACKAGED = "default_ranker.json"
 
 
 @runtime_checkable
 class Ranker(Protocol):
     """A candidate scorer over a pool's named features: ``LinearRanker`` or
-    ``dualmem.learn.trees.TreeRanker`` (what ``dualmem calibrate`` writes and the builtin reads)."""
+    ``dualmem.control.trees.TreeRanker`` (what ``dualmem calibrate`` writes and the builtin reads)."""
 
     @property
     def features(self) -> tuple[str, ...]: ...
@@ -200,34 +190,3 @@ def _array(weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
     out = np.array(weights, dtype=np.float64)
     out.flags.writeable = False  # shared by every call
     return out
-
-
-def ranker_from_json(data: object, *, source: str = "ranker") -> Ranker:
-    """A ``LinearRanker`` (``dualmem.ranker/1``) or a ``TreeRanker`` (``dualmem.trees/1``) by its format."""
-    from dualmem.learn.trees import FORMAT as TREES
-    from dualmem.learn.trees import TreeRanker
-
-    fmt = data.get("format") if isinstance(data, Mapping) else None
-    if fmt == TREES:
-        return TreeRanker.from_json(data, source=source)
-    if fmt == FORMAT:
-        return LinearRanker.from_json(data, source=source)
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{source}: expected a JSON object")
-    raise ConfigError(f"{source}: unsupported format {fmt!r}", hint=f"expected {FORMAT} or {TREES}")
-
-
-def load_ranker(path: Path | str) -> Ranker:
-    """The scorer in a file ``dualmem calibrate`` wrote, whichever kind it is."""
-    return ranker_from_json(read_json(path), source=str(path))
-
-
-@cache
-def default_ranker() -> Ranker:
-    """The packaged scorer (read once, on first use)."""
-    ref = resources.files("dualmem.learn").joinpath(_PACKAGED)
-    try:
-        data = json.loads(ref.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read the packaged {_PACKAGED}: {exc}") from exc
-    return ranker_from_json(data, source=_PACKAGED)

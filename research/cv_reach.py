@@ -1,6 +1,6 @@
 """The relation views as learned features under CV: the reach head and its per-view ablations.
 
-Part of :mod:`dualmem.bench.cv` (``dualmem-pool +reach ...`` systems); see
+Part of :mod:`research.cv` (``dualmem-pool +reach ...`` systems); see
 :mod:`dualmem.read.reach` for the features.
 """
 
@@ -14,14 +14,14 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem.bench.metrics import mrr, recall_at_k
+from dualmem.control.ranker import LinearRanker
 from dualmem.learn.fit import fit_logistic
-from dualmem.learn.ranker import LinearRanker
 from dualmem.read.pool import FEATURES
 from dualmem.read.reach import REACH_FEATURES, Links, reach_features
 from dualmem.types import VIEWS
 
 if TYPE_CHECKING:
-    from dualmem.bench.cv import QueryPool
+    from research.cv import QueryPool
 
 __all__ = ["REACH_ANCHORS", "fit_reach", "multi_hop_need", "multi_hop_threshold", "reach_systems"]
 

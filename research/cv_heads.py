@@ -1,8 +1,8 @@
 """The learned stop and routing heads under CV: AUC against the hand-set heads, and the read loop
-with fold-fitted heads (``bench/heads_locomo.py``).
+with fold-fitted heads (``research/heads_locomo.py``).
 
 Per fold the relevance head is fitted on the training conversations as in
-:func:`dualmem.bench.cv.run_cv` (same L2 choice, so the same weights), ranks every pool, and the
+:func:`research.cv.run_cv` (same L2 choice, so the same weights), ranks every pool, and the
 heads are fitted on the training conversations' examples only.
 """
 
@@ -15,17 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dualmem.bench.cv import (
-    K_VALUES,
-    CVConfig,
-    QueryPool,
-    _choose_l2,
-    _embedder,
-    _rate,
-    _record,
-    fit_ranker,
-)
 from dualmem.control.builtin import BuiltinController, default_weights
+from dualmem.control.ranker import LinearRanker
 from dualmem.learn.heads import (
     HEAD_GROUPS,
     HeadExample,
@@ -35,11 +26,20 @@ from dualmem.learn.heads import (
     head_example,
     learned_weights,
 )
-from dualmem.learn.ranker import LinearRanker
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES
 from dualmem.read.reach import Links
 from dualmem.types import Node
+from research.cv import (
+    K_VALUES,
+    CVConfig,
+    QueryPool,
+    _choose_l2,
+    _embedder,
+    _rate,
+    _record,
+    fit_ranker,
+)
 
 __all__ = ["fitted_heads", "head_examples", "heads_cv", "heads_search"]
 

@@ -1,11 +1,11 @@
 """Does the trees scorer read small memories as well as the dev-sized ones it is fitted on?
 
-    python bench/small_memories.py --out /tmp/cvt          # reuse cv_joint's builds under /tmp/cvt
+    python -m research.small_memories --out /tmp/cvt          # reuse cv_joint's builds under /tmp/cvt
 
 The five LoCoMo dev conversations are cut into two-session slices (~45 turns each, about the size of
 ``dualmem demo``'s sample conversation; a question is kept when all its evidence lies in the slice).
 Each slice is built and pooled like any dev conversation and is held out with its source
-conversation's fold of ``bench/cv_joint.py``: the scorer of that fold (fitted on the other LoCoMo
+conversation's fold of ``research/run_cv_joint.py``: the scorer of that fold (fitted on the other LoCoMo
 conversations and every agent-chat fold, ``--trees`` fixed rather than chosen by inner CV) ranks
 its pools, and ``--train-slices`` also fits on the other folds' slices. Prints one JSON object:
 R@1/5/10 of ``dualmem-pool`` and the baselines per corpus (and per category for the slices).
@@ -19,13 +19,13 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from dualmem.bench.cv import QueryPool, _rows, rank
-from dualmem.bench.cv_joint import Corpus, JointConfig, load_corpora
 from dualmem.bench.metrics import recall_at_k
 from dualmem.learn.boost import TreeSettings, fit_trees
 from dualmem.read.pool import FEATURES
+from research.cv import QueryPool, _rows, rank
+from research.cv_joint import Corpus, JointConfig, load_corpora
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]  # the repository
 _SESSION = re.compile(r"session_(\d+)")
 _TURN = re.compile(r"\s*D(\d+):\d+")
 
@@ -65,8 +65,8 @@ def _mean(values: Sequence[float | None]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--locomo", type=Path, default=HERE.parent.parent / "shared" / "data" / "locomo")
-    parser.add_argument("--agentchat", type=Path, default=HERE / "agentchat" / "haystacks")
+    parser.add_argument("--locomo", type=Path, default=ROOT.parent / "shared" / "data" / "locomo")
+    parser.add_argument("--agentchat", type=Path, default=ROOT / "bench" / "agentchat" / "haystacks")
     parser.add_argument("--out", type=Path, default=Path("bench-cv-joint"))
     parser.add_argument("--trees", type=int, default=300)
     parser.add_argument("--train-slices", action="store_true", help="fit on the other folds' slices too")

@@ -1,8 +1,8 @@
 """The builtin's learned stop (sufficiency) and routing heads under leave-one-conversation-out CV.
 
-    python bench/heads_locomo.py --data ../shared/data/locomo --out bench-cv [--limit 50]
+    python -m research.heads_locomo --data ../shared/data/locomo --out bench-cv [--limit 50]
 
-Uses the CV harness's builds and pools (``bench/cv_locomo.py``, same ``--out``). Reports, per
+Uses the CV harness's builds and pools (``research/run_cv_locomo.py``, same ``--out``). Reports, per
 held-out conversation, each head's AUC on its own target against the hand-set head's, and the read
 loop (``Memory.search``) with the hand-set and the fold-fitted heads on the first ``--limit``
 labelled questions of each conversation: recall, rounds, controller calls, stop reasons, latency.
@@ -21,10 +21,10 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from dualmem.bench.cv import CVConfig, _fmt, _mean, load_links, load_pools, summarize_cv  # noqa: E402
-from dualmem.bench.cv_heads import heads_cv, heads_search  # noqa: E402
 from dualmem.bench.metrics import percentile  # noqa: E402
 from dualmem.learn.heads import HEAD_GROUPS  # noqa: E402
+from research.cv import CVConfig, _fmt, _mean, load_links, load_pools, summarize_cv  # noqa: E402
+from research.cv_heads import heads_cv, heads_search  # noqa: E402
 
 
 def main() -> None:

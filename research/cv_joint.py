@@ -1,6 +1,6 @@
 """Cross-validation over several dev corpora at once: one scorer for persona chats and agent chats.
 
-``bench/cv_joint.py`` (issue 27). Every corpus is split into folds (LoCoMo: one conversation per
+``research/run_cv_joint.py``. Every corpus is split into folds (LoCoMo: one conversation per
 fold; a corpus of many short haystacks: ``folds`` groups of them). Each fold is held out once: the
 System-One scorer (``scorer``: LightGBM-fitted boosted trees, ``dualmem.learn.boost``, or
 ``dualmem.learn.fit_logistic`` over the pool's features) and its setting (the tree count or the L2
@@ -25,7 +25,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dualmem.bench.cv import (
+from dualmem.bench.metrics import percentile
+from dualmem.config import Profile
+from dualmem.control.builtin import BuiltinController
+from dualmem.control.questions import Controller
+from dualmem.control.ranker import Ranker
+from dualmem.control.scripted import AutoController
+from dualmem.read.pool import FEATURES
+from research.cv import (
     K_VALUES,
     CVConfig,
     QueryPool,
@@ -38,17 +45,10 @@ from dualmem.bench.cv import (
     read_variant,
     searched,
 )
-from dualmem.bench.metrics import percentile
-from dualmem.config import Profile
-from dualmem.control.builtin import BuiltinController
-from dualmem.control.questions import Controller
-from dualmem.control.scripted import AutoController
-from dualmem.learn.ranker import Ranker
-from dualmem.read.pool import FEATURES
 
 __all__ = ["Corpora", "Corpus", "JointConfig", "JointResult", "load_corpora", "run_joint", "summarize"]
 
-#: the read-path ablations run by default (``dualmem.bench.cv.VIEW_ABLATIONS``)
+#: the read-path ablations run by default (``research.cv.VIEW_ABLATIONS``)
 DEFAULT_VIEWS: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "views", "expansion")
 
 
@@ -226,7 +226,7 @@ def _fmt(v: float | None) -> str:
 def _write(cfg: JointConfig, result: JointResult) -> Path:
     cfg.out.mkdir(parents=True, exist_ok=True)
     summary = summarize(result.rows)
-    lines = ["# Joint cross-validation (issue 27)", ""]
+    lines = ["# Joint cross-validation", ""]
     lines.append(
         "Folds: " + ", ".join(f"{c.name} ({'one conversation each' if c.folds is None else c.folds})"
                               for c in cfg.corpora) + "; one scorer fitted per fold on every other fold of "

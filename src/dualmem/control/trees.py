@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dualmem.control.ranker import column_index, format_object, read_json
 from dualmem.errors import ConfigError
-from dualmem.learn.ranker import column_index, format_object, read_json
 
 __all__ = ["FORMAT", "MAX_LEAVES", "Tree", "TreeRanker"]
 
