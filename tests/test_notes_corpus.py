@@ -98,6 +98,10 @@ def _late_note(data: Scenario) -> None:
     data["sessions"][0]["turns"][1]["at"] = data["sessions"][0]["turns"][0]["at"]
 
 
+def _sessions_out_of_order(data: Scenario) -> None:
+    data["sessions"][1]["date"] = data["sessions"][0]["date"]
+
+
 def _renumbered(data: Scenario) -> None:
     data["sessions"][0]["turns"][1]["id"] = "n7b"
 
@@ -121,6 +125,7 @@ BROKEN: list[tuple[Callable[[Scenario], None], str, str]] = [
     (_control_that_changed, "coding-01", "a control question's evidence must never change, but n1 does"),
     (_no_current_question, "coding-01", "the chain ending in 'n11' (older: n1) has no current question"),
     (_late_note, "coding-01", "note 'n2': at 2024-03-04T09:22:00Z is not after the previous note"),
+    (_sessions_out_of_order, "coding-01", "sessions[1]: date 2024-03-04T09:00:00Z is not after the previous"),
     (_renumbered, "coding-01", "ids run n1..nN in order, so this one must be 'n2'"),
     (_unknown_why, "coding-01", "why 'looks similar' is not one of"),
     (_suggestion_supersedes, "coding-05", "is an assistant's suggestion; it never supersedes the user's"),

@@ -51,6 +51,13 @@ def _bm25(texts: dict[str, str]) -> Ranker:
     return rank
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
+    return value
+
+
 def _words(text: str) -> list[str]:
     return [w for w in tokens(text) if w not in STOPWORDS]
 
@@ -132,7 +139,9 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | int]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", type=Path, default=[HERE / "src"], help="files or folders")
-    parser.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N scenarios")
+    parser.add_argument(
+        "--limit", type=positive, default=None, metavar="N", help="only the first N scenarios"
+    )
     parser.add_argument("--out", type=Path, default=None, help="write every question's ranks (JSON)")
     ns = parser.parse_args(argv)
     files = scenario_files(ns.paths)[: ns.limit]

@@ -171,7 +171,7 @@ class _Scenario:
             if who not in SPEAKERS:
                 self.fail(f"speaker {who!r} is not one of {', '.join(SPEAKERS)}")
         previous: dt.datetime | None = None
-        previous_day: dt.date | None = None
+        previous_start: dt.datetime | None = None
         session_ids: set[str] = set()
         days: list[dt.date] = []
         for s_index, session in enumerate(raw["sessions"]):
@@ -183,9 +183,9 @@ class _Scenario:
             if date is None:
                 self.fail(f"{where}: date is missing or unreadable")
                 continue
-            if previous_day is not None and date.date() <= previous_day:
-                self.fail(f"{where}: date {date.date()} is not after the previous session's day")
-            previous_day = date.date()
+            if previous_start is not None and date <= previous_start:
+                self.fail(f"{where}: date {_iso(date)} is not after the previous session's")
+            previous_start = date
             days.append(date.date())
             for turn in session["turns"]:
                 previous = self.note(turn, f"{where}.turns", date, previous)
