@@ -14,7 +14,9 @@ from __future__ import annotations
 from dualmem.config import Profile
 from dualmem.control.config import JevConfig, LLMConfig
 from dualmem.errors import (
+    AuthError,
     ConfigError,
+    Conflict,
     ControllerError,
     ControllerTimeout,
     DatabaseCorrupt,
@@ -36,7 +38,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Answer",
+    "AuthError",
     "ConfigError",
+    "Conflict",
     "ControllerError",
     "ControllerTimeout",
     "DatabaseCorrupt",

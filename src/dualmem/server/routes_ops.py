@@ -36,7 +36,7 @@ from dualmem.server.schemas import (
     answer_out,
     consolidation_out,
     import_out,
-    node_out,
+    node_list,
     search_out,
 )
 from dualmem.server.service import Service
@@ -82,11 +82,7 @@ def list_memories(body: ListRequest, scope: Scope) -> NodeList:
     """The memories matching every given condition (speaker, session, since/until, metadata), in time
     order, ``offset`` skipped, at most ``limit``."""
     nodes = scope.list_memories(where=body.where(), limit=body.limit + 1, offset=body.offset)
-    more = len(nodes) > body.limit
-    return NodeList(
-        items=[node_out(n) for n in nodes[: body.limit]],
-        next_offset=body.offset + body.limit if more else None,
-    )
+    return node_list(nodes, limit=body.limit, offset=body.offset)
 
 
 @router.post("/forget", response_model=ForgetResponse, responses=errors(), summary="Forget by filter")

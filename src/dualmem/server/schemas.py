@@ -7,6 +7,7 @@ Used by the server (dataclass -> model here) and by :mod:`dualmem.client` (model
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -64,10 +65,12 @@ __all__ = [
     "UpdateResponse",
     "WhoAmI",
     "answer_out",
+    "brief",
     "consolidation_out",
     "evidence_out",
     "import_out",
     "inspection_out",
+    "node_list",
     "node_out",
     "search_out",
     "summary_of",
@@ -528,10 +531,16 @@ class SearchOut(_Model):
     trace: TraceOut | None = None
 
 
-class AnswerOut(SearchOut):
+class AnswerOut(_Model):
+    """The answer first (``abstained``: memory has none), then what a search returns."""
+
     text: str
     abstained: bool
     answerer: str
+    query: str
+    evidence: list[EvidenceOut]
+    summary: TraceSummary
+    trace: TraceOut | None = None
 
 
 class ConsolidationOut(_Model):
@@ -725,6 +734,56 @@ def answer_out(query: str, ans: Answer, *, with_trace: bool) -> AnswerOut:
         abstained=ans.abstained,
         answerer=ans.answerer,
     )
+
+
+def node_list(nodes: Sequence[Node], *, limit: int, offset: int) -> NodeList:
+    """A page of a list: ``nodes`` as fetched with ``limit + 1`` (one more tells a next page exists)."""
+    more = len(nodes) > limit
+    return NodeList(items=[node_out(n) for n in nodes[:limit]], next_offset=offset + limit if more else None)
+
+
+# -- brief: the same shapes, fewer fields (what an agent reads over MCP) -----------------------------
+#: the fields of a memory an agent uses; ``metadata`` when not empty, ``status`` when pending,
+#: ``valid_to`` when superseded
+BRIEF_NODE = frozenset({"id", "content", "speaker", "at", "session", "metadata", "status", "valid_to"})
+
+
+def _brief_node(m: NodeOut) -> dict[str, Any]:
+    out = m.model_dump(mode="json", include=set(BRIEF_NODE), exclude_none=True)
+    if not out.get("metadata"):
+        out.pop("metadata", None)
+    if out.get("status") == "complete":
+        del out["status"]
+    return out
+
+
+def _brief_summary(m: TraceSummary) -> dict[str, Any]:
+    out = m.model_dump(mode="json")
+    out["route"] = {view: round(p, 3) for view, p in m.route.items()}
+    out["latency_ms"] = round(m.latency_ms, 1)
+    return out
+
+
+def brief(m: BaseModel) -> dict[str, Any]:
+    """``m`` as a short JSON object of the same shape (the same names and nesting as over HTTP and
+    from the CLI): a memory keeps what an agent reads, evidence its memory and score (3 digits),
+    a search or an answer its trace summary; nulls are left out. Other models are dumped whole."""
+    if isinstance(m, NodeOut):
+        return _brief_node(m)
+    if isinstance(m, EvidenceOut):
+        return {"node": _brief_node(m.node), "score": round(m.score, 3)}
+    if isinstance(m, SearchOut | AnswerOut):
+        out = m.model_dump(mode="json", exclude={"evidence", "summary", "trace"})
+        out["evidence"] = [brief(e) for e in m.evidence]
+        out["summary"] = _brief_summary(m.summary)
+        return out
+    if isinstance(m, NodeList):
+        return {"items": [_brief_node(n) for n in m.items], "next_offset": m.next_offset}
+    if isinstance(m, HistoryOut):
+        return {"id": m.id, "versions": [_brief_node(n) for n in m.versions]}
+    if isinstance(m, UpdateResponse):
+        return {"old": m.old, "new": m.new, "node": _brief_node(m.node)}
+    return m.model_dump(mode="json")
 
 
 def consolidation_out(r: ConsolidationReport) -> ConsolidationOut:
