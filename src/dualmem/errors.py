@@ -79,8 +79,10 @@ class ReadOnlyStore(UserError):
     code = "read-only"
 
 
-class Conflict(UserError):
-    """The request is well formed but the memory's state refuses it (updating a superseded version)."""
+class Conflict(InvalidInput):
+    """The request is well formed but the memory's state refuses it: an update of a superseded
+    version, an import of ids that exist (HTTP 409). An ``InvalidInput``, as it was before it had
+    a class of its own."""
 
     code = "conflict"
 
