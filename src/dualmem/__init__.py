@@ -15,7 +15,9 @@ from dualmem._version import __version__
 from dualmem.config import Profile
 from dualmem.control.config import JevConfig, LLMConfig
 from dualmem.errors import (
+    AuthError,
     ConfigError,
+    Conflict,
     ControllerError,
     ControllerTimeout,
     DatabaseCorrupt,
@@ -35,7 +37,9 @@ from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant
 
 __all__ = [
     "Answer",
+    "AuthError",
     "ConfigError",
+    "Conflict",
     "ControllerError",
     "ControllerTimeout",
     "DatabaseCorrupt",

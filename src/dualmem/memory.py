@@ -29,7 +29,7 @@ from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
-from dualmem.errors import ConfigError, InvalidInput, NotFound
+from dualmem.errors import ConfigError, Conflict, InvalidInput, NotFound
 from dualmem.plane import Decision, SQLiteStore, Store, open_store
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines
 from dualmem.read.loop import Retriever
@@ -499,9 +499,7 @@ class Memory:
         with self.store.transaction():  # the new version and the supersession commit together
             old = self._find(node_id, tenant)
             if old.valid_to is not None:
-                raise InvalidInput(
-                    f"memory {node_id!r} was already superseded", hint="update its newest version"
-                )
+                raise Conflict(f"memory {node_id!r} was already superseded", hint="update its newest version")
             obs = _observation(
                 text,
                 speaker=old.speaker,

@@ -22,7 +22,7 @@ import pydantic
 
 from dualmem import _json as bounded_json
 from dualmem._boundary import describe_error
-from dualmem.errors import EmbedderMismatch, InvalidInput
+from dualmem.errors import Conflict, EmbedderMismatch, InvalidInput
 from dualmem.plane._records import ChunksRecord, DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord
 from dualmem.plane.base import Decision, Store
 from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
@@ -110,7 +110,7 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
         raise InvalidInput("the import file is empty", hint=_HINT)
     clash = store.get_nodes([n.id for n in nodes])
     if clash:
-        raise InvalidInput(
+        raise Conflict(
             f"{len(clash)} node id(s) in the import already exist (e.g. {next(iter(clash))})",
             hint="import into a fresh database or forget those memories first",
         )
