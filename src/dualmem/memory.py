@@ -11,6 +11,7 @@ own names (``stats_all``, ``repair_all``).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import sys
 import threading
@@ -38,7 +39,7 @@ from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
 from dualmem.scope import Scope
 from dualmem.text.timeparse import TimeInput, parse_time
-from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text
+from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text, utcnow
 from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
 from dualmem.write.durable import StoreBacklog, WorkQueue
@@ -53,7 +54,7 @@ from dualmem.write.lifecycle import (
 )
 from dualmem.write.pipeline import Writer, WriteReport, natural_key
 
-__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions"]
+__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions", "observed_at", "stamped"]
 
 log = logging.getLogger("dualmem")
 
@@ -565,6 +566,31 @@ class Memory:
         tenant = Tenant(user, agent, run)
         return self._forget_ids([n.id for n in self.store.iter_nodes(tenant)], tenant)
 
+    def would_forget(
+        self,
+        node_id: str | None = None,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        where: Filter | None = None,
+    ) -> list[Node]:
+        """What :meth:`forget` would remove now, in time order, removing nothing: with ``node_id`` or
+        ``where`` what ``forget`` with the same argument removes; with neither what :meth:`forget_all`
+        removes. The same closure as the forget itself (versions and derived summaries included), so
+        ``len(...)`` is the count the forget would return."""
+        tenant = Tenant(user, agent, run)
+        if node_id is not None and where is not None:
+            raise InvalidInput("pass at most one of a node id or where=Filter(...)")
+        if node_id is not None:
+            ids = [self._find(node_id, tenant).id]
+        elif where is not None:
+            ids = select(self.store, tenant, where)
+        else:
+            ids = [n.id for n in self.store.iter_nodes(tenant)]
+        closure = forget_closure(self.store, ids, tenant) if ids else set()
+        return [n for n in self.store.iter_nodes(tenant) if n.id in closure] if closure else []
+
     def _forget_ids(self, ids: list[str], tenant: Tenant) -> int:
         if not ids:
             return 0
@@ -669,6 +695,22 @@ def _check_query(query: object, k: object) -> None:
     check_text(query, "the query")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise InvalidInput(f"k must be a positive integer, got {k!r}")
+
+
+def observed_at(at: TimeInput, now: dt.datetime | None = None) -> TimeInput:
+    """The adapters' one rule for an observation given without a time (CLI ``add``, HTTP, MCP): it
+    was observed at the time of the call, ``now`` (UTC). An explicit ``at`` is kept as given. (The
+    library itself stores what it is given: ``Memory.add(text)`` keeps ``at=None``.)"""
+    return at if at is not None else (now or utcnow())
+
+
+def stamped(
+    observations: Sequence[Mapping[str, Any]], now: dt.datetime | None = None
+) -> list[Mapping[str, Any]]:
+    """The observations, each without a time given ``at=now`` (:func:`observed_at`; one ``now`` for
+    the whole batch, the time of the call by default)."""
+    now = now or utcnow()
+    return [o if o.get("at") is not None else {**o, "at": observed_at(None, now)} for o in observations]
 
 
 def _observation(text: object, *, speaker: str | None, at: TimeInput, **provenance: Any) -> Observation:

@@ -125,6 +125,10 @@ class Scope:
         """An alias of :meth:`forget`."""
         return self.forget(node_id, where=where)
 
+    def would_forget(self, node_id: str | None = None, *, where: Filter | None = None) -> list[Node]:
+        """What :meth:`forget` (or, with neither argument, :meth:`forget_all`) would remove now."""
+        return self.memory.would_forget(node_id, where=where, **self._kw)
+
     def forget_all(self) -> int:
         return self.memory.forget_all(**self._kw)
 
