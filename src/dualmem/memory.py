@@ -545,9 +545,7 @@ class Memory:
         tenant = Tenant(user, agent, run)
         if (node_id is None) == (where is None):
             raise InvalidInput("pass exactly one of a node id or where=Filter(...)")
-        if where is not None:
-            return self._forget_ids(select(self.store, tenant, where), tenant)
-        return self._forget_ids([self._find(node_id, tenant).id], tenant)  # type: ignore[arg-type]
+        return self._forget_ids(self._named(tenant, node_id, where), tenant)
 
     def delete(
         self,
@@ -564,7 +562,7 @@ class Memory:
     def forget_all(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
         """Remove every memory of a tenant (as :meth:`forget` does for each); returns how many went."""
         tenant = Tenant(user, agent, run)
-        return self._forget_ids([n.id for n in self.store.iter_nodes(tenant)], tenant)
+        return self._forget_ids(self._named(tenant, None, None), tenant)
 
     def would_forget(
         self,
@@ -582,14 +580,18 @@ class Memory:
         tenant = Tenant(user, agent, run)
         if node_id is not None and where is not None:
             raise InvalidInput("pass at most one of a node id or where=Filter(...)")
-        if node_id is not None:
-            ids = [self._find(node_id, tenant).id]
-        elif where is not None:
-            ids = select(self.store, tenant, where)
-        else:
-            ids = [n.id for n in self.store.iter_nodes(tenant)]
+        ids = self._named(tenant, node_id, where)
         closure = forget_closure(self.store, ids, tenant) if ids else set()
         return [n for n in self.store.iter_nodes(tenant) if n.id in closure] if closure else []
+
+    def _named(self, tenant: Tenant, node_id: str | None, where: Filter | None) -> list[str]:
+        """The memories a forget names: the one with ``node_id``, the matches of ``where``, or (with
+        neither) every memory of the tenant."""
+        if node_id is not None:
+            return [self._find(node_id, tenant).id]
+        if where is not None:
+            return select(self.store, tenant, where)
+        return [n.id for n in self.store.iter_nodes(tenant)]
 
     def _forget_ids(self, ids: list[str], tenant: Tenant) -> int:
         if not ids:
