@@ -362,7 +362,9 @@ def test_progress_shows_with_the_flag_or_on_a_terminal(
                  "ingest", str(SAMPLE)])  # fmt: skip
     _, err = capsys.readouterr()
     assert code == 0
-    assert err.splitlines()[-1].startswith("ingest sample_conversation.json [" + "#" * 30 + "] 40/40")
+    *_, progress, note = err.splitlines()
+    assert progress.startswith("ingest sample_conversation.json [" + "#" * 30 + "] 40/40")
+    assert note == f"dualmem: created new database at {tmp_path / 'm.db'}"  # said once it worked
     assert "\r" not in err  # not a terminal: whole lines
     code = main(
         ["--embedder", "hashing", "--db", str(tmp_path / "m.db"), "--user", "u", "ingest", str(SAMPLE)]

@@ -134,7 +134,7 @@ def test_a_new_database_is_named_on_stderr_once(capsys: pytest.CaptureFixture[st
         json.loads(out)
 
 
-def test_a_bad_file_refused_by_add_or_ingest_creates_no_database(
+def test_bad_input_refused_by_add_or_ingest_creates_no_database(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     binary = tmp_path / "photo.json"
@@ -143,6 +143,8 @@ def test_a_bad_file_refused_by_add_or_ingest_creates_no_database(
         ("ingest", str(binary)),
         ("ingest", str(tmp_path / "missing.json")),
         ("add", "--file", str(binary)),
+        ("add", "   "),
+        ("add", "text", "--at", "the day after never"),
     ):
         err = one_line_error(*cli(capsys, "--db", str(tmp_path / "new.db"), "--user", "mira", *args))
         assert "created new database" not in err

@@ -26,7 +26,8 @@ from dualmem.errors import InvalidInput
 from dualmem.memory import observed_at
 from dualmem.read.trace import render_trace
 from dualmem.text.textfile import decode_text, read_text_file
-from dualmem.types import MAX_K
+from dualmem.text.timeparse import parse_time
+from dualmem.types import MAX_K, Observation
 
 __all__ = ["add_text", "k_value", "node_json", "open_memory", "register"]
 
@@ -172,17 +173,22 @@ def add_text(args: argparse.Namespace) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
-    text = add_text(args)  # before the database: a bad file creates nothing
+    text = add_text(args)
+    at = parse_time(observed_at(args.at))  # the rule HTTP and MCP follow: no time given is now (UTC)
+    fields = {
+        "speaker": args.speaker,
+        "session": args.session,
+        "source": args.source,
+        "turn_id": args.turn_id,
+    }
+    Observation(content=text, at=at, **fields)  # bad input is refused before a database is made
     with open_memory(args, create=True, announce=True) as mem:
         scope = scope_of(mem, args)
         node_id = scope.add(
             text,
-            speaker=args.speaker,
-            at=observed_at(args.at),  # the rule HTTP and MCP follow: no time given is now (UTC)
-            session=args.session,
-            source=args.source,
-            turn_id=args.turn_id,
+            at=at,
             key=args.key,
+            **fields,
         )
         return node_json(scope.get(node_id))
 

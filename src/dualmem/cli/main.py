@@ -230,6 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dualmem: interrupted", file=sys.stderr)
         return 130
+    created = getattr(args, "created_database", None)
+    if created:
+        print(f"dualmem: created new database at {created}", file=sys.stderr)
     render: Callable[[Any], str] | None = getattr(args, "render", None)
     code = result.code if isinstance(result, Outcome) else 0
     if isinstance(result, Outcome):

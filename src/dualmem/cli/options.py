@@ -225,8 +225,10 @@ def open_memory(
 ) -> Memory:
     """A memory from the flags. Only a command that writes new memories passes ``create`` (the file
     and its folder are made); every other one refuses a database file that does not exist. With
-    ``announce`` (``add``, ``ingest``, ``import``), a file that had to be made is named on stderr,
-    ``created new database at PATH``, even with ``-q``: a mistyped ``--db`` otherwise goes unseen."""
+    ``announce`` (``add``, ``ingest``, ``import``), a file that had to be made is noted in
+    ``args.created_database``: once the command succeeded the CLI says ``created new database at
+    PATH`` on stderr, even with ``-q`` (a mistyped ``--db`` otherwise goes unseen; a failed command
+    keeps its one-line error)."""
     path = db_path(args, db)
     read_only = bool(getattr(args, "read_only", False))
     new = False
@@ -252,5 +254,5 @@ def open_memory(
         read_only=read_only,
     )
     if new and announce:
-        print(f"dualmem: created new database at {path}", file=sys.stderr)
+        args.created_database = path
     return memory
