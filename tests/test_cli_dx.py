@@ -322,7 +322,7 @@ class FakeClock:
 def test_progress_is_throttled_by_time_not_by_count() -> None:
     import io
 
-    from dualmem.bench._progress import Progress, due
+    from dualmem._progress import Progress, due
 
     assert due(0.0, 2.0, 2.0)
     assert not due(0.0, 1.99, 2.0)

@@ -56,6 +56,9 @@ def test_readme_says_what_ci_does_and_where_locomo_comes_from() -> None:
     for needle, in_script in (("chromium", "chromium"), ("libgomp1", "libgomp1"), ("PostgreSQL", "postgres")):
         assert needle in quick
         assert in_script in ci
+    gates = ci.split("# --- gates ---", 1)[1]
+    for tool in re.findall(r"^\.venv/bin/([\w-]+(?: format| check)?)", gates, flags=re.M):
+        assert f"`{tool}" in quick, tool  # every gate CI runs is named
     assert "runs exactly that test command" not in text
     assert "../shared/" not in text  # data a new user does not have
     assert "https://github.com/snap-research/locomo" in _section("CLI")

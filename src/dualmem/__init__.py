@@ -11,6 +11,7 @@ Importing dualmem has no side effects: no files, no network, no model loading, n
 
 from __future__ import annotations
 
+from dualmem._version import __version__
 from dualmem.config import Profile
 from dualmem.control.config import JevConfig, LLMConfig
 from dualmem.errors import (
@@ -31,8 +32,6 @@ from dualmem.memory import Answer, Filter, Inspection, Memory, OpenOptions
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.scope import Scope
 from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant, TypeScores
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Answer",

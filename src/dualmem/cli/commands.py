@@ -144,7 +144,7 @@ def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("bench", help="benchmarks")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
     b = bench_sub.add_parser("locomo", help="the LoCoMo benchmark: recall, QA, build time, latency")
-    from dualmem.bench import add_bench_arguments
+    from dualmem.cli.bench import add_bench_arguments
 
     add_bench_arguments(b)
     b.set_defaults(handler=cmd_bench_locomo)
@@ -321,15 +321,11 @@ def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
-    from dualmem.bench import bench_from_args, run_locomo
+    from dualmem.bench import run_locomo
+    from dualmem.cli.bench import bench_from_args
     from dualmem.cli.options import progress_enabled
 
     show = progress_enabled(args)
-    if args.cv:
-        from dualmem.bench.cv import cv_from_args, run_cv
-
-        cv = run_cv(cv_from_args(args), progress=show, log=lambda m: print(m, file=sys.stderr))
-        return {"report": str(cv.report), "results": str(cv.out_json)}
     config = bench_from_args(args)
     try:
         import matplotlib  # noqa: F401  (the plots need it; say so before the long run, not after)
