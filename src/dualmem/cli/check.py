@@ -1,4 +1,5 @@
-"""``dualmem check``: is the database healthy? JSON report on stdout; exit 0 healthy, 1 not.
+"""``dualmem check``: is the database healthy? A report on stdout (readable on a terminal or with
+``--format human``, JSON in a pipe or with ``--json``); exit 0 healthy, 1 not.
 
 Opens the store directly (no embedder, no controller). ``--repair`` fixes what the store can (FTS5
 rebuild, links to missing nodes, stray vectors), then completes pending nodes through the write path
@@ -32,7 +33,14 @@ class Outcome:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("check", help="check the database: SQLite, FTS5, vectors, links, pending writes")
+    from dualmem.cli.options import output_options
+    from dualmem.cli.render import render_check
+
+    p = sub.add_parser(
+        "check",
+        help="check the database: SQLite, FTS5, vectors, links, pending writes",
+        parents=[output_options()],
+    )
     p.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
     p.add_argument(
         "--reembed",
@@ -46,7 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="only (re)build the SQLite store's lexical index (no integrity checks; what --repair does "
         "last; a large store also keeps it up by small steps in its searches)",
     )
-    p.set_defaults(handler=cmd_check)
+    p.set_defaults(handler=cmd_check, render=render_check)
 
 
 def _build_index(store: Store, path: str) -> Outcome:
