@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,17 @@ def test_serve_load(slice26: Path) -> None:
 def test_text_throughput(slice26: Path) -> None:
     report = _script("text_throughput.py", "--data", str(slice26), "--repeat", "1")
     assert report["turns"] == 35
+
+
+def test_the_docs_name_only_scripts_that_exist() -> None:
+    """README, docs/ (the decision records aside: they name the experiments they replaced) and the
+    sources point at bench/ scripts that are there; the benchmarks page stays a page (≤ 400 lines)."""
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "src").rglob("*.py")]
+    named = {
+        m
+        for p in texts
+        for m in re.findall(r"(?<![:\w])bench/([\w/]+\.(?:py|sh|md))", p.read_text(encoding="utf-8"))
+    }
+    assert named
+    assert sorted(n for n in named if not (BENCH / n).is_file()) == []
+    assert len((ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8").splitlines()) <= 400
