@@ -5,7 +5,7 @@ Opens the store directly (no embedder, no controller). ``--repair`` fixes what t
 rebuild, links to missing nodes, stray vectors), then completes pending nodes through the write path
 (with ``--embedder`` and ``--controller``), and reports what was found before and after. ``--repair
 --reembed`` also embeds every memory again (``write/reembed.py``): for databases written before the
-speaker left the embedded text and long texts got chunk vectors (issue 10). With the
+speaker left the embedded text and long texts got chunk vectors. With the
 global ``--read-only`` nothing is written (the FTS5 check, which needs a writable connection, is skipped).
 ``--lexical-index`` only (re)builds the SQLite store's lexical index (``--repair``'s last step, without
 the integrity checks before it).
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--reembed",
         action="store_true",
         help="with --repair: embed every memory again with today's rules (content only, long texts as "
-        "chunks; for a database written before issue 10) using --embedder",
+        "chunks; for a database whose vectors hold the speaker's name) using --embedder",
     )
     p.add_argument(
         "--lexical-index",

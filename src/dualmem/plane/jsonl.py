@@ -5,7 +5,7 @@ is read through a pydantic model of its record kind (:mod:`dualmem.plane._record
 file fails with the line number and the field. Import checks everything before writing anything
 and applies it in one transaction. Round trip is exact: exporting an imported file gives the same
 lines. Nodes are written with :meth:`dualmem.types.Node.to_json` plus their embedding; a long node's
-chunk vectors (issue 10) follow its line as a ``chunks`` record.
+chunk vectors (of long nodes) follow its line as a ``chunks`` record.
 """
 
 from __future__ import annotations
