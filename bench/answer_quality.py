@@ -46,6 +46,12 @@ Figures (2026-12-06, 2 shared cores, evidence of main at 5fda185; ``before`` = 5
 | Mem-Gallery (held out) | before | 1711 | 0.035 | 0.099 (1145) | 0.537 | | 36.0 |
 | | **after** | 1711 | **0.066** | **0.201** | 0.031 | | 40.5 |
 
+Leave-one-conversation-out on LoCoMo (tuned on the other four and the agent chats, a scratch run of
+:func:`tune` per fold): pooled contained 0.242, recall50 0.470, category-5 abstention 0.135, 31.0
+words, against the in-sample 0.243 / 0.468; every held-out conversation gains (0.138 -> 0.178,
+0.346 -> 0.395, 0.171 -> 0.243, 0.151 -> 0.196, 0.185 -> 0.275), and the folds choose the same
+weights but ``w_dated``, ``w_news`` and the threshold (0.725-0.875).
+
 LoCoMo contained by category, before / after: multi-hop 0.007 / 0.028, temporal 0.346 / 0.397,
 open-domain 0.000 / 0.022, single-hop 0.199 / 0.282. The before answerer abstained about as often on
 answerable questions (15.5 %) as on adversarial ones (13.5 %); after: 4.1 % against 13.5 %. Agent
