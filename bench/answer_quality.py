@@ -214,7 +214,8 @@ def answerer_at(revision: str) -> Answerer:
     )
     if source.returncode != 0:
         raise SystemExit(f"answer_quality: cannot read the answerer at {revision!r}: {source.stderr.strip()}")
-    module = ModuleType(f"extractive_at_{revision}")
+    module = ModuleType(f"_extractive_at_{hashlib.sha256(revision.encode()).hexdigest()[:12]}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up while the class is made
     exec(compile(source.stdout, f"{revision}:extractive.py", "exec"), module.__dict__)
     answerer: Answerer = module.ExtractiveAnswerer()
     return answerer
