@@ -29,6 +29,7 @@ BENCH = ROOT / "bench"
 #: docs/decisions/ only); the corpora's builders (agentchat/, notes/, memgallery/) have their own tests
 SCRIPTS = [
     "add_latency.py",
+    "answer_quality.py",  # its tiny run: tests/test_answer_quality_bench.py
     "builtin_decisions.py",
     "consolidation_locomo.py",
     "crash.py",

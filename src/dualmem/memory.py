@@ -37,6 +37,7 @@ from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
+from dualmem.reason.extractive import ExtractiveAnswerer
 from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text, utcnow
 from dualmem.write.background import Periodic
@@ -69,6 +70,9 @@ class Answer:
     trace: Trace
     abstained: bool
     answerer: str
+    #: ids of the memories the answer quotes or relies on, the first one first (empty when the
+    #: answerer abstained or does not say)
+    used: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +120,10 @@ class Memory:
         store.set_context_window(self.profile.read.pool_window)  # a changed window rebuilds the context
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         # every read decision goes through the meter to System One (no side channel to a scorer)
-        self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
+        queries = CachedEmbedder(embedder, size=1024)
+        self._retriever = Retriever(store, queries, self.meter, self.profile.read)
+        if isinstance(answerer, ExtractiveAnswerer) and answerer.embedder is None:
+            answerer.embedder = queries  # its meaning score embeds the question as retrieval just did
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
@@ -465,7 +472,9 @@ class Memory:
             )
         found = self.search(query, user=user, agent=agent, run=run, k=k, where=where)
         draft = self.answerer.answer(query, found.evidence)
-        return Answer(draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name)
+        return Answer(
+            draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name, used=draft.used
+        )
 
     # -- consolidation -----------------------------------------------------------------------
     def consolidate(

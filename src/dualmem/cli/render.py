@@ -171,8 +171,8 @@ def render_demo(data: Mapping[str, Any]) -> str:
     for a in data["answers"]:
         lines.append(f"Q: {a['question']}")
         lines.append(f"A: {a['answer']}" + ("  (abstained)" if a["abstained"] else ""))
-        if a["evidence"]:
-            lines.append("   from: " + truncate(str(a["evidence"][0]["node"]["content"]), _width() - 9))
+        if a.get("source"):
+            lines.append("   from: " + truncate(str(a["source"]["node"]["content"]), _width() - 9))
         lines.append("")
     lines.append("(--json prints all of it as JSON; --keep --db FILE keeps the memory)")
     return "\n".join(lines)
