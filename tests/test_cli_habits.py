@@ -58,7 +58,7 @@ def test_a_bulk_forget_without_a_terminal_refuses_unless_told_yes(
 
 def test_forget_by_id_stays_immediate(capsys: pytest.CaptureFixture[str], db: str) -> None:
     _, out, _ = cli(capsys, "--db", db, "--user", "mira", "list")
-    first = json.loads(out)["memories"][0]["id"]
+    first = json.loads(out)["items"][0]["id"]
     code, out, _ = cli(capsys, "--db", db, "--user", "mira", "forget", first)
     assert (code, json.loads(out)) == (0, {"forgotten": 1})
     assert count(capsys, db) == 3
@@ -72,7 +72,7 @@ def test_forget_by_id_stays_immediate(capsys: pytest.CaptureFixture[str], db: st
 def test_dry_run_shows_what_would_go_and_forgets_nothing(capsys: pytest.CaptureFixture[str], db: str) -> None:
     base = ("--db", db, "--user", "mira")
     _, out, _ = cli(capsys, *base, "list")
-    ids = {n["content"]: n["id"] for n in json.loads(out)["memories"]}
+    ids = {n["content"]: n["id"] for n in json.loads(out)["items"]}
     code, out, _ = cli(capsys, *base, "update", ids["Jon moved to Oslo."], "Jon moved to Bergen.")
     assert code == 0
     newest = json.loads(out)["new"]
