@@ -171,6 +171,7 @@ def test_relation_questions_add_alias_and_time_only_when_asked(alias: bool, impl
         "pair_7_caused_by": "relation.caused_by",
         "pair_7_causes": "relation.causes",
         "pair_7_same_episode": "relation.same_episode",
+        "pair_7_supersedes": "relation.supersedes",
     }
     if alias:
         expected["pair_7_alias"] = "relation.alias"
@@ -250,7 +251,7 @@ def test_every_instruction_names_a_state_field_and_has_criteria() -> None:
 def test_decision_keys_are_every_key_of_the_catalog() -> None:
     keys = {q.key for q in all_questions(0).values()}
     assert keys == DECISION_KEYS
-    assert len(DECISION_KEYS) == 29
+    assert len(DECISION_KEYS) == 30
     families = {k.split(".")[0] for k in DECISION_KEYS}
     assert families == {"typing", "relation", "route", "traverse", "stop", "consolidate"}
 

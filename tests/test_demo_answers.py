@@ -21,7 +21,10 @@ def test_demo_names_jonna_and_quotes_its_own_source(
     bike = answers[WHO]
     assert not bike["abstained"]
     assert bike["answer"].startswith('Mira said on 16 May 2024: "Jonna helped me pick it')
-    assert bike["source"]["node"]["content"] == "Jonna helped me pick it; she came over from Rotterdam for the day."
+    assert (
+        bike["source"]["node"]["content"]
+        == "Jonna helped me pick it; she came over from Rotterdam for the day."
+    )
     for a in answers.values():  # every source is the memory the answer quotes first
         if a["abstained"]:
             assert a["source"] is None

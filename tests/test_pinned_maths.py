@@ -21,6 +21,7 @@ from dualmem.control.scripted import AutoController, ScriptedController
 from dualmem.embed import Embedder, HashingEmbedder
 from dualmem.plane.sqlite import SQLiteStore
 from dualmem.read.loop import Retriever
+from dualmem.read.trace import Retrieval
 from dualmem.text.temporal import query_time_focus
 from dualmem.types import Node, Tenant
 from dualmem.write.candidates import discover
@@ -65,8 +66,9 @@ def mem(tmp_path: Path) -> Iterator[Memory]:
     m.close()
 
 
-def recompute(mem: Memory, retriever: Retriever, query: str, seed: int) -> None:
-    """Every anchor's score in the trace equals eq. 23-25 (+ the demotion) recomputed by hand."""
+def recompute(mem: Memory, retriever: Retriever, query: str, seed: int) -> Retrieval:
+    """Every anchor's score in the trace equals eq. 23-25 recomputed by hand; the final evidence
+    applies the versions rule (the demotion of a superseded fact, its current version lifted)."""
     found = retriever.search(query, U, k=10)
     t = found.trace
     profile = retriever.profile
@@ -92,9 +94,18 @@ def recompute(mem: Memory, retriever: Retriever, query: str, seed: int) -> None:
         r = t.route["recency_importance"]
         w = profile.recency_weight * r
         s = (s + w * rho) / (1 + w)  # eq. 25
-        if node.valid_to is not None and profile.prefer_current and query_time_focus(query) != "past":
-            s *= profile.superseded_factor
         assert sc.score == pytest.approx(s, abs=1e-9), (seed, sc)
+    # the versions rule at the end (read.versions): a superseded fact's final score is the demoted
+    # score, and its current version scores at least what the superseded one scored before
+    final = {e.node.id: e for e in found.evidence}
+    scored = {sc.node_id: sc.score for rnd in t.rounds for sc in rnd.candidates}
+    for node_id, e in final.items():
+        if e.node.valid_to is not None and profile.prefer_current and query_time_focus(query) != "past":
+            assert e.score == pytest.approx(scored[node_id] * profile.superseded_factor, abs=1e-9)
+            newer = [x for x in mem.store.edges_of(node_id, ["temporal"]) if x.label == "superseded_by"]
+            assert newer
+            assert all(x.target in final and final[x.target].score >= scored[node_id] - 1e-12 for x in newer)
+    return found
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -104,7 +115,8 @@ def test_anchor_scores_are_eq_23_to_25_with_the_demotion(mem: Memory, seed: int)
     assert mem.store.get_node(old.id).valid_to is not None  # type: ignore[union-attr]
     meter = Meter(AutoController(seed))
     r = Retriever(mem.store, mem.embedder, meter, Profile.dualmem().read)
-    recompute(mem, r, "What happened to the chain of Mira's bicycle?", seed)
+    found = recompute(mem, r, "What happened to the chain of Mira's bicycle?", seed)
+    assert old.id in {e.node.id for e in found.evidence}  # the demotion was checked on it
 
 
 def test_recency_importance_moves_scores(mem: Memory) -> None:

@@ -45,7 +45,7 @@ QUERIES = (
     "What happened at the weekend?",
     "Did Jon and Mira talk about bicycles?",
 )
-COSINES = frozenset({"vec", "ctx_vec", "nb_vec"})
+COSINES = frozenset({"vec", "ctx_vec", "nb_vec", "coherence"})
 SETTINGS = (PoolSettings(50, 2), PoolSettings(2, 1))
 
 
@@ -141,6 +141,14 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
             "neighbour": float(node_id in pool.ids and node_id not in found),
             "question": float(node.content.strip().strip("\"'*_)\u201d\u2019 ").endswith("?")),
             "pref": node.types.preference if q.preference and node.types is not None else 0.0,
+            "coherence": max(
+                (
+                    _cos(nodes[j].embedding, nodes[node_id].embedding)  # type: ignore[arg-type]
+                    for j, off in (ctx.neighbours if ctx is not None else ())
+                    if abs(off) == 1 and j in nodes
+                ),
+                default=0.0,
+            ),
         }
         rows.append([row[name] for name in FEATURES])
     return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES))

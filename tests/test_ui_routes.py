@@ -29,6 +29,7 @@ from dualmem.types import VIEWS, Tenant
 
 SUPERSEDE = {
     "relation.time": "unknown",
+    "relation.supersedes": 0.0,  # left to the consolidation pass, whose log these tests read
     "consolidate.contradiction": 0.9,
     "consolidate.obsolescence": 0.9,
     "consolidate.link_usefulness": 0.8,

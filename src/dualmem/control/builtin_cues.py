@@ -114,6 +114,48 @@ _CHANGE = _lexicon(
 )
 
 
+#: the language of a value that changed (broader than ``_CHANGE``: a note that records an update
+#: rarely says "I"): switching, moving, replacing, raising or lowering, starting or ending, correcting
+_UPDATE = _lexicon(
+    "switched|switching|switch to|moved|moving|migrated|migrating|ported|replaced|replacing|instead|"
+    "no longer|not anymore|anymore|any more|now|nowadays|from now on|upgraded|downgraded|dropped|"
+    "stopped|started|starting|changed|corrected|correction|actually|turns out|turned out|bumped|raised|"
+    "lowered|increased|decreased|reduced|cut|extended|shortened|as of|renamed|promoted|relocated|"
+    "deprecated|swapped|retired|reassigned|transferred|cancelled|canceled|postponed|rescheduled|"
+    "became|updated|back to|went back|reverted|discontinued|ended|quit|left|took over|handed over|"
+    "in favour of|in favor of|new|latest|anew|since|going forward|effective"
+)
+#: words that add beside what stands rather than replace it
+_ADDITIVE = _lexicon("also|too|another|additional|extra|as well|in addition|plus|second|stays|still|both")
+#: words next to which a text names the value it replaces ("instead of pip", "STM32 dropped")
+_REPLACING = frozenset(
+    {
+        "instead",
+        "replaced",
+        "replacing",
+        "dropped",
+        "dropping",
+        "ditched",
+        "left",
+        "leaving",
+        "quit",
+        "cancelled",
+        "canceled",
+        "stopped",
+        "retired",
+        "deprecated",
+        "removed",
+        "swapped",
+        "from",
+        "over",
+        "off",
+        "longer",
+        "anymore",
+    }
+)
+_REPLACE_SPAN = 3  # words either side of a replacing word
+
+
 def _family(spec: str) -> frozenset[str]:
     return frozenset(spec.split())
 
@@ -345,6 +387,9 @@ class Cues:
     question: float
     slots: frozenset[str] = frozenset()  # the SLOTS families the text touches
     self_change: float = 0.0  # the speaker says their own situation changed ("we moved", "I've quit")
+    update: float = 0.0  # the text records a value that changed (``_UPDATE``)
+    additive: float = 0.0  # the text adds beside what stands ("also", "another", "stays")
+    replaced: frozenset[str] = frozenset()  # content tokens next to a replacing word: the old value
 
 
 def _causal_clauses(lower: str) -> tuple[frozenset[str], frozenset[str], float]:
@@ -446,7 +491,21 @@ def cues(text: str) -> Cues:
         question=1.0 if body.rstrip().endswith("?") else 0.0,
         slots=_slots(tokens),
         self_change=1.0 if _SELF_CHANGE.search(lower) else 0.0,
+        update=_flag(_UPDATE, tokens, padded),
+        additive=_flag(_ADDITIVE, tokens, padded),
+        replaced=_replaced(words),
     )
+
+
+def _replaced(words: list[str]) -> frozenset[str]:
+    """The content tokens within ``_REPLACE_SPAN`` words of a replacing word ("instead of pip")."""
+    near: list[str] = []
+    for i, w in enumerate(words):
+        if w in _REPLACING:
+            near += [
+                x for x in words[max(0, i - _REPLACE_SPAN) : i + _REPLACE_SPAN + 1] if x not in _REPLACING
+            ]
+    return _content(near) if near else frozenset()
 
 
 def _slots(tokens: frozenset[str]) -> frozenset[str]:

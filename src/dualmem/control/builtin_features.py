@@ -54,7 +54,8 @@ GROUPS: Mapping[str, frozenset[str]] = {
         near_x_sim cand_earlier cand_later order_unknown far_time cause_link_fwd effect_link_fwd
         cause_link_rev effect_link_rev causal_new causal_cand alias_variant near_dup neg_flip_topic
         pref_flip_topic change_topic slot_change neg_flip_sim numbers_differ repeat_pair habit_pair past_pair
-        low_content cand_past_ref new_past_ref cand_future new_future"""
+        low_content cand_past_ref new_past_ref cand_future new_future update_new update_topic
+        replaces_old additive_new sim_top sim_gap other_role"""
     ),
     "route": _words("temporal causal names two_names recency compare conjunction two_questions what who"),
     "traverse": _words(
@@ -220,7 +221,36 @@ def _alias_of(only_a: tuple[str, ...], only_b: tuple[str, ...]) -> float:
     return best
 
 
-def _pair(new: MemoryState, pair: RelationCandidate, source: FeatureSource) -> dict[str, float]:
+_ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "system"})
+
+
+def _update(n: Cues, c: Cues, new: MemoryState, cand: MemoryState, topic: float) -> dict[str, float]:
+    """Whether the new text replaces the candidate's value: update language, the candidate's words
+    next to a replacing word ("instead of pip"), or words that add beside it ("also", "stays")."""
+    role_new = (new.speaker or "").strip().lower() in _ASSISTANT_ROLES
+    role_cand = (cand.speaker or "").strip().lower() in _ASSISTANT_ROLES
+    return {
+        "update_new": n.update,
+        "update_topic": n.update * topic,
+        "replaces_old": 1.0 if n.replaced & c.tokens else 0.0,
+        "additive_new": n.additive,
+        "other_role": 1.0 if role_new and not role_cand else 0.0,
+    }
+
+
+def _rank(sim: float, others: Sequence[float]) -> dict[str, float]:
+    """The candidate's cosine against the other candidates' of the same new memory."""
+    best = max(others, default=None)
+    if best is None:
+        return {"sim_top": 1.0, "sim_gap": 1.0}
+    gap = sim - best
+    return {"sim_top": 1.0 if gap >= 0 else 0.0, "sim_gap": min(1.0, max(0.0, 0.5 + gap / 0.4))}
+
+
+def _pair(
+    new: MemoryState, pair: RelationCandidate, source: FeatureSource, others: Sequence[float] = ()
+) -> dict[str, float]:
+    """``others``: the cosines of the new memory's other candidates (``sim_top``, ``sim_gap``)."""
     cand = pair.memory
     n, c = cues(new.content), cues(cand.content)
     new_speakers, cand_speakers = _speakers(new, n), _speakers(cand, c)
@@ -249,6 +279,8 @@ def _pair(new: MemoryState, pair: RelationCandidate, source: FeatureSource) -> d
         "slot_change": n.self_change if n.slots & c.slots and new_speakers == cand_speakers else 0.0,
         **time,
         **_pair_semantics(n, c, speakers, nt, ct),
+        **_update(n, c, new, cand, _topic(nt, ct)),
+        **_rank(sim, others),
     }
 
 
@@ -415,7 +447,13 @@ class Features:
                 return _typing(state)
             case "pair", RelationState():
                 cand = _at(state.candidates, target, "candidates")
-                return _pair(state.new_memory, cand, self._source)
+                new_id = state.new_memory.id
+                others = [
+                    _unit(self._source.cosine(new_id, c.memory.id))
+                    for i, c in enumerate(state.candidates)
+                    if i != target
+                ]
+                return _pair(state.new_memory, cand, self._source, others)
             case "pair", ConsolidationState():
                 pair = _at(state.pairs, target, "pairs")
                 return _pair(pair.new_memory, pair.candidate, self._source)

@@ -100,7 +100,8 @@ def typing_questions() -> dict[str, Question]:
 
 
 def relation_questions(i: int, *, alias: bool, implicit_time: bool) -> dict[str, Question]:
-    """Relation judgments for the pair (new_memory, candidates[i]) (§3.2, B.2).
+    """Relation judgments for the pair (new_memory, candidates[i]) (§3.2, B.2), plus dualmem's
+    supersession question (``relation.supersedes``: an extension, see ``config.EXTENSIONS``).
 
     ``alias`` adds entity alias resolution (only when exact entity ids do not already match);
     ``implicit_time`` adds the temporal Choice (only when timestamps cannot order the pair).
@@ -146,6 +147,25 @@ def relation_questions(i: int, *, alias: bool, implicit_time: bool) -> dict[str,
             ),
             true="The same specific occasion, conversation or activity, told in parts or from two sides.",
             false="Separate occasions, even on the same topic, or insufficient evidence of one episode.",
+            target=i,
+        ),
+        # dualmem extension (the paper leaves supersession to periodic consolidation, B.3): an
+        # update is recognised when it is written, so the stale version never answers a query
+        f"pair_{i}_supersedes": Noul(
+            key="relation.supersedes",
+            instructions=(
+                f"Compare new_memory.content, speaker and timestamp with candidates[{i}].content, speaker "
+                f"and timestamp. Does new_memory.content replace what candidates[{i}].content states: the "
+                "same subject and the same attribute, now with another value or state?"
+            ),
+            true=(
+                "An update, correction or change of the same attribute of the same subject: the "
+                "candidate's account is no longer current."
+            ),
+            false=(
+                "Another attribute or another subject, a detail that adds without replacing, or a "
+                "suggestion that does not change what the candidate's speaker stated."
+            ),
             target=i,
         ),
     }
@@ -425,5 +445,5 @@ def _all_keys() -> frozenset[str]:
     return frozenset(q.key for batch in builders for q in batch.values())
 
 
-#: every decision key of the catalog (29)
+#: every decision key of the catalog (30)
 DECISION_KEYS: frozenset[str] = _all_keys()

@@ -50,6 +50,7 @@ DecisionKey: TypeAlias = Literal[
     "relation.same_episode",
     "relation.alias",
     "relation.time",
+    "relation.supersedes",
     "route.semantic",
     "route.temporal",
     "route.causal",

@@ -44,6 +44,9 @@ class TreeSettings:
     min_rows: int = 50
     seed: int = 0
     threads: int = 0  # LightGBM's default (OpenMP's); results are reproducible for one thread count
+    #: features the score may only rise with (LightGBM's monotone constraints): a candidate more like
+    #: the query never scores lower for it, whatever memory the trees were fitted on
+    increasing: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.trees < 1 or not 2 <= self.leaves <= MAX_LEAVES or self.min_rows < 1:
@@ -79,9 +82,14 @@ def _stack(groups: Sequence[Group]) -> tuple[FloatArray, npt.NDArray[np.int64], 
     return x, y, [len(g[1]) for g in kept]
 
 
-def _booster(x: FloatArray, y: npt.NDArray[np.int64], sizes: Sequence[int], s: TreeSettings) -> Any:
+def _booster(
+    x: FloatArray, y: npt.NDArray[np.int64], sizes: Sequence[int], s: TreeSettings, names: Sequence[str]
+) -> Any:
     lgb = require_lightgbm()
-    params = {
+    unknown = sorted(set(s.increasing) - set(names))
+    if unknown:
+        raise InvalidInput(f"monotone features {unknown} are not among the features")
+    params: dict[str, Any] = {
         "objective": "lambdarank",
         "label_gain": [0.0, 1.0],
         "num_leaves": s.leaves,
@@ -93,6 +101,8 @@ def _booster(x: FloatArray, y: npt.NDArray[np.int64], sizes: Sequence[int], s: T
         "num_threads": s.threads,
         "verbosity": -1,
     }
+    if s.increasing:
+        params["monotone_constraints"] = [1 if n in s.increasing else 0 for n in names]
     data = lgb.Dataset(x, label=y, group=sizes, params={"verbosity": -1})
     return lgb.train(params, data, num_boost_round=s.trees)
 
@@ -144,13 +154,14 @@ def fit_trees(
     (fewer than ``settings.trees`` when LightGBM finds no split worth making before that)."""
     s = settings or TreeSettings()
     x, y, sizes = _stack(groups)
-    ranker = _ranker(_booster(x, y, sizes, s), names)
+    ranker = _ranker(_booster(x, y, sizes, s, names), names)
     prov = {
         "scorer": "trees",
         "trees": len(ranker.trees),
         "leaves": s.leaves,
         "rate": s.rate,
         "min_rows": s.min_rows,
+        **({"increasing": list(s.increasing)} if s.increasing else {}),
     }
     return _calibrated(ranker, x, y, prov)
 
@@ -187,7 +198,7 @@ def choose_trees(
     for held in sorted(folds):
         train = [g for f, gs in folds.items() if f != held for g in gs]
         test = list(folds[held])
-        full = _ranker(_booster(*_stack(train), longest), names)
+        full = _ranker(_booster(*_stack(train), longest, names), names)
         staged = [_staged(full, x) for x, _ in test]  # (rows, trees) running sums per query
         for k in counts:
             # LightGBM stops early when no split gains: k rounds past that are the whole model

@@ -52,6 +52,7 @@ from dualmem.read.pool import (
 )
 from dualmem.read.route import active_views, allocate, depth
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
+from dualmem.read.versions import order_versions
 from dualmem.text.temporal import query_time_focus
 from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
 
@@ -82,6 +83,11 @@ def _traversal_questions(n: int, asked: tuple[str, ...]) -> Mapping[str, Questio
             if name.removeprefix(f"candidate_{i}_") in asked:
                 questions[name] = q
     return MappingProxyType(questions)
+
+
+def _best(e: Evidence) -> tuple[float, str]:
+    """Best first: by score, ties by node id."""
+    return (-e.score, e.node.id)
 
 
 def _best_first(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
@@ -186,9 +192,9 @@ class Retriever:
         pool candidates by the prior (RRF of the pool's rankings), scored below them all. Without it
         (the paper): of the accumulated evidence, the beams each round admitted."""
         if not self.profile.k_fill:
-            return tuple(sorted(run.evidence.values(), key=lambda e: (-e.score, e.node.id))[:k])
-        scored = {**run.runners_up, **run.evidence}
-        ranked = sorted(scored.values(), key=lambda e: (-e.score, e.node.id))[:k]
+            return tuple(sorted(self._versions(run, run.evidence, k).values(), key=_best)[:k])
+        scored = self._versions(run, {**run.runners_up, **run.evidence}, k)
+        ranked = sorted(scored.values(), key=_best)[:k]
         if len(ranked) >= k:
             return tuple(ranked)
         more = scoring.anchor_fill(ranked, [(i, s) for i, s in prior if i not in scored], k)
@@ -198,6 +204,16 @@ class Retriever:
             Evidence(nodes[i], s, "anchor", None, 0, nodes[i].temporal_refs) for i, s in more if i in nodes
         ]
         return tuple(ranked)
+
+    def _versions(self, run: _Run, scored: dict[str, Evidence], k: int) -> dict[str, Evidence]:
+        """The current version of a fact first, or on a history query the previous one (``versions``)."""
+        p = self.profile
+        if not p.prefer_current or not scored:
+            return scored
+        return order_versions(
+            scored, self.store, run.tenant, asks_past=run.asks_past, factor=p.superseded_factor,
+            window=k, allowed=run.allowed,
+        )  # fmt: skip
 
     def clear_cache(self) -> None:
         clear = getattr(self.embedder, "clear", None)
@@ -428,18 +444,13 @@ class Retriever:
         weight: float,
         round_no: int,
     ) -> float:
-        """Eq. 23, eq. 24-25, then dualmem's superseded demotion and hop decay (``scoring``)."""
+        """Eq. 23, eq. 24-25, then dualmem's hop decay (``scoring``); versions are ordered at the end
+        (``versions.order_versions``)."""
         p = self.profile
         p_g = scoring.graph_need(edge.view if edge else "anchor", run.need, run.active)
         s = scoring.transition(z=z, j=j, p_g=p_g, pi_e=weight, lam=p.lambdas)
         s = scoring.recency_adjusted(
             s, run.recency, scoring.recency(run.now, node.at), weight=p.recency_weight
-        )
-        s = scoring.demote_superseded(
-            s,
-            superseded=node.valid_to is not None,
-            asks_past=run.asks_past,
-            factor=p.superseded_factor if p.prefer_current else None,
         )
         return scoring.hop_decayed(s, hops=round_no if edge is not None else 0, decay=p.hop_decay)
 

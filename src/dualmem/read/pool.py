@@ -33,6 +33,10 @@ neighbour       the node is in the pool only as a neighbour
 question        the node's text is itself a question (it ends with "?"): asking is not answering
 pref            the write path's preference type score of the node (eq. 7), when the query asks what
                 someone would like (``text.query.asks_preference``); 0 otherwise
+coherence       the best cosine of the node with a turn just before or after it in its session (when
+                the pool holds it): how much its neighbours speak of the same thing, so that ``nb_*``
+                and ``ctx_*`` can be weighed by it (a conversation's turns cohere; a day's notes
+                rarely do)
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
@@ -78,7 +82,7 @@ __all__ = [
 ]
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
-POOL_VERSION = "4"
+POOL_VERSION = "5"
 
 FEATURES: tuple[str, ...] = (
     "vec",
@@ -99,6 +103,7 @@ FEATURES: tuple[str, ...] = (
     "neighbour",
     "question",
     "pref",
+    "coherence",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -401,6 +406,7 @@ def _features(
     _score_column(out[:, _COL["lex"]], lex_r, row_of)
     _score_column(out[:, _COL["ctx_lex"]], ctx_r, row_of)
     _neighbour_columns(out, ids, near, (held, sim), lexq)
+    _coherence_column(out[:, _COL["coherence"]], ids, near, held, q.emb)
     _node_columns(out, list(map(nodes.__getitem__, ids)), analysis)
     out[q.base_count :, _COL["neighbour"]] = 1.0
     return out
@@ -498,6 +504,29 @@ def _neighbour_columns(
     out[has, _COL["nb_lex"]] = np.maximum.reduceat(lex[where], starts)
     best = np.fmax.reduceat(vec[where], starts)  # NaN (not held) loses to any value; all NaN: none held
     out[has, _COL["nb_vec"]] = np.where(np.isnan(best), 0.0, best)
+
+
+def _coherence_column(
+    col: npt.NDArray[np.float64],
+    ids: Sequence[str],
+    near: Mapping[str, tuple[tuple[str, int], ...]],
+    held: Mapping[str, int],
+    emb: npt.NDArray[np.float32],
+) -> None:
+    """``coherence``: each candidate's best cosine with a held turn at offset -1 or +1 (0 with none)."""
+    rows: list[int] = []
+    a: list[int] = []
+    b: list[int] = []
+    for r, node_id in enumerate(ids):
+        for j, offset in near.get(node_id, ()):
+            k = held.get(j)
+            if k is not None and offset in (1, -1):
+                rows.append(r)
+                a.append(held[node_id])
+                b.append(k)
+    if rows:
+        dots = np.einsum("ij,ij->i", emb[a], emb[b]).astype(np.float64)
+        np.maximum.at(col, np.asarray(rows, dtype=np.intp), dots)
 
 
 def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], analysis: QueryAnalysis) -> None:

@@ -33,7 +33,7 @@ from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import extract_entities
 from dualmem.types import Edge, JSONValue, Node, Tenant, Vector, new_id, utcnow
 from dualmem.write.candidates import Candidate, discover
-from dualmem.write.relations import decisions_from
+from dualmem.write.relations import decisions_from, observed_before
 
 __all__ = ["ConsolidationReport", "Consolidator", "Summarizer"]
 
@@ -164,7 +164,7 @@ class Consolidator:
             for cand in discover(self.store, node, profile=self.profile)[:3]:
                 other = cand.node
                 key = frozenset((node.id, other.id))
-                if key in seen or other.id in judged or not _live(other) or not _older(other, node):
+                if key in seen or other.id in judged or not _live(other) or not observed_before(other, node):
                     continue
                 seen.add(key)
                 scored.append((cand.similarity, node, cand))
@@ -198,13 +198,6 @@ def _supersedes(threshold: float | None, obsolete: float, contradiction: float) 
 
 def _live(node: Node) -> bool:
     return not node.derived and node.valid_to is None
-
-
-def _older(a: Node, b: Node) -> bool:
-    """True when ``a`` was observed (or, without timestamps, written) before ``b``."""
-    if a.at is not None and b.at is not None and a.at != b.at:
-        return a.at < b.at
-    return (a.created_at, a.id) < (b.created_at, b.id)
 
 
 def _batch(pairs: Sequence[tuple[Node, Candidate]]) -> Batch:

@@ -14,9 +14,10 @@ observation whose idempotency key is already stored is not written again: its st
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import os
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
@@ -32,9 +33,15 @@ from dualmem.errors import ControllerError
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import EntityExtractor, create_extractor
 from dualmem.text.temporal import ground
-from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id
+from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id, utcnow
 from dualmem.write.candidates import Candidate, candidate_records, discover, recorded_candidates, text_signals
-from dualmem.write.relations import decisions_from, deterministic_edges, inferred_edges, relation_batch
+from dualmem.write.relations import (
+    decisions_from,
+    deterministic_edges,
+    inferred_edges,
+    relation_batch,
+    supersessions,
+)
 
 __all__ = ["OVERLAP_MIN_CPUS", "StagedNodes", "WriteReport", "Writer", "natural_key"]
 
@@ -346,6 +353,7 @@ class Writer:
         edges: list[Edge] = []
         decisions: list[Decision] = []
         updated: list[Node] = []
+        ended: dict[str, dt.datetime] = {}  # superseded by a node of this write: old id -> valid_to
         for (node, cands), t, r in zip(plans, typed, related, strict=True):
             types = node.types
             if t is not None:
@@ -367,6 +375,11 @@ class Writer:
             if r is not None:
                 batch, d = r
                 edges += inferred_edges(node, cands, batch, d.result, self.profile.theta_rel)
+                replaced = supersessions(
+                    node, cands, batch, d.result, self.profile.supersede_threshold, ended
+                )
+                ended.update((e.source, node.at or utcnow()) for e in replaced)
+                edges += replaced
                 decisions += decisions_from(
                     node.id,
                     batch.questions,
@@ -377,4 +390,17 @@ class Writer:
                     others=[c.node.id for c in cands],
                 )
             updated.append(dataclasses.replace(node, types=types, status="complete"))
-        return edges, decisions, updated
+        return edges, decisions, self._end(updated, ended)
+
+    def _end(self, updated: list[Node], ended: Mapping[str, dt.datetime]) -> list[Node]:
+        """``updated`` with the superseded nodes' ``valid_to`` set (those of this write among them,
+        the others read from the store)."""
+        if not ended:
+            return updated
+        out = [dataclasses.replace(n, valid_to=ended[n.id]) if n.id in ended else n for n in updated]
+        mine = {n.id for n in updated}
+        rest = [i for i in ended if i not in mine]
+        if rest:
+            found = self.store.get_nodes(rest)
+            out += [dataclasses.replace(found[i], valid_to=ended[i]) for i in rest if i in found]
+        return out

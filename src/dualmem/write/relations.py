@@ -8,7 +8,7 @@ Choice only when timestamps cannot order the pair. An inferred edge needs a scor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -29,9 +29,11 @@ __all__ = [
     "decisions_from",
     "deterministic_edges",
     "inferred_edges",
+    "observed_before",
     "pair_features",
     "relation_batch",
     "relation_state",
+    "supersessions",
 ]
 
 
@@ -132,6 +134,40 @@ def _edge_for(key: str, node: Node, other: Node, answer: object, theta: float) -
         case "relation.alias":
             return Edge(node.id, other.id, "entity", "alias", score)
     return None
+
+
+def supersessions(
+    node: Node,
+    candidates: Sequence[Candidate],
+    batch: Batch,
+    result: BatchResult,
+    threshold: float | None,
+    ended: Collection[str] = (),
+) -> list[Edge]:
+    """The ``superseded_by`` edges (candidate -> ``node``) of the candidates ``node`` replaces:
+    ``relation.supersedes`` reaches ``threshold`` (``None``: never, as in the paper), the candidate
+    was observed before ``node`` and is still current (not ended before, nor in ``ended``)."""
+    if threshold is None:
+        return []
+    out: list[Edge] = []
+    for name, question in batch.questions.items():
+        if question.key != "relation.supersedes" or question.target is None:
+            continue
+        answer = result.answers[name]
+        old = candidates[question.target].node
+        if not isinstance(answer, NoulAnswer) or answer.score < threshold:
+            continue
+        if old.valid_to is not None or old.derived or old.id in ended or not observed_before(old, node):
+            continue
+        out.append(Edge(old.id, node.id, "temporal", "superseded_by", answer.score))
+    return out
+
+
+def observed_before(a: Node, b: Node) -> bool:
+    """True when ``a`` was observed (or, without timestamps, written) before ``b``."""
+    if a.at is not None and b.at is not None and a.at != b.at:
+        return a.at < b.at
+    return (a.created_at, a.id) < (b.created_at, b.id)
 
 
 def _time_edge(label: str, node: Node, other: Node, score: float) -> Edge | None:

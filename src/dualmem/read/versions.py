@@ -1,0 +1,100 @@
+"""Versions of a fact at read time: the current one answers, unless the query asks about history.
+
+A write that updates an older memory supersedes it (``write.relations.supersessions``): the old node
+gets ``valid_to`` and a ``superseded_by`` edge (temporal view) to the new one. The read path then
+ranks versions by one rule (dualmem extension ``read.prefer_current``; the paper has no
+supersession at read time):
+
+- a query about the present (or about nothing in particular): a superseded candidate's **current
+  version** (the end of its ``superseded_by`` chain) takes at least the superseded one's score, and
+  joins the results if the pool missed it (it was found through the old one's edge); the superseded
+  one then scores ``factor`` x its score. An update that shares no word with the question is found
+  through the version the question matched.
+- a query about history (``text.cues.query_time_focus``: "before", "used to", "originally", ...):
+  the **previous version** of a current candidate takes at least its successor's score and is placed
+  just above it; nothing is demoted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from dualmem.plane.base import Store
+from dualmem.types import Edge, Evidence, Node, Tenant
+
+__all__ = ["MAX_HOPS", "order_versions"]
+
+#: the longest ``superseded_by`` chain followed from a superseded candidate to its current version
+MAX_HOPS = 8
+_ABOVE = 1e-9  # a previous version's lead over its successor on a history query (ties fall by id)
+
+
+def _edges(store: Store, node_id: str) -> list[Edge]:
+    return [e for e in store.edges_of(node_id, ["temporal"]) if e.label == "superseded_by"]
+
+
+def _current(store: Store, node_id: str) -> tuple[str, Edge] | None:
+    """The current version of a superseded node (following ``superseded_by`` edges) and the last edge."""
+    seen = {node_id}
+    at, last = node_id, None
+    for _ in range(MAX_HOPS):
+        nxt = [e for e in _edges(store, at) if e.source == at and e.target not in seen]
+        if not nxt:
+            break
+        last = max(nxt, key=lambda e: (e.weight, e.target))
+        at = last.target
+        seen.add(at)
+    return None if last is None else (at, last)
+
+
+def order_versions(
+    scored: Mapping[str, Evidence],
+    store: Store,
+    tenant: Tenant,
+    *,
+    asks_past: bool,
+    factor: float,
+    window: int,
+    allowed: frozenset[str] | None = None,
+) -> dict[str, Evidence]:
+    """``scored`` (evidence by node id) with the version rule applied; ``window``: on a history
+    query, how many of the best candidates have their previous version looked up; ``allowed``: a
+    search filter's nodes (a version outside it is never added)."""
+    out = dict(scored)
+    if asks_past:
+        best = sorted(out.values(), key=lambda e: (-e.score, e.node.id))[:window]
+        for e in best:
+            before = [x for x in _edges(store, e.node.id) if x.target == e.node.id]
+            _lift(out, store, tenant, [(x.source, x) for x in before], e.score + _ABOVE, allowed)
+        return out
+    stale = [e for e in out.values() if e.node.valid_to is not None]
+    for e in sorted(stale, key=lambda e: (-e.score, e.node.id)):
+        found = _current(store, e.node.id)
+        if found is not None:
+            _lift(out, store, tenant, [found], e.score, allowed)
+        out[e.node.id] = replace(out[e.node.id], score=out[e.node.id].score * factor)
+    return out
+
+
+def _lift(
+    out: dict[str, Evidence],
+    store: Store,
+    tenant: Tenant,
+    targets: list[tuple[str, Edge]],
+    score: float,
+    allowed: frozenset[str] | None,
+) -> None:
+    """Each target node scores at least ``score`` (read from the store when not a candidate yet)."""
+    targets = [(i, e) for i, e in targets if allowed is None or i in allowed]
+    missing = [i for i, _ in targets if i not in out]
+    nodes: Mapping[str, Node] = store.get_nodes(missing, tenant) if missing else {}
+    for node_id, edge in targets:
+        held = out.get(node_id)
+        if held is not None:
+            if held.score < score:
+                out[node_id] = replace(held, score=score)
+            continue
+        node = nodes.get(node_id)
+        if node is not None:  # another tenant's node is never read (get_nodes is tenant-bound)
+            out[node_id] = Evidence(node, score, "temporal", edge, 0, node.temporal_refs)
