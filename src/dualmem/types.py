@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import threading
+import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ __all__ = [
     "Vector",
     "View",
     "check_json",
+    "check_tenant_id",
     "check_text",
     "new_id",
     "utcnow",
@@ -136,12 +138,48 @@ def new_id() -> str:
     return f"{ms:012x}{rand:012x}"
 
 
+#: default-ignorable code points that are not control or format characters (Unicode
+#: DerivedCoreProperties): they render as nothing, so an id holding one looks like one without it
+_IGNORABLE = frozenset(
+    (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810), *range(0xFE00, 0xFE10))
+) | frozenset(range(0xE0100, 0xE01F0))
+
+
+def _invisible(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") or ord(char) in _IGNORABLE
+
+
+def check_tenant_id(value: str, name: str) -> None:
+    """``InvalidInput`` unless ``value`` is a tenant id in normal form (see :class:`Tenant`)."""
+    check_text(value, "a tenant id")
+    hidden = next((c for c in value if _invisible(c)), None)
+    if hidden is not None:
+        problem = f"holds the invisible character U+{ord(hidden):04X} ({unicodedata.name(hidden, 'unnamed')})"
+    elif value != value.strip():
+        problem = "has leading or trailing white space"
+    elif not unicodedata.is_normalized("NFKC", value):
+        problem = "is not in Unicode NFKC form (it could pass for another id)"
+    else:
+        return
+    normal = "".join(c for c in unicodedata.normalize("NFKC", value) if not _invisible(c)).strip()
+    raise InvalidInput(
+        f"{name} id {value!r} {problem}",
+        hint=f"write it as {normal!r}" if normal else "use an id made of visible characters",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Tenant:
     """Who a memory belongs to. ``user`` is required; ``agent`` and ``run`` narrow the scope.
 
     A write stores all three. A read with ``agent``/``run`` set to ``None`` sees every agent/run of
     the user; set, it sees only that agent/run. Different users never see each other's memories.
+
+    Ids are compared exactly, so one that could pass for another is refused (``InvalidInput``, the
+    hint naming the normal spelling): an id must be in Unicode NFKC form, have no leading or trailing
+    white space and hold no invisible character (controls, format characters such as U+200B ZERO
+    WIDTH SPACE, and the other default-ignorable code points). Nothing is rewritten: "ａlice"
+    (fullwidth), "alice " and "alice\u200b" are errors, never a second name for "alice".
     """
 
     user: str
@@ -155,9 +193,10 @@ class Tenant:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInput(f"{name} must be a non-empty string or None")
-        for value in (self.user, self.agent, self.run):
+        for name in ("user", "agent", "run"):
+            value = getattr(self, name)
             if value is not None:
-                check_text(value, "a tenant id")
+                check_tenant_id(value, name)
 
     def covers(self, other: Tenant) -> bool:
         """True when a read scoped to ``self`` may see a record written as ``other``."""
