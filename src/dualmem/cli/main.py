@@ -40,7 +40,7 @@ def default_db() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dualmem.cli import check, commands
+    from dualmem.cli import check, commands, erase
     from dualmem.cli import migrate as migrate_command
 
     parser = Parser(
@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.register(sub)
     check.register(sub)
+    erase.register(sub)
     migrate_command.register(sub)
     from dualmem.cli import hook, keys, mcp, serve
 
