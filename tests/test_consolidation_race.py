@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +98,56 @@ def test_a_pass_racing_a_forget_stores_the_rest_and_logs_no_error(
         assert report.pairs == 0
     finally:
         mem.close()
+
+
+class ForgetsBeforeTheEdges:
+    """A ``Store`` as the protocol sees it (every call passed on to a real ``PostgresStore``), except
+    that, once armed, its first ``put_edges`` has another connection forget the ``victim`` first:
+    the forget commits between the pass's re-read of its nodes and its writes, inside its transaction
+    (PostgreSQL's read committed lets it). Only this protocol seam can place the forget there."""
+
+    def __init__(self, inner: Any, other: Memory) -> None:
+        self._inner = inner
+        self._other = other
+        self.victim: str | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def put_edges(self, edges: Any) -> None:
+        if self.victim is not None:
+            victim, self.victim = self.victim, None
+            assert self._other.forget(victim, user="u") == 1
+        self._inner.put_edges(edges)
+
+
+def test_a_forget_inside_the_passes_write_on_postgres_is_retried(
+    pg_store_factory: Callable[..., Any], pg_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pg_server import with_schema
+
+    inner = pg_store_factory()
+    quiet = Profile.builtin().with_(write__consolidation="off")
+    other = Memory.open(with_schema(pg_dsn, inner.schema), embedder=HashingEmbedder(256), profile=quiet)
+    store = ForgetsBeforeTheEdges(inner, other)
+    mem = Memory(store, HashingEmbedder(256), BuiltinController(), answerer=None, profile=quiet)  # type: ignore[arg-type]
+    caplog.set_level(logging.WARNING, logger="dualmem")
+    try:
+        ids = [mem.add(text, user="u", speaker="Mira") for text, _ in NOTES]
+        store.victim = ids[2]
+        report = mem.consolidate(user="u")
+        assert store.victim is None  # the forget happened, inside the pass's write
+        assert report.pairs > 0
+        judged = {
+            (d.node_id, d.other_id)
+            for i in ids
+            for d in inner.decisions_of(i)
+            if d.purpose == "consolidation"
+        }
+        assert judged
+        assert all(ids[2] not in pair for pair in judged)
+        assert inner.get_nodes([ids[2]]) == {}
+        assert [r.getMessage() for r in caplog.records] == []
+    finally:
+        mem.close()
+        other.close()

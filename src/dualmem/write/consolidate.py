@@ -30,6 +30,7 @@ from dualmem.control.states import (
 )
 from dualmem.embed.base import Embedder
 from dualmem.embed.windows import embed_texts
+from dualmem.errors import NotFound
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import extract_entities
 from dualmem.types import Edge, JSONValue, Node, Tenant, Vector, new_id, utcnow
@@ -37,6 +38,9 @@ from dualmem.write.candidates import Candidate, discover, written_candidates
 from dualmem.write.relations import decisions_from
 
 __all__ = ["ConsolidationReport", "Consolidator", "Summarizer"]
+
+#: tries of a pass's write transaction when a forget removed one of its memories in the middle of it
+_COMMIT_TRIES = 3
 
 #: (source nodes, selected representation "merge" | "promote") -> the derived node's text
 Summarizer = Callable[[Sequence[Node], str], str]
@@ -148,7 +152,18 @@ class Consolidator:
     def _commit(self, tenant: Tenant, involved: set[str], out: _Outcome) -> _Outcome:
         """Store a pass's outcome in one transaction. Its pairs were read before System One answered,
         and a ``forget`` may have committed since (another thread or process): what names a memory
-        no longer stored is left out and the rest is stored (a normal race, not a failure)."""
+        no longer stored is left out and the rest is stored (a normal race, not a failure). A store
+        whose transactions do not lock out a forget between the re-read and the writes (PostgreSQL,
+        read committed) may still refuse the writes: the transaction is then tried again."""
+        for attempt in range(_COMMIT_TRIES):
+            try:
+                return self._commit_once(tenant, involved, out)
+            except NotFound:
+                if attempt == _COMMIT_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _commit_once(self, tenant: Tenant, involved: set[str], out: _Outcome) -> _Outcome:
         with self.store.transaction():
             stored = self.store.get_nodes(list(involved), tenant)
             gone = involved - stored.keys()
