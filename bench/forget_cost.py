@@ -35,23 +35,23 @@ WORDS = [f"w{i}" for i in range(5000)]
 USER = Tenant("u")
 
 
-def build(db: Path, n: int, rng: np.random.Generator, dim: int) -> SQLiteStore:
-    store = SQLiteStore.open(db)
+def synthetic(n: int, rng: np.random.Generator, dim: int) -> Iterable[list[Node]]:
+    """``n`` memories of 12 random words and a random unit vector, in batches of 1,000."""
     for start in range(0, n, 1000):
         vecs = rng.normal(size=(min(1000, n - start), dim)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        store.put_nodes(
-            [
-                Node(
-                    id=f"n{start + i}",
-                    tenant=USER,
-                    content=" ".join(rng.choice(WORDS, 12)),
-                    at=None,
-                    embedding=v,
-                )
-                for i, v in enumerate(vecs)
-            ]
-        )
+        yield [
+            Node(
+                id=f"n{start + i}", tenant=USER, content=" ".join(rng.choice(WORDS, 12)), at=None, embedding=v
+            )
+            for i, v in enumerate(vecs)
+        ]
+
+
+def build(db: Path, n: int, rng: np.random.Generator, dim: int) -> SQLiteStore:
+    store = SQLiteStore.open(db)
+    for batch in synthetic(n, rng, dim):
+        store.put_nodes(batch)
     return store
 
 

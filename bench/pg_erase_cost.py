@@ -21,10 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dualmem.types import Node, Tenant
-
-WORDS = [f"w{i}" for i in range(5000)]
-USER = Tenant("u")
+from dualmem.types import Node
+from forget_cost import USER, synthetic  # bench/ is the script's folder, first on its import path
 
 
 def files_with(data: Path, needle: bytes) -> list[str]:
@@ -47,22 +45,13 @@ def measure(dsn: str, data: Path, n: int, dim: int, rng: np.random.Generator) ->
     schema = f"bench{n}"
     with PostgresStore.open(f"{dsn}", schema=schema, timeout=60.0) as store:
         store.bind_embedder("bench", dim)
-        for start in range(0, n, 1000):
-            vecs = rng.normal(size=(min(1000, n - start), dim)).astype(np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            nodes = [
-                Node(
-                    id=f"n{start + i}",
-                    tenant=USER,
-                    content=" ".join(rng.choice(WORDS, 12)),
-                    at=None,
-                    embedding=v,
+        for i, batch in enumerate(synthetic(n, rng, dim)):
+            if i == 0:  # the first memory holds the token
+                first = batch[0]
+                batch[0] = Node(
+                    id="secret", tenant=USER, content=f"code {token}", at=None, embedding=first.embedding
                 )
-                for i, v in enumerate(vecs)
-            ]
-            if start == 0:
-                nodes[0] = Node(id="secret", tenant=USER, content=f"code {token}", at=None, embedding=vecs[0])
-            store.put_nodes(nodes)
+            store.put_nodes(batch)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("ANALYZE")
             conn.execute("CHECKPOINT")

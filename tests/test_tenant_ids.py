@@ -17,9 +17,8 @@ import pytest
 
 from dualmem import InvalidInput, Memory, Profile, Tenant
 from dualmem.cli.main import main
-from dualmem.server import ServerSettings, create_app
 from dualmem.server.keys import KeyStore
-from server_support import live_server
+from server_support import served_memory
 
 QUIET = Profile.builtin().with_(write__consolidation="off")
 
@@ -92,12 +91,8 @@ def test_the_cli_refuses_a_lookalike_user_in_one_line(
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, KeyStore, Memory]]:
-    keys = KeyStore.open(tmp_path / "srv.keys.db")
-    with Memory.open(tmp_path / "srv.db", embedder="hashing", profile=QUIET) as mem:
-        app = create_app(mem, keys=keys, settings=ServerSettings(rate_limit=None, consolidate_every=0))
-        with live_server(app) as url:
-            yield url, keys, mem
-    keys.close()
+    with served_memory(tmp_path) as running:
+        yield running
 
 
 def test_http_refuses_a_key_for_a_lookalike_tenant(served: tuple[str, KeyStore, Memory]) -> None:
