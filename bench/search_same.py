@@ -14,6 +14,12 @@ LoCoMo bench cache are of the dev conversations; the user id is the conversation
         --embedder hashing --user bench-user --out /tmp/x/main.json
     PYTHONPATH=$PWD/src python bench/search_same.py dump ... --out /tmp/x/branch.json
     python bench/search_same.py compare /tmp/x/main.json /tmp/x/branch.json
+
+The write path's stored bytes: ``stored`` canonicalises a ``dualmem export`` file (every node id
+replaced by its turn id, creation stamps dropped, records sorted) so that two builds of the same
+conversation by two code trees can be compared with ``compare`` or ``cmp``:
+
+    python bench/search_same.py stored /tmp/x/main.jsonl --out /tmp/x/main.stored.json
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -101,6 +108,29 @@ def compare(args: argparse.Namespace) -> int:
     return 1 if differ else 0
 
 
+_ID = re.compile(r"\b[0-9a-f]{24}\b")
+_VOLATILE = frozenset({"created_at", "latency_ms"})  # when and how fast, not what
+
+
+def stored(args: argparse.Namespace) -> None:
+    """A build's export with ids by turn and without write stamps, records sorted."""
+    records = [json.loads(line) for line in args.export.read_text().splitlines() if line.strip()]
+    names = {r["id"]: r.get("turn_id") or r["id"] for r in records if "content" in r}
+
+    def canonical(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: canonical(v) for k, v in value.items() if k not in _VOLATILE}
+        if isinstance(value, list):
+            return [canonical(v) for v in value]
+        if isinstance(value, str):
+            return _ID.sub(lambda m: names.get(m.group(0), "?" + m.group(0)[:0]), value)
+        return value
+
+    lines = sorted(json.dumps(canonical(r), sort_keys=True) for r in records)
+    args.out.write_text("[\n" + ",\n".join(lines) + "\n]\n")
+    print(f"{len(lines)} records -> {args.out}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -119,9 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
+    st = sub.add_parser("stored", help="canonicalise a dualmem export (ids by turn, no stamps)")
+    st.add_argument("export", type=Path)
+    st.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "dump":
         dump(args)
+        return 0
+    if args.command == "stored":
+        stored(args)
         return 0
     return compare(args)
 

@@ -150,7 +150,7 @@ def test_summarize_by_category() -> None:
 def test_progress_line() -> None:
     import io
 
-    from dualmem.bench._progress import Progress
+    from dualmem._progress import Progress
 
     buf = io.StringIO()
     bar = Progress("build x", 3, stream=buf, interval=0.0)
@@ -170,7 +170,7 @@ def test_progress_line() -> None:
 def test_progress_as_an_on_progress_callback() -> None:
     import io
 
-    from dualmem.bench._progress import Progress
+    from dualmem._progress import Progress
 
     buf = io.StringIO()
     bar = Progress("ingest f", stream=buf, interval=0.0)

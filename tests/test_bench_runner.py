@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from dualmem.bench import ALL_SYSTEMS, BenchConfig, Endpoint, add_bench_arguments, bench_from_args, run_locomo
+from dualmem.bench import ALL_SYSTEMS, BenchConfig, Endpoint, run_locomo
 from dualmem.bench.locomo import system_spec
 from dualmem.bench.metrics import recall_at_k
+from dualmem.cli.bench import add_bench_arguments, bench_from_args
 from dualmem.config import Profile
 from dualmem.errors import ConfigError
 from fakes.openai_server import FakeOpenAIServer, chat_text, prompt_text

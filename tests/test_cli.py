@@ -48,8 +48,8 @@ def test_add_search_inspect_stats_delete(capsys: pytest.CaptureFixture[str], tmp
     code, out, _ = run(capsys, db, "search", "why did Mira buy a bicycle?", "-k", "2")
     assert code == 0
     found = data(out)
-    assert {e["id"] for e in found["evidence"]} == {first, second["id"]}
-    assert found["trace"]["stop_reason"]
+    assert {e["node"]["id"] for e in found["evidence"]} == {first, second["id"]}
+    assert found["summary"]["stop_reason"]
     code, out, _ = run(capsys, db, "search", "bicycle", "--trace")
     assert code == 0
     assert "stop:" in out
@@ -72,7 +72,7 @@ def test_ingest_ask_and_lifecycle(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert data(out)["stored"] == 40
     code, out, _ = run(capsys, db, "ask", "What is the name of Mira's dog?")
     assert code == 0
-    assert "Biscuit" in data(out)["answer"]
+    assert "Biscuit" in data(out)["text"]
     code, out, _ = run(capsys, db, "consolidate")
     assert code == 0
     assert data(out)["calls"] in (0, 1)
@@ -251,7 +251,10 @@ def test_tenant_flags_scope_every_command(capsys: pytest.CaptureFixture[str], tm
     assert (code, gone["forgotten"]) == (0, 2)
     assert cli("stats", "--user", "alice")[1]["nodes"] == 0
     assert cli("import", str(exported), "--user", "alice")[1]["nodes"] == 2
-    assert cli("search", "locker code", "--user", "bob")[1]["evidence"][0]["content"] == "Bob's bike is blue."
+    assert (
+        cli("search", "locker code", "--user", "bob")[1]["evidence"][0]["node"]["content"]
+        == "Bob's bike is blue."
+    )
 
 
 @pytest.mark.slow
@@ -269,7 +272,7 @@ def test_graph_cache_saves_the_optimised_graph_and_later_calls_use_it(
     stamps = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
     code, out, _ = run(capsys, db, "--graph-cache", str(cache), "search", "bicycle", embedder="minilm")
     assert code == 0
-    assert data(out)["evidence"][0]["id"] == stored
+    assert data(out)["evidence"][0]["node"]["id"] == stored
     assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == stamps  # opened, not rewritten
 
 

@@ -156,7 +156,8 @@ def test_format_human_renders_search_answer_add_get_list_stats(
     assert out.splitlines()[0] == f"id: {new}"
     assert out.endswith("\nMira took the train.\n")
     code, out, _ = cli(capsys, *base, "list", "--limit", "2", "--format", "human")
-    assert len(out.splitlines()) == 2
+    assert len(out.splitlines()) == 3
+    assert out.splitlines()[-1] == "(more: --offset 2)"
     code, out, _ = cli(capsys, *base, "stats", "--format", "human")
     assert out.startswith("memories: 41 (0 pending)\n")
     code, out, _ = cli(capsys, *base, "--format", "human", "search", "bicycle", "--json")
@@ -195,7 +196,7 @@ def test_a_terminal_gets_text_and_a_pipe_gets_json(
     assert out.startswith("2 memories for: new bicycle\n")
     assert "Mira: I bought a new bicycle yesterday" in out
     code, out, _ = cli(capsys, "--db", sample_db, "--user", "mira", "search", "new bicycle", "-k", "2")
-    assert set(json.loads(out)) == {"query", "evidence", "trace"}  # what scripts read, unchanged
+    assert set(json.loads(out)) == {"query", "evidence", "summary", "trace"}  # POST /v1/search's document
 
 
 def test_ingest_on_a_terminal_draws_progress_on_stderr(tmp_path: Path) -> None:
@@ -227,7 +228,7 @@ def test_get_and_list_with_filters_and_paging(capsys: pytest.CaptureFixture[str]
     def listed(*args: str) -> list[dict]:  # type: ignore[type-arg]
         code, out, err = cli(capsys, *base, "list", *args)
         assert code == 0, err
-        return json.loads(out)["memories"]  # type: ignore[no-any-return]
+        return json.loads(out)["items"]  # type: ignore[no-any-return]
 
     everything = listed("--limit", "1000")
     assert len(everything) == 40
@@ -257,10 +258,10 @@ def test_search_and_answer_take_the_filters(capsys: pytest.CaptureFixture[str], 
     found = json.loads(out)["evidence"]
     assert code == 0
     assert found
-    assert {e["speaker"] for e in found} == {"Assistant"}
+    assert {e["node"]["speaker"] for e in found} == {"Assistant"}
     code, out, _ = cli(capsys, *base, "answer", "What broke?", "--since", "2024-06-01")
     assert code == 0
-    assert all(e["at"] >= "2024-06-01" for e in json.loads(out)["evidence"])
+    assert all(e["node"]["at"] >= "2024-06-01" for e in json.loads(out)["evidence"])
 
 
 # -- typos ---------------------------------------------------------------------------------------------
@@ -310,7 +311,7 @@ class FakeClock:
 def test_progress_is_throttled_by_time_not_by_count() -> None:
     import io
 
-    from dualmem.bench._progress import Progress, due
+    from dualmem._progress import Progress, due
 
     assert due(0.0, 2.0, 2.0)
     assert not due(0.0, 1.99, 2.0)

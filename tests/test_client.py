@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from dualmem import ConfigError, InvalidInput, Memory, NotFound, Profile, RuntimeFailure, Tenant
+from dualmem import AuthError, ConfigError, InvalidInput, Memory, NotFound, Profile, RuntimeFailure, Tenant
 from dualmem.client import Client
 from dualmem.embed import Embedder
 from dualmem.server import ServerSettings, create_app
@@ -110,8 +110,21 @@ def test_client_errors_are_dualmem_errors(served: tuple[str, KeyStore, Memory], 
             client.forget()
         with pytest.raises(InvalidInput):
             client.import_jsonl(tmp_path / "missing.jsonl")
-    with Client(url, "dmk_wrong") as bad, pytest.raises(ConfigError):
-        bad.count()
+    with Client(url, token) as client:
+        for blank in ("", "  "):  # the core's own words, as embedded and in the CLI
+            with pytest.raises(InvalidInput, match=r"^the query is empty$") as empty:
+                client.search(blank)
+            assert empty.value.hint == "pass a non-blank question"
+    for bad_key in ("dmk_wrong", None):  # unknown, or none at all: an auth error, not a configuration one
+        with Client(url, bad_key) as bad, pytest.raises(AuthError) as refused:
+            bad.count()
+        assert not isinstance(refused.value, ConfigError)
+    _, admin = keys.create(admin=True)
+    with Client(url, admin) as wrong_kind:
+        with pytest.raises(AuthError, match="admin key"):
+            wrong_kind.search("bike")
+        with pytest.raises(AuthError, match="admin key"):
+            _ = wrong_kind.tenant
     with (
         Client("http://127.0.0.1:9", token, retries=0) as down,
         pytest.raises(RuntimeFailure, match="cannot reach"),

@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from dualmem.bench.cv import (
+from research.cv import (
     VIEW_ABLATIONS,
     CVConfig,
     load_links,
@@ -18,7 +17,8 @@ from dualmem.bench.cv import (
     run_cv,
     summarize_cv,
 )
-from dualmem.bench.cv_heads import heads_cv, heads_search
+from research.cv_heads import heads_cv, heads_search
+
 from dualmem.learn.heads import HEAD_GROUPS
 
 PETS = ["dog Pepper", "cat Miso", "parrot Kiwi", "hamster Nibbles", "rabbit Clover"]
@@ -129,7 +129,7 @@ def test_read_variants_change_one_setting_each() -> None:
 
 @pytest.mark.slow
 def test_joint_cv_fits_one_scorer_over_two_corpora(tmp_path: Path) -> None:
-    from dualmem.bench.cv_joint import Corpus, JointConfig, run_joint, summarize
+    from research.cv_joint import Corpus, JointConfig, run_joint, summarize
 
     dirs = {"persona": tmp_path / "persona", "agent": tmp_path / "agent"}
     for d in dirs.values():

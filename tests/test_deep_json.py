@@ -16,7 +16,6 @@ import pytest
 
 from dualmem import Memory, Profile
 from dualmem import _json as bounded_json
-from dualmem._profile_json import load_profile
 from dualmem.cli.main import main
 from dualmem.control.weights import read_weights
 from dualmem.conversations import load_conversations
@@ -127,7 +126,7 @@ def test_other_json_files_refuse_deep_documents(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="deeper than 100"):
         load_conversations(deep)
     with pytest.raises(ConfigError, match="not a JSON profile"):
-        load_profile(deep)
+        Profile.load(deep)
     with pytest.raises(ConfigError, match="deeper than 100"):
         read_weights(HUGE, source="w.json")
     nested = tmp_path / "nested.json"  # parses (under ~1,000 levels), refused before it is walked

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dualmem import LLMConfig, Memory, OpenOptions
-from dualmem.bench.locomo import add_bench_arguments, bench_from_args
+from dualmem.cli.bench import add_bench_arguments, bench_from_args
 from dualmem.cli.main import main
 from dualmem.control import create_controller
 from dualmem.control.config import JevConfig, is_local_url

@@ -83,7 +83,7 @@ async def test_tools_are_described_typed_and_annotated(client: Client) -> None:
 async def test_every_tool_in_process(client: Client, service: Service) -> None:
     empty = await call(client, "answer", {"query": "What is the name of Mira's dog?"})
     assert empty["abstained"] is True
-    assert empty["stop_reason"] == "empty"
+    assert empty["summary"]["stop_reason"] == "empty"
     turns = [
         ("Mira: My dog is called Biscuit.", "2024-06-01T10:00:00Z"),
         ("Mira: Biscuit ate a sock yesterday.", "2024-06-02T10:00:00Z"),
@@ -95,21 +95,22 @@ async def test_every_tool_in_process(client: Client, service: Service) -> None:
     found = await call(client, "search", {"query": "What did Biscuit eat?", "k": 2})
     assert found["evidence"]
     assert len(found["evidence"]) <= 2
-    assert found["stop_reason"] in get_args(StopReason)
-    assert {"views", "controller_calls", "latency_ms"} <= set(found["trace"])
+    assert found["summary"]["stop_reason"] in get_args(StopReason)
+    assert {"active_views", "controller_calls", "latency_ms"} <= set(found["summary"])
+    assert "trace" not in found  # null: left out
     ans = await call(client, "answer", {"query": "What is the name of Mira's dog?"})
     assert ans["abstained"] is False
-    assert ans["answer"]
+    assert ans["text"]
     assert ans["evidence"]
     got = await call(client, "get", {"id": ids[0]})
     assert got["content"] == turns[0][0]
     assert got["speaker"] == "Mira"
-    assert got["current"] is True
+    assert "valid_to" not in got  # current
     upd = await call(client, "update", {"id": ids[2], "text": "Leo: I live in Lisbon now."})
     assert upd["old"] == ids[2]
-    assert upd["memory"]["content"] == "Leo: I live in Lisbon now."
+    assert upd["node"]["content"] == "Leo: I live in Lisbon now."
     versions = (await call(client, "history", {"id": upd["new"]}))["versions"]
-    assert [v["current"] for v in versions] == [False, True]
+    assert ["valid_to" in v for v in versions] == [True, False]
     report = await call(client, "consolidate")
     assert report["user"] == "mira"
     assert report["examined"] >= 1
@@ -213,6 +214,6 @@ async def test_dualmem_mcp_over_stdio(tmp_path: Path) -> None:
     async with Client(StdioServerParameters(command=sys.executable, args=args, env=env)) as c:
         (node,) = (await call(c, "add", {"text": "Mira: my cat is called Pixel."}))["ids"]
         found = await call(c, "search", {"query": "cat name"})
-        assert [e["id"] for e in found["evidence"]] == [node]
+        assert [e["node"]["id"] for e in found["evidence"]] == [node]
     with Memory.open(tmp_path / "stdio.db", embedder="hashing") as mem:
         assert mem.get(node, user="mira").tenant == Tenant("mira")  # the tenant came from DUALMEM_USER

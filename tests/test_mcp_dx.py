@@ -18,7 +18,7 @@ from mcp import Client
 from dualmem import Memory, Profile, Tenant
 from dualmem.mcp_server import build_mcp
 from dualmem.server.keys import KeyStore
-from dualmem.server.schemas import QueryRequest
+from dualmem.server.schemas import BRIEF_NODE, QueryRequest, TraceSummary
 from dualmem.server.service import Service
 from dualmem.types import MAX_K
 
@@ -103,15 +103,17 @@ async def test_results_are_compact_and_the_answer_comes_first(client: Client) ->
     found = json.loads(text)
     assert text == json.dumps(found, ensure_ascii=False, separators=(",", ":"))  # no indentation
     assert len(found["evidence"]) == 10
-    for e in found["evidence"]:
-        assert set(e) <= {"id", "content", "score", "speaker", "at", "session"}
+    for e in found["evidence"]:  # the HTTP API's evidence, in brief: the memory nested, its score
+        assert set(e) == {"node", "score"}
+        assert set(e["node"]) <= {"id", "content", "speaker", "at", "session"}
         assert e["score"] == round(e["score"], 3)
-    assert set(found["trace"]) == {"views", "depth", "controller_calls", "latency_ms"}
+    assert set(found) == {"query", "evidence", "summary"}
+    assert set(found["summary"]) == set(TraceSummary.model_fields)
     answered = await text_of(client, "answer", {"query": "What did the dog eat?", "k": 10})
-    assert answered.startswith('{"answer":')
+    assert answered.startswith('{"text":')
     assert len(answered) < SEARCH_MAX + 500
-    got = await call(client, "get", {"id": found["evidence"][0]["id"]})
-    assert set(got) <= {"id", "content", "speaker", "at", "session", "metadata", "current", "status"}
+    got = await call(client, "get", {"id": found["evidence"][0]["node"]["id"]})
+    assert set(got) <= BRIEF_NODE
 
 
 @pytest.mark.anyio
@@ -127,7 +129,9 @@ async def test_add_without_at_is_now_and_filters_and_list_work(client: Client, s
 
     async def ids(tool: str, **args: Any) -> list[str]:
         out = await call(client, tool, {"query": "Porto car", **args} if tool != "list" else args)
-        return [m["id"] for m in out["evidence" if tool != "list" else "memories"]]
+        return (
+            [m["id"] for m in out["items"]] if tool == "list" else [e["node"]["id"] for e in out["evidence"]]
+        )
 
     for tool in ("search", "answer", "list"):
         assert set(await ids(tool)) == {now_id, old_id}
@@ -137,11 +141,11 @@ async def test_add_without_at_is_now_and_filters_and_list_work(client: Client, s
         assert await ids(tool, until="2024-01-01") == [old_id]
         assert await ids(tool, metadata={"topic": "cars"}) == [old_id]
     listed = await call(client, "list", {"limit": 1})
-    assert [m["id"] for m in listed["memories"]] == [old_id]  # oldest first
+    assert [m["id"] for m in listed["items"]] == [old_id]  # oldest first
     assert listed["next_offset"] == 1
     assert (await call(client, "list", {"limit": 1, "offset": 1}))["next_offset"] is None
     assert (await call(client, "forget", {"since": before.isoformat()}))["forgotten"] == 1
-    assert [m["id"] for m in (await call(client, "list"))["memories"]] == [old_id]
+    assert [m["id"] for m in (await call(client, "list"))["items"]] == [old_id]
 
 
 @pytest.mark.anyio

@@ -16,8 +16,9 @@ import pytest
 
 from dualmem import Memory
 from dualmem.control.builtin import BuiltinController
+from dualmem.control.ranker import LinearRanker
+from dualmem.control.scorers import default_ranker
 from dualmem.embed import Embedder
-from dualmem.learn.ranker import LinearRanker, default_ranker
 from dualmem.plane import SQLiteStore
 from dualmem.read import scoring
 from dualmem.read.loop import _best_first

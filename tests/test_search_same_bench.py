@@ -74,3 +74,32 @@ def test_dumps_of_the_same_code_are_identical_and_a_changed_score_is_found(
     out = capsys.readouterr().out
     assert "DIFFERENT 'What did Jon adopt?': hits" in out
     assert "2 identical, 1 different" in out
+
+
+def test_stored_builds_of_the_same_conversation_compare_equal_and_a_change_is_found(
+    tmp_path: Path, hashing: Embedder
+) -> None:
+    """``stored``: two builds differ in ids and write stamps only; their canonical forms are equal."""
+    same = _module()
+    conv = tmp_path / "mira.json"
+    conv.write_text(json.dumps(CONVERSATION))
+    outs = []
+    for name in ("a", "b"):
+        with Memory(
+            SQLiteStore.open(tmp_path / f"{name}.db"), hashing, BuiltinController(), answerer=None,
+            profile=Profile.builtin(),
+        ) as mem:  # fmt: skip
+            mem.ingest(conv, user="mira")
+            export = tmp_path / f"{name}.jsonl"
+            mem.scope("mira").export_jsonl(export)
+        out = tmp_path / f"{name}.stored.json"
+        assert same.main(["stored", str(export), "--out", str(out)]) == 0
+        outs.append(out.read_text())
+    assert (tmp_path / "a.jsonl").read_text() != (tmp_path / "b.jsonl").read_text()  # other ids, stamps
+    assert outs[0] == outs[1]
+    assert "s1:3" in outs[0]  # ids by turn
+    assert "created_at" not in outs[0]
+    changed = (tmp_path / "b.jsonl").read_text().replace("a red one", "a blue one")
+    (tmp_path / "b.jsonl").write_text(changed)
+    assert same.main(["stored", str(tmp_path / "b.jsonl"), "--out", str(tmp_path / "c.json")]) == 0
+    assert (tmp_path / "c.json").read_text() != outs[0]

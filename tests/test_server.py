@@ -135,7 +135,9 @@ def test_update_history_inspect_delete(client: TestClient, keys: KeyStore) -> No
     assert info["node"]["id"] == new
     assert any(e["label"] == "superseded_by" for e in info["edges"])
     assert {d["purpose"] for d in info["decisions"]} >= {"typing"}
-    assert_problem(client.patch(f"/v1/memories/{old}", json={"text": "x"}, headers=h), 422, "invalid-input")
+    assert_problem(
+        client.patch(f"/v1/memories/{old}", json={"text": "x"}, headers=h), 409, "conflict"
+    )  # a superseded version
     assert client.delete(f"/v1/memories/{new}", headers=h).json()["forgotten"] == 2  # the whole chain
     assert_problem(client.get(f"/v1/memories/{new}", headers=h), 404, "not-found")
     assert_problem(client.delete(f"/v1/memories/{new}", headers=h), 404, "not-found")
@@ -198,7 +200,7 @@ def test_export_streams_jsonl_and_import_takes_only_the_callers_tenant(
     assert imported.json()["nodes"] == 2
     assert memory.count(user="alice") == 2
     again = client.post("/v1/import", content=r.content, headers=alice)
-    assert_problem(again, 422, "invalid-input")  # same ids exist already: nothing written
+    assert_problem(again, 409, "conflict")  # same ids exist already: nothing written
     assert memory.count(user="alice") == 2
     assert_problem(client.post("/v1/import", content=b"not json\n", headers=alice), 422, "invalid-input")
 

@@ -1,4 +1,4 @@
-"""bench/small_memories.py's slicing: two-session slices that keep only the questions they can answer."""
+"""research/small_memories.py's slicing: two-session slices that keep only the questions they can answer."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from bench_scripts import load_bench
 from dualmem.conversations import load_conversations
 
 
 def _bench() -> ModuleType:
-    return load_bench("small_memories.py")
+    from research import small_memories
+
+    return small_memories
 
 
 def _turns(session: int, n: int) -> list[dict[str, str]]:

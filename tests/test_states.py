@@ -273,7 +273,7 @@ def test_the_paths_send_typed_states_and_the_wire_is_their_to_wire(tmp_path: Any
         "assessment": {"query", "evidence", "depth", "max_depth"},
     }
     typed = {b.purpose for b in ctl.batches if b.typed is not None}
-    assert typed >= {"relations", "consolidation", "routing", "scoring", "assessment"}
+    assert typed == {"typing", "relations", "consolidation", "routing", "scoring", "assessment"}
 
 
 def test_a_head_replaces_the_builtin_relevance_decision() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dualmem.control.scorers import ranker_from_json
+from dualmem.control.trees import MAX_LEAVES, Tree
 from dualmem.errors import ConfigError, InvalidInput
 from dualmem.learn import LinearRanker, TreeRanker, default_ranker, load_ranker
 from dualmem.learn.boost import TreeSettings, choose_trees, fit_trees, recall10
-from dualmem.learn.ranker import ranker_from_json
-from dualmem.learn.trees import MAX_LEAVES, Tree
 
 NAMES = ("a", "b", "c", "d")
 LEAF = {"feature": [], "threshold": [], "left": [], "right": [], "leaf": [0.5]}

@@ -18,7 +18,7 @@ from dualmem import Memory, Profile
 from dualmem.embed import HashingEmbedder
 from dualmem.read.trace import StopReason
 from dualmem.server import ServerSettings, create_app
-from dualmem.server.keys import KeyStore
+from dualmem.server.keys import TOKEN_PREFIX, KeyStore
 from dualmem.server.routes_inspector import inspector_router
 from dualmem.types import Tenant
 from server_support import live_server
@@ -56,6 +56,11 @@ def sample_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
         yield mem
 
 
+def _shorten(text: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
 def _page(browser: Any) -> tuple[Any, list[str]]:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
@@ -76,6 +81,7 @@ def test_inspector_search_trace_and_node_page(browser: Any, sample_memory: Memor
         # the page asks for the key once, then keeps it for the tab
         page.goto(f"{url}/ui")
         page.wait_for_selector("#api-key")
+        assert page.get_attribute("#api-key", "placeholder") == f"{TOKEN_PREFIX}…"  # what a key looks like
         assert errors == ["Failed to load resource: the server responded with a status of 401 (Unauthorized)"]
         errors.clear()  # the browser logs the first, keyless call's 401
         page.fill("#api-key", token)
@@ -106,7 +112,19 @@ def test_inspector_search_trace_and_node_page(browser: Any, sample_memory: Memor
         assert names == list(expected.trace.route)
         values = page.locator("#routing .score-value").all_inner_texts()
         assert values == [f"{p:.3f}" for p in expected.trace.route.values()]
-        assert page.locator("#budgets tbody tr").count() == len(expected.trace.budgets)
+        assert page.locator("#budget-table tbody tr").count() == len(expected.trace.budgets)
+        # the anchors: each memory's first words (a link to it) and its fused score, not bare numbers
+        anchors = page.locator("#anchors tbody tr")
+        shown = expected.trace.anchors[:12]
+        assert shown
+        assert anchors.count() == len(shown)
+        for i, (anchor_id, score) in enumerate(shown):
+            row = anchors.nth(i)
+            assert row.get_attribute("data-id") == anchor_id
+            assert row.locator("a.node-link").inner_text() == _shorten(
+                sample_memory.get(anchor_id, user="mira").content
+            )
+            assert row.locator(".anchor-score").inner_text() == f"{score:.4f}"
         assert page.locator("#rounds .round").count() == len(expected.trace.rounds)
         assert page.locator("#rounds table.pool tbody tr").count() == sum(
             len(r.candidates) for r in expected.trace.rounds
@@ -177,6 +195,13 @@ def test_inspector_without_auth_and_its_other_views(
         assert page.locator("#growth-nodes polyline").count() == 2
         assert page.locator("#growth-edges polyline").count() == 4
         assert str(sample_memory.count(user="mira")) in page.inner_text("#stats")
+        # edges by view: a small table, a row per view, not raw JSON
+        by_view = sample_memory.stats(user="mira")["edges_by_view"]
+        rows = page.locator("#stat-edges-by-view tbody tr")
+        assert [rows.nth(i).inner_text().split() for i in range(rows.count())] == [
+            [view, str(n)] for view, n in by_view.items()
+        ]
+        assert "{" not in page.inner_text("#stats")
         page.screenshot(path=str(tmp_path / "stats.png"), full_page=True)
         # export asks first, then offers the JSON Lines file
         page.click("#nav a[data-view=memories]")
@@ -188,4 +213,31 @@ def test_inspector_without_auth_and_its_other_views(
         download.value.save_as(saved)
         assert saved.read_text(encoding="utf-8").count("\n") > sample_memory.count(user="mira")
         page.close()
+        assert errors == []
+
+
+def test_swagger_ui_renders_offline(browser: Any, sample_memory: Memory) -> None:
+    """``/docs`` in a browser that may reach nothing but this server: Swagger UI draws every operation."""
+    app = create_app(sample_memory, settings=ServerSettings(consolidate_every=0))
+    with live_server(app) as url:
+        operations = sum(len(methods) for methods in app.openapi()["paths"].values())
+        page, errors = _page(browser)
+        elsewhere: list[str] = []
+
+        def only_this_server(route: Any) -> None:
+            if route.request.url.startswith(f"{url}/"):
+                route.continue_()
+            else:
+                elsewhere.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", only_this_server)
+        page.goto(f"{url}/docs")
+        page.wait_for_selector(".swagger-ui .information-container .title")
+        assert page.inner_text(".swagger-ui .information-container .title").startswith("dualmem")
+        page.wait_for_selector(".swagger-ui .opblock")
+        assert page.locator(".swagger-ui .opblock").count() == operations
+        assert page.locator(".swagger-ui .errors-wrapper").count() == 0  # the schema parsed (OpenAPI 3.1)
+        page.close()
+        assert elsewhere == []
         assert errors == []

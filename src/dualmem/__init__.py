@@ -11,10 +11,13 @@ Importing dualmem has no side effects: no files, no network, no model loading, n
 
 from __future__ import annotations
 
+from dualmem._version import __version__
 from dualmem.config import Profile
 from dualmem.control.config import JevConfig, LLMConfig
 from dualmem.errors import (
+    AuthError,
     ConfigError,
+    Conflict,
     ControllerError,
     ControllerTimeout,
     DatabaseCorrupt,
@@ -32,11 +35,11 @@ from dualmem.read.trace import Retrieval, Trace
 from dualmem.scope import Scope
 from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant, TypeScores
 
-__version__ = "0.1.0"
-
 __all__ = [
     "Answer",
+    "AuthError",
     "ConfigError",
+    "Conflict",
     "ControllerError",
     "ControllerTimeout",
     "DatabaseCorrupt",

@@ -12,28 +12,27 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from dualmem import _json as bounded_json
+from dualmem.control.calibration import Calibration
 from dualmem.errors import ConfigError
 
-if TYPE_CHECKING:
-    from dualmem.config import Profile
-
-__all__ = ["FORMAT", "load_profile", "profile_from_json", "profile_to_json", "save_profile"]
+__all__ = ["FORMAT", "profile_from_json", "profile_to_json", "read_profile", "write_profile"]
 
 FORMAT = "dualmem-profile/1"
 
+_P = TypeVar("_P")
 
-def profile_to_json(profile: Profile) -> dict[str, Any]:
+
+def profile_to_json(profile: object) -> dict[str, Any]:
+    """A profile dataclass (``dualmem.config.Profile``) as the file's JSON object."""
     out: dict[str, Any] = {"format": FORMAT}
     out.update(_dump(profile))
     return out
 
 
 def _dump(obj: object) -> Any:
-    from dualmem.control.calibration import Calibration
-
     if isinstance(obj, Calibration):
         return obj.to_json()
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -43,16 +42,15 @@ def _dump(obj: object) -> Any:
     return obj
 
 
-def profile_from_json(data: object, *, source: str = "profile") -> Profile:
-    from dualmem.config import Profile
-
+def profile_from_json(cls: type[_P], data: object, *, source: str = "profile") -> _P:
+    """An instance of the profile dataclass ``cls`` from a file's parsed JSON."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: a profile is a JSON object", hint="write one with Profile.save")
     doc = dict(data)
     fmt = doc.pop("format", FORMAT)
     if fmt != FORMAT:
         raise ConfigError(f"{source}: profile format {fmt!r}, expected {FORMAT!r}")
-    profile: Profile = _load(Profile, doc, source)
+    profile: _P = _load(cls, doc, source)
     return profile
 
 
@@ -80,8 +78,6 @@ def _load(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
 
 
 def _value(default: object, raw: object, where: str, name: str) -> object:
-    from dualmem.control.calibration import Calibration
-
     if name == "calibration":
         return Calibration.from_json(raw, source=where)
     if dataclasses.is_dataclass(default):
@@ -111,18 +107,19 @@ def _value(default: object, raw: object, where: str, name: str) -> object:
     return raw
 
 
-def save_profile(profile: Profile, path: str | Path) -> Path:
+def write_profile(doc: Mapping[str, Any], path: str | Path) -> Path:
+    """Write a profile's JSON object (``profile_to_json``) to ``path``."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(profile_to_json(profile), indent=2) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return out
 
 
-def load_profile(path: str | Path) -> Profile:
+def read_profile(path: str | Path) -> object:
+    """The parsed JSON of a profile file (``ConfigError`` when unreadable or not JSON)."""
     try:
-        raw = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
+        return bounded_json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read profile {path}: {exc.strerror}") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not a JSON profile", hint="write one with Profile.save") from exc
-    return profile_from_json(raw, source=str(path))

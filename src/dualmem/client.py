@@ -7,7 +7,8 @@
 
 The tenant is the API key's. Results are the same dataclasses as embedded (``Retrieval``,
 ``Evidence``, ``Node``, ``Answer``...; nodes come without their embedding vectors) and errors are
-the same ``dualmem.errors`` classes, so code moves between embedded and served without change.
+the same ``dualmem.errors`` classes, so code moves between embedded and served without change
+(a key the server refuses is an ``AuthError``).
 Writes carry an ``Idempotency-Key``, so the client retries them safely after a 429/503 or a lost
 connection.
 """
@@ -66,8 +67,8 @@ def _raise_for(response: httpx.Response) -> None:
     if cls is None:
         if code in ("malformed-json", "invalid-cursor", "too-large", "too-deep", "unsupported-media-type"):
             cls = InvalidInput
-        elif code in ("unauthorized", "forbidden"):
-            cls = errs.ConfigError
+        elif code in ("unauthorized", "forbidden") or response.status_code in (401, 403):
+            cls = errs.AuthError
         else:
             cls = UserError if response.status_code < 500 and response.status_code != 429 else RuntimeFailure
     raise cls(detail, hint=hint if isinstance(hint, str) else None)
@@ -314,6 +315,8 @@ class Client:
         if self._tenant is None:
             me = self._json(w.WhoAmI, "GET", "/v1/whoami")
             if me.tenant is None:
-                raise errs.ConfigError("this API key is an admin key and has no tenant")
+                raise errs.AuthError(
+                    "this API key is an admin key and has no tenant", hint="use a key created with --user"
+                )
             self._tenant = Tenant(me.tenant.user, me.tenant.agent, me.tenant.run)
         return self._tenant

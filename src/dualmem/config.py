@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from dualmem._profile_json import profile_from_json, profile_to_json, read_profile, write_profile
+from dualmem.control.calibration import Calibration
 from dualmem.errors import ConfigError
-
-if TYPE_CHECKING:
-    from dualmem.control.calibration import Calibration
 
 __all__ = ["EXTENSIONS", "Lambdas", "Limits", "Profile", "ReadProfile", "WriteProfile"]
 
@@ -256,27 +255,19 @@ class Profile:
         return cls.for_backend(name)
 
     def to_json(self) -> dict[str, Any]:
-        from dualmem._profile_json import profile_to_json
-
         return profile_to_json(self)
 
     @classmethod
     def from_json(cls, data: object, *, source: str = "profile") -> Profile:
         """Validate parsed JSON (fields left out keep their defaults); ``ConfigError`` naming a bad one."""
-        from dualmem._profile_json import profile_from_json
-
-        return profile_from_json(data, source=source)
+        return profile_from_json(cls, data, source=source)
 
     def save(self, path: str | Path) -> Path:
-        from dualmem._profile_json import save_profile
-
-        return save_profile(self, path)
+        return write_profile(self.to_json(), path)
 
     @classmethod
     def load(cls, path: str | Path) -> Profile:
-        from dualmem._profile_json import load_profile
-
-        return load_profile(path)
+        return cls.from_json(read_profile(path), source=str(path))
 
     def with_(self, **changes: Any) -> Profile:
         """A copy with fields changed; nested sections by ``write=``/``read=`` or dotted ``read__beam=``."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 __all__ = [
     "AnswererError",
+    "AuthError",
     "ConfigError",
+    "Conflict",
     "ControllerError",
     "ControllerTimeout",
     "DatabaseCorrupt",
@@ -75,6 +77,21 @@ class ReadOnlyStore(UserError):
     """A write was attempted on a memory opened read-only (or on a file the process cannot write)."""
 
     code = "read-only"
+
+
+class Conflict(InvalidInput):
+    """The request is well formed but the memory's state refuses it: an update of a superseded
+    version, an import of ids that exist (HTTP 409). An ``InvalidInput``, as it was before it had
+    a class of its own."""
+
+    code = "conflict"
+
+
+class AuthError(UserError):
+    """A service refused the credentials: no API key, an unknown or revoked one, or a key that may
+    not do this (an admin key reading memories, a tenant key managing keys)."""
+
+    code = "auth-error"
 
 
 class ConfigError(UserError):

@@ -29,14 +29,13 @@ from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
-from dualmem.errors import ConfigError, InvalidInput, NotFound
+from dualmem.errors import ConfigError, Conflict, InvalidInput, NotFound
 from dualmem.plane import Decision, SQLiteStore, Store, open_store
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, verify_export
 from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
-from dualmem.scope import Scope
 from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text
 from dualmem.write.background import Periodic
@@ -53,7 +52,7 @@ from dualmem.write.lifecycle import (
 )
 from dualmem.write.pipeline import Writer, WriteReport, natural_key
 
-__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions"]
+__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions", "Scope"]
 
 log = logging.getLogger("dualmem")
 
@@ -500,9 +499,7 @@ class Memory:
         with self.store.transaction():  # the new version and the supersession commit together
             old = self._find(node_id, tenant)
             if old.valid_to is not None:
-                raise InvalidInput(
-                    f"memory {node_id!r} was already superseded", hint="update its newest version"
-                )
+                raise Conflict(f"memory {node_id!r} was already superseded", hint="update its newest version")
             obs = _observation(
                 text,
                 speaker=old.speaker,
@@ -703,3 +700,116 @@ def _coerce(item: Observation | str | Mapping[str, Any]) -> Observation:
     raise InvalidInput(
         f"an observation must be a str, a mapping or an Observation, not {type(item).__name__}"
     )
+
+
+class Scope:
+    """The memory as one tenant sees it. Build it with :meth:`Memory.scope`."""
+
+    __slots__ = ("_kw", "memory", "tenant")
+
+    def __init__(self, memory: Memory, tenant: Tenant) -> None:
+        self.memory = memory
+        self.tenant = tenant
+        self._kw: dict[str, Any] = {"user": tenant.user, "agent": tenant.agent, "run": tenant.run}
+
+    def __repr__(self) -> str:
+        t = self.tenant
+        return f"Scope(user={t.user!r}, agent={t.agent!r}, run={t.run!r})"
+
+    # -- write -------------------------------------------------------------------------------
+    def add(  # noqa: PLR0913 - keyword-only: the observation's fields and its idempotency key
+        self,
+        text: str,
+        *,
+        speaker: str | None = None,
+        at: TimeInput = None,
+        source: str | None = None,
+        session: str | None = None,
+        turn_id: str | None = None,
+        metadata: Mapping[str, JSONValue] | None = None,
+        key: str | None = None,
+    ) -> str:
+        """Store one observation; returns its node id (the stored one for a known ``key``/turn)."""
+        return self.memory.add(
+            text,
+            speaker=speaker,
+            at=at,
+            source=source,
+            session=session,
+            turn_id=turn_id,
+            metadata=metadata,
+            key=key,
+            **self._kw,
+        )
+
+    def add_many(
+        self,
+        observations: Iterable[Observation | str | Mapping[str, Any]],
+        *,
+        chunk_size: int = 256,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> list[str]:
+        """Store observations in order; one bad item stores nothing."""
+        return self.memory.add_many(observations, chunk_size=chunk_size, on_progress=on_progress, **self._kw)
+
+    def ingest(self, path: str | Path, *, on_progress: Callable[[int, int], None] | None = None) -> list[str]:
+        """Store every turn of a conversation file (dualmem JSON or LoCoMo)."""
+        return self.memory.ingest(path, on_progress=on_progress, **self._kw)
+
+    def repair(self) -> WriteReport:
+        """Complete the controller decisions of this tenant's pending nodes."""
+        return self.memory.repair(**self._kw)
+
+    # -- read --------------------------------------------------------------------------------
+    def list_memories(
+        self, *, where: Filter | None = None, limit: int | None = 100, offset: int = 0
+    ) -> list[Node]:
+        return self.memory.list_memories(where=where, limit=limit, offset=offset, **self._kw)
+
+    def search(self, query: str, *, k: int = 10, where: Filter | None = None) -> Retrieval:
+        return self.memory.search(query, k=k, where=where, **self._kw)
+
+    def answer(self, query: str, *, k: int = 10, where: Filter | None = None) -> Answer:
+        return self.memory.answer(query, k=k, where=where, **self._kw)
+
+    def get(self, node_id: str) -> Node:
+        return self.memory.get(node_id, **self._kw)
+
+    def inspect(self, node_id: str) -> Inspection:
+        return self.memory.inspect(node_id, **self._kw)
+
+    def history(self, node_id: str) -> list[Node]:
+        return self.memory.history(node_id, **self._kw)
+
+    def count(self) -> int:
+        return self.memory.count(**self._kw)
+
+    def nodes(self) -> Iterator[Node]:
+        return self.memory.nodes(**self._kw)
+
+    def stats(self) -> dict[str, JSONValue]:
+        return self.memory.stats(**self._kw)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def update(self, node_id: str, text: str, *, at: TimeInput = None) -> str:
+        return self.memory.update(node_id, text, at=at, **self._kw)
+
+    def forget(self, node_id: str | None = None, *, where: Filter | None = None) -> int:
+        """Remove a memory (with its versions, derived summaries and cached answers) or every match."""
+        return self.memory.forget(node_id, where=where, **self._kw)
+
+    def delete(self, node_id: str | None = None, *, where: Filter | None = None) -> int:
+        """An alias of :meth:`forget`."""
+        return self.forget(node_id, where=where)
+
+    def forget_all(self) -> int:
+        return self.memory.forget_all(**self._kw)
+
+    def consolidate(self) -> ConsolidationReport:
+        return self.memory.consolidate(**self._kw)
+
+    def export_jsonl(self, path: str | Path) -> int:
+        return self.memory.export_jsonl(path, **self._kw)
+
+    def import_jsonl(self, path: str | Path) -> ImportReport:
+        return self.memory.import_jsonl(path, **self._kw)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dualmem import __version__
-from dualmem.bench._progress import Progress
+from dualmem._progress import Progress
+from dualmem._version import __version__
 from dualmem.bench.judge import ABSTENTION_REFERENCE, BinaryJudge, ContinuousJudge, Judge, JudgeError
 from dualmem.bench.locomo import BenchConfig, Endpoint, SystemSpec, system_spec
 from dualmem.bench.metrics import bleu1, f1_tokens, is_refusal, locomo_official_score, mrr, recall_at_k

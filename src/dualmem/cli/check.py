@@ -62,7 +62,7 @@ def _build_index(store: Store, path: str) -> Outcome:
 
 
 def cmd_check(args: argparse.Namespace) -> Outcome:
-    from dualmem.cli.main import default_db
+    from dualmem.cli.options import default_db
 
     path = args.db or default_db()
     if "://" not in path and path != ":memory:" and not Path(path).is_file():

@@ -20,9 +20,10 @@ from dualmem.cli.options import (
     scope_of,
     tenant_options,
 )
-from dualmem.cli.render import evidence_json, node_json, trace_summary
+from dualmem.cli.render import node_json
 from dualmem.errors import InvalidInput
 from dualmem.read.trace import render_trace
+from dualmem.server.schemas import answer_out, inspection_out, node_list, search_out
 from dualmem.types import MAX_K
 
 __all__ = ["k_value", "node_json", "open_memory", "register"]
@@ -134,7 +135,7 @@ def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("bench", help="benchmarks")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
     b = bench_sub.add_parser("locomo", help="the LoCoMo benchmark: recall, QA, build time, latency")
-    from dualmem.bench import add_bench_arguments
+    from dualmem.cli.bench import add_bench_arguments
 
     add_bench_arguments(b)
     b.set_defaults(handler=cmd_bench_locomo)
@@ -186,9 +187,7 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
                     f"{i:>2}. [{e.score:.3f} {e.view}] ({when}) {e.node.speaker or ''}: {e.node.content}"
                 )
             return "\n".join(lines)
-        out: dict[str, Any] = {"query": args.query, "evidence": [evidence_json(e) for e in found.evidence]}
-        out["trace"] = found.trace.to_json() if full else trace_summary(found.trace.to_json())
-        return out
+        return search_out(found, with_trace=full).model_dump(mode="json")
 
 
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
@@ -197,15 +196,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
         ans = scope_of(mem, args).answer(args.query, k=args.k, where=where)
         if not ans.evidence:
             note_if_empty(mem, args)
-        out: dict[str, Any] = {
-            "query": args.query,
-            "answer": ans.text,
-            "abstained": ans.abstained,
-            "answerer": ans.answerer,
-            "evidence": [evidence_json(e) for e in ans.evidence],
-        }
-        out["trace"] = ans.trace.to_json() if args.trace else trace_summary(ans.trace.to_json())
-        return out
+        return answer_out(args.query, ans, with_trace=args.trace).model_dump(mode="json")
 
 
 def cmd_get(args: argparse.Namespace) -> dict[str, Any]:
@@ -215,17 +206,14 @@ def cmd_get(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_list(args: argparse.Namespace) -> dict[str, Any]:
     where = filter_from_args(args)
+    if args.limit < 1:  # one more is asked for below (it tells whether a next page exists)
+        raise InvalidInput("--limit must be at least 1")
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
-        nodes = scope.list_memories(where=where, limit=args.limit, offset=args.offset)
+        nodes = scope.list_memories(where=where, limit=args.limit + 1, offset=args.offset)
         if not nodes and not args.offset:
             note_if_empty(mem, args)
-        return {
-            "memories": [node_json(n) for n in nodes],
-            "offset": args.offset,
-            "limit": args.limit,
-            "count": len(nodes),
-        }
+        return node_list(nodes, limit=args.limit, offset=args.offset).model_dump(mode="json")
 
 
 def cmd_stats(args: argparse.Namespace) -> dict[str, Any]:
@@ -250,27 +238,7 @@ def cmd_delete(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
-        info = scope_of(mem, args).inspect(args.id)
-        return {
-            "node": node_json(info.node),
-            "edges": [
-                {"source": e.source, "target": e.target, "view": e.view, "label": e.label, "weight": e.weight}
-                for e in info.edges
-            ],
-            "decisions": [
-                {
-                    "purpose": d.purpose,
-                    "name": d.name,
-                    "key": d.key,
-                    "value": round(d.value, 4),
-                    "label": d.label,
-                    "backend": d.backend,
-                    "latency_ms": round(d.latency_ms, 3),
-                    "other_id": d.other_id,
-                }
-                for d in info.decisions
-            ],
-        }
+        return inspection_out(scope_of(mem, args).inspect(args.id)).model_dump(mode="json")
 
 
 def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
@@ -280,15 +248,11 @@ def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:
-    from dualmem.bench import bench_from_args, run_locomo
+    from dualmem.bench import run_locomo
+    from dualmem.cli.bench import bench_from_args
     from dualmem.cli.options import progress_enabled
 
     show = progress_enabled(args)
-    if args.cv:
-        from dualmem.bench.cv import cv_from_args, run_cv
-
-        cv = run_cv(cv_from_args(args), progress=show, log=lambda m: print(m, file=sys.stderr))
-        return {"report": str(cv.report), "results": str(cv.out_json)}
     config = bench_from_args(args)
     try:
         import matplotlib  # noqa: F401  (the plots need it; say so before the long run, not after)

@@ -20,21 +20,20 @@ instead (the embedder and the System-One controller; slower to start).
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from dualmem import _json as bounded_json
+from dualmem.cli.hook_capture import quietly
 from dualmem.errors import InvalidInput, NotFound
 from dualmem.plane.base import Store
 from dualmem.types import Node, Tenant
 
-__all__ = ["HookInput", "quietly", "read_input", "register"]
+__all__ = ["HookInput", "read_input", "register"]
 
 MAX_LINE = 280
 MAX_INPUT = 1 << 20
@@ -115,30 +114,6 @@ def cmd_user_prompt(args: argparse.Namespace) -> None:
     quietly(args, _user_prompt)
 
 
-def quietly(args: argparse.Namespace, fn: Callable[[argparse.Namespace], str]) -> None:
-    """Run ``fn`` and print its text; on any failure print nothing and exit 0 (``--verbose``: why)."""
-    verbose = bool(args.hook_verbose)
-    logger = logging.getLogger("dualmem")
-    level = logger.level
-    if not verbose:
-        logger.setLevel(logging.CRITICAL + 1)
-    try:
-        with warnings.catch_warnings():
-            if not verbose:
-                warnings.simplefilter("ignore")
-            text = fn(args)
-    # a hook must never break the agent that runs it: every failure ends here, silently
-    except Exception as exc:
-        if verbose:
-            print(f"dualmem hook: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return
-    finally:
-        logger.setLevel(level)
-    if text:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
-
-
 def _user_prompt(args: argparse.Namespace) -> str:
     prompt = args.prompt_text or _stdin().prompt
     if not prompt or not prompt.strip():
@@ -214,7 +189,7 @@ def _tenant(args: argparse.Namespace) -> Tenant:
 
 
 def _db_path(args: argparse.Namespace) -> str:
-    from dualmem.cli.main import default_db
+    from dualmem.cli.options import default_db
 
     path = str(args.db or default_db())
     if path != ":memory:" and "://" not in path:

@@ -19,8 +19,10 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import logging
 import sys
-from collections.abc import Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from dualmem.errors import InvalidInput
 from dualmem.text.timeparse import parse_time
 from dualmem.types import Observation
 
-__all__ = ["Capture", "from_event", "register", "summarise_tool", "transcript_turns"]
+__all__ = ["Capture", "from_event", "quietly", "register", "summarise_tool", "transcript_turns"]
 
 SOURCE = "claude-code"
 MAX_TRANSCRIPT_TAIL = 4 << 20  # bytes read from the end of a transcript
@@ -42,6 +44,30 @@ class Capture:
 
     event: str
     observations: tuple[Observation, ...]
+
+
+def quietly(args: argparse.Namespace, fn: Callable[[argparse.Namespace], str]) -> None:
+    """Run ``fn`` and print its text; on any failure print nothing and exit 0 (``--verbose``: why)."""
+    verbose = bool(args.hook_verbose)
+    logger = logging.getLogger("dualmem")
+    level = logger.level
+    if not verbose:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            if not verbose:
+                warnings.simplefilter("ignore")
+            text = fn(args)
+    # a hook must never break the agent that runs it: every failure ends here, silently
+    except Exception as exc:
+        if verbose:
+            print(f"dualmem hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return
+    finally:
+        logger.setLevel(level)
+    if text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
 
 
 def register(events: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[Any]) -> None:
@@ -57,8 +83,6 @@ def register(events: argparse._SubParsersAction[argparse.ArgumentParser], parent
 
 
 def cmd_capture(args: argparse.Namespace) -> None:
-    from dualmem.cli.hook import quietly
-
     quietly(args, _capture)
 
 

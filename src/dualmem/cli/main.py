@@ -14,29 +14,19 @@ import argparse
 import difflib
 import json
 import logging
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from dualmem.cli.check import Outcome
-from dualmem.cli.options import human_output
+from dualmem.cli.options import default_db, human_output
 from dualmem.errors import DualmemError, UserError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "default_db", "main"]
 
 EXIT_USER = 2
 EXIT_RUNTIME = 1
-
-
-def default_db() -> str:
-    env = os.environ.get("DUALMEM_DB")
-    if env:
-        return env
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return str(Path(base) / "dualmem" / "memory.db")
 
 
 def build_parser() -> argparse.ArgumentParser:

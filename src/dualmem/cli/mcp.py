@@ -35,7 +35,7 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.http and not is_loopback(args.host):
         print(f"dualmem: warning: serving MCP on {args.host}; use TLS in front of it", file=sys.stderr)
     # stdio needs no keys, but the key file also keeps the consolidation backlog across restarts
-    from dualmem.cli.main import default_db
+    from dualmem.cli.options import default_db
 
     on_file = "://" not in str(args.db or default_db())
     keys = KeyStore.open(keys_file(args) if args.http or on_file else ":memory:", timeout=args.lock_timeout)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dualmem.bench._progress import Progress
+from dualmem._progress import Progress
 from dualmem.errors import ConfigError, InvalidInput, NotFound, TenantRequired
 from dualmem.memory import Filter, Memory, OpenOptions
 from dualmem.scope import Scope
@@ -18,6 +18,7 @@ __all__ = [
     "answerer_options",
     "controller_options",
     "db_path",
+    "default_db",
     "embedder_options",
     "filter_from_args",
     "filter_options",
@@ -35,6 +36,15 @@ __all__ = [
 
 
 # -- parents of subcommands -------------------------------------------------------------------
+def default_db() -> str:
+    """The database of a command without ``--db``: ``$DUALMEM_DB``, else the user's data folder."""
+    env = os.environ.get("DUALMEM_DB")
+    if env:
+        return env
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(base) / "dualmem" / "memory.db")
+
+
 def tenant_options() -> argparse.ArgumentParser:
     """``--user``/``--agent``/``--run`` for a subcommand (they may also come before it)."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -162,8 +172,6 @@ def note_if_empty(mem: Memory, args: argparse.Namespace) -> None:
 # -- the database ------------------------------------------------------------------------------
 def db_path(args: argparse.Namespace, db: str | None = None) -> str:
     """``--db`` (or ``db``), else ``$DUALMEM_DB``, else the default file; a file path expanded."""
-    from dualmem.cli.main import default_db
-
     path = str(db or args.db or os.environ.get("DUALMEM_DB") or default_db())
     if path != ":memory:" and "://" not in path:
         path = str(Path(path).expanduser())

@@ -1,7 +1,9 @@
-"""What the CLI prints: the JSON projections of nodes and evidence, and their readable renderings.
+"""What the CLI prints: the JSON of nodes, evidence, lists, searches and answers, and their readable
+renderings.
 
-JSON is the contract (stdout of a pipe, ``--json``); the readable text (a terminal, ``--format
-human``) is drawn from the same JSON data, so both always say the same thing.
+JSON is the contract (stdout of a pipe, ``--json``): the same documents, made by the same functions
+(:mod:`dualmem.server.schemas`), as the HTTP API sends and the MCP tools return in brief. The
+readable text (a terminal, ``--format human``) is drawn from that JSON, so both say the same thing.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dualmem.server.schemas import evidence_out, node_out
 from dualmem.types import Evidence, Node
 
 __all__ = [
@@ -25,37 +28,18 @@ __all__ = [
     "render_node",
     "render_search",
     "render_stats",
-    "trace_summary",
     "truncate",
 ]
 
-_NODE_FIELDS = (
-    *("id", "content", "speaker", "at", "session", "turn_id", "entities", "temporal_refs", "types"),
-    *("status", "valid_to"),
-)
-
 
 def node_json(node: Node) -> dict[str, Any]:
-    """The CLI's view of a node: a projection of :meth:`Node.to_json`."""
-    full = node.to_json()
-    return {key: full[key] for key in _NODE_FIELDS}
+    """A memory as JSON: ``GET /v1/memories/{id}``'s document."""
+    return node_out(node).model_dump(mode="json")
 
 
 def evidence_json(e: Evidence) -> dict[str, Any]:
-    out = node_json(e.node)
-    out["score"] = round(e.score, 4)
-    out["view"] = e.view
-    out["via"] = (
-        {"source": e.via.source, "target": e.via.target, "view": e.via.view, "label": e.via.label}
-        if e.via
-        else None
-    )
-    return out
-
-
-def trace_summary(trace: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("route", "active_views", "depth", "stop_reason", "controller_calls", "latency_ms")
-    return {k: trace[k] for k in keys}
+    """One piece of evidence: its memory under ``node``, with ``score``, ``view``, ``via``, ``round``."""
+    return evidence_out(e).model_dump(mode="json")
 
 
 # -- readable text -------------------------------------------------------------------------------
@@ -78,15 +62,16 @@ def _who(node: Mapping[str, Any]) -> str:
     return str(node.get("speaker") or "-")
 
 
-def _memory_line(rank: int, node: Mapping[str, Any]) -> str:
-    head = f"{rank:>3}. {float(node['score']):.3f}  {_date(node)}  {_who(node)}: "
+def _memory_line(rank: int, evidence: Mapping[str, Any]) -> str:
+    node = evidence["node"]
+    head = f"{rank:>3}. {float(evidence['score']):.3f}  {_date(node)}  {_who(node)}: "
     return head + truncate(str(node["content"]), _width() - len(head))
 
 
-def _footer(trace: Mapping[str, Any]) -> str:
+def _footer(summary: Mapping[str, Any]) -> str:
     return (
-        f"(stop: {trace.get('stop_reason')}, {trace.get('controller_calls')} controller calls, "
-        f"{float(trace.get('latency_ms') or 0):.0f} ms)"
+        f"(stop: {summary.get('stop_reason')}, {summary.get('controller_calls')} controller calls, "
+        f"{float(summary.get('latency_ms') or 0):.0f} ms)"
     )
 
 
@@ -96,16 +81,16 @@ def render_search(data: Mapping[str, Any]) -> str:
         [f"{len(found)} memories for: {data['query']}"] if found else [f"nothing found for: {data['query']}"]
     )
     lines += [_memory_line(i, e) for i, e in enumerate(found, 1)]
-    return "\n".join([*lines, _footer(data["trace"])])
+    return "\n".join([*lines, _footer(data["summary"])])
 
 
 def render_answer(data: Mapping[str, Any]) -> str:
-    text = str(data["answer"])
+    text = str(data["text"])
     lines = [f"(no answer: {text})" if data["abstained"] else text, ""]
     found: Sequence[Mapping[str, Any]] = data["evidence"]
     lines.append("evidence:" if found else "no evidence found")
     lines += [_memory_line(i, e) for i, e in enumerate(found, 1)]
-    return "\n".join([*lines, _footer(data["trace"])])
+    return "\n".join([*lines, _footer(data["summary"])])
 
 
 def render_node(data: Mapping[str, Any]) -> str:
@@ -118,13 +103,15 @@ def render_node(data: Mapping[str, Any]) -> str:
 
 
 def render_list(data: Mapping[str, Any]) -> str:
-    nodes: Sequence[Mapping[str, Any]] = data["memories"]
+    nodes: Sequence[Mapping[str, Any]] = data["items"]
     if not nodes:
-        return "no memories" + (" on this page" if data.get("offset") else "")
+        return "no memories"
     lines = []
     for n in nodes:
         head = f"{n['id']}  {_date(n)}  {_who(n)}: "
         lines.append(head + truncate(str(n["content"]), _width() - len(head)))
+    if data.get("next_offset") is not None:
+        lines.append(f"(more: --offset {data['next_offset']})")
     return "\n".join(lines)
 
 
@@ -183,7 +170,7 @@ def render_demo(data: Mapping[str, Any]) -> str:
         lines.append(f"Q: {a['question']}")
         lines.append(f"A: {a['answer']}" + ("  (abstained)" if a["abstained"] else ""))
         if a["evidence"]:
-            lines.append("   from: " + truncate(str(a["evidence"][0]["content"]), _width() - 9))
+            lines.append("   from: " + truncate(str(a["evidence"][0]["node"]["content"]), _width() - 9))
         lines.append("")
     lines.append("(--json prints all of it as JSON; --keep --db FILE keeps the memory)")
     return "\n".join(lines)

@@ -52,7 +52,7 @@ def is_loopback(host: str) -> bool:
 
 def open_service_memory(args: argparse.Namespace) -> Memory:
     """The memory as ``open_memory`` builds it, but consolidation is the service's (profile "off")."""
-    from dualmem.cli.main import default_db
+    from dualmem.cli.options import default_db
 
     path = args.db or default_db()
     if path != ":memory:" and "://" not in path:
@@ -76,7 +76,7 @@ def open_service_memory(args: argparse.Namespace) -> Memory:
 
 
 def keys_file(args: argparse.Namespace) -> str:
-    from dualmem.cli.main import default_db
+    from dualmem.cli.options import default_db
     from dualmem.server.keys import keys_path_for
 
     if args.keys:

@@ -41,10 +41,11 @@ from dualmem.control.questions import (
     NoulAnswer,
     Question,
 )
+from dualmem.control.ranker import Ranker
+from dualmem.control.scorers import default_ranker
 from dualmem.control.states import FeatureSource, Purpose, State, TraversalState, WireFeatures, parse_state
 from dualmem.control.weights import read_weights
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
-from dualmem.learn.ranker import CandidateRows, Ranker, default_ranker
 
 __all__ = [
     "BuiltinController",
@@ -244,28 +245,31 @@ class BuiltinController(BaseController):
         if not batch.questions:
             return BatchResult(answers={})
         features = features_of(batch)
-        pooled = _pooled(batch)
+        state = features.state
         learned: dict[int, NoulAnswer] | None = None
         answers: dict[str, Answer] = {}
         for name, question in batch.questions.items():
             found = None
-            if pooled is not None and question.key == _LEARNED_KEY and question.target is not None:
+            if (
+                question.key == _LEARNED_KEY
+                and question.target is not None
+                and isinstance(state, TraversalState)
+            ):
                 if learned is None:
-                    learned = self._learned(*pooled)
+                    learned = self._learned(state)
                 found = learned.get(question.target)
             answers[name] = found or self._answer(question, weights, features)
         return BatchResult(answers=answers)
 
-    def _learned(self, state: TraversalState, source: CandidateRows) -> dict[int, NoulAnswer]:
-        """Candidate relevance from the learned head, by candidate index, for the candidates whose
-        pool features the batch's FeatureSource carries (an in-process pooled retrieval; the others
-        get the hand-set head). One call scores them all, each row exactly as on its own
-        (``Ranker.score_each``)."""
-        rows = {k: source.candidate_row(c.memory.id) for k, c in enumerate(state.candidates)}
-        held = {k: row for k, row in rows.items() if row is not None}
+    def _learned(self, state: TraversalState) -> dict[int, NoulAnswer]:
+        """Candidate relevance from the learned head, by candidate index, for the candidates that
+        carry the read path's signals (``TraversalCandidate.signals``; the others get the hand-set
+        head). One call scores them all, each row exactly as on its own (``Ranker.score_each``)."""
+        held = {k: c.signals for k, c in enumerate(state.candidates) if c.signals}
         if not held:
             return {}
-        scores = self.ranker.score_each(np.vstack(list(held.values())), source.feature_names)
+        rows = np.asarray(list(held.values()), dtype=np.float64)
+        scores = self.ranker.score_each(rows, state.signal_names)
         return {k: NoulAnswer(score=s) for k, s in zip(held, scores.tolist(), strict=True)}
 
     def _answer(self, question: Question, weights: BuiltinWeights, features: Features) -> Answer:
@@ -298,16 +302,6 @@ class BuiltinController(BaseController):
                 best = max(question.labels, key=lambda label: ordered[label])
                 return ChoiceAnswer(label=best, distribution=ordered)
         raise _unknown(key, question.kind, weights)
-
-
-def _pooled(batch: Batch) -> tuple[TraversalState, CandidateRows] | None:
-    """A traversal state and its FeatureSource when that carries the pooled candidates' rows
-    (checked once per batch: a protocol ``isinstance`` costs more than a feature)."""
-    state, source = batch.typed, batch.features
-    rows: object = source  # a FeatureSource that may also be CandidateRows
-    if isinstance(state, TraversalState) and isinstance(rows, CandidateRows):
-        return state, rows
-    return None
 
 
 _FAMILY_PURPOSE: Mapping[str, Purpose] = {

@@ -73,6 +73,8 @@ WIRE_ADDITIONS: Mapping[str, str] = {
     "(an anchor: its RRF score over the best anchor's)",
     "scoring.candidates[].similarity": "cosine of the query and the candidate, 4 decimals",
     "scoring.candidates[].lexical_overlap": "Jaccard overlap of the query and the candidate, 4 decimals",
+    "scoring.candidates[].signals": "the read path's signals of the candidate by name (the candidate "
+    "pool's features, dualmem.read.pool.FEATURES), 4 decimals; omitted when none were computed",
     "assessment.evidence[].similarity": "as in scoring",
     "assessment.evidence[].lexical_overlap": "as in scoring",
     "assessment.max_depth": "D(q), the depth the loop may reach (eq. 15)",
@@ -370,8 +372,11 @@ class TraversalCandidate:
     edge_weight: float  # pi_e times the reach of its source (an anchor: normalised RRF score)
     similarity: float  # z_v = cosine(query, memory)
     lexical_overlap: float
+    #: the read path's per-candidate signals (the pool's feature row, in the state's
+    #: ``signal_names`` order); empty when the read path computed none for this candidate
+    signals: tuple[float, ...] = ()
 
-    def to_wire(self) -> dict[str, JSONValue]:
+    def to_wire(self, signal_names: Sequence[str] = ()) -> dict[str, JSONValue]:
         out = self.memory.to_wire()
         out.update(
             {
@@ -384,6 +389,8 @@ class TraversalCandidate:
                 "lexical_overlap": round(self.lexical_overlap, 4),
             }
         )
+        if self.signals:
+            out["signals"] = {n: round(v, 4) for n, v in zip(signal_names, self.signals, strict=True)}
         return out
 
 
@@ -394,12 +401,22 @@ class TraversalState:
     query: str
     evidence: tuple[EvidenceItem, ...]
     candidates: tuple[TraversalCandidate, ...]
+    #: the names of every candidate's ``signals``, in order (``dualmem.read.pool.FEATURES``)
+    signal_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        width = len(self.signal_names)
+        for c in self.candidates:
+            if c.signals and len(c.signals) != width:
+                raise InvalidInput(
+                    f"candidate {c.memory.id}: {len(c.signals)} signals for {width} signal names"
+                )
 
     def to_wire(self) -> dict[str, JSONValue]:
         return {
             "query": self.query,
             "evidence": [e.to_wire() for e in self.evidence],
-            "candidates": [c.to_wire() for c in self.candidates],
+            "candidates": [c.to_wire(self.signal_names) for c in self.candidates],
         }
 
 
@@ -449,11 +466,7 @@ def parse_state(purpose: Purpose, wire: Mapping[str, JSONValue]) -> State:
         case "routing":
             return RoutingState(r.text("query"))
         case "scoring":
-            return TraversalState(
-                r.text("query"),
-                tuple(_evidence(e) for e in r.objs("evidence")),
-                tuple(_trav_cand(c) for c in r.objs("candidates")),
-            )
+            return _traversal(r)
         case "assessment":
             return StoppingState(
                 r.text("query"),
@@ -581,7 +594,27 @@ def _evidence(r: _Reader) -> EvidenceItem:
     return EvidenceItem(_memory(r), r.number("similarity"), r.number("lexical_overlap"))
 
 
-def _trav_cand(r: _Reader) -> TraversalCandidate:
+def _traversal(r: _Reader) -> TraversalState:
+    """A scoring state; every candidate that carries ``signals`` names the same ones, in order."""
+    names: tuple[str, ...] | None = None
+    candidates: list[TraversalCandidate] = []
+    for c in r.objs("candidates"):
+        signals: tuple[float, ...] = ()
+        if c.has("signals"):
+            s = c.obj("signals")
+            keys = tuple(s.m)
+            if names is None:
+                names = keys
+            elif keys != names:
+                raise InvalidInput(f"{s.where}: signal names differ from the first candidate's")
+            signals = tuple(s.number(k) for k in keys)
+        candidates.append(_trav_cand(c, signals))
+    return TraversalState(
+        r.text("query"), tuple(_evidence(e) for e in r.objs("evidence")), tuple(candidates), names or ()
+    )
+
+
+def _trav_cand(r: _Reader, signals: tuple[float, ...]) -> TraversalCandidate:
     return TraversalCandidate(
         memory=_memory(r),
         view=r.text("view"),
@@ -591,4 +624,5 @@ def _trav_cand(r: _Reader) -> TraversalCandidate:
         edge_weight=r.number("edge_weight"),
         similarity=r.number("similarity"),
         lexical_overlap=r.number("lexical_overlap"),
+        signals=signals,
     )

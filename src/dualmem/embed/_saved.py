@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from dualmem.errors import EmbedderError
+
 __all__ = ["PROBE_IDS", "SavedGraph"]
 
 log = logging.getLogger("dualmem")
@@ -58,8 +60,6 @@ class SavedGraph:
     ) -> Any | None:
         import onnxruntime as ort
 
-        from dualmem.embed.onnx import session_options
-
         unusable: tuple[type[Exception], ...] = (OSError, ValueError, AttributeError, *errors)
         try:
             expected = json.loads(record.read_text(encoding="utf-8"))
@@ -83,8 +83,6 @@ class SavedGraph:
     ) -> Any:
         import onnxruntime as ort
 
-        from dualmem.embed.onnx import _open_session, session_options
-
         failed: tuple[type[Exception], ...] = (OSError, *errors)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -92,7 +90,7 @@ class SavedGraph:
             os.close(handle)
         except OSError as exc:
             log.warning("cannot save the embedder graph in %s: %s", self.folder, exc)
-            return _open_session(model, threads, errors)
+            return open_session(model, threads, errors)
         try:
             options = session_options(threads)
             options.optimized_model_filepath = part
@@ -105,7 +103,7 @@ class SavedGraph:
             return session
         except failed as exc:
             log.warning("cannot save the embedder graph in %s: %s", self.folder, exc)
-            return _open_session(model, threads, errors)
+            return open_session(model, threads, errors)
         finally:
             Path(part).unlink(missing_ok=True)
 
@@ -129,3 +127,35 @@ def _write_atomic(path: Path, text: str) -> None:
     ) as fh:
         fh.write(text)
     os.replace(fh.name, path)
+
+
+def session_options(threads: int | None = None, *, spin: bool = False) -> Any:
+    """The onnxruntime session options of the embedder (the bench gives the bare model the same).
+
+    All graph optimisations; one inter-op thread and sequential execution (a BERT graph is one chain:
+    parallel execution only adds scheduling); ``threads`` intra-op threads (``None``: one per
+    physical core). ``spin=False`` turns off the intra-op pool's busy-waiting between operators:
+    on a shared machine, and beside the write path's other thread, spinning threads take cores from
+    work that could use them (``bench/embed_overhead.py`` measures both).
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.inter_op_num_threads = 1
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    options.log_severity_level = 3  # errors only: no optimizer chatter on stderr
+    return options
+
+
+def open_session(path: Path, threads: int | None, errors: tuple[type[Exception], ...]) -> Any:
+    import onnxruntime as ort
+
+    options = session_options(threads)
+    try:
+        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    except errors as exc:
+        raise EmbedderError(f"onnxruntime cannot load {path}: {exc}") from exc

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dualmem.embed._ids import window_ids, window_spans
-from dualmem.embed._saved import SavedGraph
+from dualmem.embed._saved import SavedGraph, open_session, session_options
 from dualmem.embed.base import Matrix, normalize
 from dualmem.embed.windows import NodeVectors
 from dualmem.errors import ConfigError, EmbedderError
@@ -301,7 +301,7 @@ def _open(
 ) -> _Runtime:
     splitter = _open_tokenizer(tokenizer_file, None)
     errors = _ort_errors()
-    session = _open_session(model, threads, errors) if saved is None else saved.open(model, threads, errors)
+    session = open_session(model, threads, errors) if saved is None else saved.open(model, threads, errors)
     inputs = {node.name for node in session.get_inputs()}
     outputs = {node.name for node in session.get_outputs()}
     if not {"input_ids", "attention_mask"} <= inputs or _OUTPUT not in outputs:
@@ -344,35 +344,3 @@ def _open_tokenizer(path: Path, max_length: int | None) -> Any:
         tokenizer.enable_truncation(max_length=max_length)
     tokenizer.no_padding()  # batches are padded per chunk, after sorting by length
     return tokenizer
-
-
-def session_options(threads: int | None = None, *, spin: bool = False) -> Any:
-    """The onnxruntime session options of the embedder (the bench gives the bare model the same).
-
-    All graph optimisations; one inter-op thread and sequential execution (a BERT graph is one chain:
-    parallel execution only adds scheduling); ``threads`` intra-op threads (``None``: one per
-    physical core). ``spin=False`` turns off the intra-op pool's busy-waiting between operators:
-    on a shared machine, and beside the write path's other thread, spinning threads take cores from
-    work that could use them (``bench/embed_overhead.py`` measures both).
-    """
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.inter_op_num_threads = 1
-    if threads is not None:
-        options.intra_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
-    options.log_severity_level = 3  # errors only: no optimizer chatter on stderr
-    return options
-
-
-def _open_session(path: Path, threads: int | None, errors: tuple[type[Exception], ...]) -> Any:
-    import onnxruntime as ort
-
-    options = session_options(threads)
-    try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
-    except errors as exc:
-        raise EmbedderError(f"onnxruntime cannot load {path}: {exc}") from exc

@@ -4,16 +4,19 @@ logistic ``LinearRanker``; ``load_ranker`` reads either), the builtin's stop and
 (``dualmem.learn.heads``, not imported here: it builds on the builtin controller) and an
 abstention gate (``dualmem calibrate --heads-out``).
 
-Inference is pure numpy (table lookups or a dot product per candidate batch). Fitting the linear
+Inference is pure numpy (table lookups or a dot product per candidate batch) and lives in
+``dualmem.control`` (``ranker``, ``trees``, ``scorers``), where the builtin controller uses it; this
+package fits, and re-exports the scorers for convenience. Fitting the linear
 heads is numpy too; fitting trees needs LightGBM (``pip install 'dualmem[learn]'``).
 """
 
 from __future__ import annotations
 
+from dualmem.control.ranker import LinearRanker, Ranker
+from dualmem.control.scorers import default_ranker, load_ranker
+from dualmem.control.trees import TreeRanker
 from dualmem.learn.abstain import AbstentionGate, GatedAnswerer
 from dualmem.learn.fit import fit_logistic
-from dualmem.learn.ranker import LinearRanker, Ranker, default_ranker, load_ranker
-from dualmem.learn.trees import TreeRanker
 
 __all__ = [
     "AbstentionGate",

@@ -1,4 +1,4 @@
-"""Fitting the boosted-trees candidate scorer (``dualmem.learn.trees.TreeRanker``).
+"""Fitting the boosted-trees candidate scorer (``dualmem.control.trees.TreeRanker``).
 
 LightGBM's lambdarank objective learns one ordering per query (the question's pool), which is what
 recall@k rewards; its trees are copied out into ``dualmem.trees/1`` data, so reading memory never
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dualmem.control.trees import MAX_LEAVES, Tree, TreeRanker
 from dualmem.errors import ConfigError, InvalidInput
 from dualmem.learn.fit import fit_logistic
-from dualmem.learn.trees import MAX_LEAVES, Tree, TreeRanker
 
 __all__ = ["TREE_GRID", "Group", "TreeSettings", "choose_trees", "fit_trees", "recall10"]
 

@@ -29,18 +29,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dualmem import __version__
 from dualmem import _json as bounded_json
+from dualmem._version import __version__
 from dualmem.control import catalog
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Batch
+from dualmem.control.ranker import LinearRanker, Ranker
+from dualmem.control.trees import TreeRanker
 from dualmem.embed.base import Embedder
 from dualmem.errors import InvalidInput
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.fit import fit_logistic
 from dualmem.learn.heads import MIN_POSITIVES, LabelledPool, LearnedHeads, fit_heads, head_example
-from dualmem.learn.ranker import LinearRanker, Ranker
-from dualmem.learn.trees import TreeRanker
 from dualmem.plane.base import Store
 from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool
 from dualmem.read.reach import Links, reach_links

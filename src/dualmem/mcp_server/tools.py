@@ -4,15 +4,15 @@ The tenant is fixed for a stdio server (a flag or the environment) and comes fro
 over HTTP; no tool takes a tenant argument. Writes go through the service's single writer.
 
 What a model reads is kept small: a tool result is compact JSON (the text block, and the same
-object as structured content) holding only what an agent uses (id, content, score, speaker, at,
-session; the trace as a summary), ``answer`` puts the answer first, and ``tools/list`` carries flat
-argument schemas (no ``$defs``, no titles) and one-paragraph descriptions. Invalid arguments are a
-one-line tool error naming the field (no pydantic links).
+object as structured content) of the HTTP API's shape, in brief (:func:`dualmem.server.schemas.brief`:
+the same names and nesting, only what an agent uses: id, content, speaker, at, session; evidence
+with its score; the trace as a summary), ``answer`` puts the answer first, and ``tools/list``
+carries flat argument schemas (no ``$defs``, no titles) and one-paragraph descriptions. Invalid
+arguments are a one-line tool error naming the field (no pydantic links).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import json
 from collections.abc import Callable, Mapping
@@ -26,17 +26,27 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from dualmem._boundary import describe_error
 from dualmem.errors import DualmemError, InvalidInput
-from dualmem.read.trace import Trace
 from dualmem.scope import Scope as TenantScope
 from dualmem.server.keys import KeyStore
-from dualmem.server.schemas import MAX_LIST, consolidation_out
+from dualmem.server.schemas import (
+    MAX_LIST,
+    MAX_QUERY,
+    HistoryOut,
+    UpdateResponse,
+    answer_out,
+    brief,
+    consolidation_out,
+    node_list,
+    node_out,
+    search_out,
+)
 from dualmem.server.service import Service
 from dualmem.text.timeparse import parse_time
-from dualmem.types import MAX_K, Evidence, Node, Tenant
+from dualmem.types import MAX_K, Tenant
 from dualmem.write.lifecycle import Filter
 
 __all__ = ["KeyVerifier", "build_mcp", "flat_schema"]
@@ -60,37 +70,9 @@ def compact(obj: Json) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=obj)
 
 
-def _when(at: dt.datetime | None) -> str | None:
-    return None if at is None else at.replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def _item(n: Node) -> Json:
-    """A memory as an agent reads it: only the fields that are set."""
-    out: Json = {"id": n.id, "content": n.content}
-    for name, value in (("speaker", n.speaker), ("at", _when(n.at)), ("session", n.session)):
-        if value is not None:
-            out[name] = value
-    if n.metadata:
-        out["metadata"] = dict(n.metadata)
-    out["current"] = n.valid_to is None
-    if n.status != "complete":
-        out["status"] = n.status
-    return out
-
-
-def _evidence(e: Evidence) -> Json:
-    out: Json = {"id": e.node.id, "content": e.node.content, "score": round(e.score, 3)}
-    for name, value in (("speaker", e.node.speaker), ("at", _when(e.node.at)), ("session", e.node.session)):
-        if value is not None:
-            out[name] = value
-    return out
-
-
-def _trace(t: Trace) -> Json:
-    return {
-        "views": list(t.active), "depth": t.depth, "controller_calls": t.controller_calls,
-        "latency_ms": round(t.latency_ms, 1),
-    }  # fmt: skip
+def result(model: BaseModel) -> CallToolResult:
+    """A tool result: the wire model in brief (the HTTP API's shape, fewer fields)."""
+    return compact(brief(model))
 
 
 def describe(doc: str) -> str:
@@ -154,7 +136,8 @@ class KeyVerifier:
 
 
 ID = Annotated[str, Field(min_length=1, max_length=128, description="a memory id from add, search or list")]
-Query = Annotated[str, Field(min_length=1, max_length=4000)]
+#: a blank query gets the core's message ("the query is empty"), as over HTTP and in the CLI
+Query = Annotated[str, Field(max_length=MAX_QUERY, json_schema_extra={"minLength": 1})]
 K = Annotated[int, Field(ge=1, le=MAX_K, description="how many memories to return")]
 Text = Annotated[str, Field(min_length=1, max_length=20000)]
 Short = Annotated[str | None, Field(max_length=512)]
@@ -231,11 +214,11 @@ def _writes(service: Service, call: Callable[..., Any]) -> list[Tool]:
         """Correct a memory: the new text becomes current, the old one stays as history.
         Call it when the user corrects something you remembered."""
 
-        def run(s: TenantScope) -> Json:
+        def run(s: TenantScope) -> UpdateResponse:
             new = service.update(s, id, text)
-            return {"old": id, "new": new, "memory": _item(s.get(new))}
+            return UpdateResponse(old=id, new=new, node=node_out(s.get(new)))
 
-        return compact(await call(run))
+        return result(await call(run))
 
     async def forget(
         id: ID | None = None, speaker: Short = None, session: Short = None, since: When = None,
@@ -255,7 +238,7 @@ def _writes(service: Service, call: Callable[..., Any]) -> list[Tool]:
     async def consolidate() -> CallToolResult:
         """Link, merge and supersede recent memories now. Rarely needed: it also runs in the background."""
         report = await call(lambda s: service.write(s.consolidate))
-        return compact(consolidation_out(report).model_dump(mode="json"))
+        return result(consolidation_out(report))
 
     return [_tool(add, WRITE), _tool(update, WRITE), _tool(forget, DESTROY), _tool(consolidate, WRITE)]
 
@@ -271,8 +254,7 @@ def _reads(service: Service, call: Callable[..., Any]) -> list[Tool]:
         found = await call(lambda s: service.read(lambda: s.search(query, k=k, where=where)))
         t = found.trace
         service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
-        evidence = [_evidence(e) for e in found.evidence]
-        return compact({"evidence": evidence, "stop_reason": t.stop_reason, "trace": _trace(t)})
+        return result(search_out(found, with_trace=False))
 
     async def answer(
         query: Query, k: K = 10, speaker: Short = None, session: Short = None, since: When = None,
@@ -284,10 +266,7 @@ def _reads(service: Service, call: Callable[..., Any]) -> list[Tool]:
         ans = await call(lambda s: service.read(lambda: s.answer(query, k=k, where=where)))
         t = ans.trace
         service.metrics.observe_query("answer", t.stop_reason, t.calls_by_purpose)
-        return compact({
-            "answer": ans.text, "abstained": ans.abstained, "evidence": [_evidence(e) for e in ans.evidence],
-            "stop_reason": t.stop_reason, "trace": _trace(t),
-        })  # fmt: skip
+        return result(answer_out(query, ans, with_trace=False))
 
     async def list_memories(
         speaker: Short = None, session: Short = None, since: When = None, until: When = None,
@@ -298,18 +277,16 @@ def _reads(service: Service, call: Callable[..., Any]) -> list[Tool]:
         on the last page)."""
         where = _where(speaker, session, since, until, metadata)
         nodes = await call(lambda s: s.list_memories(where=where, limit=limit + 1, offset=offset))
-        more = len(nodes) > limit
-        return compact(
-            {"memories": [_item(n) for n in nodes[:limit]], "next_offset": offset + limit if more else None}
-        )
+        return result(node_list(nodes, limit=limit, offset=offset))
 
     async def get(id: ID) -> CallToolResult:
         """Read one memory by id (from add, search or list)."""
-        return compact(_item(await call(lambda s: s.get(id))))
+        return result(node_out(await call(lambda s: s.get(id))))
 
     async def history(id: ID) -> CallToolResult:
         """Every version of a memory, oldest first (the last is current): how a fact changed."""
-        return compact({"versions": [_item(n) for n in await call(lambda s: s.history(id))]})
+        versions = await call(lambda s: s.history(id))
+        return result(HistoryOut(id=id, versions=[node_out(n) for n in versions]))
 
     async def stats() -> CallToolResult:
         """How much this memory holds: memories, pending ones, edges by view."""

@@ -27,7 +27,7 @@ import pydantic
 
 from dualmem import _json as bounded_json
 from dualmem._boundary import describe_error
-from dualmem.errors import EmbedderMismatch, InvalidInput
+from dualmem.errors import Conflict, EmbedderMismatch, InvalidInput
 from dualmem.plane._records import (
     ChunksRecord,
     DecisionRecord,
@@ -203,7 +203,7 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
             raise InvalidInput(f"line {number} of the import is malformed: {exc}", hint=_HINT) from exc
     clash = store.get_nodes([n.id for n in nodes])
     if clash:
-        raise InvalidInput(
+        raise Conflict(
             f"{len(clash)} node id(s) in the import already exist (e.g. {next(iter(clash))})",
             hint="import into a fresh database or forget those memories first",
         )

@@ -40,6 +40,7 @@ from dualmem.errors import ControllerTimeout
 from dualmem.plane.base import Store
 from dualmem.read import scoring
 from dualmem.read.pool import (
+    FEATURES,
     Pool,
     PoolFeatures,
     PoolNodes,
@@ -387,6 +388,7 @@ class Retriever:
             run.query,
             self._evidence_items(run, evidence, source),
             tuple(self._candidate(run, n, e, w, source) for n, e, w in cands),
+            FEATURES if run.pool is not None else (),
         )
         asked = _asked(self.profile.lambdas)
         questions = _traversal_questions(len(cands), asked)
@@ -473,6 +475,7 @@ class Retriever:
             edge_weight=weight,
             similarity=source.cosine(QUERY, node.id),
             lexical_overlap=source.lexical(QUERY, node.id),
+            signals=run.pool.signals(node.id) if run.pool is not None else (),
         )
 
     def _trace(

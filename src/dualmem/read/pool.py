@@ -189,6 +189,12 @@ class Pool:
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", dict(zip(self.ids, range(len(self.ids)), strict=True)))
 
+    def signals(self, node_id: str) -> tuple[float, ...]:
+        """A candidate's feature row in ``FEATURES`` order (the signals of its scoring state), or
+        ``()`` when ``node_id`` is not a candidate of the pool."""
+        k = self.index.get(node_id)
+        return () if k is None else tuple(self.features[k].tolist())
+
     def row(self, node_id: str) -> dict[str, float]:
         """One candidate's features by name."""
         i = self.ids.index(node_id)
@@ -196,18 +202,15 @@ class Pool:
 
 
 class PoolFeatures(EmbeddingFeatures):
-    """The FeatureSource of a pooled retrieval: pair signals, plus each candidate's pool features
-    (``candidate_row``) for an in-process learned scorer."""
-
-    feature_names: tuple[str, ...] = FEATURES
+    """The FeatureSource of a pooled retrieval: pair signals over the pool's query vector and the
+    state's memories (each pair computed once). The candidates' pool rows travel in the typed state
+    (``TraversalCandidate.signals``, see ``signals``)."""
 
     def __init__(self, pool: Pool, nodes: Sequence[Node]) -> None:
         vectors: dict[str, Vector | None] = {n.id: n.embedding for n in nodes}
         texts = {n.id: n.content for n in nodes}
         vectors[QUERY], texts[QUERY] = pool.qvec, pool.query
         super().__init__(vectors, texts)
-        self._matrix = pool.features
-        self._index = pool.index
         # a state asks the same pair more than once (its items, then the decider): computed once
         self._cosines: dict[tuple[str, str], float] = {}
         self._lexicals: dict[tuple[str, str], float] = {}
@@ -223,10 +226,6 @@ class PoolFeatures(EmbeddingFeatures):
         if found is None:
             found = self._lexicals[a, b] = super().lexical(a, b)
         return found
-
-    def candidate_row(self, node_id: str) -> npt.NDArray[np.float64] | None:
-        k = self._index.get(node_id)
-        return None if k is None else self._matrix[k]
 
 
 def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:

@@ -3,9 +3,9 @@
 After the pool is ranked (:mod:`dualmem.read.pool`, the learned relevance head), each candidate
 gets one feature per view, ``via_<view>``: the strongest edge of that view from one of the top
 ``anchors`` candidates to it, times that anchor's relevance relative to the best (0 when no such
-edge). The reach head (:class:`dualmem.learn.ranker.LinearRanker` over ``REACH_FEATURES``: the
+edge). The reach head (:class:`dualmem.control.ranker.LinearRanker` over ``REACH_FEATURES``: the
 relevance logit plus the ``via_*`` columns) re-scores the pool with them. Its weights are fitted
-from data (``dualmem calibrate``; cross-validated in ``dualmem.bench.cv``), so a view whose edges do
+from data (``dualmem calibrate``; cross-validated in ``research/cv.py``), so a view whose edges do
 not point at answers gets a weight near zero instead of a hand-set expansion prior.
 
 Only edges between pool candidates count: the pool already holds the anchors' session

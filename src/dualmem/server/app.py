@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -26,7 +27,10 @@ from dualmem.server.schemas import Status
 from dualmem.server.service import Service
 from dualmem.types import Tenant
 
-__all__ = ["ServerSettings", "create_app"]
+__all__ = ["DOCS_ASSETS", "ServerSettings", "create_app"]
+
+#: where the API docs' assets (Swagger UI, ReDoc) are served from
+DOCS_ASSETS = "/docs/assets"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +85,15 @@ def create_app(
         finally:
             await run_in_threadpool(service.stop)
 
-    app = FastAPI(
+    # /docs (Swagger UI) and /redoc load their scripts and styles from the fastapi-offline package,
+    # served here: no CDN, so they work on a machine without internet (and contact nothing else)
+    app = FastAPIOffline(
         title="dualmem",
         version=dualmem.__version__,
         description="Agent memory with a fast System-One controller. Errors are RFC 9457 problem JSON.",
         lifespan=lifespan,
+        static_url=DOCS_ASSETS,
+        swagger_ui_parameters={"validatorUrl": None},  # no badge fetched from swagger.io
     )
     app.state.service = service
     app.state.auth = Authenticator(store, tenant=None if cfg.auth else cfg.tenant, limiter=limiter)

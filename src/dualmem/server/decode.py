@@ -110,7 +110,7 @@ def _trace_from(m: TraceOut) -> Trace:
     )  # fmt: skip
 
 
-def _full_trace(m: SearchOut) -> Trace:
+def _full_trace(m: SearchOut | AnswerOut) -> Trace:
     if m.trace is None:
         raise ValueError("the response has no trace; ask with trace=true")
     return _trace_from(m.trace)

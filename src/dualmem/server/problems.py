@@ -7,12 +7,15 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from dualmem.errors import (
     AnswererError,
+    AuthError,
     ConfigError,
+    Conflict,
     ControllerError,
     ControllerTimeout,
     DatabaseLocked,
@@ -26,7 +29,14 @@ from dualmem.errors import (
     UserError,
 )
 
-__all__ = ["PROBLEM_TYPE", "ApiProblem", "install_handlers", "problem_response", "status_for"]
+__all__ = [
+    "PROBLEM_TYPE",
+    "ApiProblem",
+    "allowed_methods",
+    "install_handlers",
+    "problem_response",
+    "status_for",
+]
 
 PROBLEM_TYPE = "application/problem+json"
 log = logging.getLogger("dualmem.server")
@@ -34,6 +44,8 @@ log = logging.getLogger("dualmem.server")
 #: most specific first
 _STATUS: tuple[tuple[type[DualmemError], int], ...] = (
     (NotFound, 404),
+    (Conflict, 409),
+    (AuthError, 401),
     (TenantRequired, 400),
     (EmbedderMismatch, 409),
     (InvalidInput, 422),
@@ -169,8 +181,26 @@ def install_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names only the first route of the path; every method of the resource it is
+            allow = allowed_methods(request)
+            if request.method == "OPTIONS":
+                return Response(status_code=204, headers={"Allow": allow})
+            headers["Allow"] = allow
         code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
         return problem_response(
-            exc.status_code, code, str(exc.detail), instance=request.url.path, headers=dict(exc.headers or {})
+            exc.status_code, code, str(exc.detail), instance=request.url.path, headers=headers
         )
+
+
+def allowed_methods(request: Request) -> str:
+    """The ``Allow`` header of the requested resource: each method some route of the path answers
+    (asked of the router itself, so included routers count), and OPTIONS."""
+    allowed = []
+    for method in ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT"):
+        probe = {**request.scope, "method": method}
+        if any(route.matches(probe)[0] == Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return ", ".join([*allowed, "OPTIONS"])

@@ -17,13 +17,16 @@ from dualmem.server.auth import Principal, tenant_principal, tenant_scope
 from dualmem.server.problems import ApiProblem
 from dualmem.server.schemas import (
     ID_PATTERN,
+    MAX_LIST,
     AddRequest,
     AddResponse,
+    Cursor,
     ForgetResponse,
     HistoryOut,
     InspectionOut,
     NodeOut,
     NodePage,
+    TimeText,
     UpdateRequest,
     UpdateResponse,
     inspection_out,
@@ -129,12 +132,12 @@ def _status_matches(n: Node, status: Status | None) -> bool:
 
 
 class ListQuery(BaseModel):
-    cursor: str | None = Field(default=None, max_length=1000, description="next_cursor of the previous page")
-    limit: int = Field(default=50, ge=1, le=500)
+    cursor: Cursor | None = None
+    limit: int = Field(default=50, ge=1, le=MAX_LIST)
     speaker: str | None = Field(default=None, max_length=512)
     session: str | None = Field(default=None, max_length=512)
-    since: str | None = Field(default=None, max_length=100, description="observed at or after")
-    until: str | None = Field(default=None, max_length=100, description="observed before")
+    since: TimeText | None = Field(default=None, description="observed at or after")
+    until: TimeText | None = Field(default=None, description="observed before")
     status: Status | None = None
 
 
@@ -165,11 +168,12 @@ def get_memory(node_id: NodeId, scope: Scope) -> NodeOut:
 @router.patch(
     "/{node_id}",
     response_model=UpdateResponse,
-    responses=errors(404, 502, 504),
+    responses=errors(404, 409, 502, 504),
     summary="Correct a memory (the old text stays as history)",
 )
 def update_memory(node_id: NodeId, body: UpdateRequest, scope: Scope, request: Request) -> UpdateResponse:
-    """The new version keeps the old one's fields; ``metadata``, if given, replaces its metadata."""
+    """The new version keeps the old one's fields; ``metadata``, if given, replaces its metadata.
+    A superseded version cannot be updated (409): update the newest one."""
     new = _service(request).update(scope, node_id, body.text, at=body.at, metadata=body.metadata)
     return UpdateResponse(old=node_id, new=new, node=node_out(scope.get(new)))
 

@@ -18,6 +18,7 @@ from dualmem.server.auth import Principal, admin_principal, principal, tenant_sc
 from dualmem.server.keys import ApiKey
 from dualmem.server.routes_memories import errors
 from dualmem.server.schemas import (
+    EXPORT_SCHEMA,
     AnswerOut,
     ConsolidationOut,
     ForgetRequest,
@@ -35,7 +36,7 @@ from dualmem.server.schemas import (
     answer_out,
     consolidation_out,
     import_out,
-    node_out,
+    node_list,
     search_out,
 )
 from dualmem.server.service import Service
@@ -81,18 +82,12 @@ def list_memories(body: ListRequest, scope: Scope) -> NodeList:
     """The memories matching every given condition (speaker, session, since/until, metadata), in time
     order, ``offset`` skipped, at most ``limit``."""
     nodes = scope.list_memories(where=body.where(), limit=body.limit + 1, offset=body.offset)
-    more = len(nodes) > body.limit
-    return NodeList(
-        items=[node_out(n) for n in nodes[: body.limit]],
-        next_offset=body.offset + body.limit if more else None,
-    )
+    return node_list(nodes, limit=body.limit, offset=body.offset)
 
 
 @router.post("/forget", response_model=ForgetResponse, responses=errors(), summary="Forget by filter")
 def forget(body: ForgetRequest, scope: Scope, request: Request) -> ForgetResponse:
-    where = body.where()
-    if body.all == (not where.empty()):
-        raise InvalidInput("give either filter fields or all=true, not both and not neither")
+    where = body.where()  # the model made sure: filter fields, or all=true without any
     service = _service(request)
     removed = service.write(lambda: scope.forget_all() if body.all else scope.forget(where=where))
     return ForgetResponse(forgotten=removed)
@@ -139,7 +134,7 @@ def export(scope: Scope, request: Request) -> StreamingResponse:
     "/import",
     response_model=ImportOut,
     responses=errors(409),
-    openapi_extra={"requestBody": {"required": True, "content": {NDJSON: {"schema": {"type": "string"}}}}},
+    openapi_extra={"requestBody": {"required": True, "content": {NDJSON: {"schema": EXPORT_SCHEMA}}}},
     summary="Load a JSON Lines export of the caller's tenant (all of it or nothing)",
 )
 async def import_jsonl(request: Request, scope: Scope) -> ImportOut:

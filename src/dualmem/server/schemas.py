@@ -7,10 +7,22 @@ Used by the server (dataclass -> model here) and by :mod:`dualmem.client` (model
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    Strict,
+    WithJsonSchema,
+    model_validator,
+)
 
+from dualmem.errors import InvalidInput
 from dualmem.memory import Answer, Inspection
 from dualmem.plane.base import Decision
 from dualmem.plane.jsonl import ImportReport
@@ -53,10 +65,12 @@ __all__ = [
     "UpdateResponse",
     "WhoAmI",
     "answer_out",
+    "brief",
     "consolidation_out",
     "evidence_out",
     "import_out",
     "inspection_out",
+    "node_list",
     "node_out",
     "search_out",
     "summary_of",
@@ -68,6 +82,11 @@ MAX_QUERY = 4_000
 MAX_BATCH = 1_000
 MAX_LIST = 500  # memories per list page
 ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
+
+#: what ``str.strip()`` removes (Python's whitespace), as a JSON Schema (ECMA-262) character class
+_BLANKS = r"\u0009-\u000d\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+#: a string with at least one character that is not whitespace (what the core calls non-empty)
+NON_BLANK = f"[^{_BLANKS}]"
 
 
 def _encodable(value: str) -> str:
@@ -95,18 +114,72 @@ def _encodable_json(value: Any) -> Any:
 Text = Annotated[str, AfterValidator(_encodable)]
 ShortText = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_encodable)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_encodable_json)]
+#: an observation's text: the core refuses a blank one ("content is empty"), the schema says so too
+Content = Annotated[Text, Field(min_length=1, max_length=MAX_TEXT, json_schema_extra={"pattern": NON_BLANK})]
+#: a question: blank ones get the core's own message ("the query is empty"), as in every adapter
+QueryText = Annotated[
+    Text, Field(max_length=MAX_QUERY, json_schema_extra={"minLength": 1, "pattern": NON_BLANK})
+]
+
+
+def _whole(value: Any) -> Any:
+    """JSON has one number type: 10.0 is the integer 10 (JSON Schema agrees); 10.5 and true are not."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: an integer in a JSON body: a whole number, never a boolean or a numeric string
+Int = Annotated[int, BeforeValidator(_whole), Strict()]
+#: a boolean in a JSON body: ``true`` or ``false``, never 0/1 or "yes"
+Bool = Annotated[bool, Strict()]
+
 MAX_TIME_TEXT = 100
+#: epoch seconds a time may be: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z
+MIN_EPOCH = -62_135_596_800
+MAX_EPOCH = 253_402_300_799
+#: the OpenAPI ``format`` of a time written as text (ISO-8601 or a written date)
+TIME_FORMAT = "dualmem-time"
+#: the OpenAPI ``format`` of a list cursor (opaque: ``next_cursor`` of a previous page)
+CURSOR_FORMAT = "dualmem-cursor"
+TIME_TEXT_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "format": TIME_FORMAT,
+    "minLength": 1,
+    "maxLength": MAX_TIME_TEXT,
+    "description": "ISO-8601 ('2024-05-08', '2024-05-08T10:00:00Z'), or a written date ('8 May 2023', "
+    "'May 8, 2023', '1:56 pm on 8 May, 2023'); without an offset it is UTC",
+}
+
+
+EPOCH_SCHEMA: dict[str, Any] = {
+    "type": "number",
+    "minimum": MIN_EPOCH,
+    "maximum": MAX_EPOCH,
+    "description": "epoch seconds",
+}
+
+
+def _time_text(value: str) -> str:
+    try:
+        parse_time(value)
+    except InvalidInput as exc:
+        raise ValueError(exc.one_line()) from exc
+    return value
 
 
 def _time_in(value: Any) -> str | int | float | None:
-    """A time as given (parsed later, by the core): text, or epoch seconds. Booleans are refused
-    (JSON ``true`` is not 1 s after the epoch), and so is every other type."""
-    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+    """A time as given (the core parses it again): text, or epoch seconds. It must parse here, so a
+    bad one is a 422 naming its field. Booleans are refused (JSON ``true`` is not 1 s after the
+    epoch), and so is every other type."""
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not MIN_EPOCH <= value <= MAX_EPOCH:
+            raise ValueError(f"epoch seconds must be from {MIN_EPOCH} to {MAX_EPOCH} (years 1 to 9999)")
         return value
     if isinstance(value, str):
         if len(value) > MAX_TIME_TEXT:
             raise ValueError(f"a time is at most {MAX_TIME_TEXT} characters")
-        return value
+        return _time_text(value)
     kind = "a boolean" if isinstance(value, bool) else f"a {type(value).__name__}"
     raise ValueError(f"a time is ISO-8601 or written text or epoch seconds, not {kind}")
 
@@ -116,9 +189,35 @@ TimeIn = Annotated[
     str | int | float | None,
     PlainValidator(_time_in),
     WithJsonSchema(
-        {"anyOf": [{"type": "string", "maxLength": MAX_TIME_TEXT}, {"type": "number"}, {"type": "null"}]}
+        {
+            "anyOf": [
+                TIME_TEXT_SCHEMA,
+                EPOCH_SCHEMA,
+                {"type": "null"},
+            ]
+        }
     ),
 ]
+#: a time in a query string: the text forms only
+TimeText = Annotated[
+    str, Field(max_length=MAX_TIME_TEXT), AfterValidator(_time_text), WithJsonSchema(TIME_TEXT_SCHEMA)
+]
+#: the OpenAPI ``format`` of an import body: JSON Lines exactly as ``GET /v1/export`` wrote them
+EXPORT_FORMAT = "dualmem-export"
+EXPORT_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "format": EXPORT_FORMAT,
+    "description": "an export of this tenant (GET /v1/export), unedited: JSON Lines",
+}
+#: ``next_cursor`` of a previous page: base64url of the last item's position
+Cursor = Annotated[
+    str,
+    Field(max_length=1000),
+    WithJsonSchema(
+        {"type": "string", "format": CURSOR_FORMAT, "maxLength": 1000,
+         "description": "next_cursor of the previous page (opaque; another string is a 400)"}
+    ),
+]  # fmt: skip
 
 
 class _Model(BaseModel):
@@ -129,7 +228,7 @@ class _Model(BaseModel):
 class ObservationIn(_Model):
     """One observation to remember. ``at`` is when it was observed (ISO-8601, epoch seconds, '8 May 2023')."""
 
-    text: Annotated[Text, Field(min_length=1, max_length=MAX_TEXT)]
+    text: Content
     speaker: ShortText | None = None
     at: TimeIn = None
     source: ShortText | None = None
@@ -162,33 +261,94 @@ class FilterFields(_Model):
 
 
 class QueryRequest(FilterFields):
-    query: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY)]
-    k: int = Field(default=10, ge=1, le=MAX_K)
-    trace: bool = Field(default=False, description="include the full retrieval trace (rounds, scored pool)")
+    query: QueryText
+    k: Int = Field(default=10, ge=1, le=MAX_K)
+    trace: Bool = Field(default=False, description="include the full retrieval trace (rounds, scored pool)")
 
 
 class ListRequest(FilterFields):
-    limit: int = Field(default=100, ge=1, le=MAX_LIST)
-    offset: int = Field(default=0, ge=0)
+    limit: Int = Field(default=100, ge=1, le=MAX_LIST)
+    offset: Int = Field(default=0, ge=0)
 
 
 class UpdateRequest(_Model):
-    text: Annotated[Text, Field(min_length=1, max_length=MAX_TEXT)]
+    text: Content
     at: TimeIn = None
     metadata: Metadata | None = Field(default=None, description="replaces the new version's metadata")
 
 
-class ForgetRequest(FilterFields):
-    """Forget by filter: every given condition must hold. ``all`` forgets every memory of the tenant."""
+def _set(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": [name], "properties": {name: schema}}
 
-    all: bool = False
+
+_TIME_GIVEN = {"anyOf": [TIME_TEXT_SCHEMA, EPOCH_SCHEMA]}
+#: a filter that selects something: at least one condition given (not null; metadata not empty)
+_SOME_CONDITION = [
+    _set("speaker", {"type": "string"}),
+    _set("session", {"type": "string"}),
+    _set("since", _TIME_GIVEN),
+    _set("until", _TIME_GIVEN),
+    _set("metadata", {"type": "object", "minProperties": 1}),
+]
+#: ``{"all": true}`` alone (every filter field absent or null), or filter fields without ``all: true``
+_FORGET_BODY: dict[str, Any] = {
+    "oneOf": [
+        {
+            "required": ["all"],
+            "properties": {
+                "all": {"const": True},
+                **{name: {"type": "null"} for name in ("speaker", "session", "since", "until")},
+                "metadata": {"anyOf": [{"type": "null"}, {"type": "object", "maxProperties": 0}]},
+            },
+        },
+        {"properties": {"all": {"const": False}}, "anyOf": _SOME_CONDITION},
+    ]
+}
+
+
+class ForgetRequest(FilterFields):
+    """Forget by filter: every given condition must hold. ``{"all": true}`` (and no condition)
+    forgets every memory of the tenant; an empty filter is refused, never read as "everything"."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_FORGET_BODY)
+
+    all: Bool = False
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ForgetRequest:
+        if self.all == (not self.where().empty()):
+            raise ValueError("give either filter fields or all=true, not both and not neither")
+        return self
+
+
+#: a tenant's user, agent or run id: not blank (the core's rule)
+TenantId = Annotated[ShortText, Field(json_schema_extra={"pattern": NON_BLANK})]
 
 
 class KeyCreate(_Model):
-    user: ShortText | None = None
-    agent: ShortText | None = None
-    run: ShortText | None = None
-    admin: bool = False
+    """A tenant key (``user``, optionally ``agent`` and ``run``) or an admin key (``admin: true``
+    and no tenant): one of the two."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["admin"],
+                    "properties": {
+                        "admin": {"const": True},
+                        **{name: {"type": "null"} for name in ("user", "agent", "run")},
+                    },
+                },
+                {"required": ["user"], "properties": {"admin": {"const": False}, "user": {"type": "string"}}},
+            ]
+        },
+    )
+
+    user: TenantId | None = None
+    agent: TenantId | None = None
+    run: TenantId | None = None
+    admin: Bool = False
     label: ShortText | None = None
 
 
@@ -371,10 +531,16 @@ class SearchOut(_Model):
     trace: TraceOut | None = None
 
 
-class AnswerOut(SearchOut):
+class AnswerOut(_Model):
+    """The answer first (``abstained``: memory has none), then what a search returns."""
+
     text: str
     abstained: bool
     answerer: str
+    query: str
+    evidence: list[EvidenceOut]
+    summary: TraceSummary
+    trace: TraceOut | None = None
 
 
 class ConsolidationOut(_Model):
@@ -568,6 +734,56 @@ def answer_out(query: str, ans: Answer, *, with_trace: bool) -> AnswerOut:
         abstained=ans.abstained,
         answerer=ans.answerer,
     )
+
+
+def node_list(nodes: Sequence[Node], *, limit: int, offset: int) -> NodeList:
+    """A page of a list: ``nodes`` as fetched with ``limit + 1`` (one more tells a next page exists)."""
+    more = len(nodes) > limit
+    return NodeList(items=[node_out(n) for n in nodes[:limit]], next_offset=offset + limit if more else None)
+
+
+# -- brief: the same shapes, fewer fields (what an agent reads over MCP) -----------------------------
+#: the fields of a memory an agent uses; ``metadata`` when not empty, ``status`` when pending,
+#: ``valid_to`` when superseded
+BRIEF_NODE = frozenset({"id", "content", "speaker", "at", "session", "metadata", "status", "valid_to"})
+
+
+def _brief_node(m: NodeOut) -> dict[str, Any]:
+    out = m.model_dump(mode="json", include=set(BRIEF_NODE), exclude_none=True)
+    if not out.get("metadata"):
+        out.pop("metadata", None)
+    if out.get("status") == "complete":
+        del out["status"]
+    return out
+
+
+def _brief_summary(m: TraceSummary) -> dict[str, Any]:
+    out = m.model_dump(mode="json")
+    out["route"] = {view: round(p, 3) for view, p in m.route.items()}
+    out["latency_ms"] = round(m.latency_ms, 1)
+    return out
+
+
+def brief(m: BaseModel) -> dict[str, Any]:
+    """``m`` as a short JSON object of the same shape (the same names and nesting as over HTTP and
+    from the CLI): a memory keeps what an agent reads, evidence its memory and score (3 digits),
+    a search or an answer its trace summary; nulls are left out. Other models are dumped whole."""
+    if isinstance(m, NodeOut):
+        return _brief_node(m)
+    if isinstance(m, EvidenceOut):
+        return {"node": _brief_node(m.node), "score": round(m.score, 3)}
+    if isinstance(m, SearchOut | AnswerOut):
+        out = m.model_dump(mode="json", exclude={"evidence", "summary", "trace"})
+        out["evidence"] = [brief(e) for e in m.evidence]
+        out["summary"] = _brief_summary(m.summary)
+        return out
+    if isinstance(m, NodeList):
+        return {"items": [_brief_node(n) for n in m.items], "next_offset": m.next_offset}
+    if isinstance(m, HistoryOut):
+        return {"id": m.id, "versions": [_brief_node(n) for n in m.versions]}
+    if isinstance(m, UpdateResponse):
+        return {"old": m.old, "new": m.new, "node": _brief_node(m.node)}
+    return m.model_dump(mode="json")
 
 
 def consolidation_out(r: ConsolidationReport) -> ConsolidationOut:

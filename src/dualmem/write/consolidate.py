@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from dualmem.config import WriteProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Meter
-from dualmem.control.questions import Batch, Question
+from dualmem.control.questions import Batch, BatchResult, Question
 from dualmem.control.states import (
     ConsolidationPair,
     ConsolidationState,
@@ -285,9 +285,8 @@ def _batch(pairs: Sequence[tuple[Node, Candidate]]) -> Batch:
 
 
 def _pair_decisions(
-    i: int, new: Node, old: Node, batch: Batch, res: object, backend: str, latency_ms: float
+    i: int, new: Node, old: Node, batch: Batch, res: BatchResult, backend: str, latency_ms: float
 ) -> list[Decision]:
     mine = {name: q for name, q in batch.questions.items() if q.target == i}
-    sub = Batch(state={}, questions=mine, purpose="consolidation")
-    records = decisions_from(new.id, sub, res, backend=backend, latency_ms=latency_ms)  # type: ignore[arg-type]
+    records = decisions_from(new.id, mine, "consolidation", res, backend=backend, latency_ms=latency_ms)
     return [dataclasses.replace(d, other_id=old.id) for d in records]

@@ -25,6 +25,7 @@ from dualmem.config import WriteProfile
 from dualmem.control import catalog
 from dualmem.control.meter import Decided, Meter
 from dualmem.control.questions import Batch
+from dualmem.control.states import TypingState
 from dualmem.embed.base import Embedder
 from dualmem.embed.windows import NodeVectors, embed_texts
 from dualmem.errors import ControllerError
@@ -320,18 +321,8 @@ class Writer:
     def _typing(self, nodes: list[Node]) -> list[Decided | ControllerError | None]:
         if not self.profile.typing_enabled:
             return [None] * len(nodes)
-        batches = [
-            Batch(
-                state={
-                    "observation": n.content,
-                    "speaker": n.speaker,
-                    "timestamp": n.at.isoformat() if n.at else None,
-                },
-                questions=catalog.typing_questions(),
-                purpose="typing",
-            )
-            for n in nodes
-        ]
+        questions = catalog.typing_questions()
+        batches = [Batch.of(TypingState.of(n), questions, "typing") for n in nodes]
         return list(self.meter.ask_each(batches))
 
     def _relations(
@@ -365,14 +356,21 @@ class Writer:
                     procedural=res.noul("procedural"),
                     preference=res.noul("preference"),
                 )
-                batch = Batch(state={}, questions=catalog.typing_questions(), purpose="typing")
-                decisions += decisions_from(node.id, batch, res, backend=t.backend, latency_ms=t.latency_ms)
+                decisions += decisions_from(
+                    node.id,
+                    catalog.typing_questions(),
+                    "typing",
+                    res,
+                    backend=t.backend,
+                    latency_ms=t.latency_ms,
+                )
             if r is not None:
                 batch, d = r
                 edges += inferred_edges(node, cands, batch, d.result, self.profile.theta_rel)
                 decisions += decisions_from(
                     node.id,
-                    batch,
+                    batch.questions,
+                    batch.purpose,
                     d.result,
                     backend=d.backend,
                     latency_ms=d.latency_ms,

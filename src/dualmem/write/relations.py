@@ -152,16 +152,17 @@ def _time_edge(label: str, node: Node, other: Node, score: float) -> Edge | None
 
 def decisions_from(
     node_id: str,
-    batch: Batch,
+    questions: Mapping[str, Question],
+    purpose: str,
     result: BatchResult,
     *,
     backend: str,
     latency_ms: float,
     others: Sequence[str] = (),
 ) -> list[Decision]:
-    """Trace records of one request, one per question."""
+    """Trace records of the answers to ``questions`` (of a request of ``purpose``), one per question."""
     out: list[Decision] = []
-    for name, question in batch.questions.items():
+    for name, question in questions.items():
         answer = result.answers[name]
         other = others[question.target] if question.target is not None and others else None
         if isinstance(answer, NoulAnswer):
@@ -173,7 +174,7 @@ def decisions_from(
         out.append(
             Decision(
                 node_id=node_id,
-                purpose=batch.purpose,
+                purpose=purpose,
                 name=name,
                 key=question.key,
                 value=float(value),

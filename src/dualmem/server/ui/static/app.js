@@ -115,7 +115,7 @@ function confirmAction(title, text, okLabel) {
 
 // -- sign in -------------------------------------------------------------------------------------
 function showLogin(message) {
-  const input = h("input", { type: "password", id: "api-key", placeholder: "dm_…", autocomplete: "off" });
+  const input = h("input", { type: "password", id: "api-key", placeholder: "dmk_…", autocomplete: "off" });
   const form = h("form", { class: "card login", id: "login", onsubmit: (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(KEY_SLOT, input.value.trim());
@@ -360,7 +360,7 @@ async function searchPage(_, params) {
   const briefs = ids.size ? await api(`/v1/inspector/briefs?${new URLSearchParams([...ids].map((i) => ["ids", i]))}`) : [];
   const byId = Object.fromEntries(briefs.map((b) => [b.id, b]));
   for (const e of out.evidence) byId[e.node.id] = { id: e.node.id, text: e.node.content };
-  main.append(traceSummary(t), h("div", { class: "grid2" }, routingCard(t), budgetsCard(t)), hitsCard(out.evidence, t, byId), roundsCard(t, byId));
+  main.append(traceSummary(t), h("div", { class: "grid2" }, routingCard(t), budgetsCard(t, byId)), hitsCard(out.evidence, t, byId), roundsCard(t, byId));
 }
 
 function traceSummary(t) {
@@ -379,12 +379,26 @@ function routingCard(t) {
     h("p", { class: "small" }, "active views: ", t.active_views.length ? t.active_views.map((v) => h("span", { class: `pill view-${v}` }, v)) : "none (anchors only)"));
 }
 
-function budgetsCard(t) {
+function shorten(text, width) {
+  const flat = String(text).split(/\s+/).join(" ");
+  return flat.length <= width ? flat : `${flat.slice(0, width - 1)}…`;
+}
+
+const ANCHORS_SHOWN = 12;
+
+// the anchors: each memory (its first words, a link to its page) with its fused (RRF) score
+function budgetsCard(t, byId) {
+  const shown = t.anchors.slice(0, ANCHORS_SHOWN);
   return h("div", { class: "card", id: "budgets" }, h("h2", {}, "Budgets per view"),
-    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "view"), h("th", {}, "budget b_g"))),
+    h("table", { id: "budget-table" }, h("thead", {}, h("tr", {}, h("th", {}, "view"), h("th", {}, "budget b_g"))),
       h("tbody", {}, Object.entries(t.budgets).map(([v, b]) => h("tr", {}, h("td", {}, h("span", { class: `pill view-${v}` }, v)), h("td", { class: "mono" }, b))))),
-    h("h3", {}, `Anchors (${t.anchors.length}, RRF)`),
-    h("p", { class: "small" }, t.anchors.slice(0, 12).map((a) => h("span", { class: "pill" }, nodeLink(a.node_id, fmt(a.score, 4)))), t.anchors.length > 12 ? "…" : ""));
+    h("h3", {}, `Anchors (${t.anchors.length}, fused by RRF)`),
+    shown.length ? h("table", { id: "anchors", class: "small" }, h("thead", {}, h("tr", {}, ["#", "memory", "RRF score"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, shown.map((a, i) => h("tr", { "data-id": a.node_id }, h("td", { class: "mono" }, i + 1),
+        h("td", {}, nodeLink(a.node_id, byId[a.node_id] ? shorten(byId[a.node_id].text, 90) : a.node_id)),
+        h("td", { class: "mono anchor-score" }, fmt(a.score, 4))))))
+      : h("p", { class: "muted small" }, "none"),
+    t.anchors.length > ANCHORS_SHOWN ? h("p", { class: "muted small" }, `and ${t.anchors.length - ANCHORS_SHOWN} more`) : null);
 }
 
 function why(e, t) {
@@ -447,13 +461,21 @@ async function consolidationPage() {
       : h("p", { class: "muted" }, "no pass has judged a pair yet")));
 }
 
+// a number or a word as text; a mapping (edges by view) as a small table of its entries
+function statValue(key, v) {
+  if (v === null || typeof v !== "object") return String(v);
+  const label = (name) => (key === "edges_by_view" ? h("span", { class: `pill view-${name}` }, name) : name);
+  return h("table", { class: "mini", id: `stat-${key.replace(/_/g, "-")}` },
+    h("tbody", {}, Object.entries(v).map(([name, x]) => h("tr", {}, h("td", {}, label(name)), h("td", { class: "mono" }, statValue(`${key}-${name}`, x))))));
+}
+
 async function statsPage(_, params) {
   const by = params.get("by") === "written" ? "written" : "observed";
   const [stats, growth] = await Promise.all([api("/v1/stats"), api(`/v1/inspector/growth?by=${by}`)]);
   const clock = h("p", { class: "small" }, "time axis: ", by === "observed" ? h("strong", {}, "observed") : h("a", { href: "#/stats?by=observed" }, "observed"),
     " · ", by === "written" ? h("strong", {}, "written") : h("a", { href: "#/stats?by=written" }, "written"));
   const kv = h("dl", { class: "kv", id: "stats" }, Object.entries(stats).flatMap(([k, v]) => [h("dt", {}, k),
-    h("dd", { class: "mono" }, typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))]));
+    h("dd", { class: "mono" }, statValue(k, v))]));
   const nodesSvg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
   const edgesSvg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
   nodesSvg.id = "growth-nodes";
