@@ -7,6 +7,7 @@ as UTC by the constructors in ``dualmem.text.timeparse``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import threading
 import unicodedata
@@ -38,9 +39,10 @@ __all__ = [
     "Vector",
     "View",
     "check_json",
-    "check_tenant_id",
     "check_text",
     "new_id",
+    "normal_tenant_id",
+    "tenant_id_pattern",
     "utcnow",
 ]
 
@@ -149,23 +151,34 @@ def _invisible(char: str) -> bool:
     return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") or ord(char) in _IGNORABLE
 
 
-def check_tenant_id(value: str, name: str) -> None:
-    """``InvalidInput`` unless ``value`` is a tenant id in normal form (see :class:`Tenant`)."""
-    check_text(value, "a tenant id")
-    hidden = next((c for c in value if _invisible(c)), None)
-    if hidden is not None:
-        problem = f"holds the invisible character U+{ord(hidden):04X} ({unicodedata.name(hidden, 'unnamed')})"
-    elif value != value.strip():
-        problem = "has leading or trailing white space"
-    elif not unicodedata.is_normalized("NFKC", value):
-        problem = "is not in Unicode NFKC form (it could pass for another id)"
-    else:
-        return
-    normal = "".join(c for c in unicodedata.normalize("NFKC", value) if not _invisible(c)).strip()
-    raise InvalidInput(
-        f"{name} id {value!r} {problem}",
-        hint=f"write it as {normal!r}" if normal else "use an id made of visible characters",
-    )
+def normal_tenant_id(value: str) -> str:
+    """``value`` as a tenant id: Unicode NFKC, without invisible characters (controls, format
+    characters such as U+200B ZERO WIDTH SPACE, the other default-ignorable code points), trimmed.
+    "ａlice" (fullwidth), "alice ", "alice\u200b" and "alice" are one id, "alice" (see :class:`Tenant`).
+    Empty when nothing visible is left."""
+    if value.isascii() and value.isprintable() and value == value.strip():
+        return value  # the usual id: already normal (ASCII is NFKC; no control, no surrounding space)
+    visible = "".join(c for c in unicodedata.normalize("NFKC", value) if not _invisible(c))
+    return unicodedata.normalize("NFKC", visible).strip()
+
+
+@functools.cache
+def tenant_id_pattern() -> str:
+    """A regular expression (JSON Schema's dialect) that matches exactly the ids :class:`Tenant`
+    accepts: one character, at least, that :func:`normal_tenant_id` keeps. Built on first use from
+    this Python's Unicode tables (a scan of every code point, ~0.5 s) and kept."""
+    blank = [c for c in range(0x110000) if not normal_tenant_id(chr(c))]
+    spans: list[list[int]] = []
+    for c in blank:
+        if spans and spans[-1][1] == c - 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+
+    def char(c: int) -> str:  # astral characters literally: the dialect has no \u{...}
+        return f"\\u{c:04x}" if c <= 0xFFFF else chr(c)
+
+    return "[^" + "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in spans) + "]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,11 +188,10 @@ class Tenant:
     A write stores all three. A read with ``agent``/``run`` set to ``None`` sees every agent/run of
     the user; set, it sees only that agent/run. Different users never see each other's memories.
 
-    Ids are compared exactly, so one that could pass for another is refused (``InvalidInput``, the
-    hint naming the normal spelling): an id must be in Unicode NFKC form, have no leading or trailing
-    white space and hold no invisible character (controls, format characters such as U+200B ZERO
-    WIDTH SPACE, and the other default-ignorable code points). Nothing is rewritten: "ａlice"
-    (fullwidth), "alice " and "alice\u200b" are errors, never a second name for "alice".
+    Each id is normalised when the tenant is made (:func:`normal_tenant_id`): Unicode NFKC, invisible
+    characters removed, trimmed. So "ａlice" (fullwidth), "alice ", "alice\u200b" and "alice" are the
+    same tenant, "alice", wherever the id came from (Python, CLI, HTTP keys, MCP); an id already
+    normal is kept as it is. An id with nothing visible left is refused.
     """
 
     user: str
@@ -195,8 +207,18 @@ class Tenant:
                 raise InvalidInput(f"{name} must be a non-empty string or None")
         for name in ("user", "agent", "run"):
             value = getattr(self, name)
-            if value is not None:
-                check_tenant_id(value, name)
+            if value is None:
+                continue
+            check_text(value, "a tenant id")
+            normal = normal_tenant_id(value)
+            if not normal:
+                error = TenantRequired if name == "user" else InvalidInput
+                raise error(
+                    f"the {name} id {value!r} holds no visible character",
+                    hint="tenant ids are normalised (NFKC, invisible characters removed, trimmed)",
+                )
+            if normal != value:
+                object.__setattr__(self, name, normal)
 
     def covers(self, other: Tenant) -> bool:
         """True when a read scoped to ``self`` may see a record written as ``other``."""
