@@ -12,6 +12,7 @@ across rounds). Prints one JSON object to stdout.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import platform
 import random
@@ -23,6 +24,7 @@ from typing import Any
 from dualmem.control import builtin_cues, catalog
 from dualmem.control.builtin import BuiltinController, default_weights
 from dualmem.control.questions import Batch, Question
+from dualmem.control.states import TypingState
 
 SUBJECTS = ["I", "My sister", "The team", "Our neighbour", "Caroline", "Melanie", "Jon"]
 VERBS = ["visited", "talked about", "painted", "bought", "forgot", "planned a trip to", "love", "hate"]
@@ -40,6 +42,13 @@ def turn(rng: random.Random, i: int) -> dict[str, Any]:
         "entities": [speaker.lower(), rng.choice(["paris", "bicycle", "sushi", "museum"])],
         "speaker": speaker,
     }
+
+
+def typing_batch(rng: random.Random) -> Batch:
+    """One new turn to type, as the write path asks it (``TypingState``: text, speaker, time)."""
+    t = turn(rng, 0)
+    state = TypingState(t["content"], t["speaker"], dt.datetime.fromisoformat(t["timestamp"]))
+    return Batch.of(state, catalog.typing_questions(), "typing")
 
 
 def relation_batch(rng: random.Random, n: int) -> Batch:
@@ -133,8 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         "stopping": lambda rng: stopping_batch(rng, n),
         "routing": lambda rng: Batch(state={"query": f"Why did Jon visit Paris {rng.random()}?"},
                                      questions=catalog.routing_questions()),
-        "typing": lambda rng: Batch(state={"observation": turn(rng, 0)["content"]},
-                                    questions=catalog.typing_questions()),
+        "typing": lambda rng: typing_batch(rng),
     }  # fmt: skip
     report: dict[str, Any] = {"python": platform.python_version(), "candidates": n, "repeat": args.repeat}
     for label, make in kinds.items():

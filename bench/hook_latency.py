@@ -1,9 +1,9 @@
 """Wall time of ``dualmem hook`` as a coding agent runs it: a fresh process per call, warm file cache.
 
 Builds a memory in a temporary directory (the bundled sample conversation plus ``--n`` synthetic
-notes, hashing embedder), then times ``--runs`` calls of each case after two warm-up calls, next to
-two baselines measured in the same run: an empty Python start and ``import dualmem`` (the floor of
-any ``dualmem`` command). ``--minilm`` adds ``--full`` on a MiniLM-built memory (loads ONNX).
+notes, hashing embedder), then times ``--runs`` calls of each case after ``--warmup`` (2) untimed
+calls, next to two baselines measured in the same run: an empty Python start and ``import dualmem``
+(the floor of any ``dualmem`` command). ``--minilm`` adds ``--full`` on a MiniLM-built memory (loads ONNX).
 JSON on stdout.
 
     python bench/hook_latency.py --runs 15 --n 1000 [--minilm]
@@ -44,13 +44,13 @@ def build(path: Path, *, embedder: str, n: int) -> None:
             mem.add_many(notes, user="mira")
 
 
-def timed(cmd: list[str], stdin: str, runs: int, env: dict[str, str]) -> dict[str, Any]:
+def timed(cmd: list[str], stdin: str, runs: int, env: dict[str, str], warmup: int = 2) -> dict[str, Any]:
     def once() -> tuple[float, subprocess.CompletedProcess[str]]:
         started = time.perf_counter()
         done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
         return (time.perf_counter() - started) * 1000, done
 
-    for _ in range(2):
+    for _ in range(warmup):
         once()
     samples, lines = [], 0
     for _ in range(runs):
@@ -96,6 +96,7 @@ def main() -> None:
         "--n", type=int, default=1000, help="synthetic notes besides the sample (default 1000)"
     )
     parser.add_argument("--minilm", action="store_true", help="also time --full on a MiniLM-built memory")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed calls of each case first (default 2)")
     args = parser.parse_args()
     py = sys.executable
     env = dict(os.environ)
@@ -137,7 +138,9 @@ def main() -> None:
                 "--full",
             ]
             cases["hook user-prompt --full (minilm)"] = (cmd, PROMPT)
-        results = {name: timed(cmd, stdin, args.runs, env) for name, (cmd, stdin) in cases.items()}
+        results = {
+            name: timed(cmd, stdin, args.runs, env, args.warmup) for name, (cmd, stdin) in cases.items()
+        }
         own = {
             "user-prompt": in_process([*dm[3:], "user-prompt"], PROMPT, args.runs),
             "session-start": in_process([*dm[3:], "session-start"], START, args.runs),

@@ -11,6 +11,18 @@
 # (seconds per test run, default 120), MUTATION_TESTS (the pytest selection).
 set -euo pipefail
 
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  cat <<'USAGE'
+usage: bench/mutation.sh [MODULE.py ...]
+Mutation testing (cosmic-ray) of the given modules (default: read/scoring, read/route,
+control/meter, write/relations, write/candidates, write/consolidate) against the tests that pin
+them, on a throw-away copy of the tracked files; prints the surviving mutants with their diffs.
+Environment: PYTHON (an interpreter with dualmem's dev extra; default python), MUTATION_TIMEOUT
+(seconds per test run, default 120), MUTATION_TESTS (the pytest selection).
+USAGE
+  exit 0
+fi
+
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
 bin="$(dirname "$(command -v "$python")")"

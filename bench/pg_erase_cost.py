@@ -17,12 +17,27 @@ import secrets
 import shutil
 import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from dualmem.types import Node
-from forget_cost import USER, synthetic  # bench/ is the script's folder, first on its import path
+from dualmem.types import Node, Tenant
+
+WORDS = [f"w{i}" for i in range(5000)]
+USER = Tenant("u")
+
+
+def synthetic(n: int, rng: np.random.Generator, dim: int) -> Iterator[list[Node]]:
+    """``n`` memories of 12 random words and a random unit vector, in batches of 1,000."""
+    for start in range(0, n, 1000):
+        vecs = rng.normal(size=(min(1000, n - start), dim)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        words = [" ".join(rng.choice(WORDS, 12)) for _ in vecs]
+        yield [
+            Node(id=f"n{start + i}", tenant=USER, content=w, at=None, embedding=v)
+            for i, (w, v) in enumerate(zip(words, vecs, strict=True))
+        ]
 
 
 def files_with(data: Path, needle: bytes) -> list[str]:

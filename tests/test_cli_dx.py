@@ -164,34 +164,46 @@ def test_format_human_renders_search_answer_add_get_list_stats(
     assert json.loads(out)["trace"]["rounds"] is not None  # --json wins, with the full trace
 
 
-def _pty_run(args: list[str]) -> tuple[int, str]:
-    """The CLI as a real process whose stdout and stderr are a pseudo-terminal."""
+def pty_run(args: list[str], *, answer: str | None = None) -> tuple[int, str]:
+    """The CLI as a real process whose stdout and stderr are a pseudo-terminal. With ``answer`` its
+    stdin is the terminal too, and ``answer`` is typed (with Enter) once a ``[y/N]`` prompt shows."""
     import pty
+    import select
     import subprocess
+    import time
 
     env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "120"}
     env.pop("DUALMEM_USER", None)
     main_fd, child_fd = pty.openpty()
     cmd = [sys.executable, "-m", "dualmem.cli.main", "--embedder", "hashing", *args]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=child_fd, stderr=child_fd, env=env)
+    stdin = child_fd if answer is not None else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=child_fd, stderr=child_fd, env=env)
     os.close(child_fd)
-    chunks: list[bytes] = []
-    while True:
+    seen = b""
+    deadline = time.monotonic() + 120  # a safety net against a hang, not a timing assertion
+    while time.monotonic() < deadline:
+        if not select.select([main_fd], [], [], 1.0)[0]:
+            continue
         try:
             data = os.read(main_fd, 65536)
         except OSError:  # EIO: the child closed the terminal
             break
         if not data:
             break
-        chunks.append(data)
+        seen += data
+        if answer is not None and b"[y/N]" in seen:
+            os.write(main_fd, answer.encode() + b"\n")
+            answer = None
+    else:
+        proc.kill()
     os.close(main_fd)
-    return proc.wait(timeout=120), b"".join(chunks).decode().replace("\r\n", "\n")
+    return proc.wait(timeout=120), seen.decode().replace("\r\n", "\n")
 
 
 def test_a_terminal_gets_text_and_a_pipe_gets_json(
     capsys: pytest.CaptureFixture[str], sample_db: str
 ) -> None:
-    code, out = _pty_run(["-q", "--db", sample_db, "--user", "mira", "search", "new bicycle", "-k", "2"])
+    code, out = pty_run(["-q", "--db", sample_db, "--user", "mira", "search", "new bicycle", "-k", "2"])
     assert code == 0
     assert out.startswith("2 memories for: new bicycle\n")
     assert "Mira: I bought a new bicycle yesterday" in out
@@ -200,7 +212,7 @@ def test_a_terminal_gets_text_and_a_pipe_gets_json(
 
 
 def test_ingest_on_a_terminal_draws_progress_on_stderr(tmp_path: Path) -> None:
-    code, out = _pty_run(["--db", str(tmp_path / "p.db"), "--user", "mira", "ingest", str(SAMPLE)])
+    code, out = pty_run(["--db", str(tmp_path / "p.db"), "--user", "mira", "ingest", str(SAMPLE)])
     assert code == 0
     assert "ingest sample_conversation.json [" in out
     assert "40/40" in out
@@ -351,7 +363,9 @@ def test_progress_shows_with_the_flag_or_on_a_terminal(
                  "ingest", str(SAMPLE)])  # fmt: skip
     _, err = capsys.readouterr()
     assert code == 0
-    assert err.splitlines()[-1].startswith("ingest sample_conversation.json [" + "#" * 30 + "] 40/40")
+    *_, progress, note = err.splitlines()
+    assert progress.startswith("ingest sample_conversation.json [" + "#" * 30 + "] 40/40")
+    assert note == f"dualmem: created new database at {tmp_path / 'm.db'}"  # said once it worked
     assert "\r" not in err  # not a terminal: whole lines
     code = main(
         ["--embedder", "hashing", "--db", str(tmp_path / "m.db"), "--user", "u", "ingest", str(SAMPLE)]

@@ -262,3 +262,68 @@ def test_the_hand_set_path_embeds_the_query_without_the_named_speaker(tmp_path: 
     assert found.evidence
     assert spy.texts
     assert all("Caroline" not in t for t in spy.texts), spy.texts
+
+
+# -- the loop's wiring: each test below fails when one line of ``Retriever`` is changed ----------------
+
+
+def scripted_retriever(
+    mem: Memory, table: dict[str, float], **read: object
+) -> tuple[Retriever, ScriptedController]:
+    """``retriever`` with the scripted controller returned too, so a test can read the batches it saw."""
+    read = {"pool": 3, "pool_window": 0, "anchors": 3, **read}
+    controller = ScriptedController(table, default=0.5)
+    r = Retriever(mem.store, mem.embedder, Meter(controller), ReadProfile(**read))  # type: ignore[arg-type]
+    return r, controller
+
+
+@pytest.mark.parametrize("max_calls", [4, 5, 6, 7])
+def test_a_step_starts_only_while_two_controller_requests_are_left(mem: Memory, max_calls: int) -> None:
+    """Before an assessment and before a scoring round the loop keeps two requests in reserve (one
+    round's assessment and scoring): with a controller that always asks for more, the search stops at
+    ``max_controller_calls - 1`` requests, never at the limit and never past it."""
+    r, meter, _ = retriever(mem, KEEP_GOING, limits=Limits(max_controller_calls=max_calls, max_visited=1000))
+    t = r.search("Why did Mira buy a new bicycle?", Tenant("u"), k=5).trace
+    assert t.stop_reason == "controller_limit"
+    assert t.controller_calls == meter.stats.calls == max_calls - 1
+    assert t.calls_by_purpose["routing"] == 1
+    assert t.calls_by_purpose["scoring"] == len([rnd for rnd in t.rounds if rnd.candidates])
+
+
+def test_no_view_above_the_threshold_routes_to_the_most_needed_one(mem: Memory) -> None:
+    """Every view's need below ``theta_act`` (eq. 12 would leave none active): the most needed view is
+    used alone, with the whole expansion budget, so the loop can still expand."""
+    route = {"route.semantic": 0.05, "route.temporal": 0.02, "route.causal": 0.01, "route.entity": 0.07}
+    r, _, _ = retriever(mem, {**KEEP_GOING, **route})
+    t = r.search("Why did Mira buy a new bicycle?", Tenant("u"), k=5).trace
+    assert t.active == ("entity",)
+    assert t.budgets == {"entity": 80}
+    expanded = [c for rnd in t.rounds[1:] for c in rnd.candidates]
+    assert expanded
+    assert {c.view for c in expanded} == {"entity"}
+
+
+def test_every_active_view_gets_at_least_min_per_view(mem: Memory) -> None:
+    """Eq. 13-14 with the profile's m: 30 each first, the other 20 of 80 by need (1.0 : 0.2)."""
+    route = {"route.semantic": 1.0, "route.temporal": 0.0, "route.causal": 0.0, "route.entity": 0.2}
+    r, _, _ = retriever(mem, {**KEEP_GOING, **route}, min_per_view=30, budget=80, gamma=1.0)
+    t = r.search("Why did Mira buy a new bicycle?", Tenant("u"), k=5).trace
+    assert t.active == ("semantic", "entity")
+    assert t.budgets == {"semantic": 47, "entity": 33}  # 30 + 16.67 -> 17, 30 + 3.33 -> 3
+
+
+def test_system_one_is_shown_the_top_k_evidence_only(mem: Memory) -> None:
+    """Assessment and scoring requests carry the K best evidence so far (``top_k``), best first; the
+    beam admits more than K, so a missing cap would show more."""
+    r, controller = scripted_retriever(mem, KEEP_GOING, top_k=2, beam=3)
+    t = r.search("Why did Mira buy a new bicycle?", Tenant("u"), k=5).trace
+    shown = [b for b in controller.batches if b.purpose in {"assessment", "scoring"}]
+    assert [b.purpose for b in shown][:3] == ["scoring", "assessment", "scoring"]
+    assert all(len(b.state["evidence"]) <= 2 for b in shown)  # type: ignore[arg-type]
+    first_round = sorted(
+        (c for c in t.rounds[0].candidates if c.admitted), key=lambda c: (-c.score, c.node_id)
+    )
+    assert len(first_round) == 3
+    evidence = shown[1].state["evidence"]  # the first assessment: after round 0 admitted three
+    assert [e["id"] for e in evidence] == [c.node_id for c in first_round[:2]]  # type: ignore[index,union-attr]
+    assert shown[2].state["evidence"] == evidence  # the next scoring round is shown the same two

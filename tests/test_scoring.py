@@ -176,12 +176,8 @@ def test_pick_expansion_properties(
 # -- K-fill ----------------------------------------------------------------------------------------
 
 
-def test_fill_top_uses_runners_up_then_anchors() -> None:
-    evidence = [ev("e1", 0.9)]
-    runners = [ev("r1", 0.5), ev("r2", 0.7), ev("e1", 0.4)]
-    ranked = scoring.fill_top(evidence, runners, 3)
-    assert [e.node.id for e in ranked] == ["e1", "r2", "r1"]
-    assert [e.node.id for e in scoring.fill_top(evidence, runners, 2)] == ["e1", "r2"]
+def test_anchor_fill_scores_the_anchors_below_everything_ranked() -> None:
+    ranked = [ev("e1", 0.9), ev("r2", 0.7), ev("r1", 0.5)]
     fused = [("a", 0.03), ("e1", 0.02), ("b", 0.015)]
     # floor = 0.5 (lowest ranked); each anchor gets floor * s / s_top
     more = scoring.anchor_fill(ranked, fused, 5)
@@ -191,23 +187,6 @@ def test_fill_top_uses_runners_up_then_anchors() -> None:
     alone = scoring.anchor_fill([], fused, 2)
     assert [i for i, _ in alone] == ["a", "e1"]
     assert [s for _, s in alone] == pytest.approx([1.0, 2 / 3])
-
-
-@given(
-    st.lists(st.tuples(st.sampled_from("abcdef"), unit), max_size=8, unique_by=lambda t: t[0]),
-    st.lists(st.tuples(st.sampled_from("abcdefgh"), unit), max_size=8, unique_by=lambda t: t[0]),
-    st.integers(min_value=0, max_value=10),
-)
-def test_fill_top_properties(e_raw: list[tuple[str, float]], r_raw: list[tuple[str, float]], k: int) -> None:
-    evidence = [ev(i, s) for i, s in e_raw]
-    runners = [ev(i, s) for i, s in r_raw]
-    ranked = scoring.fill_top(evidence, runners, k)
-    ids = [e.node.id for e in ranked]
-    assert len(ids) == len(set(ids)) == min(k, len({*ids, *(i for i, _ in e_raw), *(i for i, _ in r_raw)}))
-    n_ev = min(k, len(evidence))
-    assert {e.node.id for e in ranked[:n_ev]} == {
-        e.node.id for e in sorted(evidence, key=lambda e: (-e.score, e.node.id))[:n_ev]
-    }
 
 
 # -- profiles --------------------------------------------------------------------------------------

@@ -234,3 +234,20 @@ def test_last_week_is_the_previous_monday_to_sunday(at: dt.datetime) -> None:
     assert ref.start.weekday() == 0
     assert ref.end - ref.start == dt.timedelta(days=6)
     assert ref.end < at.date() <= ref.end + dt.timedelta(days=7)
+
+
+def test_a_long_text_grounds_as_its_sentences_do() -> None:
+    """Many expressions in one long text (a 1 MB observation has thousands) are grounded each as in
+    its own sentence: the overlap check and the future-tense cue look at the right neighbours."""
+    sentences = [
+        "I went hiking last Saturday.",
+        "We will meet on Friday!",
+        "On Monday I fixed the bike.",
+        "Two days ago it rained, and yesterday too?",
+        "I'm going to call her on Sunday.",
+        "We moved in 2022 and again on 15 May 2024.",
+    ]
+    text = "\n".join(sentences * 200)
+    expected = [ref for sentence in sentences for ref in ground(sentence, AT)] * 200
+    assert len(expected) == 8 * 200
+    assert list(ground(text, AT)) == expected

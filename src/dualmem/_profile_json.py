@@ -54,7 +54,7 @@ def profile_from_json(cls: type[_P], data: object, *, source: str = "profile") -
     return profile
 
 
-#: settings of older profile files that no longer exist (one read pipeline since issue 27): ignored
+#: settings of older profile files that no longer exist (every profile runs one read pipeline now): ignored
 RETIRED: frozenset[str] = frozenset({"pool_scoring", "final_rank"})
 
 

@@ -210,8 +210,8 @@ class Profile:
         FeatureSource) is the whole transition score, λ = (0, 1, 0, 0, 0), since it already weighs
         similarity, lexical and context evidence; scores decay by 0.8 per hop; consolidation
         supersedes a fact only at 0.85 (its contradiction cues are crude); θ_suff/θ_cont are
-        recalibrated paper thresholds (it rarely reports 0.95 sufficiency). ``bench/README.md``
-        reports how each was chosen.
+        recalibrated paper thresholds (it rarely reports 0.95 sufficiency). ``docs/benchmarks.md``
+        says how each was chosen.
         """
         return cls(
             name="builtin",

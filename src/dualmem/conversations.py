@@ -60,6 +60,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidato
 from dualmem import _json as bounded_json
 from dualmem._boundary import describe_error
 from dualmem.errors import InvalidInput
+from dualmem.text.textfile import read_text_file
 from dualmem.text.timeparse import parse_time
 from dualmem.types import JSONValue, Observation
 
@@ -74,6 +75,7 @@ __all__ = [
 
 FORMAT = "dualmem.conversation/1"
 _SESSION_KEY = re.compile(r"session_(\d+)")
+_FILE_HINT = "a conversation file is JSON text in UTF-8: dualmem's format or LoCoMo's"
 _ID_SPLIT = re.compile(r"[;,]")
 _SIMPLE_HINT = f"see the {FORMAT} format in the docs of dualmem.conversations"
 _LOCOMO_HINT = "a LoCoMo conversation has session_K lists of {speaker, dia_id, text} turns"
@@ -230,12 +232,7 @@ def parse_conversations(data: object, *, name: str) -> list[Conversation]:
 
 
 def _load_file(path: Path) -> list[Conversation]:
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInput(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"cannot read {path}: {exc}") from exc
+    raw = read_text_file(path, hint=_FILE_HINT)
     try:
         data = bounded_json.loads(raw)
     except json.JSONDecodeError as exc:

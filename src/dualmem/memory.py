@@ -11,6 +11,7 @@ own names (``stats_all``, ``repair_all``).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import sys
 import threading
@@ -36,8 +37,9 @@ from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
+from dualmem.reason.extractive import ExtractiveAnswerer
 from dualmem.text.timeparse import TimeInput, parse_time
-from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text
+from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text, utcnow
 from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
 from dualmem.write.durable import StoreBacklog, WorkQueue
@@ -52,7 +54,7 @@ from dualmem.write.lifecycle import (
 )
 from dualmem.write.pipeline import Writer, WriteReport, natural_key
 
-__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions", "Scope"]
+__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions", "Scope", "observed_at", "stamped"]
 
 log = logging.getLogger("dualmem")
 
@@ -68,6 +70,9 @@ class Answer:
     trace: Trace
     abstained: bool
     answerer: str
+    #: ids of the memories the answer quotes or relies on, the first one first (empty when the
+    #: answerer abstained or does not say)
+    used: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +120,10 @@ class Memory:
         store.set_context_window(self.profile.read.pool_window)  # a changed window rebuilds the context
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         # every read decision goes through the meter to System One (no side channel to a scorer)
-        self._retriever = Retriever(store, CachedEmbedder(embedder, size=1024), self.meter, self.profile.read)
+        queries = CachedEmbedder(embedder, size=1024)
+        self._retriever = Retriever(store, queries, self.meter, self.profile.read)
+        if isinstance(answerer, ExtractiveAnswerer) and answerer.embedder is None:
+            answerer.embedder = queries  # its meaning score embeds the question as retrieval just did
         self._consolidator = Consolidator(
             store, embedder, self.meter, self.profile.write, summarizer=summarizer
         )
@@ -464,7 +472,9 @@ class Memory:
             )
         found = self.search(query, user=user, agent=agent, run=run, k=k, where=where)
         draft = self.answerer.answer(query, found.evidence)
-        return Answer(draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name)
+        return Answer(
+            draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name, used=draft.used
+        )
 
     # -- consolidation -----------------------------------------------------------------------
     def consolidate(
@@ -541,9 +551,7 @@ class Memory:
         tenant = Tenant(user, agent, run)
         if (node_id is None) == (where is None):
             raise InvalidInput("pass exactly one of a node id or where=Filter(...)")
-        if where is not None:
-            return self._forget_ids(select(self.store, tenant, where), tenant)
-        return self._forget_ids([self._find(node_id, tenant).id], tenant)  # type: ignore[arg-type]
+        return self._forget_ids(self._named(tenant, node_id, where), tenant)
 
     def delete(
         self,
@@ -560,7 +568,36 @@ class Memory:
     def forget_all(self, *, user: str, agent: str | None = None, run: str | None = None) -> int:
         """Remove every memory of a tenant (as :meth:`forget` does for each); returns how many went."""
         tenant = Tenant(user, agent, run)
-        return self._forget_ids([n.id for n in self.store.iter_nodes(tenant)], tenant)
+        return self._forget_ids(self._named(tenant, None, None), tenant)
+
+    def would_forget(
+        self,
+        node_id: str | None = None,
+        *,
+        user: str,
+        agent: str | None = None,
+        run: str | None = None,
+        where: Filter | None = None,
+    ) -> list[Node]:
+        """What :meth:`forget` would remove now, in time order, removing nothing: with ``node_id`` or
+        ``where`` what ``forget`` with the same argument removes; with neither what :meth:`forget_all`
+        removes. The same closure as the forget itself (versions and derived summaries included), so
+        ``len(...)`` is the count the forget would return."""
+        tenant = Tenant(user, agent, run)
+        if node_id is not None and where is not None:
+            raise InvalidInput("pass at most one of a node id or where=Filter(...)")
+        ids = self._named(tenant, node_id, where)
+        closure = forget_closure(self.store, ids, tenant) if ids else set()
+        return [n for n in self.store.iter_nodes(tenant) if n.id in closure] if closure else []
+
+    def _named(self, tenant: Tenant, node_id: str | None, where: Filter | None) -> list[str]:
+        """The memories a forget names: the one with ``node_id``, the matches of ``where``, or (with
+        neither) every memory of the tenant."""
+        if node_id is not None:
+            return [self._find(node_id, tenant).id]
+        if where is not None:
+            return select(self.store, tenant, where)
+        return [n.id for n in self.store.iter_nodes(tenant)]
 
     def _forget_ids(self, ids: list[str], tenant: Tenant) -> int:
         if not ids:
@@ -670,6 +707,22 @@ def _check_query(query: object, k: object) -> None:
     check_text(query, "the query")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise InvalidInput(f"k must be a positive integer, got {k!r}")
+
+
+def observed_at(at: TimeInput, now: dt.datetime | None = None) -> TimeInput:
+    """The adapters' one rule for an observation given without a time (CLI ``add``, HTTP, MCP): it
+    was observed at the time of the call, ``now`` (UTC). An explicit ``at`` is kept as given. (The
+    library itself stores what it is given: ``Memory.add(text)`` keeps ``at=None``.)"""
+    return at if at is not None else (now or utcnow())
+
+
+def stamped(
+    observations: Sequence[Mapping[str, Any]], now: dt.datetime | None = None
+) -> list[Mapping[str, Any]]:
+    """The observations, each without a time given ``at=now`` (:func:`observed_at`; one ``now`` for
+    the whole batch, the time of the call by default)."""
+    now = now or utcnow()
+    return [o if o.get("at") is not None else {**o, "at": observed_at(None, now)} for o in observations]
 
 
 def _observation(text: object, *, speaker: str | None, at: TimeInput, **provenance: Any) -> Observation:
@@ -801,6 +854,10 @@ class Scope:
     def delete(self, node_id: str | None = None, *, where: Filter | None = None) -> int:
         """An alias of :meth:`forget`."""
         return self.forget(node_id, where=where)
+
+    def would_forget(self, node_id: str | None = None, *, where: Filter | None = None) -> list[Node]:
+        """What :meth:`forget` (or, with neither argument, :meth:`forget_all`) would remove now."""
+        return self.memory.would_forget(node_id, where=where, **self._kw)
 
     def forget_all(self) -> int:
         return self.memory.forget_all(**self._kw)

@@ -1,10 +1,11 @@
-"""``dualmem check``: is the database healthy? JSON report on stdout; exit 0 healthy, 1 not.
+"""``dualmem check``: is the database healthy? A report on stdout (readable on a terminal or with
+``--format human``, JSON in a pipe or with ``--json``); exit 0 healthy, 1 not.
 
 Opens the store directly (no embedder, no controller). ``--repair`` fixes what the store can (FTS5
 rebuild, links to missing nodes, stray vectors), then completes pending nodes through the write path
 (with ``--embedder`` and ``--controller``), and reports what was found before and after. ``--repair
 --reembed`` also embeds every memory again (``write/reembed.py``): for databases written before the
-speaker left the embedded text and long texts got chunk vectors (issue 10). With the
+speaker left the embedded text and long texts got chunk vectors. With the
 global ``--read-only`` nothing is written (the FTS5 check, which needs a writable connection, is skipped).
 ``--lexical-index`` only (re)builds the SQLite store's lexical index (``--repair``'s last step, without
 the integrity checks before it).
@@ -32,13 +33,20 @@ class Outcome:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("check", help="check the database: SQLite, FTS5, vectors, links, pending writes")
+    from dualmem.cli.options import output_options
+    from dualmem.cli.render import render_check
+
+    p = sub.add_parser(
+        "check",
+        help="check the database: SQLite, FTS5, vectors, links, pending writes",
+        parents=[output_options()],
+    )
     p.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
     p.add_argument(
         "--reembed",
         action="store_true",
         help="with --repair: embed every memory again with today's rules (content only, long texts as "
-        "chunks; for a database written before issue 10) using --embedder",
+        "chunks; for a database whose vectors hold the speaker's name) using --embedder",
     )
     p.add_argument(
         "--lexical-index",
@@ -46,7 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="only (re)build the SQLite store's lexical index (no integrity checks; what --repair does "
         "last; a large store also keeps it up by small steps in its searches)",
     )
-    p.set_defaults(handler=cmd_check)
+    p.set_defaults(handler=cmd_check, render=render_check)
 
 
 def _build_index(store: Store, path: str) -> Outcome:

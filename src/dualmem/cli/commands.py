@@ -21,12 +21,16 @@ from dualmem.cli.options import (
     tenant_options,
 )
 from dualmem.cli.render import node_json
+from dualmem.conversations import load_observations
 from dualmem.errors import InvalidInput
+from dualmem.memory import observed_at
 from dualmem.read.trace import render_trace
 from dualmem.server.schemas import answer_out, inspection_out, node_list, search_out
-from dualmem.types import MAX_K
+from dualmem.text.textfile import decode_text, read_text_file
+from dualmem.text.timeparse import parse_time
+from dualmem.types import MAX_K, Observation
 
-__all__ = ["k_value", "node_json", "open_memory", "register"]
+__all__ = ["add_text", "k_value", "node_json", "open_memory", "register"]
 
 
 def k_value(text: str) -> int:
@@ -44,9 +48,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tenant = [tenant_options(), output_options()]
     filters = [*tenant, filter_options()]
     p = sub.add_parser("add", help="store one observation", parents=tenant)
-    p.add_argument("text")
+    p.add_argument("text", nargs="?", help="the text to store; '-' reads it from stdin")
+    p.add_argument(
+        "--file", type=Path, metavar="PATH", help="read the text from a UTF-8 file (instead of TEXT)"
+    )
     p.add_argument("--speaker")
-    p.add_argument("--at", help="when it was observed (ISO-8601, epoch seconds, '8 May 2023'...)")
+    p.add_argument(
+        "--at",
+        help="when it was observed (ISO-8601, epoch seconds, '8 May 2023'...); default: now (UTC)",
+    )
     p.add_argument("--session")
     p.add_argument("--source")
     p.add_argument("--turn-id", help="the turn's id: adding the same turn again returns the stored one")
@@ -142,23 +152,54 @@ def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 # -- commands ----------------------------------------------------------------------------------
+def add_text(args: argparse.Namespace) -> str:
+    """``add``'s text: the argument, stdin for ``-``, or ``--file``'s UTF-8 text (read whole: a long
+    text does not fit in a command line). Text read from stdin or a file loses its trailing newlines."""
+    if (args.text is None) == (args.file is None):
+        raise InvalidInput(
+            "give the text to store, '-' to read it from stdin, or --file PATH (one of them)",
+            hint="e.g. dualmem add 'Mira rides a blue bike.'",
+        )
+    hint = "add stores UTF-8 text; for a conversation file use ingest"
+    if args.file is not None:
+        text = read_text_file(args.file, hint=hint)
+    elif args.text == "-":
+        if sys.stdin.isatty():
+            print("dualmem: reading the text from stdin (end it with Ctrl-D)", file=sys.stderr)
+        raw = getattr(sys.stdin, "buffer", None)
+        text = decode_text(raw.read(), "stdin", hint=hint) if raw is not None else sys.stdin.read()
+    else:
+        return str(args.text)
+    return text.rstrip("\r\n")
+
+
 def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
-    with open_memory(args, create=True) as mem:
+    text = add_text(args)
+    at = parse_time(observed_at(args.at))  # the rule HTTP and MCP follow: no time given is now (UTC)
+    fields = {
+        "speaker": args.speaker,
+        "session": args.session,
+        "source": args.source,
+        "turn_id": args.turn_id,
+    }
+    Observation(content=text, at=at, **fields)  # bad input is refused before a database is made
+    with open_memory(args, create=True, announce=True) as mem:
         scope = scope_of(mem, args)
         node_id = scope.add(
-            args.text,
-            speaker=args.speaker,
-            at=args.at,
-            session=args.session,
-            source=args.source,
-            turn_id=args.turn_id,
+            text,
+            at=at,
             key=args.key,
+            **fields,
         )
         return node_json(scope.get(node_id))
 
 
 def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
-    with open_memory(args, create=True) as mem, progress_for(args, f"ingest {args.file.name}") as progress:
+    load_observations(args.file)  # a missing, binary or malformed file is refused before a database is made
+    with (
+        open_memory(args, create=True, announce=True) as mem,
+        progress_for(args, f"ingest {args.file.name}") as progress,
+    ):
         scope = scope_of(mem, args)
         started = time.perf_counter()
         ids = scope.ingest(args.file, on_progress=progress)

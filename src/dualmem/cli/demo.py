@@ -53,12 +53,15 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
             print(f"dualmem demo: stored {len(ids)} turns in {build:.2f} s", file=sys.stderr)
             answers = []
             for q in DEMO_QUESTIONS:
-                ans = mem.answer(q, user=user, k=5)
+                ans = mem.answer(q, user=user)
+                quoted = next((e for e in ans.evidence if ans.used and e.node.id == ans.used[0]), None)
                 answers.append(
                     {
                         "question": q,
                         "answer": ans.text,
                         "abstained": ans.abstained,
+                        # the memory the answer quotes (first), not merely the top hit
+                        "source": None if quoted is None else evidence_json(quoted),
                         "evidence": [evidence_json(e) for e in ans.evidence[:3]],
                         "stop_reason": ans.trace.stop_reason,
                         "controller_calls": ans.trace.controller_calls,

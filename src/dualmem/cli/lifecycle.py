@@ -5,15 +5,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dualmem.cli.options import db_path, filter_from_args, is_file_path, open_memory, progress_for, scope_of
-from dualmem.cli.render import node_json, render_fields, render_history
-from dualmem.errors import InvalidInput
+from dualmem.cli.options import (
+    db_path,
+    filter_from_args,
+    is_file_path,
+    open_memory,
+    progress_for,
+    scope_of,
+    tenant_user,
+)
+from dualmem.cli.render import node_json, render_fields, render_forget, render_history, truncate
+from dualmem.errors import InvalidInput, NotFound, UserError
+from dualmem.types import Node
 
-__all__ = ["register"]
+__all__ = ["ConfirmationRequired", "register"]
 
 
 def register(
@@ -40,11 +50,24 @@ def register(
     p = sub.add_parser(
         "forget",
         help="remove memories for good (all versions, derived summaries, cached answers): id, filter, --all",
+        description="Remove memories for good, each with all its versions, derived summaries and cached "
+        "answers. 'forget ID' is immediate. --all and the filter options first say how many memories "
+        "would go and ask (y/N) on a terminal; without one they need --yes. --dry-run only shows "
+        "what would go.",
         parents=filters,
     )
-    p.add_argument("id", nargs="?")
+    p.add_argument("id", nargs="?", help="one memory (forgotten at once, without asking)")
     p.add_argument("--all", action="store_true", help="every memory of the tenant")
-    p.set_defaults(handler=cmd_forget, render=render_fields)
+    p.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="do not ask: for scripts (--all and filters need it without a terminal)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="show how many memories would go, and which; forget nothing"
+    )
+    p.set_defaults(handler=cmd_forget, render=render_forget)
 
     p = sub.add_parser("export", help="write the tenant's memory as JSON Lines", parents=tenant)
     p.add_argument("file", type=Path)
@@ -79,13 +102,26 @@ def cmd_history(args: argparse.Namespace) -> dict[str, Any]:
         }
 
 
+class ConfirmationRequired(UserError):
+    """A destructive command was run without a terminal to ask on and without ``--yes``."""
+
+    code = "confirmation-required"
+
+
 def cmd_forget(args: argparse.Namespace) -> dict[str, Any]:
     where = filter_from_args(args)
     chosen = sum((args.id is not None, not where.empty(), args.all))
     if chosen != 1:
         raise InvalidInput("give exactly one of: an id, filter options (--speaker/--since/...), or --all")
+    matching = None if args.all or args.id is not None else where
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
+        if args.dry_run:
+            doomed = scope.would_forget(args.id, where=matching)
+            return {"dry_run": True, "would_forget": len(doomed), "memories": [_preview(n) for n in doomed]}
+        if args.id is None and not args.yes and not _confirmed(scope.would_forget(where=matching), args):
+            print("dualmem: nothing forgotten", file=sys.stderr)
+            return {"forgotten": 0}
         if args.all:
             removed = scope.forget_all()
         elif args.id is not None:
@@ -95,9 +131,72 @@ def cmd_forget(args: argparse.Namespace) -> dict[str, Any]:
         return {"forgotten": removed}
 
 
+def _preview(node: Node) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "at": node.at.isoformat() if node.at else None,
+        "speaker": node.speaker,
+        "preview": truncate(node.content, 80),
+    }
+
+
+def _what(args: argparse.Namespace) -> str:
+    """``forget --all`` or ``forget --speaker Jon --since 2024-01-01``, for the prompt and errors."""
+    if args.all:
+        return "forget --all"
+    flags = [(f"--{name}", getattr(args, name)) for name in ("speaker", "session", "since", "until")]
+    shown = [f"{flag} {value}" for flag, value in flags if value is not None]
+    shown += [f"--metadata {item}" for item in args.meta]
+    return "forget " + " ".join(shown)
+
+
+def _confirmed(doomed: list[Node], args: argparse.Namespace) -> bool:
+    """Ask on the terminal before a forget by filter or ``--all``; without a terminal refuse
+    (``ConfirmationRequired``, exit 2): a script says ``--yes``. Nothing to forget needs no answer."""
+    count = f"{len(doomed)} {'memory' if len(doomed) == 1 else 'memories'}"
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise ConfirmationRequired(
+            f"{_what(args)} would remove {count} and no terminal is there to confirm it",
+            hint="pass --yes to confirm, or --dry-run to see what would go",
+        )
+    if not doomed:
+        return True
+    shown = doomed[:5]
+    lines = [f"  {n.id}  {truncate(n.content, 60)}" for n in shown]
+    if len(doomed) > len(shown):
+        lines.append(f"  ... and {len(doomed) - len(shown)} more (--dry-run lists them all)")
+    tenant = scope_label(args)
+    sys.stderr.write("\n".join([f"{_what(args)}: {count} of {tenant} would go for good:", *lines]) + "\n")
+    sys.stderr.write(f"Forget {count}? [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def scope_label(args: argparse.Namespace) -> str:
+    """``user 'mira'`` (with its agent and run when given)."""
+    label = f"user {tenant_user(args)!r}"
+    if args.agent:
+        label += f", agent {args.agent!r}"
+    if args.run:
+        label += f", run {args.run!r}"
+    return label
+
+
 def cmd_export(args: argparse.Namespace) -> dict[str, Any]:
+    folder = args.file.parent
+    if not folder.is_dir():
+        raise NotFound(
+            f"no folder {folder} to write {args.file.name} in"
+            if not folder.exists()
+            else f"{folder} is not a folder",
+            hint="create the folder first, or export to another path",
+        )
     with open_memory(args) as mem:
-        lines = scope_of(mem, args).export_jsonl(args.file)
+        try:
+            lines = scope_of(mem, args).export_jsonl(args.file)
+        except OSError as exc:  # a folder in the file's place, no permission, a full disk
+            raise InvalidInput(f"cannot write {args.file}: {exc.strerror or exc}") from None
         return {"file": str(args.file), "lines": lines}
 
 
@@ -105,7 +204,7 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
     # one transaction without steps to count: the heartbeat shows the time it has taken so far
     with (
         _removed_on_failure(db_path(args)),
-        open_memory(args, create=True) as mem,
+        open_memory(args, create=True, announce=True) as mem,
         progress_for(args, f"import {args.file.name}"),
     ):
         report = scope_of(mem, args).import_jsonl(args.file)

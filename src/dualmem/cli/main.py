@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dualmem",
         description="Agent memory with a fast System-One controller (Jev-Mem).",
     )
+    from dualmem._version import __version__
+
+    parser.add_argument("--version", action="version", version=f"dualmem {__version__}")
     parser.add_argument(
         "--db", default=None, help="database path (env DUALMEM_DB; default ~/.local/share/dualmem/memory.db)"
     )
@@ -79,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", default=None, help="profile preset (paper, builtin, jev, llm) or a profile .json file"
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bars (notes and errors still go to stderr)"
+    )
     parser.add_argument(
         "--progress",
         action="store_true",
@@ -141,8 +146,8 @@ def _explain(parser: argparse.ArgumentParser, message: str) -> str:
         words = message.split(":", 1)[1].split()
         options = [w.split("=", 1)[0] for w in words if w.startswith("-")]
         if options:
-            known = sorted(_option_strings(parser))
-            return f"unknown option {options[0]!r}{_did_you_mean(options[0], known, parser.prog)}"
+            hint = _option_hint(options[0], _option_strings(parser), parser.prog)
+            return f"unknown option {options[0]!r}{hint}"
         return f"unexpected argument {words[0]!r} (see {parser.prog} --help)"
     return f"error: {message} (see {parser.prog} --help)"
 
@@ -164,11 +169,21 @@ def _did_you_mean(word: str, known: Sequence[str], prog: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else f" (see {prog} --help)"
 
 
+def _option_hint(word: str, known: set[str], prog: str) -> str:
+    """The option ``word`` was meant to be: the same name with other dashes (``--k`` -> ``-k``), else
+    the nearest long option."""
+    bare = word.lstrip("-")
+    same = sorted(o for o in known if o.lstrip("-") == bare and o != word)
+    if same:
+        return f" (did you mean {same[0]!r}?)"
+    return _did_you_mean(word, sorted(o for o in known if o.startswith("--")), prog)
+
+
 def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
     """Every option of ``parser`` and of its subcommands, their subcommands included."""
     found: set[str] = set()
     for action in parser._actions:
-        found.update(o for o in action.option_strings if o.startswith("--"))
+        found.update(action.option_strings)
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 found |= _option_strings(sub)
@@ -206,14 +221,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dualmem: interrupted", file=sys.stderr)
         return 130
+    created = getattr(args, "created_database", None)
+    if created:
+        print(f"dualmem: created new database at {created}", file=sys.stderr)
     render: Callable[[Any], str] | None = getattr(args, "render", None)
+    code = result.code if isinstance(result, Outcome) else 0
     if isinstance(result, Outcome):
-        emit(result.data)
-        return result.code
+        result = result.data
     if result is not None:
         human = render is not None and human_output(args, default=getattr(args, "human_default", None))
         emit(render(result) if human and render is not None and isinstance(result, dict) else result)
-    return 0
+    return code
 
 
 def emit(result: Any) -> None:

@@ -228,14 +228,22 @@ def embedder_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"graph_cache": str(Path(folder).expanduser())}
 
 
-def open_memory(args: argparse.Namespace, db: str | None = None, *, create: bool = False) -> Memory:
+def open_memory(
+    args: argparse.Namespace, db: str | None = None, *, create: bool = False, announce: bool = False
+) -> Memory:
     """A memory from the flags. Only a command that writes new memories passes ``create`` (the file
-    and its folder are made); every other one refuses a database file that does not exist."""
+    and its folder are made); every other one refuses a database file that does not exist. With
+    ``announce`` (``add``, ``ingest``, ``import``), a file that had to be made is noted in
+    ``args.created_database``: once the command succeeded the CLI says ``created new database at
+    PATH`` on stderr, even with ``-q`` (a mistyped ``--db`` otherwise goes unseen; a failed command
+    keeps its one-line error)."""
     path = db_path(args, db)
     read_only = bool(getattr(args, "read_only", False))
+    new = False
     if not create or read_only:
         require_database(path)
     elif is_file_path(path):
+        new = not Path(path).exists()
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     options = OpenOptions(
         controller=controller_options(args),
@@ -244,7 +252,7 @@ def open_memory(args: argparse.Namespace, db: str | None = None, *, create: bool
         lock_timeout=args.lock_timeout,
         synchronous=getattr(args, "synchronous", "normal"),
     )
-    return Memory.open(
+    memory = Memory.open(
         path,
         embedder=args.embedder,
         controller=args.controller,
@@ -253,3 +261,6 @@ def open_memory(args: argparse.Namespace, db: str | None = None, *, create: bool
         options=options,
         read_only=read_only,
     )
+    if new and announce:
+        args.created_database = path
+    return memory

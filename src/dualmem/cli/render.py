@@ -20,8 +20,10 @@ __all__ = [
     "evidence_json",
     "node_json",
     "render_answer",
+    "render_check",
     "render_demo",
     "render_fields",
+    "render_forget",
     "render_history",
     "render_inspect",
     "render_list",
@@ -169,8 +171,44 @@ def render_demo(data: Mapping[str, Any]) -> str:
     for a in data["answers"]:
         lines.append(f"Q: {a['question']}")
         lines.append(f"A: {a['answer']}" + ("  (abstained)" if a["abstained"] else ""))
-        if a["evidence"]:
-            lines.append("   from: " + truncate(str(a["evidence"][0]["node"]["content"]), _width() - 9))
+        if a.get("source"):
+            lines.append("   from: " + truncate(str(a["source"]["node"]["content"]), _width() - 9))
         lines.append("")
     lines.append("(--json prints all of it as JSON; --keep --db FILE keeps the memory)")
+    return "\n".join(lines)
+
+
+def render_forget(data: Mapping[str, Any]) -> str:
+    """``forgotten: N``, or for ``--dry-run`` the memories that would go (nothing was forgotten)."""
+    if not data.get("dry_run"):
+        return render_fields(data)
+    memories: Sequence[Mapping[str, Any]] = data["memories"]
+    count = data["would_forget"]
+    lines = [f"would forget {count} {'memory' if count == 1 else 'memories'} (dry run: nothing forgotten)"]
+    for n in memories:
+        head = f"  {n['id']}  {_date(n)}  {_who(n)}: "
+        lines.append(head + truncate(str(n["preview"]), _width() - len(head)))
+    return "\n".join(lines)
+
+
+def render_check(data: Mapping[str, Any]) -> str:
+    """``dualmem check``'s report: healthy or not, each problem with its first details, what was
+    repaired; ``--lexical-index``'s result as fields."""
+    if "healthy" not in data:
+        return render_fields(data)
+    lines = [f"{data['db']}: {'healthy' if data['healthy'] else 'NOT healthy'}"]
+    if "repaired" in data:
+        before: Sequence[Mapping[str, Any]] = data.get("before") or []
+        found = ", ".join(f"{p['kind']} {p['count']}" for p in before) or "nothing"
+        lines.append(f"found before repair: {found}")
+        lines.append("repaired: " + (", ".join(map(str, data["repaired"])) or "nothing"))
+    problems: Sequence[Mapping[str, Any]] = data["problems"]
+    if problems:
+        lines.append(f"problems ({len(problems)}):")
+    for p in problems:
+        fix = "" if p.get("repairable") else " (not repairable)"
+        lines.append(f"  {p['kind']}: {p['count']}{fix}")
+        lines += [f"    {truncate(str(d), _width() - 4)}" for d in p.get("details") or []]
+    if problems and any(p.get("repairable") for p in problems) and "repaired" not in data:
+        lines.append("(dualmem check --repair fixes what can be fixed)")
     return "\n".join(lines)

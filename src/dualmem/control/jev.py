@@ -22,7 +22,7 @@ try:
     import httpx2
     import typesafe_sdk as ts
     from typesafe_sdk.constants import DEFAULT_BASE_URL, DEFAULT_MODEL
-except ImportError as exc:  # an optional extra since issue 28
+except ImportError as exc:  # an optional extra (dualmem[jev])
     raise ConfigError(
         f"the jev backend needs typesafe-sdk and httpx2, which are not installed ({exc.name or exc})",
         hint="pip install 'dualmem[jev]'",

@@ -136,7 +136,7 @@ def session_options(threads: int | None = None, *, spin: bool = False) -> Any:
     parallel execution only adds scheduling); ``threads`` intra-op threads (``None``: one per
     physical core). ``spin=False`` turns off the intra-op pool's busy-waiting between operators:
     on a shared machine, and beside the write path's other thread, spinning threads take cores from
-    work that could use them (``bench/embed_overhead.py`` measures both).
+    work that could use them (docs/decisions/006-embedder-overhead.md).
     """
     import onnxruntime as ort
 

@@ -2,7 +2,7 @@
 
 A node's vector is of its content only. The speaker is a field (the FTS5 ``speaker`` column, the
 pool's speaker features), never part of the vector: a name in the embedded text dominates the
-query vector and pulls in short, content-free turns of that speaker (issue 10).
+query vector and pulls in short, content-free turns of that speaker.
 
 **Long texts** (longer than the embedder's window: MiniLM reads 256 tokens) get extra vectors, one
 per overlapping window of :data:`CHUNK_TOKENS` tokens every :data:`CHUNK_STRIDE` tokens after the

@@ -1,4 +1,4 @@
-"""Erasing forgotten vectors from the approximate index's segment files (issue 28).
+"""Erasing forgotten vectors from the approximate index's segment files (``forget`` erases).
 
 A segment file (``ann.AnnIndex``) holds a copy of every row it was built over, in the index's
 scalar type (``ann.DTYPE``, f16: the float32 embedding rounded), and the database's tombstones do

@@ -1,4 +1,4 @@
-"""Chunk vectors: the extra window vectors of long nodes (issue 10), shared by the store backends.
+"""Chunk vectors: the extra window vectors of long nodes, shared by the store backends.
 
 A long node (longer than the embedder's window, see ``embed/windows.py``) keeps its own
 ``embedding`` plus an ``(m, dim)`` matrix of chunk vectors. Vector search scores a node as its best

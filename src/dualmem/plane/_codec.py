@@ -44,10 +44,11 @@ __all__ = [
     "types_to_json",
 ]
 
-#: lexical query-term selection (issue 13): at most QUERY_MAX_TERMS distinct content tokens are
-#: considered; once the index holds QUERY_MIN_DOCS rows, a term in more than QUERY_COMMON_SHARE of
-#: them is dropped (unless every term is that common) and at most QUERY_OR_TERMS of the rarest are OR-ed,
-#: the rows of the rarest whose document frequencies sum to at most QUERY_POSTINGS ranked (``_sqlite_terms``)
+#: lexical query-term selection (docs/decisions/002 and 008): at most QUERY_MAX_TERMS distinct
+#: content tokens are considered; once the index holds QUERY_MIN_DOCS rows, a term in more than
+#: QUERY_COMMON_SHARE of them is dropped (unless every term is that common) and at most
+#: QUERY_OR_TERMS of the rarest are OR-ed, the rows of the rarest whose document frequencies sum to
+#: at most QUERY_POSTINGS ranked (``_sqlite_terms``)
 QUERY_MAX_TERMS = 32
 QUERY_OR_TERMS = 12
 QUERY_COMMON_SHARE = 0.2
@@ -87,7 +88,7 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_stamp(value: dt.datetime) -> str:
-    """A compact, exact text of ``value`` for a column written once per row (issue 13: disk per
+    """A compact, exact text of ``value`` for a column written once per row (to save disk per
     memory): a UTC datetime as its microseconds since the epoch (16 digits instead of a 32-character
     ISO text), any other (another offset, or naive) as ISO, so reading it back gives an equal
     datetime with the same ``tzinfo``. ``from_stamp`` reads both forms (older rows are ISO)."""

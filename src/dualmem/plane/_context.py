@@ -1,4 +1,4 @@
-"""Write-time neighbour context of nodes, shared by the store backends (issue 10).
+"""Write-time neighbour context of nodes, shared by the store backends.
 
 A node's context is derived from the nodes of its session that sit up to ``window`` positions
 before and after it in write order (``Store.session_neighbours`` read with the node's own tenant,

@@ -143,7 +143,7 @@ _V1: tuple[str, ...] = (
 )
 
 #: ordered migrations: (version, statements). Append only; never edit a released one.
-# v2 (issue 11): idempotency keys of writes, removed with their node
+# v2: idempotency keys of writes, removed with their node
 _V2: tuple[str, ...] = (
     f"""CREATE TABLE write_keys (
         user_id {_K} NOT NULL,
@@ -155,7 +155,7 @@ _V2: tuple[str, ...] = (
     "CREATE INDEX write_keys_node ON write_keys (user_id, node_id)",
 )
 
-# v4 (issue 10): chunk vectors of long nodes, one row per extra window, removed with their node; the
+# v4: chunk vectors of long nodes, one row per extra window, removed with their node; the
 # column keeps no fixed dimension (the store checks it on write) and has no ANN index: searched exactly
 _V4: tuple[str, ...] = (
     f"""CREATE TABLE chunk_vectors (
@@ -171,7 +171,7 @@ _V4: tuple[str, ...] = (
     )""",
 )
 
-# v3 (issue 10): write-time neighbour context (``_pg_context``)
+# v3: write-time neighbour context (``_pg_context``)
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, V3), (4, _V4))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -134,7 +134,7 @@ class NodeRecord(_Record):
 
 
 class ChunksRecord(_Record):
-    """The chunk vectors of one long node (issue 10): ``parts`` rows of ``dim`` float32, base64."""
+    """The chunk vectors of one long node: ``parts`` rows of ``dim`` float32, base64."""
 
     kind: Literal["chunks"]
     node_id: str

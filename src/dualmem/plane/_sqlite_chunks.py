@@ -1,4 +1,4 @@
-"""The SQLite store's chunk vectors (issue 10): one ``chunk_vectors`` row per long node.
+"""The SQLite store's chunk vectors: one ``chunk_vectors`` row per long node.
 
 Schema version 5 (:data:`V5`) adds the table: the node's extra window vectors packed in one blob
 (``parts`` x ``dim`` float32), the user for the per-user cache, removed with the node by the

@@ -32,9 +32,9 @@ log = logging.getLogger("dualmem")
 Synchronous = Literal["normal", "full"]
 #: bytes the WAL keeps after a checkpoint (larger WALs are truncated back to this)
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
-#: bytes of the file read through a memory map by default: none. ``bench/sqlite_mmap.py`` measured a
-#: 100k-memory search 1.5-4.6 ms (4-10%) faster with 256 MiB, inside the run's noise, for ~220 MB more
-#: resident file pages; the setting is there for a user who wants the trade
+#: bytes of the file read through a memory map by default: none. A 100k-memory search was 1.5-4.6 ms
+#: (4-10%) faster with 256 MiB, inside the run's noise, for ~220 MB more resident file pages
+#: (docs/decisions/013-sqlite-mmap.md); the setting is there for a user who wants the trade
 MMAP_SIZE = 0
 
 

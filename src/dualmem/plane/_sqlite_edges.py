@@ -1,4 +1,4 @@
-"""The SQLite store's edges by integer node refs (schema v7, issue 13: disk per memory).
+"""The SQLite store's edges by integer node refs (schema v7: less disk per memory).
 
 Edges were the largest table: two 26-character node ids per row, repeated in the unique index and
 again in the target index (~240 bytes an edge, ~19 edges a memory). From v7 an edge names its nodes

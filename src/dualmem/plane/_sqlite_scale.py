@@ -1,4 +1,4 @@
-"""The SQLite store's bounded indexes (issue 13): entity frequencies, packed decisions, term selection.
+"""The SQLite store's bounded indexes: entity frequencies, packed decisions, term selection.
 
 Everything here is a function of a connection so that ``sqlite.py`` only delegates. Schema version 2
 (:data:`V2`) adds what these need, in one migration step:

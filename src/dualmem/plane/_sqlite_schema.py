@@ -145,9 +145,9 @@ _V3: tuple[str, ...] = ("CREATE INDEX nodes_user_session ON nodes (user_id, sess
 Step = str | Callable[[sqlite3.Connection], None]
 
 #: ordered migrations: (version, steps). Append only; never edit a released one.
-#: 4: entity/user counts, packed decisions, fts5vocab (issue 13, ``_sqlite_scale``)
-#: 5: chunk vectors of long nodes (issue 10, ``_sqlite_chunks``)
-#: 6: write-time neighbour context (issue 10, ``_sqlite_context``)
+#: 4: entity/user counts, packed decisions, fts5vocab (``_sqlite_scale``)
+#: 5: chunk vectors of long nodes (``_sqlite_chunks``)
+#: 6: write-time neighbour context (``_sqlite_context``)
 #: 7: per-user count of deleted/rewritten vectors, for the incremental vector cache (``_sqlite_vectors``),
 #: and edges by integer node refs (``_sqlite_edges``); each applies whether or not the
 #: others exist, and ``migrate`` applies every version not yet recorded (not only those above the highest)

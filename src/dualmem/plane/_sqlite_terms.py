@@ -1,4 +1,4 @@
-"""Query-term selection of the SQLite store's FTS5 searches: a bound on the rows BM25 scores (issue 13).
+"""Query-term selection of the SQLite store's FTS5 searches: a bound on the rows BM25 scores.
 
 FTS5's ``ORDER BY rank LIMIT k`` computes ``bm25()`` for every row that holds a query term, so an OR
 query costs about its terms' summed document frequencies (~3 µs a row on the shared machine; merging

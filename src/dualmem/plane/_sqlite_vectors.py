@@ -1,4 +1,4 @@
-"""The SQLite store's per-user vector cache, kept up to date incrementally (issue 13).
+"""The SQLite store's per-user vector cache, kept up to date incrementally.
 
 A user's vectors are read once (one statement, inside the caller's snapshot) into a
 :class:`~dualmem.plane._vectors.UserVectors`; after that the cache follows the database by deltas:

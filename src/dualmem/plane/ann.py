@@ -59,7 +59,7 @@ DEAD_SHARE = 0.2
 #: segments of at most this many rows are built on one thread, deterministically (``_build_threads``)
 DETERMINISTIC_ROWS = 2048
 #: HNSW settings: stored scalar type, graph degree, build and search beam widths. Measured on 100k
-#: MiniLM embeddings (bench/README.md, "ANN recall"): f32 storage changed no recall figure, degree 32
+#: MiniLM embeddings (docs/decisions/007-ann-search-beam.md): f32 storage changed no recall figure, degree 32
 #: with build beam 256 gained what a wider search beam gains at 2.8x the build time; the search beam
 #: decides (recall@10 0.981-0.987 at 128, 0.996-0.999 at 256, 0.999-1.0 at 384, +1-2 ms)
 DTYPE = "f16"

@@ -3,13 +3,13 @@
 Every implementation passes ``tests/contract/test_store_contract.py``. Backend facts (SQL, files,
 caches) stay inside the backend's module.
 
-Protocol change (issue 13, read path), additive: ``candidates`` (a projected read of a query's pool
+Protocol change (the read path at scale), additive: ``candidates`` (a projected read of a query's pool
 candidates with their stored context: ``Candidate``).
 
-Protocol changes (issue 10, expanded index), additive: ``put_chunks`` / ``get_chunks`` (chunk vectors
-of long nodes) and ``vector_search`` scoring a node as its best vector.
+Protocol changes (the expanded index), additive: ``put_chunks`` / ``get_chunks`` (chunk vectors of
+long nodes) and ``vector_search`` scoring a node as its best vector.
 
-Protocol changes (issue 11, trustworthy storage), all additive:
+Protocol changes (trustworthy storage), all additive:
 
 - ``snapshot()``: a read-consistency block. Reads inside see one committed state (SQLite: a read
   transaction; PostgreSQL: a ``REPEATABLE READ, READ ONLY`` transaction). Multi-statement reads use it.

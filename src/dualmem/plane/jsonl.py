@@ -9,7 +9,7 @@ cannot be told from a cut one. Each line is read through a pydantic model of its
 (:mod:`dualmem.plane._records`), so a bad file fails with the line number and the field. Import checks
 everything before writing anything and applies it in one transaction. Round trip is exact: exporting
 an imported file gives the same lines. Nodes are written with :meth:`dualmem.types.Node.to_json` plus
-their embedding; a long node's chunk vectors (issue 10) follow its line as a ``chunks`` record.
+their embedding; a long node's chunk vectors follow its line as a ``chunks`` record.
 """
 
 from __future__ import annotations

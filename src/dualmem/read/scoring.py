@@ -13,9 +13,6 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-
 from dualmem.config import Lambdas
 from dualmem.read.trace import Assessment, StopReason
 from dualmem.types import Edge, Evidence
@@ -25,10 +22,8 @@ __all__ = [
     "Judgement",
     "anchor_fill",
     "demote_superseded",
-    "demote_superseded_all",
     "expansion_prior",
     "expansion_room",
-    "fill_top",
     "graph_need",
     "hop_decayed",
     "pick_expansion",
@@ -105,20 +100,6 @@ def demote_superseded(s: float, *, superseded: bool, asks_past: bool, factor: fl
     if factor is None or not superseded or asks_past:
         return s
     return s * factor
-
-
-def demote_superseded_all(
-    scores: npt.NDArray[np.float64],
-    *,
-    superseded: npt.NDArray[np.bool_],
-    asks_past: bool,
-    factor: float | None,
-) -> npt.NDArray[np.float64]:
-    """``demote_superseded`` over a column of scores (``superseded`` row by row): the same values."""
-    if factor is None or asks_past:
-        return scores
-    out: npt.NDArray[np.float64] = np.where(superseded, scores * factor, scores)
-    return out
 
 
 def hop_decayed(s: float, *, hops: int, decay: float) -> float:
@@ -201,23 +182,6 @@ def pick_expansion(
 
 
 # -- the K passed to System Two ------------------------------------------------------------------
-
-
-def _ranked(items: Sequence[Evidence]) -> list[Evidence]:
-    return sorted(items, key=lambda e: (-e.score, e.node.id))
-
-
-def fill_top(evidence: Sequence[Evidence], runners_up: Sequence[Evidence], k: int) -> list[Evidence]:
-    """The K best admitted memories; when fewer than K, filled with the scored runners-up.
-
-    (dualmem's K-fill; the remaining slots go to RRF anchors, see :func:`anchor_fill`.)
-    """
-    ranked = _ranked(evidence)[:k]
-    if len(ranked) < k:
-        seen = {e.node.id for e in ranked}
-        rest = [e for e in runners_up if e.node.id not in seen]
-        ranked += _ranked(rest)[: k - len(ranked)]
-    return ranked
 
 
 def anchor_fill(

@@ -1,73 +1,528 @@
-"""An offline System-Two stand-in: answers with the best supporting evidence sentence, or abstains.
+"""An offline System-Two stand-in: quotes the evidence sentence that answers the question, or abstains.
 
-It is extractive, not generative: it never writes a fact that is not in the evidence. Relative
-time expressions are followed by their grounded dates, e.g. "yesterday [15 May 2024]".
+It is extractive, not generative: it never writes a fact that is not in the evidence. Every
+sentence of the evidence is a candidate, measured against the question (:class:`Candidate`):
+
+- **topic**: the share of the question's topic words (content words, Porter-stemmed, without the
+  speakers' names and the question's own dates; a word most sentences share weighs less) that the
+  sentence has, and that the sentence before it has (an answer often follows the sentence that
+  names the topic);
+- **meaning**: the cosine of its memory's stored vector with the question's, when the answerer has
+  an embedder (``Memory`` lends it its own);
+- **answer type**: whether it holds what the question's form asks for and the question does not
+  already say: a person for *who*, a time expression for *when*, a place for *where*, a number for
+  *how many*, a name for *what is the name*, a reason for *why*, something new for *what/which*;
+- **news**: the share of its content words the question lacks (a sentence that restates the
+  question answers nothing);
+- **date**: its memory's day or one of its time expressions falls within a week of a date the
+  question names;
+- less when it is said by someone else about someone else than the person the question names (or,
+  between "user" and "assistant", by the other role than the question asks about), and when it is
+  itself a question.
+
+The weighted sum of these is the sentence's *support*; its *score* adds its evidence's retrieval
+score (relative to the best evidence's), so retrieval orders the candidates but only the support
+decides whether to answer. A sentence qualifies when it, or its memory, shares a topic word (or its
+memory's meaning reaches ``min_meaning``) and it says something the question does not (yes/no
+questions excepted). The best-scored qualifying sentence is quoted with its own source (speaker and
+day; its memory first in ``Draft.used``), and the answerer abstains when none qualifies or its
+support is below ``min_score``. Relative time expressions are followed by their grounded dates,
+e.g. "yesterday [15 May 2024]".
+
+The weights and the threshold were chosen on LoCoMo dev and the agent-chat corpus, with Mem-Gallery
+held out (``bench/answer_quality.py --tune``, figures there). Deterministic: the same question and
+evidence give the same draft; no model is asked (the embedder only embeds the question, which
+retrieval has usually just embedded).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
+
+from dualmem.embed.base import Embedder
 from dualmem.reason.base import ABSTAIN_TEXT, Draft
-from dualmem.text.lexical import content_tokens
-from dualmem.text.temporal import describe
+from dualmem.text.lexical import STOPWORDS, tokenize
+from dualmem.text.porter import stem
+from dualmem.text.query import analyze, perspective, role_of
+from dualmem.text.temporal import describe, ground
 from dualmem.text.timeparse import format_day
-from dualmem.types import Evidence
+from dualmem.types import Evidence, TemporalRef
 
-__all__ = ["ABSTAIN_TEXT", "ExtractiveAnswerer"]
+__all__ = ["ABSTAIN_TEXT", "Candidate", "Expect", "ExtractiveAnswerer", "expected_answer", "split_sentences"]
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+Expect = Literal[
+    "person", "time", "place", "number", "duration", "frequency", "reason", "name", "thing", "yes_no"
+]
+
+# -- sentences --------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d{1,3}[.)]\s+|>\s*)+")
+_EMPHASIS = re.compile(r"\*\*|__|`")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
+_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:dr|mr|mrs|ms|st|prof|sr|jr|vs|etc|approx|no|mt|ft|fig|e\.g|i\.e|a\.m|p\.m)|(?<![\w.])[A-Z])"
+    r"\.[\"'”’)\]]*$",
+    re.IGNORECASE,
+)
+_SPEAKER_PREFIX = re.compile(r"^[^\W\d_][\w .'-]{0,40}:\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a memory's text: its lines (code blocks, table rules and markdown markers
+    left out), each split after ``.!?`` (not after "Dr.", "e.g." or an initial)."""
+    out: list[str] = []
+    in_code = False
+    for raw in text.splitlines():
+        if _FENCE.match(raw):
+            in_code = not in_code
+            continue
+        if in_code or _TABLE_RULE.match(raw):
+            continue
+        line = _EMPHASIS.sub("", _MARKUP.sub("", raw)).strip().strip("|").strip()
+        merged: list[str] = []
+        for piece in _BREAK.split(line):
+            if merged and _ABBREVIATION.search(merged[-1]):
+                merged[-1] = f"{merged[-1]} {piece}"
+            else:
+                merged.append(piece)
+        out += [p.strip() for p in merged if any(ch.isalnum() for ch in p)]
+    return out
+
+
+# -- what the question asks for ---------------------------------------------------------------------
+
+_I = re.IGNORECASE
+_EXPECT_RULES: tuple[tuple[re.Pattern[str], Expect], ...] = (
+    (re.compile(r"\bhow\s+(?:many|much)\b|\bwhat\s+(?:number|percentage|amount|price)\b", _I), "number"),
+    (re.compile(r"\b(?:for\s+)?how\s+long\b", _I), "duration"),
+    (re.compile(r"\bhow\s+(?:often|frequently)\b", _I), "frequency"),
+    (
+        re.compile(
+            r"\bwhen\b|\b(?:what|which)\s+(?:(?:is|was|were|are)\s+the\s+)?"
+            r"(?:year|month|day|date|time|week|weekend|season)\b",
+            _I,
+        ),
+        "time",
+    ),
+    (
+        re.compile(
+            r"\bwhere\b|\b(?:what|which)\s+(?:city|country|place|town|state|location|restaurant|shop|store)\b",
+            _I,
+        ),
+        "place",
+    ),
+    (re.compile(r"\bwho(?:m|se)?\b|\bwhich\s+(?:friend|person|people|family\s+member)\b", _I), "person"),
+    (
+        re.compile(
+            r"\bwhy\b|\bwhat\s+(?:made|motivated|inspired|caused|led|prompted)\b|\bwhat\s+(?:is|was)\s+the\s+reason\b",
+            _I,
+        ),
+        "reason",
+    ),
+    (re.compile(r"\b(?:what|which)\b[^?]*?\b(?:names?|called|named|titled|title|brand|breed)\b", _I), "name"),
+    (re.compile(r"\bwhat\b|\bwhich\b|\bhow\b", _I), "thing"),
+)
+_AUXILIARY = re.compile(
+    r"^\s*(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will|should|might)\b", _I
+)
+
+
+def expected_answer(question: str) -> Expect:
+    """The kind of answer a question asks for, from its wording alone: the rule that matches
+    earliest wins ("What did they give him when they met?" asks for a thing, not a time)."""
+    found = [
+        (m.start(), order, kind) for order, (p, kind) in enumerate(_EXPECT_RULES) if (m := p.search(question))
+    ]
+    if found:
+        return min(found)[2]
+    return "yes_no" if _AUXILIARY.search(question) else "thing"
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# words of a question that say what kind of answer it wants, not what it is about
+_FORM_WORDS = _words(
+    "name names called named kind type sort many much long often time times date year month day week "
+    "happen happened think thought"
+)
+_FORM_STEMS = frozenset(stem(w) for w in _FORM_WORDS)
+_PERSON_NOUNS = _words(
+    """
+    mom mother mum dad father parent parents sister sisters brother brothers sibling siblings son sons
+    daughter daughters kid kids child children baby wife husband partner boyfriend girlfriend fiance
+    fiancee spouse friend friends buddy cousin cousins aunt uncle niece nephew grandma grandmother
+    grandpa grandfather grandparents family colleague colleagues coworker coworkers boss manager team
+    teacher teachers coach mentor neighbor neighbour neighbors neighbours doctor therapist counselor
+    nurse vet roommate classmate classmates group club community
+    """
+)
+_PLACE_NOUNS = _words(
+    """
+    home house apartment city town village country park beach lake river mountain mountains forest
+    museum gallery library school university college campus office gym studio restaurant cafe bar shop
+    store market mall church hospital clinic center centre street road trail camp festival theater
+    theatre stadium zoo garden island coast downtown abroad
+    """
+)
+_NUMBER_WORDS = _words(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand "
+    "million dozen couple twice once half"
+)
+_UNITS = r"(?:seconds?|minutes?|hours?|days?|nights?|weeks?|months?|years?|decades?)"
+_DURATION = re.compile(
+    rf"\b(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|several|couple\s+of)\s+{_UNITS}\b"
+    r"|\bsince\b|\ball\s+(?:day|week|year|my\s+life)\b",
+    _I,
+)
+_FREQUENCY = re.compile(
+    r"\b(?:every|each|daily|weekly|monthly|yearly|annually|once|twice|times|always|usually|often|"
+    r"regularly|sometimes|per|never)\b",
+    _I,
+)
+_REASON = re.compile(
+    r"\b(?:because|since|so|due\s+to|reason|thanks\s+to|that's\s+why|in\s+order\s+to|cause)\b", _I
+)
+_CAPITAL = re.compile(r"[A-Z][\w'’-]*")
+_PLACE_AFTER = re.compile(r"\b(?:in|at|to|from|near|around|visit(?:ed|ing)?)\s+(?:the\s+)?[A-Z]\w+")
+_QUOTED = re.compile(r"[\"“][^\"”]{2,60}[\"”]")
+_DIGIT = re.compile(r"\d")
+_POSSESSIVE = re.compile(r"['’]s?$")
+#: capitalised words that are not names: interjections and the usual first words of a chat turn
+_NOT_NAMES = _words(
+    """
+    i thanks thank wow yes yeah yep yup no nope nah hey hi hello sure great congrats congratulations
+    awesome cool nice oh ok okay omg haha ha lol sounds good glad love absolutely definitely totally
+    really aw aww woah whoa woohoo yay oof ouch oops phew ugh hmm yum cheers bye btw fyi plus also
+    well anyway anyways last next first finally actually honestly hopefully luckily unfortunately
+    thankfully especially recently lately super pretty best crazy bet guess check look see tell take
+    keep make let hope wish remember imagine appreciate agreed exactly right true sorry gonna wanna
+    gotta lots things stuff people life time today yesterday tomorrow tonight
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june
+    july august september october november december
+    """
+)
+_ENDINGS = ("ing", "ed", "ly", "'s", "’s")
+
+
+def _names(sentence: str, common: frozenset[str]) -> set[str]:
+    """Lower-case capitalised words of ``sentence`` that may be names. The first word of a
+    sentence counts only when it is not a usual first word, not "-ing/-ed/-ly" and never seen in
+    lower case in the evidence (``common``)."""
+    out = set()
+    for m in _CAPITAL.finditer(sentence):
+        word = _POSSESSIVE.sub("", m.group(0).lower())
+        if not word or word in STOPWORDS or word in _NOT_NAMES:
+            continue
+        initial = not any(ch.isalnum() for ch in sentence[: m.start()])
+        if initial and (word in common or m.group(0).lower().endswith(_ENDINGS)):
+            continue
+        out.add(word)
+    return out
+
+
+_NAMING = frozenset({"name", "names", "named", "called", "titled", "title"})
+_NEAR_WORDS = 4
+
+
+def _named_near(sentence: str, names: set[str], topic: frozenset[str], *, alone: bool = True) -> bool:
+    """A name within a few words of a topic word or of "name/called" ("the vet, Dr. Okafor"; "her
+    name's Coco"), or (``alone``) a name in a sentence without any (its topic is in its context)."""
+    tokens = tokenize(sentence)
+    anchors = [i for i, t in enumerate(tokens) if t in _NAMING or stem(t) in topic]
+    if not anchors:
+        return alone and bool(names)
+    return any(abs(i - j) <= _NEAR_WORDS for i, t in enumerate(tokens) if t in names for j in anchors)
+
+
+def _has_kind(
+    expect: Expect,
+    sentence: str,
+    ev: Evidence,
+    q_words: frozenset[str],
+    common: frozenset[str],
+    topic: frozenset[str],
+) -> bool:
+    """Whether ``sentence`` holds the kind of answer ``expect`` names, beyond what the question says."""
+    words = [w for w in tokenize(sentence) if w not in q_words]
+    if expect == "person":
+        names = _names(sentence, common) - q_words
+        return any(w in _PERSON_NOUNS for w in words) or _named_near(sentence, names, topic, alone=False)
+    if expect == "time":
+        return any(ref.expression in sentence for ref in ev.temporal_refs) or bool(
+            ground(sentence, ev.node.at)
+        )
+    if expect == "place":
+        names = _names(sentence, common) - q_words - {(ev.node.speaker or "").lower()}
+        return bool(_PLACE_AFTER.search(sentence) or names or any(w in _PLACE_NOUNS for w in words))
+    if expect == "number":
+        return any(_DIGIT.search(w) or w in _NUMBER_WORDS for w in words)
+    if expect == "duration":
+        return _DURATION.search(sentence) is not None
+    if expect == "frequency":
+        return _FREQUENCY.search(sentence) is not None
+    if expect == "reason":
+        return _REASON.search(sentence) is not None
+    if expect == "name":
+        return (
+            _named_near(sentence, _names(sentence, common) - q_words, topic)
+            or _QUOTED.search(sentence) is not None
+        )
+    if expect == "thing":
+        return any(w not in STOPWORDS for w in words)
+    return True
+
+
+# -- candidates -------------------------------------------------------------------------------------
+
+_NEAR = dt.timedelta(days=7)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One sentence of the evidence with what the answerer measured of it (module docstring)."""
+
+    sentence: str
+    evidence: Evidence
+    rank: int  # the evidence's position (0 = the best retrieved)
+    topic: float  # share of the question's topic weight the sentence covers (0..1)
+    context: float  # the same share for its whole memory (a sentence of an on-topic memory qualifies)
+    before: float  # the same share for the sentence before it in its memory (0 for the first)
+    meaning: float  # cosine of its memory's vector with the question's (0 without an embedder)
+    typed: bool  # holds the kind of answer the question asks for
+    news: float  # share of its content words the question lacks (0..1)
+    dated: bool  # its memory's day or a time expression of it falls near a date the question names
+    other_party: bool  # said by someone else about someone else than the person the question names
+    asks: bool  # itself a question
+    covers: frozenset[str] = frozenset()  # the question's topic words (stems) it has
+    retrieval: float = 0.0  # its evidence's score over the best evidence's
+
+
+def _stems(text: str) -> list[str]:
+    return [stem(t) for t in tokenize(text) if t not in STOPWORDS]
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
+def _other_party(speaker: str, sentence: str, named: set[str], role: str | None) -> bool:
+    """Said by someone else than the person the question names, and not about them; or, where
+    speakers are roles ("user", "assistant"), said by the other role than the one it asks about."""
+    if named:
+        return speaker not in named and not any(_mentions(sentence.lower(), n) for n in named)
+    theirs = role_of(speaker)
+    return role is not None and theirs is not None and theirs != role
+
+
+def _near(ev: Evidence, asked: Sequence[TemporalRef]) -> bool:
+    spans = [(r.start, r.end) for r in ev.temporal_refs]
+    if ev.node.at is not None:
+        spans.append((ev.node.at.date(), ev.node.at.date()))
+    return any(s <= q.end + _NEAR and q.start - _NEAR <= e for s, e in spans for q in asked)
 
 
 class ExtractiveAnswerer:
-    """Pick the evidence sentence that covers most of the question's topic words.
+    """Quote the evidence sentence that best answers the question (module docstring), or abstain.
 
-    Topic words are the question's content words minus the speakers' names (a name alone supports
-    nothing). A sentence must cover at least ``min_coverage`` of them, and at least one, or the
-    answerer abstains. A second sentence is added only when it covers a topic word the first lacks.
+    ``embedder`` embeds the question for the meaning measure, against each memory's stored vector
+    (``Memory`` lends its query embedder to an extractive answerer that has none; without one the
+    meaning is 0). The ``w_*`` weights and ``other_party``/``asks`` penalties make the support;
+    ``w_rank`` weighs retrieval into the score; ``min_score`` is the least support that answers. A
+    second sentence, from another memory, is added when its score is within ``second`` of the best's
+    and it holds the kind of answer the first lacks or a topic word it lacks. The defaults are the
+    tuned values (``bench/answer_quality.py --tune``).
     """
 
     name = "extractive"
 
-    def __init__(self, *, min_coverage: float = 0.34, max_sentences: int = 2) -> None:
-        self.min_coverage = min_coverage
+    def __init__(  # noqa: PLR0913 - the tuned weights, each a keyword
+        self,
+        *,
+        embedder: Embedder | None = None,
+        w_topic: float = 1.0,
+        w_before: float = 0.15,
+        w_meaning: float = 0.3,
+        w_typed: float = 0.5,
+        w_news: float = 0.3,
+        w_dated: float = 0.8,
+        w_rank: float = 3.0,
+        other_party: float = 1.0,
+        asks: float = 0.4,
+        min_meaning: float = 0.5,
+        min_score: float = 0.85,
+        second: float = 0.85,
+        max_sentences: int = 2,
+    ) -> None:
+        self.embedder = embedder
+        self.w_topic = w_topic
+        self.w_before = w_before
+        self.w_meaning = w_meaning
+        self.w_typed = w_typed
+        self.w_news = w_news
+        self.w_dated = w_dated
+        self.w_rank = w_rank
+        self.other_party = other_party
+        self.asks = asks
+        self.min_meaning = min_meaning
+        self.min_score = min_score
+        self.second = second
         self.max_sentences = max_sentences
 
-    def answer(self, question: str, evidence: Sequence[Evidence]) -> Draft:
-        speakers = {tok for ev in evidence for tok in content_tokens(ev.node.speaker or "")}
-        topic = set(content_tokens(question)) - speakers
-        if not evidence or not topic:
-            return Draft(ABSTAIN_TEXT, abstained=True)
-        scored: list[tuple[float, int, set[str], str, Evidence]] = []
-        for rank, ev in enumerate(evidence):
-            for sentence in _SENTENCE.split(ev.node.content.strip()):
-                got = set(content_tokens(sentence)) & topic
-                if got:
-                    scored.append((len(got) / len(topic) + 0.05 * ev.score, rank, got, sentence, ev))
-        scored.sort(key=lambda t: (-t[0], t[1]))
-        if not scored or scored[0][0] < self.min_coverage:
-            return Draft(ABSTAIN_TEXT, abstained=True)
-        _, _, covered, sentence, ev = scored[0]
-        parts = [self._render(sentence, ev)]
-        used = [ev.node.id]
-        for score, _, got, other, oev in scored[1:]:
-            if len(parts) >= self.max_sentences or score < self.min_coverage / 2:
-                break
-            if oev.node.id not in used and got - covered:
-                parts.append(self._render(other, oev))
-                used.append(oev.node.id)
-                covered |= got
-        return Draft(" ".join(parts), abstained=False, used=tuple(used))
+    # -- measuring --------------------------------------------------------------------------------
+    def candidates(self, question: str, evidence: Sequence[Evidence]) -> list[Candidate]:
+        """Every sentence of ``evidence`` measured against ``question`` (unscored, in evidence order)."""
+        speakers = {(ev.node.speaker or "").strip().lower() for ev in evidence} - {""}
+        speaker_words = {stem(t) for s in speakers for t in tokenize(s)}
+        asked = ground(question, None)  # the dates the question names (absolute ones only)
+        about = question
+        for ref in asked:
+            about = about.replace(ref.expression, " ")
+        q_stems = set(_stems(question))
+        topic = [t for t in dict.fromkeys(_stems(about)) if t not in speaker_words and t not in _FORM_STEMS]
+        q_words = frozenset(q_stems | set(tokenize(question)))
+        named = {s for s in speakers if _mentions(question.lower(), s)}
+        role = None if named else perspective(question)  # "what did you suggest": the assistant's words
+        expect = expected_answer(question)
+        split = [
+            split_sentences(_SPEAKER_PREFIX.sub("", ev.node.content.strip(), count=1)) for ev in evidence
+        ]
+        stems = [[set(_stems(s)) for s in sentences] for sentences in split]
+        common = frozenset(
+            w for sentences in split for s in sentences for w in re.findall(r"\b[a-z][\w']*", s)
+        )
+        # a topic word most sentences share tells them apart less than a rare one
+        weight = {t: 1.0 / math.sqrt(1 + sum(t in x for node in stems for x in node)) for t in topic}
+        total = sum(weight.values()) or 1.0
+        topic_set = frozenset(weight)
 
-    @staticmethod
-    def _render(sentence: str, ev: Evidence) -> str:
-        text = sentence.strip()
-        for ref in ev.temporal_refs:
-            if ref.expression and ref.expression in text:
-                text = text.replace(ref.expression, f"{ref.expression} [{describe(ref)}]", 1)
-        who = ev.node.speaker or "someone"
-        if ev.node.speaker and text.lower().startswith(ev.node.speaker.lower() + ":"):
-            text = text[len(ev.node.speaker) + 1 :].lstrip()  # "Mira said: 'Mira: ...'" reads badly
-        when = f" on {format_day(ev.node.at.date())}" if ev.node.at else ""
-        return f'{who} said{when}: "{text}"'
+        def share(words: set[str]) -> float:
+            return sum(w for t, w in weight.items() if t in words) / total
+
+        contexts = [share(set().union(*node)) if node else 0.0 for node in stems]
+        meaning = self._meaning(question, evidence)
+        top_score = max(ev.score for ev in evidence) if evidence else 0.0
+        out = []
+        for rank, (ev, sentences, node_stems) in enumerate(zip(evidence, split, stems, strict=True)):
+            speaker = (ev.node.speaker or "").strip().lower()
+            dated = bool(asked) and _near(ev, asked)
+            previous = 0.0
+            for sentence, words in zip(sentences, node_stems, strict=True):
+                here = share(words)
+                fresh = words - q_stems - speaker_words
+                out.append(
+                    Candidate(
+                        sentence=sentence,
+                        evidence=ev,
+                        rank=rank,
+                        topic=here,
+                        context=contexts[rank],
+                        before=previous,
+                        meaning=float(meaning[rank]),
+                        typed=_has_kind(expect, sentence, ev, q_words, common, topic_set),
+                        news=len(fresh) / len(words) if words else 0.0,
+                        dated=dated,
+                        other_party=_other_party(speaker, sentence, named, role),
+                        asks=sentence.rstrip().endswith("?"),
+                        covers=frozenset(words & weight.keys()),
+                        retrieval=ev.score / top_score if top_score > 0 else 0.0,
+                    )
+                )
+                previous = here
+        return out
+
+    def _meaning(self, question: str, evidence: Sequence[Evidence]) -> npt.NDArray[np.float32]:
+        """Cosine of each memory's stored vector with the question's (0 where there is none)."""
+        out = np.zeros(len(evidence), dtype=np.float32)
+        if self.embedder is None:
+            return out
+        # the question as retrieval embeds it (speakers' names out): with the memory's cached
+        # embedder that is usually a cache hit
+        names = {ev.node.speaker.strip() for ev in evidence if ev.node.speaker}
+        q = np.asarray(self.embedder.embed([analyze(question, names=names).stripped])[0], dtype=np.float32)
+        for i, ev in enumerate(evidence):
+            own = ev.node.embedding
+            if own is not None and len(own) == len(q):
+                out[i] = float(np.dot(np.asarray(own, dtype=np.float32), q))
+        return out
+
+    def support(self, c: Candidate) -> float:
+        """What the sentence itself shows for the question: the weighted sum of every measure but
+        retrieval. The abstention threshold ``min_score`` applies to it."""
+        return (
+            self.w_topic * c.topic
+            + self.w_before * c.before
+            + self.w_meaning * c.meaning
+            + self.w_typed * c.typed
+            + self.w_news * c.news
+            + self.w_dated * c.dated
+            - self.other_party * c.other_party
+            - self.asks * c.asks
+        )
+
+    def score(self, c: Candidate) -> float:
+        """The candidate's score, which orders the candidates: its support plus its retrieval."""
+        return self.support(c) + self.w_rank * c.retrieval
+
+    def qualifies(self, c: Candidate, expect: Expect) -> bool:
+        """On topic (a topic word in it or its memory, or meaning enough) and saying something new
+        (or the question asks yes or no)."""
+        on_topic = c.topic > 0 or c.context > 0 or c.meaning >= self.min_meaning
+        return on_topic and (c.news > 0 or expect == "yes_no")
+
+    # -- answering --------------------------------------------------------------------------------
+    def answer(self, question: str, evidence: Sequence[Evidence]) -> Draft:
+        if not evidence:
+            return Draft(ABSTAIN_TEXT, abstained=True)
+        return self.pick(question, self.candidates(question, evidence))
+
+    def pick(self, question: str, candidates: Sequence[Candidate]) -> Draft:
+        """The draft quoting the best qualifying candidates, or the abstention."""
+        support, draft = self.best(question, candidates)
+        return draft if support >= self.min_score else Draft(ABSTAIN_TEXT, abstained=True)
+
+    def best(self, question: str, candidates: Sequence[Candidate]) -> tuple[float, Draft]:
+        """The draft quoting the best-scored qualifying candidate and that candidate's support
+        (``min_score`` aside); ``-inf`` and the abstention when none qualifies."""
+        expect = expected_answer(question)
+        ranked = sorted(
+            ((self.score(c), i, c) for i, c in enumerate(candidates) if self.qualifies(c, expect)),
+            key=lambda t: (-t[0], t[1]),
+        )
+        if not ranked:
+            return -math.inf, Draft(ABSTAIN_TEXT, abstained=True)
+        top, _, first = ranked[0]
+        chosen = [first]
+        covered = set(first.covers)
+        for s, _, c in ranked[1:]:
+            if len(chosen) >= self.max_sentences or s < self.second * top:
+                break
+            if c.evidence.node.id in {x.evidence.node.id for x in chosen}:
+                continue
+            if (c.typed and not any(x.typed for x in chosen)) or c.covers - covered:
+                chosen.append(c)
+                covered |= c.covers
+        used = tuple(dict.fromkeys(c.evidence.node.id for c in chosen))
+        return self.support(first), Draft(" ".join(_render(c) for c in chosen), abstained=False, used=used)
+
+
+def _render(c: Candidate) -> str:
+    """``Speaker said on DAY: "sentence"`` with each relative time expression's grounded date."""
+    text, node = c.sentence.strip(), c.evidence.node
+    for ref in c.evidence.temporal_refs:
+        if ref.expression and ref.expression in text:
+            text = text.replace(ref.expression, f"{ref.expression} [{describe(ref)}]", 1)
+    when = f" on {format_day(node.at.date())}" if node.at else ""
+    return f'{node.speaker or "someone"} said{when}: "{text}"'

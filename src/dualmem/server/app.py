@@ -23,7 +23,7 @@ from dualmem.server.keys import KeyStore
 from dualmem.server.metrics import Metrics
 from dualmem.server.problems import PROBLEM_TYPE, install_handlers, problem_response
 from dualmem.server.routes_memories import errors
-from dualmem.server.schemas import Status
+from dualmem.server.schemas import MAX_TEXT, Status
 from dualmem.server.service import Service
 from dualmem.types import Tenant
 
@@ -231,10 +231,15 @@ class BodyLimit:
 
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        hint = (  # one huge observation is the usual cause on the memory routes: name its own limit
+            f"one observation's text holds at most {MAX_TEXT} characters: split a longer text into "
+            "several observations (and a large batch into several requests)"
+            if scope["path"].startswith("/v1/memories")
+            else "send a smaller request"
+        )
         response = problem_response(
-            413, "too-large", f"the request body is over {limit} bytes",
-            hint="send fewer observations per request", instance=scope["path"],
-        )  # fmt: skip
+            413, "too-large", f"the request body is over {limit} bytes", hint=hint, instance=scope["path"]
+        )
         await response(scope, receive, send)
 
 

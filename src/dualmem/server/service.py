@@ -14,7 +14,6 @@ the next start picks it up.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 import os
 import threading
@@ -23,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from dualmem.errors import DatabaseLocked, DualmemError, UserError
-from dualmem.memory import Memory
+from dualmem.memory import Memory, stamped
 from dualmem.scope import Scope
 from dualmem.server.keys import KeyStore, Replay
 from dualmem.server.metrics import Metrics, file_bytes
@@ -36,11 +35,6 @@ T = TypeVar("T")
 
 WRITE_PURPOSES = ("typing", "relations")
 MAX_GROUP = 512  # observations committed together at most
-
-
-def stamped(observations: Sequence[Mapping[str, Any]], now: dt.datetime) -> list[Mapping[str, Any]]:
-    """The observations, each without a time given ``at=now`` (an explicit ``at`` is kept)."""
-    return [o if o.get("at") is not None else {**o, "at": now} for o in observations]
 
 
 class _AddJob:

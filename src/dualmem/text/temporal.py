@@ -23,6 +23,7 @@ Conventions (documented choices, tested as golden cases):
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 from collections.abc import Callable
@@ -70,11 +71,20 @@ _FUTURE = re.compile(
 _SENTENCE_END = re.compile(r"[.!?\n]")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Ctx:
     text: str
     at: dt.datetime | None
     day: dt.date | None
+    _ends: list[int] | None = None  # where each sentence ends, found on first use
+
+    def sentence_start(self, pos: int) -> int:
+        """Where the sentence holding ``pos`` starts: after the last sentence end at or before it (a
+        bisection, so a long text with many expressions is not rescanned from the start each time)."""
+        if self._ends is None:
+            self._ends = [m.end() for m in _SENTENCE_END.finditer(self.text)]
+        i = bisect.bisect_right(self._ends, pos)
+        return self._ends[i - 1] if i else 0
 
 
 Result = tuple[dt.date, dt.date, Precision] | None
@@ -89,7 +99,7 @@ def _group(m: re.Match[str], name: str) -> str | None:
 def _future(m: re.Match[str], ctx: _Ctx) -> bool:
     """Whether the sentence around the match speaks about the future."""
     text = ctx.text
-    start = max((s.end() for s in _SENTENCE_END.finditer(text, 0, m.start())), default=0)
+    start = ctx.sentence_start(m.start())
     end_match = _SENTENCE_END.search(text, m.end())
     end = end_match.start() if end_match else len(text)
     return _FUTURE.search(text, start, end) is not None
@@ -407,11 +417,16 @@ def ground(text: str, at: dt.datetime | None) -> tuple[TemporalRef, ...]:
         at = at.replace(tzinfo=dt.UTC) if at.tzinfo is None else at.astimezone(dt.UTC)
         day = at.date()
     ctx = _Ctx(text=text, at=at, day=day)
-    found: list[tuple[int, int, TemporalRef]] = []
+    # the spans taken so far, disjoint and sorted (so by start and by end alike): a new match overlaps
+    # one of them exactly when it overlaps the last one starting before its end (a bisection)
+    starts: list[int] = []
+    ends: list[int] = []
+    refs: list[TemporalRef] = []
     for pattern, handler in _RULES:
         for m in pattern.finditer(text):
             start, end = m.span()
-            if any(start < e and s < end for s, e, _ in found):
+            before = bisect.bisect_left(starts, end) - 1
+            if before >= 0 and ends[before] > start:
                 continue
             try:
                 result = handler(m, ctx)
@@ -419,9 +434,11 @@ def ground(text: str, at: dt.datetime | None) -> tuple[TemporalRef, ...]:
                 continue  # out of the calendar, or not a date after all ("31 February")
             if result is not None:
                 first, last, precision = result
-                ref = TemporalRef(" ".join(m.group(0).split()), first, last, precision)
-                found.append((start, end, ref))
-    return tuple(ref for _, _, ref in sorted(found, key=lambda item: item[0]))
+                at_index = bisect.bisect_left(starts, start)
+                starts.insert(at_index, start)
+                ends.insert(at_index, end)
+                refs.insert(at_index, TemporalRef(" ".join(m.group(0).split()), first, last, precision))
+    return tuple(refs)
 
 
 def describe(ref: TemporalRef) -> str:

@@ -3,7 +3,7 @@
 s_cand(v, u) fuses four signals: vector similarity, lexical (BM25) rank, shared entities and
 temporal proximity. No controller call happens here.
 
-Every probe is bounded (issue 13), so a write costs O(log n)-ish whatever the memory's size: the
+Every probe is bounded, so a write costs O(log n)-ish whatever the memory's size: the
 vector and lexical shortlists are top-``cand_pool`` index lookups (the lexical one through
 ``Store.lexical_probe``, which in a large SQLite memory ranks only the rows holding the node's rare
 terms); an entity counts only while it is rare (linked to at most ``cand_entity_share`` of the

@@ -94,7 +94,7 @@ class Writer:
         """``overlap``: embed a single observation on a worker thread while its write starts (see
         ``_write_chunk``); ``False`` embeds it first, as a chunk is; ``None``: on with at least
         :data:`OVERLAP_MIN_CPUS` CPUs (on two cores the model's two threads and the write contend:
-        measured slower, ``bench/README.md``)."""
+        measured slower, ``docs/benchmarks.md``)."""
         self.overlap = overlap if overlap is not None else (os.cpu_count() or 1) >= OVERLAP_MIN_CPUS
         self.store = store
         self.embedder = embedder

@@ -1,8 +1,9 @@
 """Re-embedding: make every stored vector what the write path makes today (``embed/windows.py``).
 
-A database written before issue 10 holds "Speaker: content" vectors and no chunk vectors for long
-nodes. :func:`reembed` embeds each node's content again (with its chunks), in batches of one
-transaction each, so an interrupted run can simply be run again. Nothing but vectors changes.
+A database written before the speaker left the embedded text holds "Speaker: content" vectors and
+no chunk vectors for long nodes. :func:`reembed` embeds each node's content again (with its
+chunks), in batches of one transaction each, so an interrupted run can simply be run again. Nothing
+but vectors changes.
 ``dualmem check --repair --reembed`` runs it over every tenant.
 """
 
