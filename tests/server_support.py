@@ -6,9 +6,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import uvicorn
+
+from dualmem import Memory, Profile
+from dualmem.server import ServerSettings, create_app
+from dualmem.server.keys import KeyStore
 
 
 @contextmanager
@@ -29,3 +34,18 @@ def live_server(app: Any, *, port: int = 0) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+@contextmanager
+def served_memory(folder: Path) -> Iterator[tuple[str, KeyStore, Memory]]:
+    """The service over a fresh SQLite memory in ``folder`` (hashing embedder, no consolidation, no
+    rate limit) on a live server: its base URL, its key store and the memory behind it."""
+    keys = KeyStore.open(folder / "srv.keys.db")
+    quiet = Profile.builtin().with_(write__consolidation="off")
+    try:
+        with Memory.open(folder / "srv.db", embedder="hashing", profile=quiet) as mem:
+            app = create_app(mem, keys=keys, settings=ServerSettings(rate_limit=None, consolidate_every=0))
+            with live_server(app) as url:
+                yield url, keys, mem
+    finally:
+        keys.close()

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from fakes.openai_server import FakeOpenAIServer
+from pg_server import postgres_disabled
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -37,6 +38,7 @@ SCRIPTS = [
     "hook_latency.py",
     "ingest_locomo.py",
     "ingest_long.py",
+    "pg_erase_cost.py",
     "pool_latency.py",
     "postgres_vs_sqlite.py",
     "real_llm.py",
@@ -178,6 +180,16 @@ def test_postgres_vs_sqlite(slice26: Path, tmp_path: Path, pg_dsn: str) -> None:
     report = _script("postgres_vs_sqlite.py", *argv)
     assert report["conversations"] == ["conv-26"]
     assert {"locomo", "hnsw_locomo", "scale"} <= set(report)
+
+
+def test_pg_erase_cost() -> None:
+    """Its own pgserver in a temp dir (a data directory to scan), a schema of 200 memories."""
+    if postgres_disabled():
+        pytest.skip("PostgreSQL tests disabled (DUALMEM_PG_TESTS=0)")
+    report = _script("pg_erase_cost.py", "--sizes", "200", "--dim", "16")
+    assert report["memories"] == 200
+    assert report["files_with_token_before"] > 0
+    assert (report["files_with_token_after"], report["problems"]) == (0, [])
 
 
 def test_real_llm_against_a_local_openai_compatible_server(slice26: Path, tmp_path: Path) -> None:

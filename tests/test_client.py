@@ -19,7 +19,7 @@ from dualmem.embed import Embedder
 from dualmem.server import ServerSettings, create_app
 from dualmem.server.keys import KeyStore
 from dualmem.write.lifecycle import Filter
-from server_support import live_server
+from server_support import live_server, served_memory
 
 QUIET = Profile.builtin().with_(write__consolidation="off")
 TURNS = [
@@ -46,12 +46,8 @@ TURNS = [
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, KeyStore, Memory]]:
-    keys = KeyStore.open(tmp_path / "srv.keys.db")
-    with Memory.open(tmp_path / "srv.db", embedder="hashing", profile=QUIET) as mem:
-        app = create_app(mem, keys=keys, settings=ServerSettings(rate_limit=None, consolidate_every=0))
-        with live_server(app) as url:
-            yield url, keys, mem
-    keys.close()
+    with served_memory(tmp_path) as running:
+        yield running
 
 
 def scenario(m: Any, tmp: Path) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from dualmem.conversations import load_conversations
 from dualmem.embed import HashingEmbedder
 from dualmem.errors import ConfigError, InvalidInput
 from dualmem.types import MAX_JSON_DEPTH
+from export_seal import resealed_text
 
 HUGE = "[" * 100_000 + "]" * 100_000  # json.loads alone: RecursionError
 
@@ -74,7 +75,7 @@ def test_a_deep_import_line_is_invalid_input_and_imports_nothing(
 ) -> None:
     lines = _export(mem, tmp_path / "e.jsonl")
     at = len(lines) if where == "end" else int(where)
-    lines.insert(at, HUGE)
+    lines.insert(at, HUGE)  # the trailer no longer fits, but the line is refused before it is judged
     (tmp_path / "deep.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(InvalidInput, match=rf"line {at + 1} .*deeper than 100") as info:
         mem.import_jsonl(tmp_path / "deep.jsonl", user="u")
@@ -86,7 +87,7 @@ def test_import_metadata_just_under_and_over_the_limit(mem: Memory, tmp_path: Pa
     lines = _export(mem, tmp_path / "e.jsonl")
     node = json.loads(lines[1])
     node["metadata"] = {"k": mappings(MAX_JSON_DEPTH)}  # 64 levels below the top: accepted
-    (tmp_path / "ok.jsonl").write_text("\n".join([lines[0], json.dumps(node)]) + "\n")
+    (tmp_path / "ok.jsonl").write_text(resealed_text([lines[0], json.dumps(node)]))
     assert mem.import_jsonl(tmp_path / "ok.jsonl", user="u").nodes == 1
     exported = tmp_path / "again.jsonl"
     mem.export_jsonl(exported, user="u")  # and round-trips
@@ -94,7 +95,7 @@ def test_import_metadata_just_under_and_over_the_limit(mem: Memory, tmp_path: Pa
     assert mem.import_jsonl(exported, user="u").nodes == 1
     mem.forget_all(user="u")
     node["metadata"] = {"k": mappings(MAX_JSON_DEPTH + 1)}
-    (tmp_path / "over.jsonl").write_text("\n".join([lines[0], json.dumps(node)]) + "\n")
+    (tmp_path / "over.jsonl").write_text(resealed_text([lines[0], json.dumps(node)]))
     with pytest.raises(InvalidInput, match=r"line 2 .*metadata nests deeper than 64"):
         mem.import_jsonl(tmp_path / "over.jsonl", user="u")
     assert mem.count(user="u") == 0

@@ -83,6 +83,20 @@ def test_minilm_batch_size_and_padding_do_not_change_vectors(minilm: MiniLMEmbed
     np.testing.assert_allclose(one_batch, minilm.embed(TEXTS), atol=1e-4)
 
 
+def test_minilm_a_batch_gives_each_text_the_bits_it_gets_alone(minilm: MiniLMEmbedder) -> None:
+    """Rows are batched by equal token count, never padded: a padded row's vector differs in its last
+    bits, and ``add`` (one text) and ``add_many`` (a batch) must store the same vectors (issue 41)."""
+    from dualmem.conversations import load_observations
+
+    sample = Path(__file__).resolve().parents[1] / "src" / "dualmem" / "data" / "sample_conversation.json"
+    texts = [o.content for o in load_observations(sample)] + TEXTS
+    batched = MiniLMEmbedder(batch_size=16).embed(texts)
+    alone = np.stack([minilm.embed([text])[0] for text in texts])
+    assert batched.tobytes() == alone.tobytes()
+    windows = MiniLMEmbedder(batch_size=16).embed_windows(texts, size=200, stride=150)
+    assert windows.rows.tobytes() == alone.tobytes()
+
+
 def _one_at_a_time(embedder: MiniLMEmbedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
     """The definition, with nothing of the embedder's batching: each text alone, no padding, mean of its
     token vectors, unit length."""

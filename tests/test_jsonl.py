@@ -1,12 +1,16 @@
 """The JSONL export format at its boundary: byte-exact output, pydantic-checked input, typed errors.
 
 ``tests/fixtures/export_v1.jsonl`` was written by the hand-rolled serialiser this format started
-with; the export must keep producing exactly those bytes, and importing them must round-trip.
+with; ``export_v2.jsonl`` is the same records under a version 2 header with the trailer (counts and
+sha256) that lets an import prove the file whole. The export must keep producing exactly the v2
+bytes, importing them must round-trip, and every way of breaking a file (cut, reordered, edited, no
+trailer, version 1) is refused with nothing stored.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,8 +21,11 @@ from dualmem.errors import EmbedderMismatch, InvalidInput
 from dualmem.plane import Decision, InMemoryStore
 from dualmem.plane.jsonl import export_lines, import_lines
 from dualmem.types import Edge, Node, TemporalRef, Tenant, TypeScores
+from export_seal import resealed
 
-GOLDEN = Path(__file__).parent / "fixtures" / "export_v1.jsonl"
+FIXTURES = Path(__file__).parent / "fixtures"
+GOLDEN = FIXTURES / "export_v2.jsonl"
+V1 = FIXTURES / "export_v1.jsonl"
 UTC = dt.UTC
 DIM = 4
 
@@ -70,7 +77,7 @@ def _export(store: InMemoryStore) -> str:
     return "".join(line + "\n" for line in export_lines(store, tenant, embedder="fake-4", dim=DIM))
 
 
-def test_export_is_byte_identical_to_the_v1_golden_file() -> None:
+def test_export_is_byte_identical_to_the_v2_golden_file() -> None:
     assert _export(_store()) == GOLDEN.read_text(encoding="utf-8")
 
 
@@ -96,9 +103,9 @@ def test_chunk_vectors_follow_their_node_and_round_trip() -> None:
     np.testing.assert_array_equal(copy.get_chunks(["n2"])["n2"], chunks)
     assert _export(copy) == text
     with pytest.raises(InvalidInput, match=r"line 2 .*do not follow that node"):
-        _import([lines[0], lines[3], lines[1], lines[2]])
+        _import(resealed([lines[0], lines[3], lines[1], lines[2], *lines[4:-1]]))
     with pytest.raises(InvalidInput, match=r"line 4 .*not 3 x 4 float32"):
-        _import([*lines[:3], json.dumps({**json.loads(lines[3]), "parts": 3}), *lines[4:]])
+        _import(resealed([*lines[:3], json.dumps({**json.loads(lines[3]), "parts": 3}), *lines[4:-1]]))
 
 
 def _lines() -> list[str]:
@@ -113,7 +120,8 @@ def _import(lines: list[str]) -> InMemoryStore:
 
 
 def _edit(index: int, **changes: object) -> list[str]:
-    lines = _lines()
+    """The golden file with one line changed, sealed again (so the change, not the seal, is judged)."""
+    lines = _lines()[:-1]
     doc = json.loads(lines[index])
     for key, value in changes.items():
         if value is _DROP:
@@ -121,7 +129,7 @@ def _edit(index: int, **changes: object) -> list[str]:
         else:
             doc[key] = value
     lines[index] = json.dumps(doc)
-    return lines
+    return resealed(lines)
 
 
 _DROP = object()
@@ -157,7 +165,7 @@ def test_bad_records_name_the_line_and_the_field(
 
 
 def test_bad_files_are_typed_errors() -> None:
-    with pytest.raises(InvalidInput, match=r"line 8 .*not JSON"):
+    with pytest.raises(InvalidInput, match=r"line 9 .*not JSON"):
         _import([*_lines(), "{not json"])
     with pytest.raises(InvalidInput, match=r"line 2 .*not a JSON object"):
         _import([_lines()[0], "[1, 2]"])
@@ -168,7 +176,7 @@ def test_bad_files_are_typed_errors() -> None:
     with pytest.raises(InvalidInput, match="not a dualmem export"):
         _import(_edit(0, format="other"))
     with pytest.raises(InvalidInput, match="newer") as info:
-        _import(_edit(0, version=2))
+        _import(_edit(0, version=3))
     assert info.value.hint == "upgrade dualmem"
     with pytest.raises(InvalidInput, match=r"line 1 .*dim"):
         _import(_edit(0, dim="four"))
@@ -197,3 +205,62 @@ class _AnyBase64:
 
 
 ANY_B64 = _AnyBase64()
+
+
+def _refused(lines: list[str], message: str) -> None:
+    store = InMemoryStore()
+    store.bind_embedder("fake-4", DIM)
+    with pytest.raises(InvalidInput, match=message) as info:
+        import_lines(store, lines, embedder="fake-4", dim=DIM)
+    assert info.value.hint
+    assert store.get_nodes(["n1", "n2"]) == {}
+    assert store.edges_of("n1") == []
+    assert store.decisions_of("n1") == []
+
+
+def test_the_trailer_seals_counts_and_sha256_of_every_line_before_it() -> None:
+    lines = _lines()
+    trailer = json.loads(lines[-1])
+    assert trailer == {
+        "kind": "trailer", "nodes": 2, "chunks": 0, "edges": 2, "decisions": 2,
+        "sha256": hashlib.sha256("".join(f"{line}\n" for line in lines[:-1]).encode()).hexdigest(),
+    }  # fmt: skip
+    assert json.loads(resealed(lines[:-1])[-1]) == trailer  # the tests' helper follows the same rule
+
+
+@pytest.mark.parametrize("keep", range(1, 7))
+def test_a_file_cut_short_is_refused(keep: int) -> None:
+    _refused(_lines()[:keep], r"no trailer: it ends at line \d+ and was cut short")
+
+
+def test_reordered_edited_or_miscounted_files_are_refused() -> None:
+    lines = _lines()
+    _refused([lines[0], lines[2], lines[1], *lines[3:]], "do not match the sha256")
+    _refused([lines[0], *lines[1:-1][::-1], lines[-1]], "do not match the sha256")
+    _refused([lines[0], lines[1].replace("café", "cafe", 1), *lines[2:]], "do not match the sha256")
+    _refused([*lines[:2], *lines[3:]], r"holds 1 nodes records but its trailer says 2")
+    _refused([lines[0], *lines[1:3], lines[4], *lines[3:]], r"holds 3 edges records but its trailer says 2")
+    trailer = json.loads(lines[-1])
+    _refused([*lines[:-1], json.dumps({**trailer, "sha256": "0" * 64})], "do not match the sha256")
+    _refused(
+        [*lines[:-1], json.dumps({**trailer, "edges": 3})], "holds 2 edges records but its trailer says 3"
+    )
+    _refused([*lines[:-1], json.dumps({**trailer, "nodes": "2"})], r"line 8 .*nodes")
+    _refused([*lines, lines[1]], "line 9 follows the export's trailer")
+    _refused([*lines[:-1], lines[-1], lines[-1]], "line 9 follows the export's trailer")
+
+
+def test_blank_lines_and_crlf_line_ends_do_not_break_the_seal() -> None:
+    lines = _lines()
+    store = _import([f"{line}\r\n" for line in lines[:3]] + ["", "  "] + lines[3:])
+    assert _export(store) == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_version_1_files_have_no_trailer_and_are_refused_with_a_way_out() -> None:
+    store = InMemoryStore()
+    store.bind_embedder("fake-4", DIM)
+    with pytest.raises(InvalidInput, match="format version 1, which has no trailer") as info:
+        import_lines(store, V1.read_text(encoding="utf-8").splitlines(), embedder="fake-4", dim=DIM)
+    assert info.value.hint is not None
+    assert "export the memory again" in info.value.hint
+    assert V1.read_text(encoding="utf-8").splitlines()[1:] == _lines()[1:-1]  # same records as v2

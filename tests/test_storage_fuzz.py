@@ -20,6 +20,7 @@ from dualmem.cli.main import main
 from dualmem.embed import HashingEmbedder
 from dualmem.errors import DualmemError
 from dualmem.memory import Filter
+from export_seal import resealed_text
 
 FUZZ = settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -178,9 +179,12 @@ def test_import_of_random_files(mem: Memory, tmp_path: Path, data: bytes, text: 
     path.write_bytes(data)
     attempt(mem, mem.import_jsonl, path, user="u")
     header = (
-        '{"kind": "header", "format": "dualmem.export", "version": 1, "embedder": "hashing-64", "dim": 64}\n'
+        '{"kind": "header", "format": "dualmem.export", "version": 2, "embedder": "hashing-64", "dim": 64}'
     )
-    path.write_text(header + text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") + "\n")
+    body = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    path.write_text(f"{header}\n{body}\n")
+    attempt(mem, mem.import_jsonl, path, user="u")
+    path.write_text(resealed_text([header, *body.splitlines()]))  # whole by its trailer: records judged
     attempt(mem, mem.import_jsonl, path, user="u")
 
 

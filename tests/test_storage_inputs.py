@@ -14,6 +14,7 @@ from dualmem.cli.main import main
 from dualmem.embed import HashingEmbedder
 from dualmem.errors import InvalidInput, UserError
 from dualmem.memory import Filter
+from export_seal import resealed_text
 
 
 @pytest.fixture
@@ -101,7 +102,7 @@ def test_bad_import_records_are_user_errors(
 ) -> None:
     docs = _export(mem, tmp_path / "e.jsonl")
     docs[1][field] = value
-    (tmp_path / "bad.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    (tmp_path / "bad.jsonl").write_text(resealed_text([json.dumps(d) for d in docs]))
     with pytest.raises(InvalidInput, match=match):
         mem.import_jsonl(tmp_path / "bad.jsonl", user="u")
     assert mem.count(user="u") == 0
@@ -113,15 +114,16 @@ def test_import_of_invalid_utf8_and_versions(mem: Memory, tmp_path: Path) -> Non
     raw.write_bytes(b'{"kind": "header"}\n\xff\xfe\n')
     with pytest.raises(InvalidInput, match="UTF-8"):
         mem.import_jsonl(raw, user="u")
-    docs[0]["version"] = "1"
-    (tmp_path / "v.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
-    assert mem.import_jsonl(tmp_path / "v.jsonl", user="u").nodes == 1  # "1" reads as version 1
-    docs[0]["version"] = 2
-    (tmp_path / "v2.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    docs[0]["version"] = "2"
+    (tmp_path / "v.jsonl").write_text(resealed_text([json.dumps(d) for d in docs]))
+    assert mem.import_jsonl(tmp_path / "v.jsonl", user="u").nodes == 1  # "2" reads as version 2
+    mem.forget_all(user="u")
+    docs[0]["version"] = 3
+    (tmp_path / "v3.jsonl").write_text(resealed_text([json.dumps(d) for d in docs]))
     with pytest.raises(InvalidInput) as info:
-        mem.import_jsonl(tmp_path / "v2.jsonl", user="u")
-    assert "2" in str(info.value)
-    assert "1 is newer than 1" not in str(info.value)
+        mem.import_jsonl(tmp_path / "v3.jsonl", user="u")
+    assert "3" in str(info.value)
+    assert "2 is newer than 2" not in str(info.value)
 
 
 def test_cli_rejects_bad_input_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ from dualmem import InvalidInput, Memory, NotFound, Profile, Scope, Tenant
 from dualmem.control.scripted import ScriptedController
 from dualmem.embed import HashingEmbedder
 from dualmem.memory import Filter
+from export_seal import resealed_text
 
 OWNER = Tenant("alice", "helper", "r1")
 #: scopes that must not reach OWNER's memories by id
@@ -198,7 +199,7 @@ def test_import_refuses_edges_to_memories_outside_the_file(mem: Memory, tmp_path
     node = json.loads(lines[1])
     edge = {"kind": "edge", "source": node["id"], "target": bob, "view": "semantic", "label": "related"}
     edge |= {"weight": 1.0, "created_at": node["created_at"], "valid_from": None, "valid_to": None}
-    exported.write_text("\n".join([*lines, json.dumps(edge)]) + "\n")
+    exported.write_text(resealed_text([*lines, json.dumps(edge)]))
     with pytest.raises(InvalidInput, match="not in the file"):
         mem.import_jsonl(exported, user="alice")
     assert mem.count(user="alice") == 0

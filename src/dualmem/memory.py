@@ -32,7 +32,7 @@ from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
 from dualmem.errors import ConfigError, Conflict, InvalidInput, NotFound
 from dualmem.plane import Decision, SQLiteStore, Store, open_store
-from dualmem.plane.jsonl import ImportReport, export_lines, import_lines
+from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, verify_export
 from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.reason import create_answerer
@@ -628,6 +628,9 @@ class Memory:
     ) -> ImportReport:
         """Load an export made by :meth:`export_jsonl` into the caller's tenant: all of it, or nothing.
 
+        The file must be whole: its trailer's counts and sha256 must match its lines (a file cut
+        short, reordered or edited is refused with ``InvalidInput``, as is a version 1 export).
+
         A file holding any memory of a tenant the caller's does not cover (another user, or another
         agent/run when those are given) is refused with ``InvalidInput``; nothing is remapped.
         """
@@ -642,6 +645,7 @@ class Memory:
                 f"cannot read {path}: it is not UTF-8 text (byte {exc.start})",
                 hint="import a file written by export_jsonl",
             ) from exc
+        verify_export(lines)  # a cut or edited file is refused before anything else is said of it
         check_import_tenant(lines, tenant)
         self._bind()
         return import_lines(self.store, lines, embedder=self.embedder.name, dim=self.embedder.dim)

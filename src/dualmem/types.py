@@ -7,8 +7,10 @@ as UTC by the constructors in ``dualmem.text.timeparse``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import threading
+import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +41,8 @@ __all__ = [
     "check_json",
     "check_text",
     "new_id",
+    "normal_tenant_id",
+    "tenant_id_pattern",
     "utcnow",
 ]
 
@@ -136,12 +140,58 @@ def new_id() -> str:
     return f"{ms:012x}{rand:012x}"
 
 
+#: default-ignorable code points that are not control or format characters (Unicode
+#: DerivedCoreProperties): they render as nothing, so an id holding one looks like one without it
+_IGNORABLE = frozenset(
+    (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810), *range(0xFE00, 0xFE10))
+) | frozenset(range(0xE0100, 0xE01F0))
+
+
+def _invisible(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") or ord(char) in _IGNORABLE
+
+
+def normal_tenant_id(value: str) -> str:
+    """``value`` as a tenant id: Unicode NFKC, without invisible characters (controls, format
+    characters such as U+200B ZERO WIDTH SPACE, the other default-ignorable code points), trimmed.
+    "ａlice" (fullwidth), "alice ", "alice\u200b" and "alice" are one id, "alice" (see :class:`Tenant`).
+    Empty when nothing visible is left."""
+    if value.isascii() and value.isprintable() and value == value.strip():
+        return value  # the usual id: already normal (ASCII is NFKC; no control, no surrounding space)
+    visible = "".join(c for c in unicodedata.normalize("NFKC", value) if not _invisible(c))
+    return unicodedata.normalize("NFKC", visible).strip()
+
+
+@functools.cache
+def tenant_id_pattern() -> str:
+    """A regular expression (JSON Schema's dialect) that matches exactly the ids :class:`Tenant`
+    accepts: one character, at least, that :func:`normal_tenant_id` keeps. Built on first use from
+    this Python's Unicode tables (a scan of every code point, ~0.5 s) and kept."""
+    blank = [c for c in range(0x110000) if not normal_tenant_id(chr(c))]
+    spans: list[list[int]] = []
+    for c in blank:
+        if spans and spans[-1][1] == c - 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+
+    def char(c: int) -> str:  # astral characters literally: the dialect has no \u{...}
+        return f"\\u{c:04x}" if c <= 0xFFFF else chr(c)
+
+    return "[^" + "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in spans) + "]"
+
+
 @dataclass(frozen=True, slots=True)
 class Tenant:
     """Who a memory belongs to. ``user`` is required; ``agent`` and ``run`` narrow the scope.
 
     A write stores all three. A read with ``agent``/``run`` set to ``None`` sees every agent/run of
     the user; set, it sees only that agent/run. Different users never see each other's memories.
+
+    Each id is normalised when the tenant is made (:func:`normal_tenant_id`): Unicode NFKC, invisible
+    characters removed, trimmed. So "ａlice" (fullwidth), "alice ", "alice\u200b" and "alice" are the
+    same tenant, "alice", wherever the id came from (Python, CLI, HTTP keys, MCP); an id already
+    normal is kept as it is. An id with nothing visible left is refused.
     """
 
     user: str
@@ -155,9 +205,20 @@ class Tenant:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInput(f"{name} must be a non-empty string or None")
-        for value in (self.user, self.agent, self.run):
-            if value is not None:
-                check_text(value, "a tenant id")
+        for name in ("user", "agent", "run"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            check_text(value, "a tenant id")
+            normal = normal_tenant_id(value)
+            if not normal:
+                error = TenantRequired if name == "user" else InvalidInput
+                raise error(
+                    f"the {name} id {value!r} holds no visible character",
+                    hint="tenant ids are normalised (NFKC, invisible characters removed, trimmed)",
+                )
+            if normal != value:
+                object.__setattr__(self, name, normal)
 
     def covers(self, other: Tenant) -> bool:
         """True when a read scoped to ``self`` may see a record written as ``other``."""

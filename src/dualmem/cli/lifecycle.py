@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dualmem.cli.options import filter_from_args, open_memory, progress_for, scope_of, tenant_user
+from dualmem.cli.options import (
+    db_path,
+    filter_from_args,
+    is_file_path,
+    open_memory,
+    progress_for,
+    scope_of,
+    tenant_user,
+)
 from dualmem.cli.render import node_json, render_fields, render_forget, render_history, truncate
 from dualmem.errors import InvalidInput, NotFound, UserError
 from dualmem.types import Node
@@ -191,7 +202,11 @@ def cmd_export(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
     # one transaction without steps to count: the heartbeat shows the time it has taken so far
-    with open_memory(args, create=True, announce=True) as mem, progress_for(args, f"import {args.file.name}"):
+    with (
+        _removed_on_failure(db_path(args)),
+        open_memory(args, create=True, announce=True) as mem,
+        progress_for(args, f"import {args.file.name}"),
+    ):
         report = scope_of(mem, args).import_jsonl(args.file)
         return {
             "file": str(args.file),
@@ -199,3 +214,25 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
             "edges": report.edges,
             "decisions": report.decisions,
         }
+
+
+@contextlib.contextmanager
+def _removed_on_failure(path: str) -> Iterator[None]:
+    """A database file this command creates is removed again if the command fails, with its SQLite
+    side files and the folders made for it: a failed import leaves nothing behind. A database that
+    existed before is left as it is (the import wrote nothing to it)."""
+    if not is_file_path(path) or Path(path).exists():
+        yield
+        return
+    target = Path(path).absolute()
+    folders = [d for d in target.parents if not d.exists()]  # innermost first
+    try:
+        yield
+    except BaseException:
+        for side in ("", "-wal", "-shm", "-journal"):
+            Path(f"{target}{side}").unlink(missing_ok=True)
+        shutil.rmtree(f"{target}.ann", ignore_errors=True)
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise

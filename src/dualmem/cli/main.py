@@ -30,7 +30,7 @@ EXIT_RUNTIME = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dualmem.cli import check, commands
+    from dualmem.cli import check, commands, erase
     from dualmem.cli import migrate as migrate_command
 
     parser = Parser(
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.register(sub)
     check.register(sub)
+    erase.register(sub)
     migrate_command.register(sub)
     from dualmem.cli import hook, keys, mcp, serve
 

@@ -216,15 +216,22 @@ class MiniLMEmbedder:
 
     def _embed_ids(self, runtime: _Runtime, rows: Sequence[Sequence[int]]) -> Matrix:
         """Vectors of token-id rows (special tokens included): each distinct row once, in batches of
-        ``batch_size`` rows of similar length (sorted), so padding stays small."""
+        at most ``batch_size`` rows of the same length, never padded. A padded row's vector differs
+        from its unpadded one in the last bits (the int8 graph's kernels see another shape), so a
+        text embedded in a batch must be embedded as it would be alone: ``add`` and ``add_many``
+        then store the same vectors, and every decision made from them is the same (issue 41)."""
         index: dict[tuple[int, ...], int] = {}
         where = np.fromiter((index.setdefault(tuple(r), len(index)) for r in rows), np.intp, len(rows))
         unique = list(index)
-        order = sorted(range(len(unique)), key=lambda i: len(unique[i]))
+        by_length: dict[int, list[int]] = {}
+        for i, row in enumerate(unique):
+            by_length.setdefault(len(row), []).append(i)
         out = np.empty((len(unique), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = self._run(runtime, [unique[i] for i in chunk])
+        for length in sorted(by_length):
+            same = by_length[length]
+            for start in range(0, len(same), self.batch_size):
+                chunk = same[start : start + self.batch_size]
+                out[chunk] = self._run(runtime, [unique[i] for i in chunk])
         return out if len(unique) == len(rows) else out[where]
 
     def _run(self, runtime: _Runtime, ids: list[tuple[int, ...]]) -> Matrix:

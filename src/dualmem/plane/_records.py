@@ -1,4 +1,4 @@
-"""Pydantic models of the JSONL export's records (a file boundary): header, node, edge, decision.
+"""Pydantic models of the JSONL export's records (a file boundary): header, node, edge, decision, trailer.
 
 Each model checks one line's fields (names, types, ISO 8601 times, base64 vectors) and builds the
 frozen dataclass the store takes. Unknown fields are refused. Private to ``dualmem.plane``.
@@ -12,12 +12,12 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PlainValidator
+from pydantic import BaseModel, ConfigDict, PlainValidator, StrictInt
 
 from dualmem.plane.base import Decision
 from dualmem.types import Edge, Node, NodeStatus, Precision, TemporalRef, Tenant, TypeScores, View
 
-__all__ = ["ChunksRecord", "DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord"]
+__all__ = ["ChunksRecord", "DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord", "TrailerRecord"]
 
 
 def _time(value: Any) -> dt.datetime:
@@ -47,6 +47,17 @@ class HeaderRecord(_Record):
     version: int
     embedder: str
     dim: int
+
+
+class TrailerRecord(_Record):
+    """The export's last line: how many records of each kind precede it and the sha256 of those lines."""
+
+    kind: Literal["trailer"]
+    nodes: StrictInt
+    chunks: StrictInt
+    edges: StrictInt
+    decisions: StrictInt
+    sha256: str
 
 
 class _Ref(_Record):

@@ -1,17 +1,22 @@
 """Export and import of one tenant's whole memory as JSON Lines: nodes, edges, decisions.
 
-The first line is a header naming the format version, the embedder and its dimension. Each line
-is read through a pydantic model of its record kind (:mod:`dualmem.plane._records`), so a bad
-file fails with the line number and the field. Import checks everything before writing anything
-and applies it in one transaction. Round trip is exact: exporting an imported file gives the same
-lines. Nodes are written with :meth:`dualmem.types.Node.to_json` plus their embedding; a long node's
-chunk vectors (of long nodes) follow its line as a ``chunks`` record.
+The first line is a header naming the format version, the embedder and its dimension; the last is a
+trailer with the count of each record kind and the sha256 of every line before it (header included,
+each line's UTF-8 bytes followed by ``\\n``), so an import proves the file whole before it stores
+anything: a file cut short, reordered, edited, or missing its trailer is refused with
+:class:`~dualmem.errors.InvalidInput`. Files of format version 1 (no trailer) are refused too: they
+cannot be told from a cut one. Each line is read through a pydantic model of its record kind
+(:mod:`dualmem.plane._records`), so a bad file fails with the line number and the field. Import checks
+everything before writing anything and applies it in one transaction. Round trip is exact: exporting
+an imported file gives the same lines. Nodes are written with :meth:`dualmem.types.Node.to_json` plus
+their embedding; a long node's chunk vectors follow its line as a ``chunks`` record.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -23,14 +28,23 @@ import pydantic
 from dualmem import _json as bounded_json
 from dualmem._boundary import describe_error
 from dualmem.errors import Conflict, EmbedderMismatch, InvalidInput
-from dualmem.plane._records import ChunksRecord, DecisionRecord, EdgeRecord, HeaderRecord, NodeRecord
+from dualmem.plane._records import (
+    ChunksRecord,
+    DecisionRecord,
+    EdgeRecord,
+    HeaderRecord,
+    NodeRecord,
+    TrailerRecord,
+)
 from dualmem.plane.base import Decision, Store
 from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines"]
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines", "verify_export"]
 
 EXPORT_FORMAT = "dualmem.export"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+#: the record kinds a trailer counts, in the order it names them
+_COUNTED = ("nodes", "chunks", "edges", "decisions")
 _HINT = "import a file written by dualmem's export, unedited"
 _R = TypeVar("_R", bound=pydantic.BaseModel)
 
@@ -43,7 +57,8 @@ class ImportReport:
 
 
 def export_lines(store: Store, tenant: Tenant, *, embedder: str, dim: int) -> Iterator[str]:
-    """The tenant's memory, one JSON document per line, header first."""
+    """The tenant's memory, one JSON document per line: header first, trailer last."""
+    seal = _Seal()
     header = {
         "kind": "header",
         "format": EXPORT_FORMAT,
@@ -51,43 +66,123 @@ def export_lines(store: Store, tenant: Tenant, *, embedder: str, dim: int) -> It
         "embedder": embedder,
         "dim": dim,
     }
-    yield _dump(header)
+    for doc in _records(store, tenant, header):
+        line = _dump(doc)
+        seal.add(line, doc["kind"])
+        yield line
+    yield _dump(seal.trailer())
+
+
+def _records(store: Store, tenant: Tenant, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield header
     nodes = list(store.iter_nodes(tenant))
     ids = {n.id for n in nodes}
     chunks = store.get_chunks(ids, tenant)
     edges: dict[tuple[str, str, str, str], Edge] = {}
     for node in nodes:
-        yield _dump({"kind": "node", **_node_json(node)})
+        yield {"kind": "node", **_node_json(node)}
         if node.id in chunks:
-            yield _dump({"kind": "chunks", **_chunks_json(node.id, chunks[node.id])})
+            yield {"kind": "chunks", **_chunks_json(node.id, chunks[node.id])}
         for e in store.edges_of(node.id):
             if e.source in ids and e.target in ids:
                 edges[(e.source, e.target, e.view, e.label)] = e
     for key in sorted(edges):
-        yield _dump({"kind": "edge", **_edge_json(edges[key])})
+        yield {"kind": "edge", **_edge_json(edges[key])}
     for node in nodes:
         for d in store.decisions_of(node.id):
-            yield _dump({"kind": "decision", **_decision_json(d)})
+            yield {"kind": "decision", **_decision_json(d)}
 
 
-def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int) -> ImportReport:
-    """Load an export; nothing is written unless every line is valid and no id already exists."""
-    nodes: list[Node] = []
-    edges: list[Edge] = []
-    decisions: list[Decision] = []
-    chunks: dict[str, Vector] = {}
+class _Seal:
+    """The running sha256 of an export's lines and the count of each record kind among them."""
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256()
+        self.counts = dict.fromkeys(_COUNTED, 0)
+
+    def add(self, line: str, kind: object) -> None:
+        self._sha.update(line.encode("utf-8", "surrogatepass") + b"\n")
+        plural = f"{kind}s" if kind != "chunks" else "chunks"
+        if plural in self.counts:
+            self.counts[plural] += 1
+
+    def digest(self) -> str:
+        return self._sha.hexdigest()
+
+    def trailer(self) -> dict[str, Any]:
+        return {"kind": "trailer", **self.counts, "sha256": self.digest()}
+
+
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    header: HeaderRecord
+    records: list[tuple[int, dict[str, Any]]]  # (line number, parsed document), header and trailer left out
+
+
+def verify_export(lines: Iterable[str]) -> _Verified:
+    """Parse an export and prove it whole, or raise ``InvalidInput``: a header first, a trailer last,
+    and the trailer's counts and sha256 matching the lines before it. Stores nothing."""
+    seal = _Seal()
     header: HeaderRecord | None = None
+    trailer: TrailerRecord | None = None
+    records: list[tuple[int, dict[str, Any]]] = []
+    last = 0
     for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
+        line = raw.rstrip("\r\n")
+        if not line.strip():
             continue
-        doc = _parse(raw, number)
-        kind = doc.get("kind")
+        doc = _parse(line, number)
+        if trailer is not None:
+            raise InvalidInput(f"line {number} follows the export's trailer (the last line)", hint=_HINT)
+        last, kind = number, doc.get("kind")
         if header is None:
             if kind != "header":
                 raise InvalidInput("the file does not start with a dualmem export header", hint=_HINT)
             header = _checked(HeaderRecord, doc, number)
-            _check_header(header, embedder=embedder, dim=dim)
+            _check_format(header)
+        elif kind == "trailer":
+            trailer = _checked(TrailerRecord, doc, number)
             continue
+        else:
+            records.append((number, doc))
+        seal.add(line, kind)
+    if header is None:
+        raise InvalidInput("the import file is empty", hint=_HINT)
+    if trailer is None:
+        raise InvalidInput(
+            f"the export has no trailer: it ends at line {last} and was cut short or written by "
+            "something other than dualmem's export; nothing was imported",
+            hint=_HINT,
+        )
+    for kind, want in zip(
+        _COUNTED, (trailer.nodes, trailer.chunks, trailer.edges, trailer.decisions), strict=False
+    ):
+        if seal.counts[kind] != want:
+            raise InvalidInput(
+                f"the export holds {seal.counts[kind]} {kind} records but its trailer says {want}: "
+                "the file is incomplete or was edited; nothing was imported",
+                hint=_HINT,
+            )
+    if seal.digest() != trailer.sha256:
+        raise InvalidInput(
+            "the export's lines do not match the sha256 in its trailer: the file was edited or its "
+            "lines reordered after export; nothing was imported",
+            hint=_HINT,
+        )
+    return _Verified(header, records)
+
+
+def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int) -> ImportReport:
+    """Load an export; nothing is written unless the file is whole (:func:`verify_export`), every
+    line is valid and no id already exists."""
+    verified = verify_export(lines)
+    _check_embedder(verified.header, embedder=embedder, dim=dim)
+    nodes: list[Node] = []
+    edges: list[Edge] = []
+    decisions: list[Decision] = []
+    chunks: dict[str, Vector] = {}
+    for number, doc in verified.records:
+        kind = doc.get("kind")
         try:
             if kind == "node":
                 nodes.append(_valid(_checked(NodeRecord, doc, number).to_node(dim)))
@@ -106,8 +201,6 @@ def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int)
             if isinstance(exc, InvalidInput) and str(exc).startswith("line "):
                 raise
             raise InvalidInput(f"line {number} of the import is malformed: {exc}", hint=_HINT) from exc
-    if header is None:
-        raise InvalidInput("the import file is empty", hint=_HINT)
     clash = store.get_nodes([n.id for n in nodes])
     if clash:
         raise Conflict(
@@ -160,7 +253,7 @@ def _parse(raw: str, number: int) -> dict[str, Any]:
     return doc
 
 
-def _check_header(header: HeaderRecord, *, embedder: str, dim: int) -> None:
+def _check_format(header: HeaderRecord) -> None:
     if header.format != EXPORT_FORMAT:
         raise InvalidInput(f"not a dualmem export (format {header.format!r})", hint=_HINT)
     if header.version > EXPORT_VERSION:
@@ -169,6 +262,16 @@ def _check_header(header: HeaderRecord, *, embedder: str, dim: int) -> None:
             f"newer than this dualmem reads ({EXPORT_VERSION})",
             hint="upgrade dualmem",
         )
+    if header.version < EXPORT_VERSION:
+        raise InvalidInput(
+            f"the export uses format version {header.version}, which has no trailer to prove the file "
+            f"whole; this dualmem imports version {EXPORT_VERSION} only",
+            hint="export the memory again with this dualmem (a dualmem that reads the old file can "
+            "import it first)",
+        )
+
+
+def _check_embedder(header: HeaderRecord, *, embedder: str, dim: int) -> None:
     if header.embedder != embedder or header.dim != dim:
         raise EmbedderMismatch(
             f"the export was made with embedder {header.embedder} ({header.dim} dims), "

@@ -32,6 +32,7 @@ from dualmem.plane import _pg_sql as sql
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
 from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of, tenant_order
 from dualmem.plane.check import CheckReport, Problem
+from dualmem.plane.erase import EraseReport, erase_postgres
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["DEFAULT_EF_SEARCH", "DEFAULT_EXACT_BELOW", "DEFAULT_SCHEMA", "PostgresStore"]
@@ -904,6 +905,17 @@ class PostgresStore:
                 )
 
     # -- health -----------------------------------------------------------------------------
+    def erase(self) -> EraseReport:
+        """Rewrite this schema's tables, the planner's samples and the WAL so that forgotten memories
+        leave the server's files (:func:`dualmem.plane.erase.erase_postgres`; ``dualmem erase``).
+        Takes an exclusive lock on each table while it is rewritten: run it in a quiet moment."""
+        if self.read_only:
+            raise ReadOnlyStore("erase rewrites the tables", hint="open the memory without read_only")
+        with self._conn("erase forgotten memories") as conn:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                raise ConfigError("erase cannot run inside a transaction", hint="call it outside one")
+            return erase_postgres(conn, self.schema)
+
     def check(self, *, repair: bool = False) -> CheckReport:
         """Pending nodes and nodes without a vector (foreign keys keep every other link whole), and
         the derived neighbour context, which ``repair`` rebuilds."""

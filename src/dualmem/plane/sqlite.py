@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sqlite3
+import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -24,6 +25,7 @@ from types import TracebackType
 from typing import Any, cast
 
 from dualmem.errors import (
+    ConfigError,
     DatabaseCorrupt,
     DatabaseLocked,
     EmbedderMismatch,
@@ -52,6 +54,7 @@ from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
 from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.erase import EraseReport
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -1022,6 +1025,25 @@ class SQLiteStore:
             )
 
     # -- health -----------------------------------------------------------------------------
+    def erase(self) -> EraseReport:
+        """Forget erases as it commits (docs/storage.md); this truncates a WAL that other processes'
+        readers kept from being truncated then (``dualmem erase``)."""
+        started = time.perf_counter()
+        if self.read_only:
+            raise ReadOnlyStore("erase truncates the WAL", hint="open the memory without read_only")
+        if self.path == ":memory:":
+            return EraseReport("sqlite", (), (), time.perf_counter() - started)
+        with self._lock, sql.translated("erase forgotten memories"):
+            if self._tx.conn.in_transaction:
+                raise ConfigError("erase cannot run inside a transaction", hint="call it outside one")
+            with self._tx.checkpoints_paused():
+                busy = int(self._tx.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+        kept = "readers in other processes kept the WAL from being truncated: run erase again after them"
+        problems = (kept,) if busy else ()
+        return EraseReport(
+            "sqlite", ("PRAGMA wal_checkpoint(TRUNCATE)",), problems, time.perf_counter() - started
+        )
+
     def check(self, *, repair: bool = False) -> checks.CheckReport:
         """Integrity of the file, the FTS5 index, vectors, links and the derived neighbour context."""
         with self._lock:

@@ -162,7 +162,8 @@ class KeyStore:
                 "an admin key manages keys and has no tenant", hint="drop --user/--agent/--run"
             )
         if not admin:
-            Tenant(user or "", agent, run)  # validates: a tenant key needs a user
+            tenant = Tenant(user or "", agent, run)  # validates (a tenant key needs a user), normalises
+            user, agent, run = tenant.user, tenant.agent, tenant.run
         key_id = secrets.token_hex(4)
         token = f"{TOKEN_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
         key = ApiKey(key_id, user, agent, run, admin, label, utcnow())

@@ -28,7 +28,7 @@ from dualmem.plane.base import Decision
 from dualmem.plane.jsonl import ImportReport
 from dualmem.read.trace import Retrieval, StopReason, Trace
 from dualmem.text.timeparse import parse_time
-from dualmem.types import MAX_K, Edge, Evidence, Node, TemporalRef, Tenant, View
+from dualmem.types import MAX_K, Edge, Evidence, Node, TemporalRef, Tenant, View, tenant_id_pattern
 from dualmem.write.consolidate import ConsolidationReport
 from dualmem.write.lifecycle import Filter
 
@@ -322,7 +322,11 @@ class ForgetRequest(FilterFields):
 
 
 #: a tenant's user, agent or run id: not blank (the core's rule)
-TenantId = Annotated[ShortText, Field(json_schema_extra={"pattern": NON_BLANK})]
+def _tenant_id(schema: dict[str, Any]) -> None:
+    schema["pattern"] = tenant_id_pattern()  # what Tenant keeps of an id (NFKC, no invisibles, trimmed)
+
+
+TenantId = Annotated[ShortText, Field(json_schema_extra=_tenant_id)]
 
 
 class KeyCreate(_Model):

@@ -39,6 +39,7 @@ __all__ = [
     "discover",
     "recorded_candidates",
     "text_signals",
+    "written_candidates",
 ]
 
 #: the decision purpose under which a pending node's write-time candidates are kept for repair
@@ -143,17 +144,48 @@ def recorded_candidates(store: Store, node: Node) -> list[Candidate] | None:
     records = [d for d in store.decisions_of(node.id) if d.purpose == CANDIDATES]
     if not any(d.key == _COUNT for d in records):
         return None
-    ranked = sorted(
+    ranked = [
         (int(d.name.rpartition("_")[2]), d.other_id, d.value)
         for d in records
         if d.key == "candidate" and d.other_id is not None
-    )
+    ]
+    return _stored(store, node, ranked)
+
+
+def written_candidates(store: Store, node: Node) -> list[Candidate] | None:
+    """The candidates ``node`` was related to when it was written, in rank order (those still
+    stored): its recorded ones (:func:`recorded_candidates`), else the pairs of its relation request
+    (``pair_<rank>_...`` decisions name each candidate). ``None`` when neither is stored (relations
+    off, or no candidate at write time).
+
+    What a later step (a consolidation pass) needs of a node's neighbours is then what was found
+    when it was written, not what a fresh :func:`discover` finds among everything stored since:
+    the same whether the node came in one ``add`` or in an ``add_many``, and whenever the step runs.
+    """
+    recorded = recorded_candidates(store, node)
+    if recorded is not None:
+        return recorded
+    ranks: dict[str, int] = {}
+    for d in store.decisions_of(node.id):
+        if d.purpose == "relations" and d.other_id is not None and d.name.startswith("pair_"):
+            rank = d.name.split("_", 2)[1]
+            if rank.isdigit():
+                ranks.setdefault(d.other_id, int(rank))
+    if not ranks:
+        return None
+    return _stored(store, node, [(rank, other, 0.0) for other, rank in ranks.items()])
+
+
+def _stored(store: Store, node: Node, rows: Sequence[tuple[int, str | None, float]]) -> list[Candidate]:
+    """``(rank, other id, fused score)`` rows as candidates of ``node``, in rank order, skipping
+    those no longer stored (forgotten since)."""
+    ranked = sorted(rows, key=lambda row: row[0])
     tenant = Tenant(node.tenant.user, node.tenant.agent, node.tenant.run)
-    nodes = store.get_nodes([other for _, other, _ in ranked], tenant)
+    nodes = store.get_nodes([other for _, other, _ in ranked if other is not None], tenant)
     own = set(node.entities)
     out: list[Candidate] = []
     for _, other_id, score in ranked:
-        other = nodes.get(other_id)
+        other = nodes.get(other_id) if other_id is not None else None
         if other is not None:
             common = tuple(sorted(own & set(other.entities)))
             out.append(Candidate(other, score, _cosine(node, other), common))

@@ -11,9 +11,10 @@ System-Two summarizer writes a derived node only for a merge/promote selected wi
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from dualmem.config import WriteProfile
@@ -29,13 +30,17 @@ from dualmem.control.states import (
 )
 from dualmem.embed.base import Embedder
 from dualmem.embed.windows import embed_texts
+from dualmem.errors import NotFound
 from dualmem.plane.base import Decision, Store
 from dualmem.text.entities import extract_entities
 from dualmem.types import Edge, JSONValue, Node, Tenant, Vector, new_id, utcnow
-from dualmem.write.candidates import Candidate, discover
+from dualmem.write.candidates import Candidate, discover, written_candidates
 from dualmem.write.relations import decisions_from, observed_before
 
 __all__ = ["ConsolidationReport", "Consolidator", "Summarizer"]
+
+#: tries of a pass's write transaction when a forget removed one of its memories in the middle of it
+_COMMIT_TRIES = 3
 
 #: (source nodes, selected representation "merge" | "promote") -> the derived node's text
 Summarizer = Callable[[Sequence[Node], str], str]
@@ -100,13 +105,8 @@ class Consolidator:
         batch = _batch(pairs)
         decided = self.meter.ask(batch)
         res = decided.result
-        edges: list[Edge] = []
-        updates: dict[str, Node] = {}
-        superseded: list[tuple[str, str]] = []
-        derived: list[Node] = []
-        chunks: dict[str, Vector] = {}
+        out = _Outcome()
         labels: Counter[str] = Counter()
-        decisions: list[Decision] = []
         gate = self.profile
         for i, (new, cand) in enumerate(pairs):
             old = cand.node
@@ -115,14 +115,15 @@ class Consolidator:
             rep = res.choice(f"pair_{i}_representation")
             labels[rep.label] += 1
             if res.noul(f"pair_{i}_link_usefulness") >= gate.theta_rel:
-                edges.append(
+                out.edges.append(
                     Edge(new.id, old.id, "semantic", "related", res.noul(f"pair_{i}_link_usefulness"))
                 )
-            if _supersedes(gate.supersede_threshold, obsolete, contradiction) and old.id not in updates:
-                end = new.at or utcnow()
-                updates[old.id] = dataclasses.replace(old, valid_to=end)
-                edges.append(Edge(old.id, new.id, "temporal", "superseded_by", max(obsolete, contradiction)))
-                superseded.append((old.id, new.id))
+            superseding = _supersedes(gate.supersede_threshold, obsolete, contradiction)
+            if superseding and all(o != old.id for o, _, _ in out.superseded):
+                out.superseded.append((old.id, new.id, new.at or utcnow()))
+                out.edges.append(
+                    Edge(old.id, new.id, "temporal", "superseded_by", max(obsolete, contradiction))
+                )
             if (
                 self.summarizer is not None
                 and rep.label in ("merge", "promote")
@@ -130,38 +131,68 @@ class Consolidator:
                 and contradiction < gate.contradiction_gate
             ):
                 node, node_chunks = self._derive([old, new], rep.label)
-                derived.append(node)
+                out.derived.append(node)
                 if node_chunks is not None:
-                    chunks[node.id] = node_chunks
-                edges += [Edge(node.id, src.id, "semantic", "derived_from", 1.0) for src in (old, new)]
-            decisions += _pair_decisions(i, new, old, batch, res, decided.backend, decided.latency_ms)
-        with self.store.transaction():
-            if derived:
-                self.store.put_nodes(derived)
-                self.store.put_chunks(chunks)
-            for node in updates.values():
-                self.store.update_node(node)
-            self.store.put_edges(edges)
-            self.store.put_decisions(decisions)
+                    out.chunks[node.id] = node_chunks
+                out.edges += [Edge(node.id, src.id, "semantic", "derived_from", 1.0) for src in (old, new)]
+            out.decisions += _pair_decisions(i, new, old, batch, res, decided.backend, decided.latency_ms)
+        out = self._commit(tenant, {n.id for new, cand in pairs for n in (new, cand.node)}, out)
         return ConsolidationReport(
             user=tenant.user,
             examined=len(recent),
             pairs=len(pairs),
             calls=1,
-            links=sum(1 for e in edges if e.label == "related"),
-            superseded=tuple(superseded),
-            derived=tuple(n.id for n in derived),
+            links=sum(1 for e in out.edges if e.label == "related"),
+            superseded=tuple((old, new) for old, new, _ in out.superseded),
+            derived=tuple(n.id for n in out.derived),
             representations=dict(labels),
             seconds=time.perf_counter() - started,
         )
 
+    def _commit(self, tenant: Tenant, involved: set[str], out: _Outcome) -> _Outcome:
+        """Store a pass's outcome in one transaction. Its pairs were read before System One answered,
+        and a ``forget`` may have committed since (another thread or process): what names a memory
+        no longer stored is left out and the rest is stored (a normal race, not a failure). A store
+        whose transactions do not lock out a forget between the re-read and the writes (PostgreSQL,
+        read committed) may still refuse the writes: the transaction is then tried again."""
+        for attempt in range(_COMMIT_TRIES):
+            try:
+                return self._commit_once(tenant, involved, out)
+            except NotFound:
+                if attempt == _COMMIT_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _commit_once(self, tenant: Tenant, involved: set[str], out: _Outcome) -> _Outcome:
+        with self.store.transaction():
+            stored = self.store.get_nodes(list(involved), tenant)
+            gone = involved - stored.keys()
+            if gone:
+                out = out.without(gone, stored.keys())
+            if out.derived:
+                self.store.put_nodes(out.derived)
+                self.store.put_chunks(out.chunks)
+            for old_id, _, end in out.superseded:  # its current row, not the one read before
+                self.store.update_node(dataclasses.replace(stored[old_id], valid_to=end))
+            self.store.put_edges(out.edges)
+            self.store.put_decisions(out.decisions)
+        return out
+
     def _pairs(self, recent: list[Node]) -> list[tuple[Node, Candidate]]:
-        """Each recent node with its most similar earlier neighbours; unordered pairs judged once."""
+        """Each recent node with its most similar earlier neighbours; unordered pairs judged once.
+
+        The neighbours are the candidates the node's write found (:func:`written_candidates`), not
+        a new search among everything stored since: a pass judges the same pairs whenever it runs
+        (inline or in the background, while later writes go on) and however the nodes were written
+        (``add`` or ``add_many``). A node without them (relations off) is searched afresh."""
         seen: set[frozenset[str]] = set()
         scored: list[tuple[float, Node, Candidate]] = []
         for node in recent:
             judged = {d.other_id for d in self.store.decisions_of(node.id) if d.purpose == "consolidation"}
-            for cand in discover(self.store, node, profile=self.profile)[:3]:
+            found = written_candidates(self.store, node)
+            if found is None:
+                found = discover(self.store, node, profile=self.profile)
+            for cand in found[:3]:
                 other = cand.node
                 key = frozenset((node.id, other.id))
                 if key in seen or other.id in judged or not _live(other) or not observed_before(other, node):
@@ -188,6 +219,35 @@ class Consolidator:
             embedding=vectors.rows[0],
             derived=True,
         ), vectors.chunks[0]
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """What one pass writes: edges, decisions, supersessions ``(old, new, valid_to)``, summaries."""
+
+    edges: list[Edge] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    superseded: list[tuple[str, str, dt.datetime]] = field(default_factory=list)
+    derived: list[Node] = field(default_factory=list)
+    chunks: dict[str, Vector] = field(default_factory=dict)
+
+    def without(self, gone: set[str], stored: Collection[str]) -> _Outcome:
+        """This outcome less everything that names an id in ``gone`` (forgotten meanwhile)."""
+        derived = [n for n in self.derived if gone.isdisjoint(_sources(n))]
+        known = set(stored) | {n.id for n in derived}
+        return _Outcome(
+            edges=[e for e in self.edges if e.source in known and e.target in known],
+            decisions=[d for d in self.decisions if gone.isdisjoint((d.node_id, d.other_id))],
+            superseded=[s for s in self.superseded if gone.isdisjoint(s[:2])],
+            derived=derived,
+            chunks={k: v for k, v in self.chunks.items() if k in known},
+        )
+
+
+def _sources(node: Node) -> list[str]:
+    """The ids a derived summary was made from (its ``metadata["sources"]``)."""
+    sources = node.metadata.get("sources")
+    return [str(i) for i in sources] if isinstance(sources, list) else []
 
 
 def _supersedes(threshold: float | None, obsolete: float, contradiction: float) -> bool:

