@@ -36,7 +36,7 @@ from dualmem.learn.boost import TREE_GRID, TreeSettings, choose_trees, fit_trees
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION
 from research.builds import any_build, embedder
-from research.corpora import CORPORA, conversations, fold_of, labels
+from research.corpora import CORPORA, SHUFFLED, conversations, fold_of, labels
 from research.cv import K_VALUES, CVConfig, QueryPool, _collect, _record, _rows, rank
 
 __all__ = ["Pools", "load", "run"]
@@ -52,8 +52,13 @@ class Pools:
     path: dict[str, Path] = field(default_factory=dict)
 
 
-def load(builds: Path, corpora: Sequence[str], *, limit: int | None = None) -> Pools:
+def load(
+    builds: Path, corpora: Sequence[str], *, limit: int | None = None, augment: Sequence[str] = ()
+) -> Pools:
+    """``augment``: corpora whose shuffled copies (``research.corpora.shuffled``) join every fit
+    that does not hold out their source (training only, never scored)."""
     out = Pools()
+    corpora = [*corpora, *(c + SHUFFLED for c in augment)]
     cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2)
     for name in corpora:
         convs = conversations(name, limit)
@@ -102,18 +107,20 @@ def fit(
 
 def run(data: Pools, mode: str, settings: TreeSettings, *, choose: bool = True) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    held_of = data.fold if mode == "within" else data.corpus
-    for held in sorted(set(held_of.values())):
+    held_of = {
+        c: (data.fold[c] if mode == "within" else data.corpus[c].removesuffix(SHUFFLED)) for c in data.pools
+    }
+    tested = sorted({h for c, h in held_of.items() if not data.corpus[c].endswith(SHUFFLED)})
+    for held in tested:
         train: dict[str, list[QueryPool]] = {}
         for conv, ps in data.pools.items():
             if held_of[conv] != held:
-                train.setdefault(data.corpus[conv], []).extend(ps)  # inner CV over the corpora
+                group = data.corpus[conv].removesuffix(SHUFFLED)  # inner CV over the source corpora
+                train.setdefault(group, []).extend(ps)
         started = time.perf_counter()
         ranker, trees = fit(train, settings, choose=choose)
-        for conv in (c for c, h in held_of.items() if h == held):
-            for p in data.pools[conv]:
-                if not p.evidence or not len(p.turn_ids):
-                    continue
+        for conv in (c for c, h in held_of.items() if h == held and not data.corpus[c].endswith(SHUFFLED)):
+            for p in _rows(data.pools[conv]):
                 base = {"corpus": data.corpus[conv], "mode": mode}
                 rows.append({**_record("dualmem-pool", held, p, rank(ranker, p)[0]), **base})
                 for system, ranked in p.baselines.items():
@@ -192,8 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--increasing", nargs="*", default=[], help="monotone (increasing) features")
     parser.add_argument("--drop", nargs="*", default=[], help="features left out (set to 0)")
+    parser.add_argument("--augment", nargs="*", default=[], help="corpora whose shuffled copies train too")
     ns = parser.parse_args(argv)
-    data = load(ns.builds, ns.corpora, limit=ns.limit)
+    data = load(ns.builds, ns.corpora, limit=ns.limit, augment=ns.augment)
     settings = TreeSettings(trees=ns.trees, threads=1, increasing=tuple(ns.increasing))
     if ns.drop:
         cols = [FEATURES.index(f) for f in ns.drop]
