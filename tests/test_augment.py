@@ -43,10 +43,14 @@ def test_calibrate_fits_on_the_copies_too(tmp_path: Path, capsys: pytest.Capture
     data = tmp_path / "c.json"
     data.write_text(json.dumps(conversation()))
     outs = []
-    for extra in ([], ["--shuffled-copies"]):
+    for extra in ([], ["--shuffled-copies", str(data)]):
         out = tmp_path / f"r{len(extra)}.json"
         argv = ["-q", "--json", "--embedder", "hashing", "calibrate", "--data", str(data), "--out", str(out),
                 "--scorer", "linear", "--l2", "1", *extra]  # fmt: skip
         assert main(argv) == 0
         outs.append(json.loads(capsys.readouterr().out))
     assert outs[1]["queries"] == 2 * outs[0]["queries"]
+    bad = ["--embedder", "hashing", "calibrate", "--data", str(data), "--out", str(tmp_path / "x.json"),
+           "--scorer", "linear", "--shuffled-copies", str(tmp_path / "other.json")]  # fmt: skip
+    assert main(bad) == 2
+    assert "not among --data" in capsys.readouterr().err

@@ -66,10 +66,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--shuffled-copies",
-        action="store_true",
-        help="also fit the scorer on a copy of each conversation with every session's turns in a seeded "
-        "random order (training only: neighbours that do not cohere, as a day's notes; "
-        "dualmem.learn.augment)",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="DATA",
+        help="also fit the scorer on a copy of each conversation of these --data sources with every "
+        "session's turns in a seeded random order (training only: neighbours that do not cohere, as "
+        "a day's notes; dualmem.learn.augment)",
     )
     p.add_argument(
         "--write-heads-out",
@@ -228,8 +231,11 @@ def _from_conversations(args: argparse.Namespace, record: Any, records: list[Any
     if args.shuffled_copies:
         from dualmem.learn.augment import shuffled_sessions
 
+        copied = {str(p) for p in args.shuffled_copies}
+        if not copied <= {str(p) for p in args.data}:
+            raise InvalidInput("--shuffled-copies names a source that is not among --data")
         # a copy is held out with its source (its group) in the inner cross-validation
-        convs += [(path, shuffled_sessions(c), c.id) for path, c, _ in list(convs)]
+        convs += [(path, shuffled_sessions(c), c.id) for path, c, _ in list(convs) if path in copied]
     embedder = create_embedder(args.embedder)
     examples: list[Any] = []
     args.pair_rows = []
