@@ -37,7 +37,8 @@ def test_the_current_version_is_found_through_the_stale_hit(mem: tuple[Memory, s
     found = m.search("Which orchestrator does harvest use?", user="u", k=5).evidence
     ids = [e.node.id for e in found]
     assert ids[0] == new, [e.node.content for e in found]
-    assert old in ids and ids.index(old) > 0  # the history is still there, below the update
+    assert old in ids  # the history is still there, below the update
+    assert ids.index(old) > 0
     assert found[ids.index(old)].score < found[0].score
 
 
@@ -50,7 +51,7 @@ def test_a_question_about_the_past_gets_the_old_version_first(mem: tuple[Memory,
 
 
 def test_a_filter_never_lets_another_version_in(mem: tuple[Memory, str, str]) -> None:
-    m, old, new = mem
+    m, _, new = mem
     only_march = Filter(until="2024-03-31T00:00:00Z")  # the update was observed in April
     found = m.search("Which orchestrator does harvest use?", user="u", k=5, where=only_march).evidence
     assert new not in [e.node.id for e in found]
@@ -62,4 +63,4 @@ def test_the_paper_profile_ranks_versions_as_scored(minilm: Embedder, tmp_path: 
         ids = [s.add(t, speaker="agent", at=at) for t, at in NOTES]
         new = s.update(ids[0], PORTED)
         found = s.search("Which orchestrator does harvest use?", k=5).evidence
-        assert [e.node.id for e in found][0] != new  # no version rule: the matching old text wins
+        assert found[0].node.id != new  # no version rule: the matching old text wins
