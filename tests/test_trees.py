@@ -210,11 +210,13 @@ def test_bad_training_input_is_a_typed_error() -> None:
 
 
 def test_the_packaged_scorer_is_trees_over_pool_features() -> None:
-    from dualmem.read.pool import FEATURES
+    from dualmem.read.pool import FEATURES, POOL_VERSION
 
     r = default_ranker()
     assert isinstance(r, TreeRanker)
     assert set(r.features) <= set(FEATURES)
+    # refitted whenever a feature changes meaning: a stale scorer reads columns it was not fitted on
+    assert r.provenance["pool_version"] == POOL_VERSION
     assert r.provenance["scorer"] == "trees"
     assert r.provenance["trees"] == len(r.trees)
     assert json.dumps(r.to_json())

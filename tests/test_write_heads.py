@@ -9,7 +9,7 @@ import pytest
 
 from dualmem import Memory, Profile
 from dualmem.cli.main import main
-from dualmem.control.builtin import BuiltinController
+from dualmem.control.builtin import BuiltinController, default_weights, fitted_heads
 from dualmem.conversations import load_conversations, parse_conversations
 from dualmem.embed import Embedder
 from dualmem.errors import ConfigError, InvalidInput
@@ -187,6 +187,20 @@ def test_calibrate_refuses_write_heads_from_query_files(
     code = main(argv)
     assert code == 2
     assert "labelled conversations" in capsys.readouterr().err
+
+
+def test_the_packaged_weights_carry_fitted_write_heads() -> None:
+    decisions, provenance = fitted_heads()
+    assert "relation.supersedes" in decisions
+    assert default_weights().decisions["relation.supersedes"] == decisions["relation.supersedes"]
+    assert "calibrate" in provenance["command"]
+    assert "--write-heads-out" in provenance["command"]
+    assert provenance["heads"]["relation.supersedes"]["fitted"] is True
+    assert (
+        provenance["heads"]["relation.supersedes"]["cv_auc"]
+        > provenance["heads"]["relation.supersedes"]["hand_set_auc"]
+    )
+    assert {"bench/notes/src", "bench/agentchat/haystacks"} <= set(provenance["data"])
 
 
 def test_every_notes_scenario_loads_its_labels() -> None:

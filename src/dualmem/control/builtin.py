@@ -48,6 +48,7 @@ from dualmem.control.weights import read_weights
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
 
 __all__ = [
+    "VETOES",
     "WRITE_HEADS_FORMAT",
     "BuiltinController",
     "BuiltinWeights",
@@ -74,6 +75,14 @@ class Head(Protocol):
 
 
 _LEARNED_KEY = "traverse.relevance"
+
+#: constraints the weights cannot learn from the dev data (too rare there) and no update may break:
+#: a new text about another person ("my sister moved") does not replace what its speaker said of
+#: themself, and an assistant's suggestion does not replace what the user stated; such a pair's
+#: supersession score is 0 whatever the weights say (hand-set, documented in docs/architecture.md)
+VETOES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"relation.supersedes": ("other_person", "other_role")}
+)
 
 _VERSION = "1"
 _WEIGHTS_FILE = "builtin_weights.json"
@@ -328,7 +337,10 @@ class BuiltinController(BaseController):
                 linear = weights.decisions.get(key)
                 if linear is None or group is None:
                     raise _unknown(key, "noul", weights)
-                return NoulAnswer(score=_sigmoid(linear.logit(features.get(group, question.target))))
+                values = features.get(group, question.target)
+                if any(values[f] >= 1.0 for f in VETOES.get(key, ())):
+                    return NoulAnswer(score=0.0)
+                return NoulAnswer(score=_sigmoid(linear.logit(values)))
             case Choice():
                 spec = weights.choices.get(key)
                 if spec is None or group is None:

@@ -154,6 +154,13 @@ _REPLACING = frozenset(
     }
 )
 _REPLACE_SPAN = 3  # words either side of a replacing word
+#: who a text is about when it is not its speaker: "my sister", "her boss", "our son"
+_OTHER_PERSON = re.compile(
+    r"\b(?:my|our|his|her|their|your)\s+(?:(?:new|old|little|big|younger|older|best)\s+)?"
+    r"(sister|brother|mother|mom|mum|father|dad|parents?|son|daughter|wife|husband|partner|boyfriend|"
+    r"girlfriend|fianc[eé]e?|friend|colleague|boss|manager|neighbou?r|cousin|aunt|uncle|grandma|grandpa|"
+    r"grandmother|grandfather|kids?|child|children|roommate|flatmate|team ?mate|coworker|client)s?\b"
+)
 
 
 def _family(spec: str) -> frozenset[str]:
@@ -390,6 +397,7 @@ class Cues:
     update: float = 0.0  # the text records a value that changed (``_UPDATE``)
     additive: float = 0.0  # the text adds beside what stands ("also", "another", "stays")
     replaced: frozenset[str] = frozenset()  # content tokens next to a replacing word: the old value
+    others: frozenset[str] = frozenset()  # the other people the text is about ("my sister" -> sister)
 
 
 def _causal_clauses(lower: str) -> tuple[frozenset[str], frozenset[str], float]:
@@ -494,6 +502,7 @@ def cues(text: str) -> Cues:
         update=_flag(_UPDATE, tokens, padded),
         additive=_flag(_ADDITIVE, tokens, padded),
         replaced=_replaced(words),
+        others=frozenset(m.group(1) for m in _OTHER_PERSON.finditer(lower)),
     )
 
 

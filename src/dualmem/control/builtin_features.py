@@ -55,7 +55,7 @@ GROUPS: Mapping[str, frozenset[str]] = {
         cause_link_rev effect_link_rev causal_new causal_cand alias_variant near_dup neg_flip_topic
         pref_flip_topic change_topic slot_change neg_flip_sim numbers_differ repeat_pair habit_pair past_pair
         low_content cand_past_ref new_past_ref cand_future new_future update_new update_topic
-        replaces_old additive_new sim_top sim_gap other_role"""
+        replaces_old additive_new sim_top sim_gap other_role other_person"""
     ),
     "route": _words("temporal causal names two_names recency compare conjunction two_questions what who"),
     "traverse": _words(
@@ -235,6 +235,8 @@ def _update(n: Cues, c: Cues, new: MemoryState, cand: MemoryState, topic: float)
         "replaces_old": 1.0 if n.replaced & c.tokens else 0.0,
         "additive_new": n.additive,
         "other_role": 1.0 if role_new and not role_cand else 0.0,
+        # the new text is about someone the candidate's is not ("my sister moved" after "I live in")
+        "other_person": 1.0 if n.others - c.others else 0.0,
     }
 
 

@@ -42,7 +42,7 @@ from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.fit import fit_logistic
 from dualmem.learn.heads import MIN_POSITIVES, LabelledPool, LearnedHeads, fit_heads, head_example
 from dualmem.plane.base import Store
-from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool
+from dualmem.read.pool import FEATURES, POOL_VERSION, Pool, PoolSettings, build_pool
 from dualmem.read.reach import Links, reach_links
 from dualmem.reason.extractive import ExtractiveAnswerer
 from dualmem.types import VIEWS, Evidence, JSONValue, Node, Tenant
@@ -285,6 +285,7 @@ def provenance(
         "queries": len(examples),
         "candidates": int(sum(len(e.targets) for e in examples)),
         "groups": sorted({e.group for e in examples}),
+        "pool_version": POOL_VERSION,  # the feature definitions fitted on (read.pool)
         **dict(extra),
     }
 

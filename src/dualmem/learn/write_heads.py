@@ -13,11 +13,11 @@ judged against (read back from the relation decisions a build recorded), describ
 
 Each head is a class-balanced logistic (``fit_logistic``); its L2 strength and decision threshold
 are chosen by leave-one-group-out cross-validation (a group: one ``--data`` source of ``dualmem
-calibrate``), the threshold at the best F1. The bias is then moved so that the write profile's own
-threshold (the builtin profile's ``write.supersede_threshold``, ``write.theta_rel``) decides as
-the chosen one did. A head
-with fewer than :data:`MIN_POSITIVES` positives is not fitted, and a fitted head replaces the
-hand-set one only when its held-out AUC is higher (the hand-set head scored on the same pairs).
+calibrate``), the threshold at the best F0.5 (precision weighs double: see :data:`BETA`). The bias
+is then moved so that the builtin profile's own threshold (``write.supersede_threshold``,
+``write.theta_rel``) decides as the chosen one did. A head with fewer than :data:`MIN_POSITIVES`
+positives is not fitted, and a fitted head replaces the hand-set one only when its held-out AUC is
+higher (the hand-set head scored on the same pairs).
 
 The file (``dualmem.write-heads/1``) holds the heads as the builtin's linear weights with their
 provenance; ``BuiltinController(weights=write_heads.weights())`` uses them, and the packaged
@@ -211,19 +211,26 @@ def auc(scores: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float | 
     return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
-def best_threshold(scores: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float:
-    """The threshold of the best F1 over the scores seen (ties: the higher threshold)."""
+#: the threshold favours precision (F-beta with beta 0.5): a wrong supersession demotes a fact that
+#: still holds, while a missed one is still ranked right when a question matches both versions
+#: (``read.likely_update``)
+BETA = 0.5
+
+
+def best_threshold(scores: npt.NDArray[np.float64], y: npt.NDArray[np.float64], beta: float = BETA) -> float:
+    """The threshold of the best F-beta over the scores seen (ties: the higher threshold)."""
     best = (-1.0, 0.5)
     positives = float((y > 0.5).sum())
+    b2 = beta * beta
     for t in np.unique(np.round(scores, 4)):
         pred = scores >= t
         tp = float((pred & (y > 0.5)).sum())
         if tp == 0:
             continue
         p, r = tp / float(pred.sum()), tp / positives
-        f1 = 2 * p * r / (p + r)
-        if f1 >= best[0]:
-            best = (f1, float(t))
+        f = (1 + b2) * p * r / (b2 * p + r)
+        if f >= best[0]:
+            best = (f, float(t))
     return best[1]
 
 
