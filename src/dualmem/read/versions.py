@@ -13,6 +13,10 @@ supersession at read time):
 - a query about history (``text.cues.query_time_focus``: "before", "used to", "originally", ...):
   the **previous version** of a current candidate takes at least its successor's score and is placed
   just above it; nothing is demoted.
+- ``read.likely_update`` (present-tense queries): among the best results, one that the write path
+  judged an update of another (its ``relation.supersedes`` decision at least this, recorded with
+  the write, though below the write's own threshold) is ranked as that one's current version: both
+  answering the query is the evidence that they speak of the same attribute.
 """
 
 from __future__ import annotations
