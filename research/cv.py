@@ -359,7 +359,8 @@ def _embedder(spec: str) -> Any:
 
 #: read-path ablations of the real System One: a view left out, every view off (``views``), no
 #: graph expansion at all (``expansion``: zero rounds, no assessment); ``all-edges``: expansion reads
-#: every edge of a beam node, not its strongest ``read.edges_per_node``
+#: every edge of a beam node, not its strongest ``read.edges_per_node``; ``versions``: no
+#: current-version rule (``read.prefer_current`` off: the loop's ranking as System One scored it)
 VIEW_ABLATIONS: tuple[str, ...] = (
     "semantic",
     "temporal",
@@ -368,6 +369,7 @@ VIEW_ABLATIONS: tuple[str, ...] = (
     "views",
     "expansion",
     "all-edges",
+    "versions",
 )
 
 
@@ -381,6 +383,8 @@ def read_variant(profile: Profile, name: str | None) -> Profile:
         return profile.with_(read__fixed_depth=0)
     if name == "all-edges":
         return profile.with_(read__edges_per_node=None)
+    if name == "versions":
+        return profile.with_(read__prefer_current=False)
     if name in VIEWS:
         return profile.with_(read__views=tuple(v for v in profile.read.views if v != name))
     raise ValueError(f"unknown read-path ablation {name!r}")

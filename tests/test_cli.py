@@ -25,14 +25,20 @@ def data(out: str) -> dict:  # type: ignore[type-arg]
     return json.loads(out)  # type: ignore[no-any-return]
 
 
+def minilm(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, str, str]:
+    return run(capsys, db, *args, embedder="minilm")
+
+
 def test_add_search_inspect_stats_delete(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # the real embedder: the write heads are fitted to its cosines (under the hashing one, the
+    # second note would read as an update of the first, and a delete takes the chain)
     db = tmp_path / "m.db"
-    code, out, _ = run(
+    code, out, _ = minilm(
         capsys, db, "add", "My old bicycle broke.", "--speaker", "Mira", "--at", "2024-05-14T10:00:00Z"
     )
     assert code == 0
     first = data(out)["id"]
-    code, out, _ = run(
+    code, out, _ = minilm(
         capsys,
         db,
         "add",
@@ -45,23 +51,23 @@ def test_add_search_inspect_stats_delete(capsys: pytest.CaptureFixture[str], tmp
     assert code == 0
     second = data(out)
     assert second["temporal_refs"][0]["start"] == "2024-05-15"
-    code, out, _ = run(capsys, db, "search", "why did Mira buy a bicycle?", "-k", "2")
+    code, out, _ = minilm(capsys, db, "search", "why did Mira buy a bicycle?", "-k", "2")
     assert code == 0
     found = data(out)
     assert {e["node"]["id"] for e in found["evidence"]} == {first, second["id"]}
     assert found["summary"]["stop_reason"]
-    code, out, _ = run(capsys, db, "search", "bicycle", "--trace")
+    code, out, _ = minilm(capsys, db, "search", "bicycle", "--trace")
     assert code == 0
     assert "stop:" in out
     assert "route:" in out
-    code, out, _ = run(capsys, db, "inspect", second["id"])
+    code, out, _ = minilm(capsys, db, "inspect", second["id"])
     assert code == 0
     assert any(d["key"] == "relation.semantic" for d in data(out)["decisions"])
-    code, out, _ = run(capsys, db, "stats")
+    code, out, _ = minilm(capsys, db, "stats")
     assert data(out)["nodes"] == 2
-    code, out, _ = run(capsys, db, "delete", first)
+    code, out, _ = minilm(capsys, db, "delete", first)
     assert code == 0
-    code, out, _ = run(capsys, db, "stats")
+    code, out, _ = minilm(capsys, db, "stats")
     assert data(out)["nodes"] == 1
 
 

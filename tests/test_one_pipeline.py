@@ -66,9 +66,10 @@ def _ids(mem: Memory, query: str, k: int = 10) -> list[str]:
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_the_ranking_is_system_ones_relevance(db: Path, hashing: Embedder, query: str) -> None:
-    """With eq. 25's recency term off, the builtin profile's final score is its relevance answer
-    (λ = (0, 1, 0, 0, 0)): the evidence comes in the order of the learned scorer over the pool."""
-    profile = Profile.builtin().with_(read__recency_weight=0.0)
+    """With eq. 25's recency term and the versions rule off, the builtin profile's final score is its
+    relevance answer (λ = (0, 1, 0, 0, 0)): the evidence comes in the order of the learned scorer
+    over the pool."""
+    profile = Profile.builtin().with_(read__recency_weight=0.0, read__prefer_current=False)
     with _open(db, hashing, profile) as mem:
         pool = build_pool(mem.store, mem.embedder, query, Tenant("u"), PoolSettings(50, 2))
         scores = RANKER.score_each(pool.features, FEATURES)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dualmem.control.builtin import BuiltinWeights, default_weights
+from dualmem.control.builtin import BuiltinWeights, hand_set_weights
 from dualmem.control.weights import WeightsFile, read_weights
 from dualmem.errors import ConfigError
 
@@ -20,7 +20,7 @@ def test_packaged_file_validates_and_loads_as_before() -> None:
     checked = read_weights(PACKAGED, source="packaged")
     WeightsFile.model_validate(raw)
     assert list(checked["decisions"]) == list(raw["decisions"])  # file order kept
-    assert BuiltinWeights.from_json(checked) == BuiltinWeights.from_json(raw) == default_weights()
+    assert BuiltinWeights.from_json(checked) == BuiltinWeights.from_json(raw) == hand_set_weights()
 
 
 V = '{"version": "1", '

@@ -126,21 +126,20 @@ class _Scenario:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             self.fail(f"cannot read the file: {exc}")
             return
+        before = len(self.result.problems)
         try:
             load_conversations(self.path)
         except InvalidInput as exc:
             self.fail(f"the product loader rejects it: {exc.message}")
-            return
         if not isinstance(raw, dict):
             self.fail("a scenario file holds one JSON object")
             return
         stats = self.header(raw)
         if stats is None:
             return
-        before = len(self.result.problems)
-        self.notes(raw, stats)
+        self.notes(raw, stats)  # its ids and times: what a loader's complaint usually comes from
         if len(self.result.problems) > before:
-            return  # ids or times are wrong: the references below would only repeat it
+            return  # the references below would only repeat it
         successors = self.updates(raw.get("updates"), stats)
         self.non_updates(raw.get("non_updates"), successors, stats)
         self.questions(raw.get("questions"), successors, stats)

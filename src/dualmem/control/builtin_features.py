@@ -244,7 +244,7 @@ def _rank(sim: float, others: Sequence[float]) -> dict[str, float]:
     """The candidate's cosine against the other candidates' of the same new memory."""
     best = max(others, default=None)
     if best is None:
-        return {"sim_top": 1.0, "sim_gap": 1.0}
+        best = PAIR_SIM_FLOOR  # a lone candidate: measured against an unrelated cosine
     gap = sim - best
     return {"sim_top": 1.0 if gap >= 0 else 0.0, "sim_gap": min(1.0, max(0.0, 0.5 + gap / 0.4))}
 
