@@ -64,7 +64,8 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
         f"dualmem-pool +reach no-{v}" for v in ("semantic", "temporal", "causal", "entity")
     }
     systems = {"dualmem", "dualmem-pool", "dualmem-pool no-speaker", "dualmem no-expansion",
-               "dualmem all-edges", "dualmem no-versions", "bm25", "dense", "hybrid", "dualmem-handset"} | reach  # fmt: skip
+               "dualmem all-edges", "dualmem no-versions", "bm25", "dense", "hybrid",
+               "dualmem-handset"} | reach  # fmt: skip
     assert set(summary) == systems
     for name in systems:
         s = summary[name]
