@@ -25,13 +25,13 @@ from typing import Any, TypeVar
 from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
 from dualmem.control import create_controller
-from dualmem.control.builtin import BuiltinController
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
 from dualmem.errors import ConfigError, Conflict, InvalidInput, NotFound
-from dualmem.plane import Decision, SQLiteStore, Store, open_store
+from dualmem.plane import Decision, MemoryStore, open_store
+from dualmem.plane.base import ApproximateSearch
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, verify_export
 from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
@@ -89,7 +89,7 @@ class Memory:
 
     def __init__(
         self,
-        store: Store,
+        store: MemoryStore,
         embedder: Embedder,
         controller: Controller,
         *,
@@ -115,7 +115,7 @@ class Memory:
         self._bound = False
         if _declared_dim(embedder) is not None:
             self._bind()  # a mismatched database is refused at open
-        if isinstance(store, SQLiteStore):
+        if isinstance(store, ApproximateSearch):
             store.use_ann(self.profile.ann_threshold)
         store.set_context_window(self.profile.read.pool_window)  # a changed window rebuilds the context
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
@@ -137,7 +137,7 @@ class Memory:
         )
         self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
         self._closed = False
-        self.read_only = bool(getattr(store, "read_only", False))
+        self.read_only = store.read_only
         if not self.read_only:
             self._periodic.resume()  # passes a process that died left queued
 
@@ -190,7 +190,8 @@ class Memory:
             owned.append(store)
             mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)
             if opts.repair_on_open and not mem.read_only:
-                repair_at_open(store, mem.repair_all if isinstance(ctl, BuiltinController) else None)
+                # an in-process controller (``runs_inline``: no network, milliseconds a node) repairs
+                repair_at_open(store, mem.repair_all if getattr(ctl, "runs_inline", False) else None)
         except BaseException:
             close_all(owned)
             raise

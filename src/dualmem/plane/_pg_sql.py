@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 import struct
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
@@ -21,8 +20,6 @@ from psycopg.pq import Format
 from dualmem.errors import DatabaseCorrupt, DatabaseLocked, InvalidInput, ReadOnlyStore, StoreError
 from dualmem.plane import _codec as codec
 from dualmem.plane.base import Decision
-from dualmem.text.lexical import fts5_tokens
-from dualmem.text.porter import stem_fts5
 from dualmem.types import Edge, JSONValue, Node, Tenant
 
 __all__ = [
@@ -35,13 +32,10 @@ __all__ = [
     "NODE_FROM",
     "UPDATE_NODE",
     "UPSERT_EDGE",
-    "bm25_query",
     "dec",
-    "doc_terms",
     "edge_row",
     "enc",
     "node_row",
-    "query_terms",
     "register_vector",
     "tenant_sql",
     "to_decision",
@@ -181,28 +175,6 @@ def register_vector(conn: psycopg.Connection[Any], oid: int) -> None:
 # -- rows --------------------------------------------------------------------------------------
 
 
-def doc_terms(speaker: str | None, content: str) -> tuple[int, dict[str, list[int]]]:
-    """FTS5's view of a node: (token count, stemmed term -> positions) over speaker then content.
-
-    Like FTS5's two columns, a phrase never spans the speaker and the content (a position gap).
-    """
-    positions: dict[str, list[int]] = defaultdict(list)
-    length = 0
-    offset = 0
-    for text in (speaker or "", content):
-        words = [stem_fts5(token) for token in fts5_tokens(text)]
-        for i, term in enumerate(words):
-            positions[term].append(offset + i)
-        length += len(words)
-        offset += len(words) + 1
-    return length, dict(positions)
-
-
-def query_terms(query: str) -> list[tuple[str, ...]]:
-    """The query's OR-ed phrases, stemmed as the index is (see ``_codec.query_phrases``)."""
-    return [tuple(stem_fts5(token) for token in phrase) for phrase in codec.query_phrases(query)]
-
-
 def node_row(node: Node, lex_len: int) -> tuple[Any, ...]:
     metadata = codec.dump_json(dict(codec.check_metadata(node)))
     at_ts = None if node.at is None else codec.epoch(node.at)
@@ -277,83 +249,3 @@ def tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[sql.Composed, l
             parts.append(sql.SQL("{}.{} = %s").format(table, sql.Identifier(column)))
             params.append(enc(value))
     return sql.SQL(" AND ").join(parts), params
-
-
-# -- BM25 ------------------------------------------------------------------------------------
-
-
-_HIT_COLS = "node_id, seq, agent_id, run_id, dl, tf"
-
-
-def _phrase_hits(
-    index: int, phrase: tuple[str, ...], user: str, table: str = "postings"
-) -> tuple[sql.Composed, list[Any]]:
-    """(phrase, node, order, agent, run, length, frequency) for the nodes of ``user`` with ``phrase``."""
-    if len(phrase) == 1:
-        return (
-            sql.SQL("SELECT {} AS q, {} FROM {} WHERE user_id = %s AND term = %s").format(
-                sql.Literal(index), sql.SQL(_HIT_COLS), sql.Identifier(table)
-            ),
-            [user, phrase[0]],
-        )
-    joins = sql.SQL(" ").join(
-        sql.SQL(
-            "JOIN {t} {p} ON {p}.user_id = p0.user_id AND {p}.node_id = p0.node_id AND {p}.term = %s"
-        ).format(t=sql.Identifier(table), p=sql.Identifier(f"p{i}"))
-        for i in range(1, len(phrase))
-    )
-    follows = sql.SQL(" AND ").join(
-        sql.SQL("x.pos + {} = ANY({}.positions)").format(sql.Literal(i), sql.Identifier(f"p{i}"))
-        for i in range(1, len(phrase))
-    )
-    statement = sql.SQL(
-        "SELECT {q} AS q, {cols} FROM (SELECT p0.node_id, p0.seq, p0.agent_id, p0.run_id, p0.dl, "
-        "(SELECT count(*) FROM unnest(p0.positions) AS x(pos) WHERE {follows})::integer AS tf "
-        "FROM {t} p0 {joins} WHERE p0.user_id = %s AND p0.term = %s) AS ph WHERE tf > 0"
-    ).format(
-        q=sql.Literal(index), cols=sql.SQL(_HIT_COLS), follows=follows, joins=joins, t=sql.Identifier(table)
-    )
-    return statement, [*phrase[1:], user, phrase[0]]
-
-
-def bm25_query(
-    tenant: Tenant,
-    phrases: Sequence[tuple[str, ...]],
-    k: int,
-    *,
-    k1: float,
-    b: float,
-    field: tuple[str, str] = ("postings", "lex_stats"),
-) -> tuple[sql.Composed, list[Any]]:
-    """FTS5's ``bm25()`` over the postings of ``tenant.user`` (statistics per user), top ``k``.
-
-    Document frequencies count every node of the user; the agent/run filter applies to the hits.
-    ``field``: the (postings, statistics) tables of the indexed field (the nodes, or their context).
-    """
-    table, stats = field
-    user = cast(str, enc(tenant.user))
-    parts, params = [], []
-    for i, phrase in enumerate(phrases):
-        part, part_params = _phrase_hits(i, phrase, user, table)
-        parts.append(part)
-        params.extend(part_params)
-    where, where_params = tenant_sql(Tenant(tenant.user, tenant.agent, tenant.run), "h")
-    statement = sql.SQL(
-        "WITH st AS (SELECT docs::float8 AS total, tokens::float8 / GREATEST(docs, 1) AS avgdl "
-        "FROM {stats} WHERE user_id = %s), "
-        "hits AS ({hits}), "
-        "df AS (SELECT q, count(*)::float8 AS n FROM hits GROUP BY q), "
-        "idf AS (SELECT q, ln((st.total - df.n + 0.5) / (df.n + 0.5)) AS w FROM df, st) "
-        "SELECT h.node_id, sum(CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END * h.tf * {k1p} "
-        "/ (h.tf + {k1} * (1 - {b} + {b} * h.dl / st.avgdl))) AS score "
-        "FROM (SELECT %s AS user_id, * FROM hits) AS h JOIN idf USING (q) CROSS JOIN st WHERE {where} "
-        "GROUP BY h.node_id, h.seq ORDER BY score DESC, h.seq LIMIT %s"
-    ).format(
-        stats=sql.Identifier(stats),
-        hits=sql.SQL(" UNION ALL ").join(parts),
-        k1p=sql.Literal(k1 + 1.0),
-        k1=sql.Literal(k1),
-        b=sql.Literal(b),
-        where=where,
-    )
-    return statement, [user, *params, user, *where_params, k]

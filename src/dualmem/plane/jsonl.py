@@ -36,7 +36,7 @@ from dualmem.plane._records import (
     NodeRecord,
     TrailerRecord,
 )
-from dualmem.plane.base import Decision, Store
+from dualmem.plane.base import Decision, MemoryStore
 from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines", "verify_export"]
@@ -56,7 +56,7 @@ class ImportReport:
     decisions: int
 
 
-def export_lines(store: Store, tenant: Tenant, *, embedder: str, dim: int) -> Iterator[str]:
+def export_lines(store: MemoryStore, tenant: Tenant, *, embedder: str, dim: int) -> Iterator[str]:
     """The tenant's memory, one JSON document per line: header first, trailer last."""
     seal = _Seal()
     header = {
@@ -73,7 +73,7 @@ def export_lines(store: Store, tenant: Tenant, *, embedder: str, dim: int) -> It
     yield _dump(seal.trailer())
 
 
-def _records(store: Store, tenant: Tenant, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _records(store: MemoryStore, tenant: Tenant, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield header
     nodes = list(store.iter_nodes(tenant))
     ids = {n.id for n in nodes}
@@ -172,7 +172,7 @@ def verify_export(lines: Iterable[str]) -> _Verified:
     return _Verified(header, records)
 
 
-def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int) -> ImportReport:
+def import_lines(store: MemoryStore, lines: Iterable[str], *, embedder: str, dim: int) -> ImportReport:
     """Load an export; nothing is written unless the file is whole (:func:`verify_export`), every
     line is valid and no id already exists."""
     verified = verify_export(lines)

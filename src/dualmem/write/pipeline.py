@@ -30,7 +30,7 @@ from dualmem.control.states import TypingState
 from dualmem.embed.base import Embedder
 from dualmem.embed.windows import NodeVectors, embed_texts
 from dualmem.errors import ControllerError
-from dualmem.plane.base import Decision, Store
+from dualmem.plane.base import Decision, WriteStore
 from dualmem.text.entities import EntityExtractor, create_extractor
 from dualmem.text.temporal import ground
 from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id, utcnow
@@ -90,7 +90,7 @@ class Writer:
 
     def __init__(
         self,
-        store: Store,
+        store: WriteStore,
         embedder: Embedder,
         meter: Meter,
         profile: WriteProfile,
