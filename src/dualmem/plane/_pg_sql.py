@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import struct
 from collections.abc import Iterator, Sequence
@@ -19,8 +18,8 @@ from psycopg.pq import Format
 
 from dualmem.errors import DatabaseCorrupt, DatabaseLocked, InvalidInput, ReadOnlyStore, StoreError
 from dualmem.plane import _codec as codec
-from dualmem.plane.base import Decision
-from dualmem.types import Edge, JSONValue, Node, Tenant
+from dualmem.plane.base import DECISION_FIELDS, Decision
+from dualmem.types import EDGE_FIELDS, Edge, Node, Tenant
 
 __all__ = [
     "DEC_COLS",
@@ -33,6 +32,7 @@ __all__ = [
     "UPDATE_NODE",
     "UPSERT_EDGE",
     "dec",
+    "decision_row",
     "edge_row",
     "enc",
     "node_row",
@@ -42,27 +42,21 @@ __all__ = [
     "to_edge",
     "to_node",
     "translated",
+    "update_args",
 ]
 
-NODE_COLS = (
-    "n.id, n.user_id, n.agent_id, n.run_id, n.content, n.at, n.speaker, n.source, n.session, "
-    "n.turn_id, n.metadata, n.entities, n.temporal_refs, n.types, n.created_at, n.status, "
-    "n.valid_from, n.valid_to, n.derived, v.embedding"
-)
+NODE_COLS = ", ".join(f"n.{column}" for column in codec.NODE_COLUMNS) + ", v.embedding"
 NODE_FROM = "nodes n LEFT JOIN vectors v ON v.user_id = n.user_id AND v.node_id = n.id"
-EDGE_COLS = "source, target, view, label, weight, created_at, valid_from, valid_to"
-DEC_COLS = "node_id, purpose, name, key, value, label, backend, latency_ms, other_id, created_at"
-INSERT_NODE = (
-    "INSERT INTO nodes (id, user_id, agent_id, run_id, content, at, at_ts, speaker, source, session, "
-    "turn_id, metadata, entities, temporal_refs, types, created_at, created_ts, status, valid_from, "
-    "valid_to, derived, lex_len) VALUES (" + ", ".join(["%s"] * 22) + ")"
-)
-
-UPDATE_NODE = (
-    "UPDATE nodes SET content = %s, at = %s, at_ts = %s, speaker = %s, source = %s, session = %s, "
-    "turn_id = %s, metadata = %s, entities = %s, temporal_refs = %s, types = %s, status = %s, "
-    "valid_from = %s, valid_to = %s, derived = %s, lex_len = %s WHERE user_id = %s AND id = %s"
-)
+EDGE_COLS = ", ".join(EDGE_FIELDS)
+DEC_COLS = ", ".join(DECISION_FIELDS)
+#: the columns ``node_row`` writes: the shared ones (``_codec.NODE_WRITE_COLUMNS``) and the BM25 length
+_WRITTEN = (*codec.NODE_WRITE_COLUMNS, "lex_len")
+INSERT_NODE = f"INSERT INTO nodes ({', '.join(_WRITTEN)}) VALUES ({', '.join(['%s'] * len(_WRITTEN))})"
+#: what an update rewrites: every written column but the keys and the creation time
+_UPDATED = [
+    c for c in _WRITTEN if c not in ("id", "user_id", "agent_id", "run_id", "created_at", "created_ts")
+]
+UPDATE_NODE = f"UPDATE nodes SET {', '.join(f'{c} = %s' for c in _UPDATED)} WHERE user_id = %s AND id = %s"
 UPSERT_EDGE = (
     f"INSERT INTO edges (user_id, {EDGE_COLS}) VALUES ({', '.join(['%s'] * 9)}) "
     "ON CONFLICT (user_id, source, target, view, label) DO UPDATE SET weight = excluded.weight, "
@@ -175,43 +169,31 @@ def register_vector(conn: psycopg.Connection[Any], oid: int) -> None:
 # -- rows --------------------------------------------------------------------------------------
 
 
+_TEXT_AT = frozenset(i for i, c in enumerate(codec.NODE_WRITE_COLUMNS) if c in codec.NODE_TEXT_COLUMNS)
+
+
 def node_row(node: Node, lex_len: int) -> tuple[Any, ...]:
-    metadata = codec.dump_json(dict(codec.check_metadata(node)))
-    at_ts = None if node.at is None else codec.epoch(node.at)
+    """The values of ``INSERT_NODE``: the shared row (``_codec.node_values``) with its text escaped
+    (``enc``), ``derived`` as a boolean, and the BM25 length."""
+    values = codec.node_values(node)
     return (
-        enc(node.id), enc(node.tenant.user), enc(node.tenant.agent), enc(node.tenant.run), enc(node.content),
-        codec.to_iso(node.at), at_ts, enc(node.speaker), enc(node.source), enc(node.session),
-        enc(node.turn_id), metadata, codec.dump_json(list(node.entities)),
-        codec.refs_to_json(node.temporal_refs), codec.types_to_json(node.types), node.created_at.isoformat(),
-        codec.epoch(node.created_at), node.status, codec.to_iso(node.valid_from), codec.to_iso(node.valid_to),
-        bool(node.derived), lex_len,
-    )  # fmt: skip
+        *(enc(v) if i in _TEXT_AT else v for i, v in enumerate(values[:-1])),
+        bool(values[-1]),
+        lex_len,
+    )
+
+
+def update_args(row: Sequence[Any]) -> tuple[Any, ...]:
+    """``UPDATE_NODE``'s values from a ``node_row``: the updated columns, then the key (user, id)."""
+    by_column = dict(zip(_WRITTEN, row, strict=True))
+    return (*(by_column[c] for c in _UPDATED), by_column["user_id"], by_column["id"])
 
 
 def to_node(row: Sequence[Any]) -> Node:
-    created = codec.from_iso(row[14])
-    assert created is not None
+    """A ``NODE_COLS`` row (the vector last) as its node."""
     vector = row[19]
-    return Node(
-        id=_dec(row[0]),
-        tenant=Tenant(_dec(row[1]), dec(row[2]), dec(row[3])),
-        content=_dec(row[4]),
-        at=codec.from_iso(row[5]),
-        speaker=dec(row[6]),
-        source=dec(row[7]),
-        session=dec(row[8]),
-        turn_id=dec(row[9]),
-        metadata=cast(dict[str, JSONValue], codec.load_json(row[10])),
-        entities=tuple(cast(list[str], codec.load_json(row[11]))),
-        temporal_refs=codec.refs_from_json(row[12]),
-        types=codec.types_from_json(row[13]),
-        embedding=None if vector is None else np.asarray(vector, dtype=np.float32).copy(),
-        created_at=created,
-        status=row[15],
-        valid_from=codec.from_iso(row[16]),
-        valid_to=codec.from_iso(row[17]),
-        derived=bool(row[18]),
-    )
+    embedding = None if vector is None else np.asarray(vector, dtype=np.float32).copy()
+    return codec.node_from_row(row[:19], embedding, text=dec)
 
 
 def edge_row(user: str, e: Edge) -> tuple[Any, ...]:
@@ -221,20 +203,26 @@ def edge_row(user: str, e: Edge) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+def _decoded(fields: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    return {
+        name: dec(value) if isinstance(value, str) else value for name, value in zip(fields, row, strict=True)
+    }
+
+
 def to_edge(row: Sequence[Any]) -> Edge:
-    created = codec.from_iso(row[5])
-    assert created is not None
-    return Edge(
-        source=_dec(row[0]), target=_dec(row[1]), view=row[2], label=_dec(row[3]), weight=row[4],
-        created_at=created, valid_from=codec.from_iso(row[6]), valid_to=codec.from_iso(row[7]),
-    )  # fmt: skip
+    """An ``EDGE_COLS`` row as its edge."""
+    return Edge.from_json(_decoded(EDGE_FIELDS, row))
+
+
+def decision_row(user: str, d: Decision) -> tuple[Any, ...]:
+    """``INSERT INTO decisions (user_id, DEC_COLS)``'s values: the user, then ``Decision.to_json``'s."""
+    values = {**d.to_json(), "value": float(d.value), "latency_ms": float(d.latency_ms)}
+    return (enc(user), *(enc(v) if isinstance(v, str) else v for v in values.values()))
 
 
 def to_decision(r: Sequence[Any]) -> Decision:
-    return Decision(
-        node_id=_dec(r[0]), purpose=_dec(r[1]), name=_dec(r[2]), key=_dec(r[3]), value=r[4], label=dec(r[5]),
-        backend=_dec(r[6]), latency_ms=r[7], other_id=dec(r[8]), created_at=dt.datetime.fromisoformat(r[9]),
-    )  # fmt: skip
+    """A ``DEC_COLS`` row as its decision."""
+    return Decision.from_json(_decoded(DECISION_FIELDS, r))
 
 
 def tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[sql.Composed, list[Any]]:

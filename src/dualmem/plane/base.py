@@ -55,7 +55,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from dualmem.types import (
     Edge,
@@ -67,6 +67,7 @@ from dualmem.types import (
     TypeScores,
     Vector,
     View,
+    from_iso,
     utcnow,
 )
 
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from dualmem.plane.erase import EraseReport
 
 __all__ = [
+    "DECISION_FIELDS",
     "ApproximateSearch",
     "Candidate",
     "ContextWindow",
@@ -114,6 +116,37 @@ class Decision:
     latency_ms: float = 0.0
     other_id: str | None = None  # the other node of a pair decision
     created_at: dt.datetime = field(default_factory=utcnow)
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """The decision as JSON values, keys ``DECISION_FIELDS`` in order (the time ISO 8601): the
+        one serialiser; the JSONL export, the HTTP ``DecisionOut`` and the SQL rows derive from it."""
+        return {
+            "node_id": self.node_id,
+            "purpose": self.purpose,
+            "name": self.name,
+            "key": self.key,
+            "value": self.value,
+            "label": self.label,
+            "backend": self.backend,
+            "latency_ms": self.latency_ms,
+            "other_id": self.other_id,
+            "created_at": self.created_at.isoformat(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        """The decision :meth:`to_json` wrote."""
+        created = cast(dt.datetime, from_iso(data["created_at"]))
+        return cls(
+            data["node_id"], data["purpose"], data["name"], data["key"], data["value"], data["label"],
+            data["backend"], data["latency_ms"], data["other_id"], created,
+        )  # fmt: skip
+
+
+#: a decision's fields as JSON and as stored, in order (``Decision.to_json``)
+DECISION_FIELDS: tuple[str, ...] = (
+    "node_id", "purpose", "name", "key", "value", "label", "backend", "latency_ms", "other_id", "created_at",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ their embedding; a long node's chunk vectors follow its line as a ``chunks`` rec
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
@@ -87,10 +86,10 @@ def _records(store: MemoryStore, tenant: Tenant, header: dict[str, Any]) -> Iter
             if e.source in ids and e.target in ids:
                 edges[(e.source, e.target, e.view, e.label)] = e
     for key in sorted(edges):
-        yield {"kind": "edge", **_edge_json(edges[key])}
+        yield {"kind": "edge", **edges[key].to_json()}
     for node in nodes:
         for d in store.decisions_of(node.id):
-            yield {"kind": "decision", **_decision_json(d)}
+            yield {"kind": "decision", **d.to_json()}
 
 
 class _Seal:
@@ -284,10 +283,6 @@ def _dump(doc: dict[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, allow_nan=False)
 
 
-def _iso(value: dt.datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def _node_json(n: Node) -> dict[str, Any]:
     vec = None if n.embedding is None else base64.b64encode(np.asarray(n.embedding, "<f4").tobytes()).decode()
     return {**n.to_json(), "embedding": vec}
@@ -296,31 +291,3 @@ def _node_json(n: Node) -> dict[str, Any]:
 def _chunks_json(node_id: str, rows: Vector) -> dict[str, Any]:
     raw = np.ascontiguousarray(rows, dtype="<f4").tobytes()
     return {"node_id": node_id, "parts": int(rows.shape[0]), "vectors": base64.b64encode(raw).decode()}
-
-
-def _edge_json(e: Edge) -> dict[str, Any]:
-    return {
-        "source": e.source,
-        "target": e.target,
-        "view": e.view,
-        "label": e.label,
-        "weight": e.weight,
-        "created_at": _iso(e.created_at),
-        "valid_from": _iso(e.valid_from),
-        "valid_to": _iso(e.valid_to),
-    }
-
-
-def _decision_json(d: Decision) -> dict[str, Any]:
-    return {
-        "node_id": d.node_id,
-        "purpose": d.purpose,
-        "name": d.name,
-        "key": d.key,
-        "value": d.value,
-        "label": d.label,
-        "backend": d.backend,
-        "latency_ms": d.latency_ms,
-        "other_id": d.other_id,
-        "created_at": _iso(d.created_at),
-    }

@@ -341,10 +341,7 @@ class PostgresStore(StoreBase):
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
             before = list(self.get_nodes([node.id]).values())
             key = (row[1], row[0])
-            conn.execute(
-                sql.UPDATE_NODE,
-                (*row[4:15], *row[17:], *key),
-            )
+            conn.execute(sql.UPDATE_NODE, sql.update_args(row))
             conn.execute("DELETE FROM node_entities WHERE user_id = %s AND node_id = %s", key)
             conn.execute("DELETE FROM postings WHERE user_id = %s AND node_id = %s", key)
             self._index_text(conn, [node], [int(old[4])], [(length, terms)])
@@ -681,12 +678,7 @@ class PostgresStore(StoreBase):
             ids = {d.node_id for d in decisions} | {d.other_id for d in decisions if d.other_id is not None}
             users = self._owners(ids)
             check_decisions(decisions, users)
-            rows = [
-                (sql.enc(users[d.node_id]), sql.enc(d.node_id), sql.enc(d.purpose),
-                 sql.enc(d.name), sql.enc(d.key), float(d.value), sql.enc(d.label), sql.enc(d.backend),
-                 float(d.latency_ms), sql.enc(d.other_id), d.created_at.isoformat())
-                for d in decisions
-            ]  # fmt: skip
+            rows = [sql.decision_row(users[d.node_id], d) for d in decisions]
             with conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO decisions (user_id, {sql.DEC_COLS}) VALUES ({', '.join(['%s'] * 11)})", rows

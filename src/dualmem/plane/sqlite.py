@@ -280,7 +280,8 @@ class SQLiteStore(StoreBase):
         if known or len({node.id for node in nodes}) != len(nodes):
             raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
         self._conn.executemany(
-            f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", [sql.node_row(node) for node in nodes]
+            f"INSERT INTO nodes VALUES (NULL, {sql.marks(len(codec.NODE_WRITE_COLUMNS))})",
+            [sql.node_row(node) for node in nodes],
         )
         self._link_entities(nodes)
 
@@ -326,14 +327,13 @@ class SQLiteStore(StoreBase):
                 self._tx.erase = True  # the old text's FTS5 terms must not outlive it
                 self._lexical.forget_terms()  # the old text's terms are held by one row fewer
                 self._conn.execute(
-                    f"UPDATE nodes SET {_TEXT_SET}, {_FIELDS_SET} WHERE id = ?", _text_args(row)
+                    f"UPDATE nodes SET {_TEXT_SET}, {_FIELDS_SET} WHERE id = ?",
+                    _args(row, (*_TEXT_COLUMNS, *_FIELD_COLUMNS)),
                 )
             elif _only_completed(sql.node_row(before), row):  # an add's last step: no index but status
-                self._conn.execute(
-                    "UPDATE nodes SET types = ?, status = ? WHERE id = ?", (row[14], row[17], row[0])
-                )
+                self._conn.execute(f"UPDATE nodes SET {_COMPLETED_SET} WHERE id = ?", _args(row, _COMPLETED))
             else:  # the FTS5 trigger fires on ``UPDATE OF content, speaker`` only
-                self._conn.execute(f"UPDATE nodes SET {_FIELDS_SET} WHERE id = ?", _field_args(row))
+                self._conn.execute(f"UPDATE nodes SET {_FIELDS_SET} WHERE id = ?", _args(row, _FIELD_COLUMNS))
             if before.entities != node.entities:
                 self._relink_entities(node)
             moved = vector is not None and not _same_vector(before.embedding, vector)
@@ -850,28 +850,32 @@ def _entity_count(tenant: Tenant | None) -> tuple[str, list[Any]]:
     )
 
 
-#: the columns ``update_node`` rewrites: the text (with its FTS5 row) only when it changed
-_TEXT_SET = "content = ?, speaker = ?"
-_FIELDS_SET = (
-    "at = ?, at_ts = ?, source = ?, session = ?, turn_id = ?, metadata = ?, entities = ?, "
-    "temporal_refs = ?, types = ?, status = ?, valid_from = ?, valid_to = ?, derived = ?"
+#: the columns ``update_node`` rewrites: the text (with its FTS5 row) only when it changed, the other
+#: fields always (never the keys or the creation time), and only these two to complete a node
+_TEXT_COLUMNS = ("content", "speaker")
+_FIELD_COLUMNS = tuple(
+    c
+    for c in codec.NODE_WRITE_COLUMNS
+    if c not in (*_TEXT_COLUMNS, "id", "user_id", "agent_id", "run_id", "created_at", "created_ts")
 )
+_COMPLETED = ("types", "status")
+_TEXT_SET = ", ".join(f"{c} = ?" for c in _TEXT_COLUMNS)
+_FIELDS_SET = ", ".join(f"{c} = ?" for c in _FIELD_COLUMNS)
+_COMPLETED_SET = ", ".join(f"{c} = ?" for c in _COMPLETED)
 
 
-def _field_args(row: tuple[object, ...]) -> tuple[object, ...]:
-    """``_FIELDS_SET``'s values from a ``node_row``, then the id."""
-    return (*row[5:7], *row[8:15], *row[17:], row[0])
+def _args(row: tuple[object, ...], columns: Sequence[str]) -> tuple[object, ...]:
+    """The values of ``columns`` in a ``node_row``, then the id (an ``UPDATE ... WHERE id = ?``)."""
+    by_column = dict(zip(codec.NODE_WRITE_COLUMNS, row, strict=True))
+    return (*(by_column[c] for c in columns), by_column["id"])
 
 
 def _only_completed(before: tuple[object, ...], after: tuple[object, ...]) -> bool:
-    """Two ``node_row``s that differ in nothing ``_FIELDS_SET`` writes but the types (14) and the
-    status (17): the narrow ``UPDATE`` of those two stores the same row without rewriting the
-    (user, time) and (user, session) index entries."""
-    return before[5:7] == after[5:7] and before[8:14] == after[8:14] and before[18:] == after[18:]
-
-
-def _text_args(row: tuple[object, ...]) -> tuple[object, ...]:
-    return (row[4], row[7], *_field_args(row))
+    """Two ``node_row``s that differ in nothing ``_FIELDS_SET`` writes but the types and the status:
+    the narrow ``UPDATE`` of those two stores the same row without rewriting the (user, time) and
+    (user, session) index entries."""
+    kept = [c for c in _FIELD_COLUMNS if c not in _COMPLETED]
+    return _args(before, kept) == _args(after, kept)
 
 
 def _same_vector(held: Vector | None, vector: Vector) -> bool:

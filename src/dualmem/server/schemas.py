@@ -28,7 +28,7 @@ from dualmem.plane.base import Decision
 from dualmem.plane.jsonl import ImportReport
 from dualmem.read.trace import Retrieval, StopReason, Trace
 from dualmem.text.timeparse import parse_time
-from dualmem.types import MAX_K, Edge, Evidence, Node, TemporalRef, Tenant, View, tenant_id_pattern
+from dualmem.types import MAX_K, Edge, Evidence, Node, TemporalRef, View, tenant_id_pattern
 from dualmem.write.consolidate import ConsolidationReport
 from dualmem.write.lifecycle import Filter
 
@@ -606,48 +606,23 @@ class Problem(BaseModel):
 
 
 # -- dataclass -> model ------------------------------------------------------------------------
-def _tenant_out(t: Tenant) -> TenantOut:
-    return TenantOut(user=t.user, agent=t.agent, run=t.run)
-
-
 def _ref_out(r: TemporalRef) -> TemporalRefOut:
-    return TemporalRefOut(expression=r.expression, start=r.start, end=r.end, precision=r.precision)
+    return TemporalRefOut.model_validate(r.to_json())
 
 
 def node_out(n: Node) -> NodeOut:
-    return NodeOut(
-        id=n.id,
-        tenant=_tenant_out(n.tenant),
-        content=n.content,
-        at=n.at,
-        speaker=n.speaker,
-        source=n.source,
-        session=n.session,
-        turn_id=n.turn_id,
-        metadata=dict(n.metadata),
-        entities=list(n.entities),
-        temporal_refs=[_ref_out(r) for r in n.temporal_refs],
-        types=TypeScoresOut(**n.types.to_json()) if n.types else None,
-        created_at=n.created_at,
-        status=n.status,
-        valid_from=n.valid_from,
-        valid_to=n.valid_to,
-        derived=n.derived,
-    )
+    """``Node.to_json`` with the tenant as one object (the wire shape of a node)."""
+    data = n.to_json()
+    tenant = {name: data.pop(name) for name in ("user", "agent", "run")}
+    return NodeOut.model_validate({**data, "tenant": tenant})
 
 
 def _edge_out(e: Edge) -> EdgeOut:
-    return EdgeOut(
-        source=e.source, target=e.target, view=e.view, label=e.label, weight=e.weight,
-        created_at=e.created_at, valid_from=e.valid_from, valid_to=e.valid_to,
-    )  # fmt: skip
+    return EdgeOut.model_validate(e.to_json())
 
 
 def _decision_out(d: Decision) -> DecisionOut:
-    return DecisionOut(
-        node_id=d.node_id, purpose=d.purpose, name=d.name, key=d.key, value=d.value, label=d.label,
-        backend=d.backend, latency_ms=d.latency_ms, other_id=d.other_id, created_at=d.created_at,
-    )  # fmt: skip
+    return DecisionOut.model_validate(d.to_json())
 
 
 def inspection_out(info: Inspection) -> InspectionOut:
