@@ -22,8 +22,10 @@ from psycopg import sql
 from dualmem.plane import _codec as codec
 from dualmem.plane._pg_sql import dec, enc, tenant_sql
 from dualmem.text.lexical import fts5_tokens
-from dualmem.text.porter import stem_fts5
+from dualmem.text.stem import stemmer
 from dualmem.types import Tenant
+
+stem_fts5 = stemmer("fts5")
 
 __all__ = [
     "NODES",
