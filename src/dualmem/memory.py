@@ -247,13 +247,9 @@ class Memory:
         The write is one transaction: it is stored whole (edges and decisions too) or not at all.
         """
         tenant = Tenant(user, agent, run)
-        key = provenance.pop("key", None)
-        if key is not None and (not isinstance(key, str) or not key.strip()):
-            raise InvalidInput("key must be a non-empty string", hint="an idempotency key, e.g. a request id")
-        if key is not None:
-            check_text(key, "key")
+        key = _caller_key(provenance.pop("key", None))
         obs = _observation(text, speaker=speaker, at=at, **provenance)
-        return self._add_many(tenant, [obs], keys=[None if key is None else "key:" + key])[0]
+        return self._add_many(tenant, [obs], keys=[key])[0]
 
     def add_many(
         self,
@@ -268,8 +264,9 @@ class Memory:
         """Store observations in order, batching embedding and controller work per chunk.
 
         All or nothing: every observation is validated before anything is written, and the whole
-        call is one transaction (a failure stores none of it). Observations with a ``turn_id`` that
-        is already stored are not written again (their stored ids are returned).
+        call is one transaction (a failure stores none of it). Observations with a ``turn_id``, or (a
+        mapping) a ``key``, that is already stored are not written again (their stored ids are
+        returned), as with :meth:`add`.
         """
         return self._add_many(Tenant(user, agent, run), observations, chunk_size, on_progress)
 
@@ -302,11 +299,12 @@ class Memory:
     ) -> list[str]:
         if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
             raise InvalidInput(f"chunk_size must be a positive integer, got {chunk_size!r}")
-        items = [_coerce(o) for o in observations]
+        keyed = [_keyed(o) for o in observations]
+        items = [obs for obs, _ in keyed]
         self._bind()
         wanted = [
             given if given is not None else natural_key(obs, tenant)
-            for obs, given in zip(items, keys or [None] * len(items), strict=True)
+            for obs, given in zip(items, keys or [key for _, key in keyed], strict=True)
         ]
         # a retry or a resumed ingest: what is stored already is neither embedded nor written again
         asked = {k for k in wanted if k is not None}
@@ -740,6 +738,25 @@ def _observation(text: object, *, speaker: str | None, at: TimeInput, **provenan
         turn_id=provenance.get("turn_id"),
         metadata=provenance.get("metadata") or {},
     )
+
+
+def _caller_key(key: object) -> str | None:
+    """A caller's idempotency key as stored (``key:`` and the key), or None."""
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidInput("key must be a non-empty string", hint="an idempotency key, e.g. a request id")
+    check_text(key, "key")
+    return "key:" + key
+
+
+def _keyed(item: Observation | str | Mapping[str, Any]) -> tuple[Observation, str | None]:
+    """An observation and the caller's key a mapping gave it (``{"text": ..., "key": ...}``)."""
+    if isinstance(item, Mapping) and "key" in item:
+        data = dict(item)
+        key = _caller_key(data.pop("key"))
+        return _coerce(data), key
+    return _coerce(item), None
 
 
 def _coerce(item: Observation | str | Mapping[str, Any]) -> Observation:

@@ -56,6 +56,7 @@ __all__ = [
     "ObservationIn",
     "Problem",
     "QueryRequest",
+    "RepairOut",
     "SearchOut",
     "Status",
     "TenantOut",
@@ -64,6 +65,7 @@ __all__ = [
     "UpdateRequest",
     "UpdateResponse",
     "WhoAmI",
+    "WouldForgetOut",
     "answer_out",
     "brief",
     "consolidation_out",
@@ -116,6 +118,10 @@ ShortText = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_
 Metadata = Annotated[dict[str, Any], AfterValidator(_encodable_json)]
 #: an observation's text: the core refuses a blank one ("content is empty"), the schema says so too
 Content = Annotated[Text, Field(min_length=1, max_length=MAX_TEXT, json_schema_extra={"pattern": NON_BLANK})]
+#: a caller's idempotency key of one observation: the core refuses a blank one, the schema says so too
+IdempotencyKey = Annotated[
+    Text, Field(min_length=1, max_length=512, json_schema_extra={"pattern": NON_BLANK})
+]
 #: a question: blank ones get the core's own message ("the query is empty"), as in every adapter
 QueryText = Annotated[
     Text, Field(max_length=MAX_QUERY, json_schema_extra={"minLength": 1, "pattern": NON_BLANK})
@@ -235,6 +241,11 @@ class ObservationIn(_Model):
     session: ShortText | None = None
     turn_id: ShortText | None = None
     metadata: Metadata = Field(default_factory=dict)
+    key: IdempotencyKey | None = Field(
+        default=None,
+        description="an idempotency key of this observation: one stored under the same key before is "
+        "not stored again, its id is returned",
+    )
 
 
 class AddRequest(_Model):
@@ -424,6 +435,21 @@ class HistoryOut(_Model):
 
 class ForgetResponse(_Model):
     forgotten: int
+
+
+class WouldForgetOut(_Model):
+    """What a forget would remove now, in time order (versions and derived summaries included)."""
+
+    items: list[NodeOut]
+
+
+class RepairOut(_Model):
+    """The pending memories a repair completed (``ids``) and those still pending after it."""
+
+    ids: list[str]
+    pending: list[str]
+    edges: int
+    error: str | None = Field(description="the controller failure that left memories pending, if any")
 
 
 class EdgeOut(_Model):
