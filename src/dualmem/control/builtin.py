@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from dualmem.control.questions import (
 from dualmem.control.ranker import Ranker
 from dualmem.control.scorers import default_ranker
 from dualmem.control.states import FeatureSource, Purpose, State, TraversalState, WireFeatures, parse_state
-from dualmem.control.weights import read_weights
+from dualmem.control.weights import LinearSpec, read_weights, validate_weights
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
 
 __all__ = [
@@ -117,28 +117,23 @@ class BuiltinWeights:
 
     @classmethod
     def from_json(cls, data: object, *, source: str = "weights") -> BuiltinWeights:
-        """Validate parsed JSON; raises ``ConfigError`` naming the bad entry."""
-        doc = _mapping(data, source)
-        if doc.get("version") != _VERSION:
-            raise ConfigError(
-                f"{source}: unsupported version {doc.get('version')!r}", hint=f'set "version": "{_VERSION}"'
-            )
-        unknown = set(doc) - {"version", "comment", "decisions", "choices"}
-        if unknown:
-            raise ConfigError(f"{source}: unknown top-level fields {sorted(unknown)}")
+        """Parsed JSON validated by the file's model (``control.weights``), then what only the
+        decider knows: each key's decision family and its features, no key both Noul and Choice.
+        Raises ``ConfigError`` naming the bad entry."""
+        model = validate_weights(data, source=source)
         decisions = {
             key: _linear(spec, key=key, where=f"{source}: decisions.{key}")
-            for key, spec in _mapping(doc.get("decisions", {}), f"{source}: decisions").items()
+            for key, spec in model.decisions.items()
         }
-        choices: dict[str, ChoiceWeights] = {}
-        for key, labels in _mapping(doc.get("choices", {}), f"{source}: choices").items():
-            where = f"{source}: choices.{key}"
-            by_label = _mapping(labels, where)
-            if not by_label:
-                raise ConfigError(f"{where}: a Choice needs at least one label")
-            choices[key] = ChoiceWeights(
-                tuple((lab, _linear(s, key=key, where=f"{where}.{lab}")) for lab, s in by_label.items())
+        choices = {
+            key: ChoiceWeights(
+                tuple(
+                    (lab, _linear(s, key=key, where=f"{source}: choices.{key}.{lab}"))
+                    for lab, s in labels.items()
+                )
             )
+            for key, labels in model.choices.items()
+        }
         both = set(decisions) & set(choices)
         if both:
             raise ConfigError(f"{source}: keys both Noul and Choice: {sorted(both)}")
@@ -154,39 +149,19 @@ class BuiltinWeights:
         return cls.from_json(data, source=str(path))
 
 
-def _mapping(value: object, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ConfigError(f"{where}: expected an object")
-    return value
-
-
-def _number(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
-    return float(value)
-
-
-def _linear(spec: object, *, key: str, where: str) -> LinearWeights:
+def _linear(spec: LinearSpec, *, key: str, where: str) -> LinearWeights:
     group = group_of(key)
     if group is None:
         raise ConfigError(
             f"{where}: unknown decision family of {key!r}",
             hint="keys start with typing., relation., consolidate., route., traverse. or stop.",
         )
-    body = _mapping(spec, where)
-    extra = set(body) - {"bias", "weights"}
-    if extra:
-        raise ConfigError(f"{where}: unknown fields {sorted(extra)}")
-    weights = _mapping(body.get("weights", {}), f"{where}.weights")
-    bad = sorted(set(weights) - GROUPS[group])
+    bad = sorted(set(spec.weights) - GROUPS[group])
     if bad:
         raise ConfigError(
             f"{where}: unknown features {bad}", hint=f"{group} features: {', '.join(sorted(GROUPS[group]))}"
         )
-    return LinearWeights(
-        bias=_number(body.get("bias", 0.0), f"{where}.bias"),
-        weights=tuple((f, _number(w, f"{where}.weights.{f}")) for f, w in weights.items()),
-    )
+    return LinearWeights(bias=spec.bias, weights=tuple(spec.weights.items()))
 
 
 @cache

@@ -1,9 +1,10 @@
 """The builtin decider's weights file at its boundary: a pydantic model of its JSON.
 
-``read_weights`` checks the shape of a weights file (version, known top-level fields, every
-``bias`` and weight a finite number, every Choice with at least one label) and returns the
-validated document as plain JSON, in file order. :class:`dualmem.control.builtin.BuiltinWeights`
-then checks what only it knows (decision families, feature names) and builds its weights.
+:func:`validate_weights` checks the shape of a weights file (version, known top-level fields, every
+``bias`` and weight a finite number, every Choice with at least one label): the one place that
+does. :class:`dualmem.control.builtin.BuiltinWeights` builds its weights from the validated model,
+checking only what it alone knows (decision families, feature names). ``read_weights`` is the same
+check on a file's text, returning the document as plain JSON in file order.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dualmem import _json as bounded_json
 from dualmem._boundary import describe_error
 from dualmem.errors import ConfigError
 
-__all__ = ["WEIGHTS_VERSION", "LinearSpec", "WeightsFile", "read_weights"]
+__all__ = ["WEIGHTS_VERSION", "LinearSpec", "WeightsFile", "read_weights", "validate_weights"]
 
 WEIGHTS_VERSION = "1"
 _HINT = "see dualmem/control/builtin_weights.json for the layout"
@@ -54,6 +55,14 @@ class WeightsFile(_Strict):
     choices: dict[str, Annotated[dict[str, LinearSpec], Field(min_length=1)]] = Field(default_factory=dict)
 
 
+def validate_weights(data: object, *, source: str) -> WeightsFile:
+    """A weights file's parsed JSON as its model; ``ConfigError`` names the bad field."""
+    try:
+        return WeightsFile.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_error(exc)}", hint=_HINT) from exc
+
+
 def read_weights(text: str, *, source: str) -> dict[str, Any]:
     """Parse and validate the JSON ``text`` of a weights file; ``ConfigError`` names the bad field."""
     try:
@@ -62,9 +71,5 @@ def read_weights(text: str, *, source: str) -> dict[str, Any]:
         raise ConfigError(
             f"cannot read builtin weights {source}: not JSON (line {exc.lineno}: {exc.msg})", hint=_HINT
         ) from exc
-    try:
-        model = WeightsFile.model_validate(data)
-    except pydantic.ValidationError as exc:
-        raise ConfigError(f"{source}: {describe_error(exc)}", hint=_HINT) from exc
-    dumped: dict[str, Any] = model.model_dump(exclude_none=True)
+    dumped: dict[str, Any] = validate_weights(data, source=source).model_dump(exclude_none=True)
     return dumped
