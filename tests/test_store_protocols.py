@@ -37,7 +37,7 @@ def test_the_core_store_protocol_is_small() -> None:
 
 def test_optional_capabilities_are_the_sqlite_stores(tmp_path: Path) -> None:
     with SQLiteStore.open(tmp_path / "m.db") as sqlite, InMemoryStore() as memory:
-        for capability in (base.ApproximateSearch, base.LexicalIndexAdmin, base.Erasable):
+        for capability in (base.ApproximateSearch, base.LexicalIndexAdmin, base.Erasable, base.StagedNodes):
             assert isinstance(sqlite, capability)
             assert not isinstance(memory, capability)
 

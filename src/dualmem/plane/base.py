@@ -20,6 +20,8 @@ capability               methods
 :class:`ApproximateSearch`  ``use_ann`` (SQLite: an approximate vector index above a size)
 :class:`LexicalIndexAdmin`  ``use_lexical_index``, ``build_lexical_index``, ``lexical_index_state``
                          (SQLite: the impact-ordered lexical index of a large store)
+:class:`StagedNodes`     ``put_node_rows``, ``put_node_vectors`` (SQLite: a node stored in two
+                         halves, so that one ``add`` embeds its text while its row is written)
 =======================  =====================================================================
 
 The read path takes a :class:`SearchStore`, the write path a :class:`WriteStore`, and a
@@ -91,6 +93,7 @@ __all__ = [
     "Meta",
     "NodeContext",
     "SearchStore",
+    "StagedNodes",
     "Store",
     "StoreStats",
     "TenantAdmin",
@@ -479,6 +482,18 @@ class LexicalIndexAdmin(Protocol):
     def lexical_index_state(self) -> dict[str, str]:
         """Each indexed field's state: ``"off"``, ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"``."""
         ...
+
+
+@runtime_checkable
+class StagedNodes(Protocol):
+    """A store that can store a node in two halves inside one write (``SQLiteStore``): the row (its
+    text, lexical and entity indexes) first, its vector (and the neighbour context it changes) later;
+    the two halves together store what ``put_nodes`` stores. The write path embeds one ``add``'s text
+    while the first half is written."""
+
+    def put_node_rows(self, nodes: Sequence[Node]) -> None: ...
+
+    def put_node_vectors(self, nodes: Sequence[Node]) -> None: ...
 
 
 class SearchStore(Store, VectorIndex, LexicalIndex, ContextWindow, Protocol):
