@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from dualmem import errors as errs
 from dualmem._boundary import describe_error
+from dualmem._closing import Closing
 from dualmem.conversations import load_observations
 from dualmem.errors import DualmemError, InvalidInput, RuntimeFailure, UserError
 from dualmem.memory import Answer, Inspection
@@ -114,7 +115,7 @@ def _filter(where: Filter | None) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-class Client:
+class Client(Closing):
     """The tenant-bound memory behind an API key on a dualmem server (synchronous, httpx)."""
 
     def __init__(
@@ -133,12 +134,6 @@ class Client:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- transport ----------------------------------------------------------------------------
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:

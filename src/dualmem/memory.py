@@ -22,6 +22,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dualmem._closing import Closing
 from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
 from dualmem.control import create_controller
@@ -84,7 +85,7 @@ class Inspection:
     decisions: tuple[Decision, ...]
 
 
-class Memory:
+class Memory(Closing):
     """An agent memory. Open one with :meth:`Memory.open`; use it as a context manager."""
 
     def __init__(
@@ -216,12 +217,6 @@ class Memory:
             if not self._bound:
                 self.store.bind_embedder(self.embedder.name, self.embedder.dim)
                 self._bound = True
-
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def scope(self, user: str, agent: str | None = None, run: str | None = None) -> Scope:
         """A handle bound to one tenant: the same methods without the tenant keywords."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from types import TracebackType
-from typing import Self, cast
+from typing import cast
 
+from dualmem._closing import Closing
 from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound, ReadOnlyStore
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
@@ -68,7 +68,7 @@ def check_decisions(decisions: Sequence[Decision], users: Mapping[str, str]) -> 
             raise InvalidInput(f"a decision cannot link two users' memories: {d.node_id}")
 
 
-class StoreBase(ABC):
+class StoreBase(Closing, ABC):
     """The lifecycle and the write checks common to ``InMemoryStore``, ``SQLiteStore`` and
     ``PostgresStore``."""
 
@@ -96,14 +96,6 @@ class StoreBase(ABC):
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]: ...
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def _guard(self) -> AbstractContextManager[object]:
         """Held around a check-then-write of this process (a lock where the backend has one)."""
         return nullcontext()
@@ -131,7 +123,7 @@ class StoreBase(ABC):
                     return
                 codec.check_embedder(bound, name, dim)
 
-    def _first_dimension(self, dim: int) -> None:  # noqa: B027 - a hook, empty by default
+    def _first_dimension(self, dim: int) -> None:
         """Inside the first ``bind_embedder``'s write: fix what depends on the dimension (a column)."""
 
     # -- nodes --------------------------------------------------------------------------------
