@@ -140,6 +140,22 @@ class StoreBase(Closing, ABC):
     def _owners(self, node_ids: Collection[str]) -> dict[str, str]:
         """The user of each stored node among ``node_ids`` (inside the caller's transaction)."""
 
+    # -- session neighbours --------------------------------------------------------------------
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        """Every id of ``node_ids`` (once, in order) with its session neighbours, ``()`` for none."""
+        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(node_ids, ())
+        if window > 0 and out:
+            out.update(self._session_neighbours(tenant, list(out), window))
+        return out
+
+    @abstractmethod
+    def _session_neighbours(
+        self, tenant: Tenant, node_ids: list[str], window: int
+    ) -> Mapping[str, tuple[tuple[str, int], ...]]:
+        """The neighbours (id, offset) of those of ``node_ids`` that have any (``window`` > 0)."""
+
     # -- idempotency keys ----------------------------------------------------------------------
     def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
         if not keys:

@@ -41,18 +41,7 @@ V3: tuple[str, ...] = (
         PRIMARY KEY (user_id, node_id),
         FOREIGN KEY (user_id, node_id) REFERENCES nodes (user_id, id) ON DELETE CASCADE
     )""",
-    f"""CREATE TABLE ctx_postings (
-        user_id {_K} NOT NULL,
-        term {_K} NOT NULL,
-        node_id {_K} NOT NULL,
-        seq bigint NOT NULL,
-        agent_id {_K},
-        run_id {_K},
-        dl integer NOT NULL,
-        tf integer NOT NULL,
-        positions integer[] NOT NULL,
-        PRIMARY KEY (user_id, term, node_id)
-    )""",
+    lexical.postings_table("ctx_postings"),
     "CREATE INDEX ctx_postings_node ON ctx_postings (user_id, node_id)",
     f"CREATE TABLE ctx_stats (user_id {_K} PRIMARY KEY, docs bigint NOT NULL, tokens bigint NOT NULL)",
     f"INSERT INTO meta (key, value) SELECT '{STALE_KEY}', 'true' WHERE EXISTS (SELECT 1 FROM nodes) "

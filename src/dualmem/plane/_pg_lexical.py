@@ -33,6 +33,7 @@ __all__ = [
     "add_stats",
     "bm25_query",
     "doc_terms",
+    "postings_table",
     "query_terms",
     "search",
     "write_postings",
@@ -45,6 +46,25 @@ Field = tuple[str, str]
 NODES: Field = ("postings", "lex_stats")
 
 _POSTING_COLS = "user_id, term, node_id, seq, agent_id, run_id, dl, tf, positions"
+_K = 'text COLLATE "C"'
+
+
+def postings_table(name: str) -> str:
+    """The DDL of a postings table (schema v1 ``postings``, v3 ``ctx_postings``): one row per (user,
+    stemmed term, node) with what BM25 and the tenant filter need (the node's order, length, agent
+    and run), so that a search reads postings only."""
+    return f"""CREATE TABLE {name} (
+        user_id {_K} NOT NULL,
+        term {_K} NOT NULL,
+        node_id {_K} NOT NULL,
+        seq bigint NOT NULL,
+        agent_id {_K},
+        run_id {_K},
+        dl integer NOT NULL,
+        tf integer NOT NULL,
+        positions integer[] NOT NULL,
+        PRIMARY KEY (user_id, term, node_id)
+    )"""
 
 
 def doc_terms(speaker: str | None, content: str) -> tuple[int, dict[str, list[int]]]:

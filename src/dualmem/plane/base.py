@@ -471,9 +471,10 @@ class ApproximateSearch(Protocol):
 class LexicalIndexAdmin(Protocol):
     """A lexical index that a large store builds and keeps apart from its searches."""
 
-    def use_lexical_index(
-        self, threshold: int, *, budget: int = ..., auto_build: int = ..., step: int = ...
-    ) -> None: ...
+    def use_lexical_index(self, threshold: int, **settings: int) -> None:
+        """Rank from the index once the store holds ``threshold`` nodes (0: never); ``settings``
+        tune its reads and upkeep (the backend's own)."""
+        ...
 
     def build_lexical_index(self) -> int:
         """(Re)build the index; the postings written."""

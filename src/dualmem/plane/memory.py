@@ -431,18 +431,16 @@ class InMemoryStore(StoreBase):
         found.sort(key=lambda item: item[1])  # stable: ties stay in write order
         return found[:k]
 
-    def session_neighbours(
-        self, tenant: Tenant, node_ids: Collection[str], window: int
-    ) -> dict[str, tuple[tuple[str, int], ...]]:
-        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
-        if window <= 0 or not out:
-            return out
+    def _session_neighbours(
+        self, tenant: Tenant, node_ids: list[str], window: int
+    ) -> Mapping[str, tuple[tuple[str, int], ...]]:
+        out: dict[str, tuple[tuple[str, int], ...]] = {}
         by_session: dict[str, list[str]] = {}
         for n in self._covered(tenant):  # insertion order = write order
             if n.session is not None:
                 by_session.setdefault(n.session, []).append(n.id)
         where = {i: (s, pos) for s, ids in by_session.items() for pos, i in enumerate(ids)}
-        for node_id in out:
+        for node_id in node_ids:
             if node_id not in where:
                 continue
             session, pos = where[node_id]

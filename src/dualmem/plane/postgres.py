@@ -608,12 +608,9 @@ class PostgresStore(StoreBase):
         found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
         return [(cast(str, sql.dec(node_id)), float(delta)) for node_id, delta, _ in found[:k]]
 
-    def session_neighbours(
-        self, tenant: Tenant, node_ids: Collection[str], window: int
-    ) -> dict[str, tuple[tuple[str, int], ...]]:
-        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
-        if window <= 0 or not out:
-            return out
+    def _session_neighbours(
+        self, tenant: Tenant, node_ids: list[str], window: int
+    ) -> Mapping[str, tuple[tuple[str, int], ...]]:
         where, params = sql.tenant_sql(tenant)
         # positions within each touched session (write order), then the pairs within the window
         statement = pgsql.SQL(
@@ -626,14 +623,12 @@ class PostgresStore(StoreBase):
             "AND a.session = b.session AND b.pos BETWEEN a.pos - %s AND a.pos + %s AND b.id <> a.id "
             "WHERE a.id = ANY(%s)"
         ).format(w=where)
-        ids = [sql.enc(i) for i in out]
+        ids = [sql.enc(i) for i in node_ids]
         found: dict[str, list[tuple[int, str]]] = {}
         with self._conn("read session neighbours") as conn:
             for a, b, offset in conn.execute(statement, [ids, *params, *params, window, window, ids]):
                 found.setdefault(cast(str, sql.dec(a)), []).append((int(offset), cast(str, sql.dec(b))))
-        for a, pairs in found.items():
-            out[a] = tuple((b, offset) for offset, b in sorted(pairs))
-        return out
+        return {a: tuple((b, offset) for offset, b in sorted(pairs)) for a, pairs in found.items()}
 
     # -- neighbour context --------------------------------------------------------------------
     def _refresh_context(self, conn: _Conn, node_ids: Collection[str]) -> None:

@@ -30,7 +30,6 @@ from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_impact as impact
-from dualmem.plane import _sqlite_impact_merge as merge
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import check as checks
@@ -568,20 +567,14 @@ class SQLiteStore(StoreBase):
         with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
             return chunk_sql.get(self._conn, node_ids, where, params)
 
-    def use_lexical_index(
-        self,
-        threshold: int,
-        *,
-        budget: int = impact.BUDGET,
-        auto_build: int = impact.AUTO_BUILD,
-        step: int = merge.STEP,
-    ) -> None:
+    def use_lexical_index(self, threshold: int, **settings: int) -> None:
         """Rank lexical and context searches by the impact-ordered index (``_sqlite_impact``) once the
         store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query;
         a search builds a missing or stale index itself while the store holds at most ``auto_build``
         nodes (0, the default: never; ``build_lexical_index`` does); above it a search does one bounded
-        step of the index's upkeep, ``step`` rows at most (0: none; ``_sqlite_impact_merge``)."""
-        self._lexical.configure(threshold, budget=budget, auto_build=auto_build, step=step)
+        step of the index's upkeep, ``step`` rows at most (0: none; ``_sqlite_impact_merge``). The
+        ``settings`` (``budget``, ``auto_build``, ``step``) default as in ``_sqlite_lexical``."""
+        self._lexical.configure(threshold, **settings)
 
     def build_lexical_index(self) -> int:
         """(Re)build the impact-ordered index of both FTS5 tables; the postings written."""
@@ -636,16 +629,11 @@ class SQLiteStore(StoreBase):
         found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
         return [(node_id, delta) for node_id, delta, _ in found[:k]]
 
-    def session_neighbours(
-        self, tenant: Tenant, node_ids: Collection[str], window: int
-    ) -> dict[str, tuple[tuple[str, int], ...]]:
-        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(node_ids, ())
-        if window <= 0 or not out:
-            return out
+    def _session_neighbours(
+        self, tenant: Tenant, node_ids: list[str], window: int
+    ) -> Mapping[str, tuple[tuple[str, int], ...]]:
         with self._lock, self.snapshot(), sql.translated("read session neighbours"):
-            found = scale.session_neighbours(self._conn, tenant, list(out), window)
-        out.update(found)
-        return out
+            return scale.session_neighbours(self._conn, tenant, node_ids, window)
 
     # -- neighbour context --------------------------------------------------------------------
     def _refresh_context(self, node_ids: Collection[str]) -> None:

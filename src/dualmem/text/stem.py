@@ -120,6 +120,11 @@ def _step1b(word: str) -> str:
     if word.endswith("eed"):
         base = word[:-3]
         return base + "ee" if _measure(base) > 0 else word
+    return _step1b_ed_ing(word, _cvc)
+
+
+def _step1b_ed_ing(word: str, cvc: Callable[[str], bool]) -> str:
+    """Step 1b's ``-ed`` / ``-ing`` after a vowel, and what it restores (``cvc``: the ``*o`` test)."""
     for suffix in ("ed", "ing"):
         if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
             mid = word[: -len(suffix)]
@@ -133,7 +138,7 @@ def _step1b(word: str) -> str:
             ("bl", "ble", None),
             ("iz", "ize", None),
             ("*d", mid[-1], lambda _: mid[-1] not in "lsz"),
-            ("", "e", lambda base: _measure(base) == 1 and _cvc(base)),
+            ("", "e", lambda base: _measure(base) == 1 and cvc(base)),
         ],
     )
 
@@ -193,11 +198,11 @@ _STEP4: list[_Rule] = [
 ]
 
 
-def _step5a(word: str) -> str:
+def _step5a(word: str, cvc: Callable[[str], bool] = _cvc) -> str:
     if word.endswith("e"):
         base = word[:-1]
         m = _measure(base)
-        if m > 1 or (m == 1 and not _cvc(base)):
+        if m > 1 or (m == 1 and not cvc(base)):
             return base
     return word
 
@@ -248,31 +253,7 @@ def _paper_step1b(word: str) -> str:
     if word.endswith("eed") and len(word) > 3:
         base = word[:-3]
         return base + "ee" if _measure(base) > 0 else word
-    for suffix in ("ed", "ing"):
-        if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
-            mid = word[: -len(suffix)]
-            break
-    else:
-        return word
-    return _apply(
-        mid,
-        [
-            ("at", "ate", None),
-            ("bl", "ble", None),
-            ("iz", "ize", None),
-            ("*d", mid[-1], lambda _: mid[-1] not in "lsz"),
-            ("", "e", lambda base: _measure(base) == 1 and _cvc_paper(base)),
-        ],
-    )
-
-
-def _paper_step5a(word: str) -> str:
-    if word.endswith("e"):
-        base = word[:-1]
-        m = _measure(base)
-        if m > 1 or (m == 1 and not _cvc_paper(base)):
-            return base
-    return word
+    return _step1b_ed_ing(word, _cvc_paper)
 
 
 @lru_cache(maxsize=65536)
@@ -285,7 +266,7 @@ def _stem_fts5(word: str) -> str:
     word = _apply(word, [("y", "i", _has_vowel)], proper=True)
     for rules in (_STEP2_PAPER, _STEP3, _STEP4):
         word = _apply(word, rules, proper=True)
-    return _step5b(_paper_step5a(word))
+    return _step5b(_step5a(word, _cvc_paper))
 
 
 # -- the builtin decider's light stem ----------------------------------------------------------
