@@ -7,7 +7,6 @@ manifest), present before the forget and absent after, and check the index still
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -15,24 +14,9 @@ import numpy.typing as npt
 import pytest
 
 from dualmem.plane import SQLiteStore, ann
-from dualmem.types import Node, Tenant
+from test_ann import USER, _nodes, _rows
 
 pytestmark = pytest.mark.skipif(not ann.available(), reason="the scale extra (usearch) is not installed")
-
-USER = Tenant("u")
-T0 = dt.datetime(2023, 5, 1, tzinfo=dt.UTC)
-
-
-def _rows(n: int, dim: int, seed: int) -> npt.NDArray[np.float32]:
-    rows = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-
-def _nodes(matrix: npt.NDArray[np.float32], start: int = 0) -> list[Node]:
-    return [
-        Node(id=f"n{start + i:06d}", tenant=USER, content=f"m {start + i}", at=T0, embedding=row)
-        for i, row in enumerate(matrix)
-    ]
 
 
 def _needles(row: npt.NDArray[np.float32]) -> dict[str, bytes]:

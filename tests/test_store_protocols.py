@@ -9,14 +9,12 @@ from pathlib import Path
 import pytest
 
 from dualmem.config import Profile
-from dualmem.control import create_controller
 from dualmem.control.base import BaseController
-from dualmem.control.questions import Batch, BatchResult
 from dualmem.control.scripted import ScriptedController
 from dualmem.embed import HashingEmbedder
-from dualmem.errors import ControllerError
 from dualmem.memory import Memory
 from dualmem.plane import InMemoryStore, SQLiteStore, base
+from test_storage_writes import Flaky
 
 
 def _methods(protocol: type) -> set[str]:
@@ -59,19 +57,7 @@ def test_the_facade_asks_for_the_capability_not_the_backend() -> None:
         assert store.thresholds == [mem.profile.ann_threshold]
 
 
-class _Switched(BaseController):
-    """The builtin decider behind a switch (``down``: an outage); not marked ``runs_inline``."""
-
-    name = "switched"
-
-    def __init__(self, *, down: bool = False) -> None:
-        self.inner = create_controller("builtin")
-        self.down = down
-
-    def decide(self, batch: Batch) -> BatchResult:
-        if self.down:
-            raise ControllerError("the controller is down")
-        return self.inner.decide(batch)
+_Switched = Flaky  # the builtin decider behind a switch; not marked ``runs_inline``
 
 
 class _Inline(_Switched):
@@ -85,12 +71,14 @@ def _open(db: Path, controller: BaseController) -> Memory:
 
 @pytest.mark.parametrize(("controller", "repaired"), [(_Inline, True), (_Switched, False)])
 def test_repair_at_open_follows_the_controllers_runs_inline_flag(
-    tmp_path: Path, controller: type[_Switched], repaired: bool
+    tmp_path: Path, controller: type[Flaky], repaired: bool
 ) -> None:
     """Not the builtin's class: any controller flagged ``runs_inline`` completes pending nodes at a
     writable open; one that is not (a remote one) is never called then."""
     db = tmp_path / "m.db"
-    with _open(db, _Switched(down=True)) as mem:
+    down = Flaky()
+    down.down = True
+    with _open(db, down) as mem:
         node_id = mem.add("the meeting moved to Friday", user="u")
         assert mem.get(node_id, user="u").status == "pending"
     with _open(db, controller()) as mem:

@@ -6,7 +6,6 @@ until the ``Client`` has it and the MCP server offers it or says why not."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,14 @@ pytest.importorskip("mcp")
 
 from mcp import Client as McpClient
 
-from dualmem import Memory, Profile, Tenant
+from dualmem import Tenant
 from dualmem.client import Client
 from dualmem.mcp_server import build_mcp
 from dualmem.mcp_server.tools import NOT_TOOLS, TOOL_OPERATIONS
 from dualmem.scope import Scope
-from dualmem.server.keys import KeyStore
 from dualmem.server.service import Service
 from dualmem.write.lifecycle import Filter
-from server_support import served_memory
+from server_support import anyio_backend, served_memory, service  # noqa: F401 - fixtures
 
 #: the fields of ``where=Filter(...)`` as separate tool arguments
 FILTER_FIELDS = {"speaker", "session", "since", "until", "metadata"}
@@ -53,19 +51,6 @@ def test_the_client_has_every_scope_operation_with_its_parameters() -> None:
     for name, sig in scope.items():
         assert _positional(client[name]) == _positional(sig), name
         assert _keywords(sig) <= _keywords(client[name]), (name, _keywords(sig) - _keywords(client[name]))
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
-    keys = KeyStore.open(tmp_path / "m.keys.db")
-    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=Profile.builtin()) as mem:
-        yield Service(mem, keys, consolidate_every=0)
-    keys.close()
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.anyio
