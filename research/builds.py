@@ -161,7 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from research.corpora import CORPORA, conversations
 
     parser = argparse.ArgumentParser(description="build the dev corpora (cached) and record their pairs")
-    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument(
+        "--corpora", nargs="+", default=list(CORPORA), help="names (a -shuffled suffix: the copy)"
+    )
     parser.add_argument("--out", type=Path, default=Path("research-out/builds"))
     parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
     ns = parser.parse_args(argv)

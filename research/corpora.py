@@ -70,12 +70,28 @@ UPDATE_CATEGORIES = frozenset({"knowledge_update", "contradiction"})
 
 @cache
 def conversations(name: str, limit: int | None = None) -> tuple[Conversation, ...]:
+    if name.endswith(SHUFFLED):
+        return tuple(shuffled(c) for c in conversations(name.removesuffix(SHUFFLED), limit))
     corpus = CORPORA[name]
     return tuple(load_conversations(corpus.data)[:limit])
 
 
+#: a training-only variant of a corpus: its conversations' shuffled copies (``dualmem.learn.augment``)
+SHUFFLED = "-shuffled"
+
+
+def shuffled(conv: Conversation) -> Conversation:
+    from dualmem.learn.augment import shuffled_sessions
+
+    return shuffled_sessions(conv)
+
+
 def fold_of(name: str, ids: Sequence[str]) -> dict[str, str]:
-    """Each conversation's fold name (``corpus/fold``)."""
+    """Each conversation's fold name (``corpus/fold``); a shuffled copy is in its source's fold."""
+    if name.endswith(SHUFFLED):
+        base = name.removesuffix(SHUFFLED)
+        plain = fold_of(base, [i.removesuffix(SHUFFLED) for i in ids])
+        return {i: plain[i.removesuffix(SHUFFLED)] for i in ids}
     corpus = CORPORA[name]
     if corpus.folds is None:
         return {c: f"{name}/{c}" for c in ids}

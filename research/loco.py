@@ -31,13 +31,17 @@ from typing import Any
 
 import numpy as np
 
+from dualmem.config import Profile
+from dualmem.control.builtin import BuiltinController
+from dualmem.control.questions import Controller
+from dualmem.control.scripted import AutoController
 from dualmem.control.trees import TreeRanker
 from dualmem.learn.boost import TREE_GRID, TreeSettings, choose_trees, fit_trees
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION
 from research.builds import any_build, embedder
-from research.corpora import CORPORA, conversations, fold_of, labels
-from research.cv import K_VALUES, CVConfig, QueryPool, _collect, _record, _rows, rank
+from research.corpora import CORPORA, SHUFFLED, conversations, fold_of, labels
+from research.cv import K_VALUES, CVConfig, QueryPool, _collect, _record, _rows, rank, read_variant
 
 __all__ = ["Pools", "load", "run"]
 
@@ -52,8 +56,13 @@ class Pools:
     path: dict[str, Path] = field(default_factory=dict)
 
 
-def load(builds: Path, corpora: Sequence[str], *, limit: int | None = None) -> Pools:
+def load(
+    builds: Path, corpora: Sequence[str], *, limit: int | None = None, augment: Sequence[str] = ()
+) -> Pools:
+    """``augment``: corpora whose shuffled copies (``research.corpora.shuffled``) join every fit
+    that does not hold out their source (training only, never scored)."""
     out = Pools()
+    corpora = [*corpora, *(c + SHUFFLED for c in augment)]
     cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2)
     for name in corpora:
         convs = conversations(name, limit)
@@ -100,24 +109,100 @@ def fit(
     return fit_trees(flat, FEATURES, replace(settings, trees=trees)), trees
 
 
-def run(data: Pools, mode: str, settings: TreeSettings, *, choose: bool = True) -> list[dict[str, Any]]:
+#: the read-path systems of ``--search``: a name, and the profile change or controller it runs with
+SEARCH_SYSTEMS: tuple[str, ...] = (
+    "dualmem",
+    "random-s1",
+    "dualmem no-views",
+    "dualmem no-semantic",
+    "dualmem no-temporal",
+    "dualmem no-causal",
+    "dualmem no-entity",
+    "dualmem no-expansion",
+    "dualmem no-supersession",
+)
+
+
+def _search_profile(system: str) -> Profile:
+    base = Profile.builtin()
+    if system in ("dualmem", "random-s1"):
+        return base
+    if system == "dualmem no-supersession":
+        return base.with_(read__prefer_current=False)
+    what = system.removeprefix("dualmem no-")
+    return read_variant(base, what)
+
+
+def searched_rows(
+    data: Pools, conv: str, path: Path, ranker: TreeRanker, held: str, mode: str, systems: Sequence[str]
+) -> list[dict[str, Any]]:
+    """``Memory.search`` (k=20) over a held-out conversation's build, for each system."""
+    stale = labels("notes").get(conv, None) if data.corpus[conv] == "notes" else None
+    tests = _rows(data.pools[conv])
+    out: list[dict[str, Any]] = []
+    for system in systems:
+        ctl: Controller = AutoController(7) if system == "random-s1" else BuiltinController(ranker=ranker)
+        with Memory.open(
+            path,
+            embedder=embedder(),
+            controller=ctl,
+            answerer=None,
+            profile=_search_profile(system),
+            read_only=True,
+        ) as mem:
+            turn = {n.id: n.turn_id or n.id for n in mem.nodes(user=conv)}
+            for p in tests:
+                found = mem.search(p.question, user=conv, k=20).evidence
+                ranked = [turn.get(e.node.id, e.node.id) for e in found]
+                row = {**_record(system, held, p, ranked), "corpus": data.corpus[conv], "mode": mode}
+                row["evidence0"] = p.evidence[0]
+                row["stale_above"] = _stale_above(stale.stale.get(p.index, ()) if stale else (), p, ranked)
+                out.append(row)
+    return out
+
+
+def _stale_above(stale: Sequence[str], p: QueryPool, ranked: Sequence[str]) -> bool | None:
+    """Whether a stale version outranks the current one (``None``: the question has no stale one)."""
+    if not stale:
+        return None
+    gold = ranked.index(p.evidence[0]) if p.evidence[0] in ranked else None
+    ranks = [ranked.index(t) for t in stale if t in ranked]
+    return bool(ranks) and (gold is None or min(ranks) < gold)
+
+
+def run(
+    data: Pools,
+    mode: str,
+    settings: TreeSettings,
+    *,
+    choose: bool = True,
+    search: Mapping[str, Path] | None = None,
+    systems: Sequence[str] = SEARCH_SYSTEMS,
+) -> list[dict[str, Any]]:
+    """``search``: the held-out builds to run ``Memory.search`` on (by conversation), if any."""
     rows: list[dict[str, Any]] = []
-    held_of = data.fold if mode == "within" else data.corpus
-    for held in sorted(set(held_of.values())):
+    held_of = {
+        c: (data.fold[c] if mode == "within" else data.corpus[c].removesuffix(SHUFFLED)) for c in data.pools
+    }
+    tested = sorted({h for c, h in held_of.items() if not data.corpus[c].endswith(SHUFFLED)})
+    for held in tested:
         train: dict[str, list[QueryPool]] = {}
         for conv, ps in data.pools.items():
             if held_of[conv] != held:
-                train.setdefault(data.corpus[conv], []).extend(ps)  # inner CV over the corpora
+                group = data.corpus[conv].removesuffix(SHUFFLED)  # inner CV over the source corpora
+                train.setdefault(group, []).extend(ps)
         started = time.perf_counter()
         ranker, trees = fit(train, settings, choose=choose)
-        for conv in (c for c, h in held_of.items() if h == held):
-            for p in data.pools[conv]:
-                if not p.evidence or not len(p.turn_ids):
-                    continue
-                base = {"corpus": data.corpus[conv], "mode": mode}
-                rows.append({**_record("dualmem-pool", held, p, rank(ranker, p)[0]), **base})
-                for system, ranked in p.baselines.items():
-                    rows.append({**_record(system, held, p, ranked), **base})
+        for conv in (c for c, h in held_of.items() if h == held and not data.corpus[c].endswith(SHUFFLED)):
+            notes = labels("notes").get(conv) if data.corpus[conv] == "notes" else None
+            for p in _rows(data.pools[conv]):
+                base = {"corpus": data.corpus[conv], "mode": mode, "evidence0": p.evidence[0]}
+                stale = notes.stale.get(p.index, ()) if notes else ()
+                for system, ranked in [("dualmem-pool", rank(ranker, p)[0]), *p.baselines.items()]:
+                    row = {**_record(system, held, p, ranked), **base}
+                    rows.append({**row, "stale_above": _stale_above(stale, p, ranked)})
+            if search is not None and conv in search:
+                rows += searched_rows(data, conv, search[conv], ranker, held, mode, systems)
         print(f"{mode} {held}: {trees} trees, {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return rows
 
@@ -128,22 +213,30 @@ def _mean(xs: Sequence[float | None]) -> float | None:
 
 
 def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per mode, corpus and system: R@k, MRR, n, R@10 by category, and first-place share by category."""
+    """Per mode, corpus and system: R@k, MRR, n; by category R@10, the share of questions whose
+    (first) evidence is first and in the top 3; the share of questions a stale version outranks."""
     out: dict[str, Any] = {}
     for key in sorted({(r["mode"], r["corpus"], r["system"]) for r in rows}):
         mine = [r for r in rows if (r["mode"], r["corpus"], r["system"]) == key]
         cats = sorted({str(r["category"]) for r in mine})
+
+        def by(cat: str, value: Any, mine: list[Mapping[str, Any]] = mine) -> float | None:
+            return _mean([value(r) for r in mine if str(r["category"]) == cat])
+
         out.setdefault(key[0], {}).setdefault(key[1], {})[key[2]] = {
             "n": len(mine),
             **{f"R@{k}": _mean([r["recall"][str(k)] for r in mine]) for k in K_VALUES},
             "MRR": _mean([r["mrr"] for r in mine]),
-            "R@10 by category": {
-                c: _mean([r["recall"]["10"] for r in mine if str(r["category"]) == c]) for c in cats
-            },
+            "R@10 by category": {c: by(c, lambda r: r["recall"]["10"]) for c in cats},
             "first by category": {
-                c: _mean([float(r["recall"]["1"] == 1.0) for r in mine if str(r["category"]) == c])
-                for c in cats
+                c: by(c, lambda r: float(r["retrieved"][:1] == [r["evidence0"]])) for c in cats
             },
+            "top3 by category": {
+                c: by(c, lambda r: float(r["evidence0"] in r["retrieved"][:3])) for c in cats
+            },
+            "stale above current": _mean(
+                [float(r["stale_above"]) for r in mine if r.get("stale_above") is not None]
+            ),
         }
     return out
 
@@ -169,15 +262,27 @@ def report(summary: Mapping[str, Any]) -> str:
             cats = sorted({c for s in systems.values() for c in s["R@10 by category"]})
             lines += [
                 "",
-                "| R@10 (first) by category | " + " | ".join(cats) + " |",
+                "| R@10 (first, top 3) by category | " + " | ".join(cats) + " |",
                 "|---" * (len(cats) + 1) + "|",
             ]
             for system, s in systems.items():
                 cells = [
-                    f"{_fmt(s['R@10 by category'].get(c))} ({_fmt(s['first by category'].get(c))})"
+                    f"{_fmt(s['R@10 by category'].get(c))} ({_fmt(s['first by category'].get(c))}, "
+                    f"{_fmt(s['top3 by category'].get(c))})"
                     for c in cats
                 ]
                 lines.append(f"| {system} | " + " | ".join(cells) + " |")
+            stale = {
+                k: v["stale above current"]
+                for k, v in systems.items()
+                if v["stale above current"] is not None
+            }
+            if stale:
+                lines += [
+                    "",
+                    "Stale version above the current one: "
+                    + ", ".join(f"{k} {_fmt(v)}" for k, v in stale.items()),
+                ]
     return "\n".join(lines) + "\n"
 
 
@@ -192,8 +297,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--increasing", nargs="*", default=[], help="monotone (increasing) features")
     parser.add_argument("--drop", nargs="*", default=[], help="features left out (set to 0)")
+    parser.add_argument("--augment", nargs="*", default=[], help="corpora whose shuffled copies train too")
+    parser.add_argument("--search", type=Path, default=None, help="LOCO builds to run Memory.search on")
+    parser.add_argument(
+        "--systems", nargs="*", default=list(SEARCH_SYSTEMS), help="read-path systems (--search)"
+    )
     ns = parser.parse_args(argv)
-    data = load(ns.builds, ns.corpora, limit=ns.limit)
+    data = load(ns.builds, ns.corpora, limit=ns.limit, augment=ns.augment)
     settings = TreeSettings(trees=ns.trees, threads=1, increasing=tuple(ns.increasing))
     if ns.drop:
         cols = [FEATURES.index(f) for f in ns.drop]
@@ -201,8 +311,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             for p in ps:
                 p.features[:, cols] = 0.0
     rows: list[dict[str, Any]] = []
+    search = None
+    if ns.search is not None:
+        from research.builds import any_build
+
+        search = {
+            c.id: any_build(c, ns.search / name) for name in ns.corpora for c in conversations(name, ns.limit)
+        }
     for mode in ns.modes:
-        rows += run(data, mode, settings, choose=not ns.no_choose)
+        rows += run(data, mode, settings, choose=not ns.no_choose, search=search, systems=ns.systems)
     summary = summarize(rows)
     ns.out.mkdir(parents=True, exist_ok=True)
     (ns.out / "results.json").write_text(

@@ -121,28 +121,20 @@ def cv_weights(
 ) -> dict[str, BuiltinWeights | None]:
     """Each scenario's weights: the write heads fitted without its fold (``within``) or without the
     notes corpus (``loco``)."""
-    from dualmem.config import WriteProfile
+    from dualmem.learn.write_heads import fit_write_heads
     from research import write_heads as wh
 
-    rows, _ = wh.collect(builds, [c for c in corpora if c != "notes"] + ["notes"])
-    at = {
-        "relation.supersedes": WriteProfile().supersede_threshold or 0.6,
-        "relation.semantic": WriteProfile().theta_rel,
-    }
+    rows = wh.collect(builds, [c for c in corpora if c != "notes"] + ["notes"])
     folds = fold_of("notes", ids)
     out: dict[str, BuiltinWeights | None] = {}
     cache: dict[str, BuiltinWeights] = {}
     for cid in ids:
         held = folds[cid] if mode == "within" else "notes"
         if held not in cache:
-            train = [r for r in rows if (r.fold if mode == "within" else r.corpus) != held]
-            heads = {}
-            for key, label in wh.HEADS.items():
-                if any(getattr(r, label) for r in train):
-                    head, t = wh.choose(train, label, "corpus")
-                    heads[key] = wh.weights_json(head, t, at[key])
-            cache[held] = overlay(heads)
-            print(f"heads for {held}: {sorted(heads)}", file=sys.stderr)
+            train = [r for r in rows if (wh.fold(r) if mode == "within" else r.group) != held]
+            heads = fit_write_heads(train)
+            cache[held] = heads.weights()
+            print(f"heads for {held}: {json.dumps(heads.provenance['heads'])}", file=sys.stderr)
         out[cid] = cache[held]
     return out
 

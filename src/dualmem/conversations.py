@@ -22,7 +22,11 @@ Two formats are read; ``load_conversations`` tells them apart by their keys.
       "questions": [                               # optional; for evaluation only
         {"question": "Why did Mira buy a bicycle?", "answer": "Her old one broke.",
          "evidence": ["s1:1"], "category": 4}      # LoCoMo's numbering (default 4) or a name
-      ]
+      ],
+      "updates": [                                 # optional; labels for fitting (dualmem calibrate)
+        {"new": "s2:3", "old": "s1:1"}             # turn s2:3 replaces what turn s1:1 stated
+      ],
+      "non_updates": [{"new": "s2:4", "old": "s1:1"}]  # optional: looks like one, is not
     }
 
 A file may also hold a JSON list of such objects. Times are anything ``dualmem.text.parse_time``
@@ -139,12 +143,19 @@ class _Question(_Model):
     adversarial_answer: Any = None
 
 
+class _Pair(_Model):
+    new: Text
+    old: Text
+
+
 class _Simple(_Model):
     format: StrictStr = FORMAT
     id: OptId = None
     speakers: list[Text] | None = None
     sessions: Annotated[list[_Session], Field(min_length=1)]
     questions: list[_Question] = Field(default_factory=list)
+    updates: list[_Pair] = Field(default_factory=list)
+    non_updates: list[_Pair] = Field(default_factory=list)
 
 
 class _LocomoTurn(_Model):
@@ -189,6 +200,10 @@ class Conversation:
     observations: tuple[Observation, ...]
     questions: tuple[QA, ...] = ()
     skipped_evidence: int = 0  # evidence ids that named no turn and were dropped
+    #: labelled write decisions, (new turn id, old turn id): the new turn replaces what the old one
+    #: stated (``updates``), or looks like it does and does not (``non_updates``)
+    updates: tuple[tuple[str, str], ...] = ()
+    non_updates: tuple[tuple[str, str], ...] = ()
 
     @property
     def turn_ids(self) -> tuple[str, ...]:
@@ -288,7 +303,17 @@ def _parse_simple(item: dict[str, Any], *, name: str, label: str) -> Conversatio
             )
     _check_unique(observations, label)
     questions, skipped = _questions(conv.questions, observations)
-    return Conversation(conv_id, tuple(observations), questions, skipped)
+    known = {o.turn_id for o in observations}
+    pairs = []
+    for field_name, given in (("updates", conv.updates), ("non_updates", conv.non_updates)):
+        for k, pair in enumerate(given):
+            for end in (pair.new, pair.old):
+                if end not in known:
+                    raise InvalidInput(
+                        f"{label}: {field_name}[{k}] names no turn {end!r}", hint="use the turns' ids"
+                    )
+        pairs.append(tuple((p.new, p.old) for p in given))
+    return Conversation(conv_id, tuple(observations), questions, skipped, pairs[0], pairs[1])
 
 
 # -- LoCoMo ---------------------------------------------------------------------------------------

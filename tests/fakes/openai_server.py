@@ -198,9 +198,12 @@ def hashed_embeddings(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def default_chat(request: dict[str, Any]) -> dict[str, Any] | Reply:
-    """Logprobs for one-token logprob requests, otherwise a fixed text reply."""
+    """Logprobs for one-token logprob requests (over the option tokens the prompt shows, as a model
+    that follows the format would: a short ``top_logprobs`` list always holds some), otherwise a
+    fixed text reply."""
     if request.get("logprobs") and request.get("max_tokens") == 1:
-        return hashed_logprobs(request)
+        shown = [tok for tok, _ in shown_options(request)]
+        return hashed_logprobs(request, shown or DEFAULT_TOKENS)
     return chat_text("fake answer", request=request)
 
 

@@ -64,6 +64,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="also fit the builtin's stop (sufficiency) and routing heads and the abstention gate from "
         "the labelled conversations and write them here (dualmem.heads/1)",
     )
+    p.add_argument(
+        "--shuffled-copies",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="DATA",
+        help="also fit the scorer on a copy of each conversation of these --data sources with every "
+        "session's turns in a seeded random order (training only: neighbours that do not cohere, as "
+        "a day's notes; dualmem.learn.augment)",
+    )
+    p.add_argument(
+        "--write-heads-out",
+        type=Path,
+        default=None,
+        help="also fit the builtin's write heads (relation.supersedes from the conversations' updates, "
+        "relation.semantic from questions with several evidence turns) and write them here "
+        "(dualmem.write-heads/1; each --data source is one group of the cross-validation)",
+    )
     p.set_defaults(handler=cmd_calibrate)
 
 
@@ -83,6 +101,10 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
     jsonl = [p for p in args.data if p.suffix == ".jsonl"]
     if jsonl and len(jsonl) != len(args.data):
         raise InvalidInput("give either conversation files or JSONL query files, not both")
+    if args.write_heads_out is not None and jsonl:
+        raise InvalidInput(
+            "--write-heads-out learns from labelled conversations", hint="give conversation files"
+        )
     if args.heads_out is not None and (args.teacher or jsonl):
         raise InvalidInput(
             "--heads-out learns from labelled conversations",
@@ -125,6 +147,21 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
         result["trees"] = len(ranker.trees)
     else:
         result["l2"] = extra["l2"]
+    _extra_heads(args, ranker, records, prov, result)
+    return result
+
+
+def _extra_heads(
+    args: argparse.Namespace, ranker: Any, records: list[Any], prov: dict[str, Any], result: dict[str, Any]
+) -> None:
+    """``--write-heads-out`` and ``--heads-out``: the heads fitted beside the scorer, into ``result``."""
+    if args.write_heads_out is not None:
+        from dualmem.learn.write_heads import fit_write_heads
+
+        wheads = fit_write_heads(args.pair_rows, provenance={k: v for k, v in prov.items() if k != "groups"})
+        args.write_heads_out.parent.mkdir(parents=True, exist_ok=True)
+        wheads.save(args.write_heads_out)
+        result["write_heads"] = {"out": str(args.write_heads_out), "heads": wheads.provenance["heads"]}
     if args.heads_out is not None:
         from dualmem.learn.calibrate import fit_learned_heads
 
@@ -134,7 +171,6 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
         result["heads"] = {"out": str(args.heads_out), "fitted": sorted(heads.decisions)}
         result["heads"]["unsupported"] = dict(heads.unsupported)
         result["heads"]["abstention"] = heads.abstention is not None
-    return result
 
 
 def _fit(args: argparse.Namespace, examples: list[Any]) -> tuple[Any, dict[str, Any]]:
@@ -191,15 +227,24 @@ def _from_conversations(args: argparse.Namespace, record: Any, records: list[Any
     )
     from dualmem.memory import Memory
 
-    convs = [c for path in args.data for c in load_conversations(path)]
+    convs = [(str(path), c, c.id) for path in args.data for c in load_conversations(path)]
+    if args.shuffled_copies:
+        from dualmem.learn.augment import shuffled_sessions
+
+        copied = {str(p) for p in args.shuffled_copies}
+        if not copied <= {str(p) for p in args.data}:
+            raise InvalidInput("--shuffled-copies names a source that is not among --data")
+        # a copy is held out with its source (its group) in the inner cross-validation
+        convs += [(path, shuffled_sessions(c), c.id) for path, c, _ in list(convs) if path in copied]
     embedder = create_embedder(args.embedder)
     examples: list[Any] = []
+    args.pair_rows = []
     with tempfile.TemporaryDirectory(prefix="dualmem-calibrate-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        for conv in convs:
+        for source, conv, group in convs:
             queries = [
-                LabelledQuery(q.question, frozenset(q.evidence), conv.id, conv.id)
+                LabelledQuery(q.question, frozenset(q.evidence), conv.id, group)
                 for q in conv.questions
                 if q.evidence and (args.teacher or q.category != 5)
             ]
@@ -208,6 +253,10 @@ def _from_conversations(args: argparse.Namespace, record: Any, records: list[Any
                 if mem.count(user=conv.id) != len(conv.observations):
                     mem.forget_all(user=conv.id)
                     mem.add_many(conv.observations, user=conv.id)
+                if args.write_heads_out is not None and group == conv.id:  # not from a copy
+                    from dualmem.learn.write_heads import conversation_rows
+
+                    args.pair_rows += conversation_rows(mem.store, conv, source)
                 if args.teacher:
                     examples += examples_from_teacher(
                         mem.store, mem.embedder, _meter(args), queries,
@@ -215,7 +264,7 @@ def _from_conversations(args: argparse.Namespace, record: Any, records: list[Any
                     )  # fmt: skip
                 elif args.heads_out is not None:  # one pool per question serves every head
                     every = [
-                        LabelledQuery(q.question, frozenset(q.evidence), conv.id, conv.id, q.category == 5)
+                        LabelledQuery(q.question, frozenset(q.evidence), conv.id, group, q.category == 5)
                         for q in conv.questions
                     ]
                     found = pool_records(mem.store, mem.embedder, every, settings=_settings(args))

@@ -48,6 +48,7 @@ from dualmem.control.weights import LinearSpec, read_weights, validate_weights
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
 
 __all__ = [
+    "WRITE_HEADS_FORMAT",
     "BuiltinController",
     "BuiltinWeights",
     "ChoiceWeights",
@@ -55,6 +56,9 @@ __all__ = [
     "LinearWeights",
     "default_weights",
     "features_of",
+    "fitted_heads",
+    "hand_set_weights",
+    "with_decisions",
 ]
 
 
@@ -164,9 +168,23 @@ def _linear(spec: LinearSpec, *, key: str, where: str) -> LinearWeights:
     return LinearWeights(bias=spec.bias, weights=tuple(spec.weights.items()))
 
 
+def with_decisions(base: BuiltinWeights, decisions: Mapping[str, LinearWeights]) -> BuiltinWeights:
+    """``base`` with ``decisions`` (Noul heads by key) in place of its own."""
+    both = {**base.decisions, **decisions}
+    return BuiltinWeights(base.version, MappingProxyType(both), base.choices)
+
+
 @cache
 def default_weights() -> BuiltinWeights:
-    """The packaged, hand-set weights (read once, on first use)."""
+    """The packaged weights (read once, on first use): the hand-set ones, with the write heads
+    fitted to labels in their place (``fitted_weights.json``, see :func:`fitted_heads`)."""
+    fitted, _ = fitted_heads()
+    return with_decisions(hand_set_weights(), fitted)
+
+
+@cache
+def hand_set_weights() -> BuiltinWeights:
+    """The packaged hand-set weights alone (``builtin_weights.json``)."""
     ref = resources.files("dualmem.control").joinpath(_WEIGHTS_FILE)
     try:
         text = ref.read_text(encoding="utf-8")
@@ -174,6 +192,30 @@ def default_weights() -> BuiltinWeights:
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read the packaged {_WEIGHTS_FILE}: {exc}") from exc
     return BuiltinWeights.from_json(data, source=_WEIGHTS_FILE)
+
+
+#: the format of a file of fitted write heads (``dualmem calibrate --write-heads-out``)
+WRITE_HEADS_FORMAT = "dualmem.write-heads/1"
+_FITTED_FILE = "fitted_weights.json"
+
+
+@cache
+def fitted_heads() -> tuple[Mapping[str, LinearWeights], Mapping[str, Any]]:
+    """The packaged fitted write heads and their provenance (empty when none are packaged)."""
+    ref = resources.files("dualmem.control").joinpath(_FITTED_FILE)
+    if not ref.is_file():
+        return MappingProxyType({}), MappingProxyType({})
+    try:
+        data = json.loads(ref.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read the packaged {_FITTED_FILE}: {exc}") from exc
+    doc = _mapping(data, _FITTED_FILE)
+    if doc.get("format") != WRITE_HEADS_FORMAT:
+        raise ConfigError(f"{_FITTED_FILE}: not a {WRITE_HEADS_FORMAT} file")
+    parsed = BuiltinWeights.from_json(
+        {"version": _VERSION, "decisions": doc.get("decisions", {})}, source=_FITTED_FILE
+    )
+    return parsed.decisions, MappingProxyType(dict(_mapping(doc.get("provenance", {}), _FITTED_FILE)))
 
 
 def _sigmoid(x: float) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem import _json as bounded_json
-from dualmem.control.builtin import BuiltinWeights, LinearWeights, default_weights
+from dualmem.control.builtin import BuiltinWeights, LinearWeights, default_weights, with_decisions
 from dualmem.control.builtin_features import GROUPS, Features
 from dualmem.control.states import (
     EvidenceItem,
@@ -185,11 +185,7 @@ class LearnedHeads:
 
 def learned_weights(heads: LearnedHeads, base: BuiltinWeights | None = None) -> BuiltinWeights:
     """``base`` (the packaged weights by default) with the learned heads in place of its own."""
-    base = base or default_weights()
-    decisions = {**base.decisions, **heads.decisions}
-    from types import MappingProxyType
-
-    return BuiltinWeights(base.version, MappingProxyType(decisions), base.choices)
+    return with_decisions(base or default_weights(), heads.decisions)
 
 
 def _matrix(rows: Sequence[Mapping[str, float]], names: Sequence[str]) -> npt.NDArray[np.float64]:

@@ -2,8 +2,11 @@
 
 One pass examines a bounded neighbourhood of a tenant's recent nodes and sends ONE batched request
 with redundancy, contradiction, obsolescence and link_usefulness Nouls plus the representation
-Choice per pair. It never replaces or deletes raw observations: it records its decisions, adds
-useful links and marks superseded facts (``valid_to`` + a ``superseded_by`` edge). A caller-supplied
+Choice per pair. It never replaces or deletes raw observations: it records its decisions and adds
+useful links. An update supersedes the fact it replaces when it is written (the relation request's
+``relation.supersedes``); only when the write path asks no relation questions does a pass mark
+superseded facts (``valid_to`` + a ``superseded_by`` edge). A pass judges pairs by what their writes
+found, whatever was written since: the same pass after one ``add`` or an ``add_many``. A caller-supplied
 System-Two summarizer writes a derived node only for a merge/promote selected with probability
 >= ``consolidation_gate`` while contradiction stays < ``contradiction_gate``.
 """
@@ -96,7 +99,9 @@ class Consolidator:
         else:
             found = self.store.get_nodes(node_ids, tenant)
             window = [found[i] for i in node_ids if i in found]
-        recent = [n for n in window if _live(n)]
+        # what a pass judges depends on nothing written after its window (a later write may end one
+        # of these facts): the same pass whether it ran after one add or after an add_many
+        recent = [n for n in window if not n.derived]
         pairs = self._pairs(recent)
         if not pairs:
             return ConsolidationReport(
@@ -118,7 +123,11 @@ class Consolidator:
                 out.edges.append(
                     Edge(new.id, old.id, "semantic", "related", res.noul(f"pair_{i}_link_usefulness"))
                 )
-            superseding = _supersedes(gate.supersede_threshold, obsolete, contradiction)
+            # an update supersedes when it is written (relation.supersedes); only without the write
+            # path's relation requests does a pass mark it (the paper's B.3 place for it)
+            superseding = not gate.relations_enabled and _supersedes(
+                gate.supersede_threshold, obsolete, contradiction
+            )
             if superseding and all(o != old.id for o, _, _ in out.superseded):
                 out.superseded.append((old.id, new.id, new.at or utcnow()))
                 out.edges.append(
@@ -195,7 +204,7 @@ class Consolidator:
             for cand in found[:3]:
                 other = cand.node
                 key = frozenset((node.id, other.id))
-                if key in seen or other.id in judged or not _live(other) or not observed_before(other, node):
+                if key in seen or other.id in judged or other.derived or not observed_before(other, node):
                     continue
                 seen.add(key)
                 scored.append((cand.similarity, node, cand))
@@ -254,10 +263,6 @@ def _supersedes(threshold: float | None, obsolete: float, contradiction: float) 
     """dualmem extension: an older fact is superseded when obsolescence or contradiction reaches the
     threshold (``None``: never, as in the paper)."""
     return threshold is not None and max(obsolete, contradiction) >= threshold
-
-
-def _live(node: Node) -> bool:
-    return not node.derived and node.valid_to is None
 
 
 def _batch(pairs: Sequence[tuple[Node, Candidate]]) -> Batch:
