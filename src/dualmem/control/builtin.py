@@ -44,7 +44,14 @@ from dualmem.control.questions import (
 from dualmem.control.ranker import Ranker
 from dualmem.control.scorers import default_ranker
 from dualmem.control.states import FeatureSource, Purpose, State, TraversalState, WireFeatures, parse_state
-from dualmem.control.weights import LinearSpec, read_weights, validate_weights
+from dualmem.control.weights import (
+    WRITE_HEADS_FORMAT,
+    LinearSpec,
+    WeightsFile,
+    read_weights,
+    validate_weights,
+    validate_write_heads,
+)
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
 
 __all__ = [
@@ -121,10 +128,14 @@ class BuiltinWeights:
 
     @classmethod
     def from_json(cls, data: object, *, source: str = "weights") -> BuiltinWeights:
-        """Parsed JSON validated by the file's model (``control.weights``), then what only the
-        decider knows: each key's decision family and its features, no key both Noul and Choice.
-        Raises ``ConfigError`` naming the bad entry."""
-        model = validate_weights(data, source=source)
+        """Parsed JSON validated by the file's model (``control.weights``), then ``of``."""
+        return cls.of(validate_weights(data, source=source), source=source)
+
+    @classmethod
+    def of(cls, model: WeightsFile, *, source: str = "weights") -> BuiltinWeights:
+        """A validated file's weights, checked for what only the decider knows: each key's decision
+        family and its features, no key both Noul and Choice. Raises ``ConfigError`` naming the bad
+        entry."""
         decisions = {
             key: _linear(spec, key=key, where=f"{source}: decisions.{key}")
             for key, spec in model.decisions.items()
@@ -194,13 +205,11 @@ def hand_set_weights() -> BuiltinWeights:
     return BuiltinWeights.from_json(data, source=_WEIGHTS_FILE)
 
 
-#: the format of a file of fitted write heads (``dualmem calibrate --write-heads-out``)
-WRITE_HEADS_FORMAT = "dualmem.write-heads/1"
 _FITTED_FILE = "fitted_weights.json"
 
 
 @cache
-def fitted_heads() -> tuple[Mapping[str, LinearWeights], Mapping[str, Any]]:
+def fitted_heads() -> tuple[Mapping[str, LinearWeights], Mapping[str, object]]:
     """The packaged fitted write heads and their provenance (empty when none are packaged)."""
     ref = resources.files("dualmem.control").joinpath(_FITTED_FILE)
     if not ref.is_file():
@@ -209,13 +218,9 @@ def fitted_heads() -> tuple[Mapping[str, LinearWeights], Mapping[str, Any]]:
         data = json.loads(ref.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read the packaged {_FITTED_FILE}: {exc}") from exc
-    doc = _mapping(data, _FITTED_FILE)
-    if doc.get("format") != WRITE_HEADS_FORMAT:
-        raise ConfigError(f"{_FITTED_FILE}: not a {WRITE_HEADS_FORMAT} file")
-    parsed = BuiltinWeights.from_json(
-        {"version": _VERSION, "decisions": doc.get("decisions", {})}, source=_FITTED_FILE
-    )
-    return parsed.decisions, MappingProxyType(dict(_mapping(doc.get("provenance", {}), _FITTED_FILE)))
+    heads = validate_write_heads(data, source=_FITTED_FILE)
+    parsed = BuiltinWeights.of(heads.as_weights(), source=_FITTED_FILE)
+    return parsed.decisions, MappingProxyType(dict(heads.provenance))
 
 
 def _sigmoid(x: float) -> float:
