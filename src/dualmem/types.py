@@ -493,16 +493,8 @@ class Edge:
 
     def to_json(self) -> dict[str, JSONValue]:
         """The edge as JSON values, keys ``EDGE_FIELDS`` in order (times ISO 8601)."""
-        return {
-            "source": self.source,
-            "target": self.target,
-            "view": self.view,
-            "label": self.label,
-            "weight": self.weight,
-            "created_at": self.created_at.isoformat(),
-            "valid_from": _iso(self.valid_from),
-            "valid_to": _iso(self.valid_to),
-        }
+        data: dict[str, JSONValue] = {name: getattr(self, name) for name in EDGE_FIELDS[:5]}
+        return data | {name: _iso(getattr(self, name)) for name in EDGE_FIELDS[5:]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Edge:
