@@ -205,12 +205,15 @@ def test_consolidation_supersedes_on_contradiction_or_obsolescence(
         "relation.time": "unknown",
     }
     ctl = ScriptedController(table, default=0.1)
-    profile = Profile.dualmem().with_(write__consolidation="off")
+    # a pass supersedes only when the write path asks no relation questions (else the write does)
+    profile = Profile.dualmem().with_(write__consolidation="off", write__relations_enabled=False)
     mem = Memory(SQLiteStore.open(tmp_path / "s.db"), HashingEmbedder(64), ctl, profile=profile)
     old = mem.add("I love sushi.", user="u", at="2024-01-01T10:00:00Z")
     new = mem.add("I no longer eat sushi.", user="u", at="2024-06-01T10:00:00Z")
     report = Consolidator(mem.store, mem.embedder, mem.meter, profile.write).run(U)
     assert report.superseded == ((old, new),)
+    with_relations = Consolidator(mem.store, mem.embedder, mem.meter, Profile.dualmem().write)
+    assert with_relations.run(U, [new]).superseded == ()  # already judged, and never by a pass
     paper = Consolidator(mem.store, mem.embedder, mem.meter, Profile.paper().write)
     assert paper.run(U, [new]).superseded == ()  # the paper never supersedes
     mem.close()

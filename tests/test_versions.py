@@ -64,3 +64,35 @@ def test_the_paper_profile_ranks_versions_as_scored(minilm: Embedder, tmp_path: 
         new = s.update(ids[0], PORTED)
         found = s.search("Which orchestrator does harvest use?", k=5).evidence
         assert found[0].node.id != new  # no version rule: the matching old text wins
+
+
+def test_a_likely_update_answers_before_what_it_probably_replaced(minilm: Embedder, tmp_path: Path) -> None:
+    """``read.likely_update``: a write judged an update below the write's threshold (no supersession
+    stored) still ranks above the older result when both answer the query."""
+    from dualmem.control.scripted import ScriptedController
+
+    path = tmp_path / "l.db"
+    table = {
+        "relation.supersedes": 0.5,
+        "relation.time": "unknown",
+        "consolidate.representation": "uncertain",
+    }
+    writer = ScriptedController(table, default=0.1)  # type: ignore[arg-type]
+    with Memory.open(path, embedder=minilm, controller=writer, answerer=None, profile=Profile.dualmem()) as m:
+        s = m.scope("u")
+        for t, at in NOTES[1:]:
+            s.add(t, speaker="agent", at=at)
+        old = s.add(NOTES[0][0], speaker="agent", at="2024-02-01T10:00:00Z")
+        new = s.add(
+            "Harvest's jobs are orchestrated by Dagster now.", speaker="agent", at="2024-04-01T10:00:00Z"
+        )
+        assert s.get(old).valid_to is None  # 0.5 is below the write's threshold: nothing superseded
+    query = "Which orchestrator does harvest use?"
+    ranks = {}
+    for likely in (None, 0.4):
+        profile = Profile.builtin().with_(read__likely_update=likely)
+        with Memory.open(path, embedder=minilm, answerer=None, profile=profile) as m:
+            ids = [e.node.id for e in m.search(query, user="u", k=5).evidence]
+        ranks[likely] = (ids.index(new), ids.index(old))
+    assert ranks[0.4][0] < ranks[0.4][1]  # the likely update first
+    assert ranks[None] != ranks[0.4]  # and that is the rule's doing

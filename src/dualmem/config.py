@@ -53,6 +53,9 @@ EXTENSIONS: Mapping[str, str] = {
     "read.prefer_current": "superseded facts score x superseded_factor unless the query asks about the "
     "past; paper: False (off)",
     "read.superseded_factor": "see read.prefer_current; paper: unused",
+    "read.likely_update": "with prefer_current, a result that the write path judged an update of another "
+    "result (relation.supersedes at least this, below the write's own threshold) is ranked as its current "
+    "version for this query; None: only written supersessions count; paper: n/a",
     "read.k_fill": "the K passed on are every scored candidate by its final score, then unscored pool "
     "candidates by RRF (read/scoring.py anchor_fill); paper: False (only scored candidates)",
     "read.pool": "N, the depth of each search of the candidate pool (vector, lexical as written and "
@@ -152,6 +155,9 @@ class ReadProfile:
     prefer_current: bool = True  # superseded facts rank below current ones unless the query asks history
     #: the factor a superseded fact's score is multiplied by when ``prefer_current`` (extension)
     superseded_factor: float = 0.5
+    #: see ``EXTENSIONS["read.likely_update"]`` (``read.versions``); 0.4 was chosen on the agent
+    #: chats' update questions with the notes held out (docs/benchmarks.md)
+    likely_update: float | None = 0.4
     #: a round may propose up to ``expansion_factor`` x W neighbours for scoring (extension)
     expansion_factor: int = 2
     #: when the loop admitted fewer than K, fill the K with scored runners-up, then RRF anchors
@@ -191,7 +197,12 @@ class Profile:
             name="paper",
             write=WriteProfile(supersede_threshold=None),
             read=ReadProfile(
-                prefer_current=False, hop_decay=1.0, k_fill=False, edges_per_node=None, anchors=10
+                prefer_current=False,
+                hop_decay=1.0,
+                k_fill=False,
+                edges_per_node=None,
+                anchors=10,
+                likely_update=None,
             ),
         )
 

@@ -52,7 +52,7 @@ from dualmem.read.pool import (
 )
 from dualmem.read.route import active_views, allocate, depth
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
-from dualmem.read.versions import order_versions
+from dualmem.read.versions import VersionRule, order_versions
 from dualmem.text.temporal import query_time_focus
 from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
 
@@ -210,10 +210,8 @@ class Retriever:
         p = self.profile
         if not p.prefer_current or not scored:
             return scored
-        return order_versions(
-            scored, self.store, run.tenant, asks_past=run.asks_past, factor=p.superseded_factor,
-            window=k, allowed=run.allowed,
-        )  # fmt: skip
+        rule = VersionRule(run.asks_past, p.superseded_factor, k, run.allowed, p.likely_update)
+        return order_versions(scored, self.store, run.tenant, rule)
 
     def clear_cache(self) -> None:
         clear = getattr(self.embedder, "clear", None)

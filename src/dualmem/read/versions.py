@@ -18,12 +18,12 @@ supersession at read time):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from dualmem.plane.base import Store
 from dualmem.types import Edge, Evidence, Node, Tenant
 
-__all__ = ["MAX_HOPS", "order_versions"]
+__all__ = ["MAX_HOPS", "VersionRule", "order_versions"]
 
 #: the longest ``superseded_by`` chain followed from a superseded candidate to its current version
 MAX_HOPS = 8
@@ -48,19 +48,25 @@ def _current(store: Store, node_id: str) -> tuple[str, Edge] | None:
     return None if last is None else (at, last)
 
 
+@dataclass(frozen=True, slots=True)
+class VersionRule:
+    """How one search orders versions: whether it asks about the past, the superseded factor, how
+    many of the best results are looked at, a filter's nodes, and ``read.likely_update``."""
+
+    asks_past: bool
+    factor: float
+    window: int
+    allowed: frozenset[str] | None = None
+    likely: float | None = None
+
+
 def order_versions(
-    scored: Mapping[str, Evidence],
-    store: Store,
-    tenant: Tenant,
-    *,
-    asks_past: bool,
-    factor: float,
-    window: int,
-    allowed: frozenset[str] | None = None,
+    scored: Mapping[str, Evidence], store: Store, tenant: Tenant, rule: VersionRule
 ) -> dict[str, Evidence]:
-    """``scored`` (evidence by node id) with the version rule applied; ``window``: on a history
-    query, how many of the best candidates have their previous version looked up; ``allowed``: a
-    search filter's nodes (a version outside it is never added)."""
+    """``scored`` (evidence by node id) with the version rule applied (see the module docstring)."""
+    asks_past, factor, window, allowed, likely = (
+        rule.asks_past, rule.factor, rule.window, rule.allowed, rule.likely
+    )  # fmt: skip
     out = dict(scored)
     if asks_past:
         best = sorted(out.values(), key=lambda e: (-e.score, e.node.id))[:window]
@@ -68,6 +74,8 @@ def order_versions(
             before = [x for x in _edges(store, e.node.id) if x.target == e.node.id]
             _lift(out, store, tenant, [(x.source, x) for x in before], e.score + _ABOVE, allowed)
         return out
+    if likely is not None:
+        _likely_updates(out, store, likely, window, factor)
     stale = [e for e in out.values() if e.node.valid_to is not None]
     for e in sorted(stale, key=lambda e: (-e.score, e.node.id)):
         found = _current(store, e.node.id)
@@ -75,6 +83,38 @@ def order_versions(
             _lift(out, store, tenant, [found], e.score, allowed)
         out[e.node.id] = replace(out[e.node.id], score=out[e.node.id].score * factor)
     return out
+
+
+def _likely_updates(
+    out: dict[str, Evidence], store: Store, at_least: float, window: int, factor: float
+) -> None:
+    """Among the ``window`` best results, one the write path judged an update of another
+    (``relation.supersedes`` >= ``at_least``, recorded with the write) is ranked as that one's
+    current version: both answered this query, which says they are about the same thing."""
+    best = sorted(out.values(), key=lambda e: (-e.score, e.node.id))[:window]
+    held = {e.node.id for e in best}
+    for e in best:
+        if e.node.valid_to is not None:
+            continue
+        for d in store.decisions_of(e.node.id):
+            other = d.other_id
+            if (
+                d.key != "relation.supersedes"
+                or d.value < at_least
+                or other not in held
+                or other == e.node.id
+            ):
+                continue
+            old = out[other]
+            if (
+                old.node.valid_to is None
+                and old.node.at is not None
+                and e.node.at is not None
+                and old.node.at < e.node.at
+            ):
+                lifted = max(out[e.node.id].score, old.score)
+                out[e.node.id] = replace(out[e.node.id], score=lifted)
+                out[other] = replace(old, score=old.score * factor)
 
 
 def _lift(
