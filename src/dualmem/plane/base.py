@@ -497,8 +497,9 @@ class StagedNodes(Protocol):
     def put_node_vectors(self, nodes: Sequence[Node]) -> None: ...
 
 
-class SearchStore(Store, VectorIndex, LexicalIndex, ContextWindow, Protocol):
-    """What the read path (``dualmem.read``) asks of a store."""
+class SearchStore(Store, VectorIndex, LexicalIndex, ContextWindow, DecisionLog, Protocol):
+    """What the read path (``dualmem.read``) asks of a store (the write's decisions too: a result's
+    versions, ``read/versions.py``)."""
 
 
 class WriteStore(Store, Meta, VectorIndex, LexicalIndex, LinkIndex, DecisionLog, WriteKeys, Protocol):
