@@ -1,7 +1,8 @@
 """The PostgreSQL store's lexical index: BM25 with FTS5's formula over a postings table.
 
 A node's text (its speaker, then its content) is tokenised as FTS5 tokenises it and stemmed as its
-``porter`` tokenizer stems (``dualmem.text.porter``), so the ranking agrees with the SQLite store's.
+``porter`` tokenizer stems (``dualmem.text.stem``, mode ``fts5``), so the ranking agrees with the
+SQLite store's.
 Postings keep each term's positions (phrases are matched), and the statistics (documents and tokens)
 are kept per user. Two fields use it: the nodes (``postings``, ``lex_stats``) and their neighbour
 context (``ctx_postings``, ``ctx_stats``: ``_pg_context``).
