@@ -2,18 +2,91 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+import httpx
+import pytest
 import uvicorn
+from fastapi import APIRouter
+from fastapi.testclient import TestClient
 
 from dualmem import Memory, Profile
 from dualmem.server import ServerSettings, create_app
 from dualmem.server.keys import KeyStore
+from dualmem.server.service import Service
+
+#: a memory for service tests: the builtin decider without periodic consolidation
+QUIET = Profile.builtin().with_(write__consolidation="off")
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    """A fresh SQLite memory (hashing embedder, ``QUIET``)."""
+    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=QUIET) as mem:
+        yield mem
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Iterator[KeyStore]:
+    """A fresh key store beside the memory."""
+    store = KeyStore.open(tmp_path / "m.keys.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    """The service (no periodic consolidation) over a fresh memory, without an HTTP server."""
+    keys = KeyStore.open(tmp_path / "m.keys.db")
+    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=QUIET) as mem:
+        yield Service(mem, keys, consolidate_every=0)
+    keys.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@contextmanager
+def app_client(memory: Memory, keys: KeyStore, routers: Sequence[APIRouter] = ()) -> Iterator[TestClient]:
+    """The service over ``memory`` in process (no rate limit, no periodic consolidation)."""
+    settings = ServerSettings(rate_limit=None, consolidate_every=0)
+    with TestClient(create_app(memory, keys=keys, settings=settings, routers=list(routers))) as c:
+        yield c
+
+
+@pytest.fixture
+def client(memory: Memory, keys: KeyStore) -> Iterator[TestClient]:
+    with app_client(memory, keys) as c:
+        yield c
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(url: str, proc: subprocess.Popen[Any], output: IO[Any] | None) -> None:
+    """Until ``dualmem serve`` at ``url`` answers ``/readyz`` (its output shown if it died first)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert proc.poll() is None, output.read() if output else ""
+        assert time.monotonic() < deadline, "dualmem serve did not become ready"
+        time.sleep(0.1)
 
 
 @contextmanager

@@ -34,6 +34,18 @@ def _nodes(matrix: npt.NDArray[np.float32], start: int = 0) -> list[Node]:
     ]
 
 
+def _indexed(
+    path: str, matrix: npt.NDArray[np.float32], queries: npt.NDArray[np.float32], *, k: int = 10
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """A store at ``path`` holding ``matrix`` (node i = row i), its approximate index built by one
+    search (``use_ann(1000)``); the matrix and the queries."""
+    with SQLiteStore.open(path) as store:
+        store.put_nodes(_nodes(matrix))
+        store.use_ann(1000)
+        store.vector_search(USER, queries[0], k)
+    return matrix, queries
+
+
 def _recall(store: SQLiteStore, matrix: npt.NDArray[np.float32], queries: npt.NDArray[np.float32]) -> float:
     """Strict recall@10 of the store's vector search against exact numpy over ``matrix`` (node i = row i)."""
     hits = 0
@@ -131,11 +143,7 @@ def test_a_manifest_from_before_the_settings_were_recorded(
 ) -> None:
     """No ``index`` key: built with the first settings (f16, 16, 128); kept while those are current."""
     path = str(tmp_path / "m.db")
-    matrix, queries = _rows(1200, 32, 7), _rows(10, 32, 8)
-    with SQLiteStore.open(path) as store:
-        store.put_nodes(_nodes(matrix))
-        store.use_ann(1000)
-        store.vector_search(USER, queries[0], 10)
+    matrix, queries = _indexed(path, _rows(1200, 32, 7), _rows(10, 32, 8), k=10)
     (manifest,) = (tmp_path / "m.db.ann").glob("*.json")
     body = json.loads(manifest.read_text())
     del body["index"]
@@ -155,11 +163,7 @@ def test_a_manifest_from_before_the_settings_were_recorded(
 @pytest.mark.parametrize("damage", ["segment", "manifest"])
 def test_a_damaged_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
     path = str(tmp_path / "m.db")
-    matrix, queries = _rows(1200, 32, 9), _rows(10, 32, 10)
-    with SQLiteStore.open(path) as store:
-        store.put_nodes(_nodes(matrix))
-        store.use_ann(1000)
-        store.vector_search(USER, queries[0], 10)
+    matrix, queries = _indexed(path, _rows(1200, 32, 9), _rows(10, 32, 10), k=10)
     (segment,) = (tmp_path / "m.db.ann").glob("*.usearch")
     (manifest,) = (tmp_path / "m.db.ann").glob("*.json")
     target = segment if damage == "segment" else manifest

@@ -7,7 +7,6 @@ manifest), present before the forget and absent after, and check the index still
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -15,24 +14,9 @@ import numpy.typing as npt
 import pytest
 
 from dualmem.plane import SQLiteStore, ann
-from dualmem.types import Node, Tenant
+from test_ann import USER, _indexed, _nodes, _rows
 
 pytestmark = pytest.mark.skipif(not ann.available(), reason="the scale extra (usearch) is not installed")
-
-USER = Tenant("u")
-T0 = dt.datetime(2023, 5, 1, tzinfo=dt.UTC)
-
-
-def _rows(n: int, dim: int, seed: int) -> npt.NDArray[np.float32]:
-    rows = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-
-def _nodes(matrix: npt.NDArray[np.float32], start: int = 0) -> list[Node]:
-    return [
-        Node(id=f"n{start + i:06d}", tenant=USER, content=f"m {start + i}", at=T0, embedding=row)
-        for i, row in enumerate(matrix)
-    ]
 
 
 def _needles(row: npt.NDArray[np.float32]) -> dict[str, bytes]:
@@ -113,11 +97,7 @@ def test_a_store_opened_without_ann_still_erases_the_segments(tmp_path: Path) ->
     """A process that forgets without ANN search (a CLI forget, ANN off) clears the files another
     open built, in every segment covering the row, and the next ANN open reads them as they are."""
     path = str(tmp_path / "m.db")
-    matrix, queries = _rows(1800, 32, 3), _rows(30, 32, 4)
-    with SQLiteStore.open(path) as store:
-        store.put_nodes(_nodes(matrix))
-        store.use_ann(1000)
-        store.vector_search(USER, queries[0], 10)
+    matrix, queries = _indexed(path, _rows(1800, 32, 3), _rows(30, 32, 4), k=10)
     victim = _needles(matrix[42])
     assert _segment_hits(tmp_path, victim["f16"]) == 1
     with SQLiteStore.open(path) as store, store.transaction():  # no use_ann
@@ -159,11 +139,7 @@ def test_an_unreadable_segment_is_shredded_and_rebuilt(tmp_path: Path) -> None:
     """A segment file not in the layout the eraser reads is not guessed at: zeroed whole, removed,
     and the index rebuilt from the database on the next search."""
     path = str(tmp_path / "m.db")
-    matrix, queries = _rows(1200, 16, 6), _rows(20, 16, 7)
-    with SQLiteStore.open(path) as store:
-        store.put_nodes(_nodes(matrix))
-        store.use_ann(1000)
-        store.vector_search(USER, queries[0], 5)
+    matrix, queries = _indexed(path, _rows(1200, 16, 6), _rows(20, 16, 7), k=5)
     (segment,) = (tmp_path / "m.db.ann").glob("*.usearch")
     with segment.open("ab") as fh:
         fh.write(b"\x01" * 16)  # the graph no longer ends with the file

@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from dualmem.bench._porter import stem
 from dualmem.bench.metrics import (
     bleu1,
     f1_locomo,
@@ -22,6 +21,7 @@ from dualmem.bench.metrics import (
     summarize_by_category,
 )
 from dualmem.reason import ABSTAIN_TEXT
+from dualmem.text.stem import stem
 
 
 def test_recall_at_k() -> None:

@@ -10,6 +10,7 @@ import pytest
 from dualmem.errors import ConfigError
 from dualmem.types import Tenant
 from dualmem.write.cadence import Cadence
+from threads import run_threads
 
 
 def test_windows_of_exactly_every_writes_per_tenant() -> None:
@@ -60,11 +61,7 @@ def test_concurrent_writers_lose_no_write() -> None:
             with lock:
                 due.extend(windows)
 
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(writer, 4)
     seen = [i for window in due for i in window] + list(cadence.waiting(Tenant("a")))
     assert sorted(seen) == sorted(f"{w}-{i}" for w in range(4) for i in range(200))
     assert all(len(window) == 5 for window in due)

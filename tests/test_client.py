@@ -20,6 +20,7 @@ from dualmem.server import ServerSettings, create_app
 from dualmem.server.keys import KeyStore
 from dualmem.write.lifecycle import Filter
 from server_support import live_server, served_memory
+from threads import run_threads
 
 QUIET = Profile.builtin().with_(write__consolidation="off")
 TURNS = [
@@ -171,11 +172,7 @@ def test_concurrent_clients_lose_no_acknowledged_write(served: tuple[str, KeySto
         except BaseException as exc:  # collected and asserted below
             failures.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(worker, 6)
     assert failures == []
     assert len(acked) == 48
     for user, node in acked:

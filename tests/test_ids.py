@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-import threading
 
 from dualmem import types
+from threads import run_threads
 
 
 def test_ids_made_in_one_millisecond_keep_their_order() -> None:
@@ -22,11 +22,7 @@ def test_ids_stay_unique_and_ordered_across_threads() -> None:
     def make(k: int) -> None:
         out[k] = [types.new_id() for _ in range(5_000)]
 
-    threads = [threading.Thread(target=make, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(make, 4)
     every = [i for ids in out for i in ids]
     assert len(set(every)) == len(every)
     assert all(ids == sorted(ids) for ids in out)

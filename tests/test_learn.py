@@ -77,8 +77,10 @@ def test_ranker_round_trips_and_scores_by_feature_name(tmp_path: Path) -> None:
 def test_ranker_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="format"):
         LinearRanker.from_json({"format": "x", "features": {"a": 1}})
-    with pytest.raises(ConfigError, match="numbers"):
+    with pytest.raises(ConfigError, match=r"features\.a: expected a number, got '1'"):
         LinearRanker.from_json({"format": "dualmem.ranker/1", "features": {"a": "1"}})
+    with pytest.raises(ConfigError, match="features: Dictionary should have at least 1"):
+        LinearRanker.from_json({"format": "dualmem.ranker/1", "features": {}})
     with pytest.raises(ConfigError, match="does not compute"):
         LinearRanker(("zzz",), (1.0,), 0.0).logits(np.zeros((1, 1)), ("a",))
     bad = tmp_path / "bad.json"

@@ -111,7 +111,7 @@ TENANT_CASES = [Tenant("big"), Tenant("big", "a2"), Tenant("mid"), Tenant("tiny"
 def test_bounded_fts_equals_the_plain_join(store: SQLiteStore, table: str, k: int) -> None:
     conn = store._conn
     for tenant in TENANT_CASES:
-        share = 1.0 if tenant is None else store._share(tenant)
+        share = 1.0 if tenant is None else store._lexical.share(tenant)
         for query in QUERIES:
             expression = fts_or(query.replace(" OR ", " ").split())
             where = sql.tenant_sql(tenant)
@@ -147,7 +147,7 @@ def test_store_searches_keep_tenants_apart(store: SQLiteStore) -> None:
                 hits = search(tenant, query, 25)
                 assert hits, (tenant, query)
                 assert all(tenant.covers(owner[i]) for i, _ in hits)
-            terms = store._query_terms("nodes_fts", query)
+            terms = store._lexical.query_terms("nodes_fts", query)
             assert store.lexical_search(tenant, query, 25) == _plain(
                 store._conn, "nodes_fts", fts_or(terms), 25, sql.tenant_sql(tenant)
             )

@@ -97,13 +97,13 @@ def test_the_budget_bounds_the_rows_scored(store: SQLiteStore, monkeypatch: pyte
     conn = store._conn
     monkeypatch.setattr(codec, "QUERY_POSTINGS", 8)
     query = "garden tomato zucchini quince"
-    assert store._query_split("nodes_fts", query) == (["zucchini", "quince"], ["garden", "tomato"])
+    assert store._lexical.query_split("nodes_fts", query) == (["zucchini", "quince"], ["garden", "tomato"])
     hits = store.lexical_search(USER, query, 1000)
     assert len(hits) == _matches(conn, "nodes_fts", ["zucchini", "quince"]) == 8  # not the 59 of "garden"
     rare_rows = {f"n{i:04d}" for i, t in enumerate(TEXTS) if "zucchini" in t or "quince" in t}
     assert {i for i, _ in hits} == rare_rows
     for table, search in (("nodes_fts", store.lexical_search), ("context_fts", store.context_search)):
-        rare, _ = store._query_split(table, query)
+        rare, _ = store._lexical.query_split(table, query)
         assert sum(terms.doc_counts(conn, table, rare)) <= 8 or len(rare) == 1
         assert len(search(USER, query, 1000)) == _matches(conn, table, rare)
 
@@ -117,7 +117,7 @@ def test_ranked_rows_keep_the_whole_querys_scores(
     monkeypatch.setattr(codec, "QUERY_POSTINGS", 8)
     query = "garden tomato zucchini quince"
     for table, search in (("nodes_fts", store.lexical_search), ("context_fts", store.context_search)):
-        rare, common = store._query_split(table, query)
+        rare, common = store._lexical.query_split(table, query)
         assert common  # the split is in force
         held = {
             row[0]
@@ -138,16 +138,16 @@ def test_a_query_of_common_terms_still_finds_rows(
     monkeypatch.setattr(codec, "QUERY_COMMON_SHARE", 0.2)  # every term here is "common"
     hits = store.lexical_search(USER, "garden tomato", 10)
     assert len(hits) == 10
-    assert store._query_split("nodes_fts", "garden tomato") == (["tomato"], [])  # both over the share
+    assert store._lexical.query_split("nodes_fts", "garden tomato") == (["tomato"], [])  # both over the share
     assert len(store.context_search(USER, "garden tomato", 10)) == 10
 
 
 def test_absent_terms_leave_the_ranking_exactly_as_it_was(store: SQLiteStore) -> None:
     conn = store._conn
     query = "tomato zucchini nonexistentword quince"
-    assert store._query_terms("nodes_fts", query) == ["tomato", "zucchini", "quince"]
+    assert store._lexical.query_terms("nodes_fts", query) == ["tomato", "zucchini", "quince"]
     assert store.lexical_search(USER, query, 50) == _plain(conn, "nodes_fts", query.split(), 50)
-    assert store._query_terms("nodes_fts", "nonexistentword") == []
+    assert store._lexical.query_terms("nodes_fts", "nonexistentword") == []
     assert store.lexical_search(USER, "nonexistentword", 5) == []
 
 
@@ -155,7 +155,7 @@ def test_below_min_docs_every_term_is_kept(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(codec, "QUERY_POSTINGS", 1)  # would drop all but one term, were it applied
     with _store() as store:  # 62 rows < QUERY_MIN_DOCS (2,000): LoCoMo-sized stores are untouched
         query = "garden tomato zucchini quince nonexistentword"
-        assert store._query_terms("nodes_fts", query) == query.split()
+        assert store._lexical.query_terms("nodes_fts", query) == query.split()
         assert store.lexical_search(USER, query, 100) == _plain(
             store._conn, "nodes_fts", query.split()[:4], 100
         )

@@ -4,7 +4,7 @@ uvicorn with bearer API keys (401 without one, tenants kept apart)."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, get_args
 
@@ -21,26 +21,11 @@ from mcp.client.streamable_http import streamable_http_client
 from dualmem import InvalidInput, Memory, Profile, Tenant
 from dualmem.mcp_server import build_mcp
 from dualmem.read.trace import StopReason
-from dualmem.server.keys import KeyStore
 from dualmem.server.service import Service
-from server_support import live_server
+from server_support import QUIET, anyio_backend, live_server, service  # noqa: F401 - fixtures
 
 QUIET = Profile.builtin().with_(write__consolidation="off")
 TOOLS = {"add", "search", "answer", "list", "get", "update", "history", "forget", "consolidate", "stats"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
-    keys = KeyStore.open(tmp_path / "m.keys.db")
-    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=QUIET) as mem:
-        svc = Service(mem, keys, consolidate_every=0)
-        yield svc
-    keys.close()
 
 
 @pytest.fixture

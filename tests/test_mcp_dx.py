@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,30 +14,16 @@ pytest.importorskip("mcp")
 
 from mcp import Client
 
-from dualmem import Memory, Profile, Tenant
+from dualmem import Tenant
 from dualmem.mcp_server import build_mcp
-from dualmem.server.keys import KeyStore
 from dualmem.server.schemas import BRIEF_NODE, QueryRequest, TraceSummary
 from dualmem.server.service import Service
 from dualmem.types import MAX_K
+from server_support import anyio_backend, service  # noqa: F401 - fixtures
 
-QUIET = Profile.builtin().with_(write__consolidation="off")
 #: before issue 28, on the same data: tools/list 14,069 bytes, a k=10 search 4,570 bytes of text
 TOOLS_LIST_MAX = 6_000
 SEARCH_MAX = 3_000
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
-    keys = KeyStore.open(tmp_path / "m.keys.db")
-    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=QUIET) as mem:
-        yield Service(mem, keys, consolidate_every=0)
-    keys.close()
 
 
 @pytest.fixture

@@ -14,8 +14,10 @@ import pytest
 from dualmem.conversations import load_conversations
 from dualmem.plane import SQLiteStore
 from dualmem.text.lexical import fts5_tokens
-from dualmem.text.porter import stem_fts5
+from dualmem.text.stem import stemmer
 from dualmem.types import Node, Tenant
+
+stem_fts5 = stemmer("fts5")
 
 USER = Tenant("u")
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "dualmem" / "data" / "sample_conversation.json"

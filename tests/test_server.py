@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
-from dualmem import ConfigError, InvalidInput, Memory, Profile, Tenant
+from dualmem import ConfigError, InvalidInput, Memory, Tenant
 from dualmem.control import create_controller
 from dualmem.control.questions import Controller
 from dualmem.embed import create_embedder
@@ -23,29 +23,9 @@ from dualmem.plane import open_store
 from dualmem.server import ServerSettings, create_app
 from dualmem.server.keys import KeyStore
 from dualmem.server.service import Service
+from server_support import QUIET, client, keys, memory  # noqa: F401 - fixtures
 
 PROBLEM = "application/problem+json"
-QUIET = Profile.builtin().with_(write__consolidation="off")
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=QUIET) as mem:
-        yield mem
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> Iterator[KeyStore]:
-    store = KeyStore.open(tmp_path / "m.keys.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def client(memory: Memory, keys: KeyStore) -> Iterator[TestClient]:
-    app = create_app(memory, keys=keys, settings=ServerSettings(rate_limit=None, consolidate_every=0))
-    with TestClient(app) as c:
-        yield c
 
 
 def auth(keys: KeyStore, user: str | None = None, *, agent: str | None = None, admin: bool = False) -> dict:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +17,7 @@ pytest.importorskip("uvicorn")
 
 from dualmem.cli.main import main
 from dualmem.client import Client
+from server_support import free_port, wait_ready
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -62,17 +61,11 @@ def test_no_auth_is_refused_off_loopback(tmp_path: Path, capsys: pytest.CaptureF
     assert "--no-auth is refused" in capsys.readouterr().err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_dualmem_serve_runs_and_stops_gracefully(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "m.db")
     _, made = run_cli(capsys, "--db", db, "keys", "create", "--user", "mira")
     assert isinstance(made, dict)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [
         sys.executable,
@@ -89,16 +82,7 @@ def test_dualmem_serve_runs_and_stops_gracefully(tmp_path: Path, capsys: pytest.
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "dualmem serve did not become ready"
-            time.sleep(0.1)
+        wait_ready(url, proc, proc.stdout)
         with Client(url, made["token"]) as client:
             ids = client.add_many(["Mira: my bike broke.", "Mira: I bought a new one."])
             assert client.get(ids[0]).content == "Mira: my bike broke."

@@ -9,7 +9,7 @@ import datetime as dt
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
-from dualmem import Filter, InvalidInput, Memory, Profile
+from dualmem import Filter, InvalidInput, Memory
 from dualmem.cli.commands import k_value
 from dualmem.client import Client
 from dualmem.embed import HashingEmbedder
@@ -27,30 +27,8 @@ from dualmem.server.bodies import MAX_BODY_DEPTH, nesting_depth
 from dualmem.server.keys import KeyStore
 from dualmem.server.schemas import QueryRequest
 from dualmem.types import MAX_K
-from server_support import live_server
+from server_support import QUIET, client, keys, live_server, memory  # noqa: F401 - fixtures
 from test_server import add, assert_problem, auth
-
-QUIET = Profile.builtin().with_(write__consolidation="off")
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=QUIET) as mem:
-        yield mem
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> Iterator[KeyStore]:
-    store = KeyStore.open(tmp_path / "m.keys.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def client(memory: Memory, keys: KeyStore) -> Iterator[TestClient]:
-    app = create_app(memory, keys=keys, settings=ServerSettings(rate_limit=None, consolidate_every=0))
-    with TestClient(app) as c:
-        yield c
 
 
 # -- 1. at defaults to now ---------------------------------------------------------------------

@@ -6,7 +6,6 @@ import dataclasses
 import datetime as dt
 import hashlib
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from dualmem.plane import InMemoryStore, SQLiteStore, open_store
 from dualmem.plane._sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from dualmem.text.lexical import content_tokens
 from dualmem.types import Edge, Node, Tenant
+from threads import run_threads
 
 USER = Tenant("u")
 T0 = dt.datetime(2023, 5, 1, tzinfo=dt.UTC)
@@ -211,11 +211,7 @@ def test_threads_share_one_store(db: Path) -> None:
         except BaseException as exc:  # collected and re-raised by the test thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, 4)
     assert errors == []
     assert store.count() == 80
     store.close()

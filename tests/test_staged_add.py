@@ -22,10 +22,11 @@ from dualmem.embed import Embedder, HashingEmbedder
 from dualmem.embed.base import Matrix
 from dualmem.errors import EmbedderError, InvalidInput
 from dualmem.plane import SQLiteStore
+from dualmem.plane.base import StagedNodes
 from dualmem.plane.memory import InMemoryStore
 from dualmem.types import Node, Observation, Tenant
 from dualmem.write import pipeline
-from dualmem.write.pipeline import StagedNodes, Writer
+from dualmem.write.pipeline import Writer
 
 USER = Tenant("u")
 TOPICS = [

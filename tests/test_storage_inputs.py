@@ -4,26 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dualmem import Memory, Profile
+from dualmem import Memory
 from dualmem.cli.main import main
-from dualmem.embed import HashingEmbedder
 from dualmem.errors import InvalidInput, UserError
 from dualmem.memory import Filter
 from export_seal import resealed_text
-
-
-@pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    prof = Profile.named("builtin").with_(write__consolidation="off")
-    with Memory.open(
-        tmp_path / "m.db", embedder=HashingEmbedder(64), answerer="extractive", profile=prof
-    ) as m:
-        yield m
+from test_deep_json import mem  # noqa: F401 - a fixture
 
 
 def deep(n: int) -> dict[str, object]:

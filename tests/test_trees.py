@@ -99,8 +99,14 @@ def test_json_round_trip_and_loading_by_format(tmp_path: Path) -> None:
         ({"format": "dualmem.trees/1", "features": ["a"], "trees": {}}, "trees"),
         ({"format": "dualmem.trees/1", "features": ["a"], "trees": []}, "at least one tree"),
         ({"format": "dualmem.trees/1", "features": ["a", "a"], "trees": [LEAF]}, "distinct"),
-        ({"format": "dualmem.trees/1", "features": ["a"], "trees": [{"feature": [0]}]}, "list of numbers"),
-        ({"format": "dualmem.trees/1", "features": ["a"], "scale": "1", "trees": []}, "numbers"),
+        (
+            {"format": "dualmem.trees/1", "features": ["a"], "trees": [{"feature": [0]}]},
+            r"trees\[0\]\.threshold: Field required",
+        ),
+        (
+            {"format": "dualmem.trees/1", "features": ["a"], "scale": "1", "trees": []},
+            "scale: expected a number",
+        ),
     ],
 )
 def test_bad_files_are_config_errors(data: object, match: str) -> None:
@@ -128,7 +134,7 @@ def _tree(**kw: object) -> dict[str, object]:
         (_tree(right=[-3]), "out of range"),
         (_tree(left=[3]), "not one of"),
         (_tree(threshold=[float("nan")]), "finite"),
-        (_tree(feature=[0.5]), "integers"),
+        (_tree(feature=[0.5]), r"feature\[0\]: Input should be a valid integer"),
         (_tree(feature=[7]), "outside"),
         (_tree(threshold=[]), "one length"),
     ],

@@ -5,10 +5,8 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,11 +19,11 @@ from fastapi.testclient import TestClient
 from dualmem import Memory, Profile
 from dualmem.control.scripted import ScriptedController
 from dualmem.embed import HashingEmbedder
-from dualmem.server import ServerSettings, create_app
 from dualmem.server.keys import KeyStore
 from dualmem.server.routes_inspector import inspector_router
 from dualmem.server.ui.growth import growth
 from dualmem.types import VIEWS, Tenant
+from server_support import app_client, free_port, keys, wait_ready  # noqa: F401 - fixtures
 
 SUPERSEDE = {
     "relation.time": "unknown",
@@ -48,17 +46,8 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
 
 
 @pytest.fixture
-def keys(tmp_path: Path) -> Iterator[KeyStore]:
-    store = KeyStore.open(tmp_path / "m.keys.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
 def client(memory: Memory, keys: KeyStore) -> Iterator[TestClient]:
-    settings = ServerSettings(rate_limit=None, consolidate_every=0)
-    app = create_app(memory, keys=keys, settings=settings, routers=[inspector_router()])
-    with TestClient(app) as c:
+    with app_client(memory, keys, [inspector_router()]) as c:
         yield c
 
 
@@ -179,14 +168,8 @@ def test_growth_ends_at_the_stats_totals(client: TestClient, keys: KeyStore, mem
     assert growth(memory.store, Tenant("nobody")).points == ()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_dualmem_serve_mounts_the_inspector(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     db = str(tmp_path / "m.db")
@@ -195,16 +178,7 @@ def test_dualmem_serve_mounts_the_inspector(tmp_path: Path) -> None:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "dualmem serve did not become ready"
-            time.sleep(0.1)
+        wait_ready(url, proc, proc.stderr)
         page = httpx.get(f"{url}/ui")
         assert page.status_code == 200
         assert "dualmem inspector" in page.text

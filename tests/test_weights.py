@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dualmem.control.builtin import BuiltinWeights, hand_set_weights
-from dualmem.control.weights import WeightsFile, read_weights
+from dualmem.control.weights import WeightsFile, read_weights, validate_write_heads
 from dualmem.errors import ConfigError
 
 PACKAGED = resources.files("dualmem.control").joinpath("builtin_weights.json").read_text(encoding="utf-8")
@@ -52,3 +52,18 @@ def test_from_file_goes_through_the_model(tmp_path: Path) -> None:
     path.write_text(V + '"decisions": {"stop.contradiction": {"bias": "high"}}}')
     with pytest.raises(ConfigError, match=r"w\.json: decisions\.stop\.contradiction\.bias"):
         BuiltinWeights.from_file(path)
+
+
+def test_a_write_heads_file_is_read_by_its_model() -> None:
+    """The fitted write heads' file (``dualmem.write-heads/1``) is validated by one model too."""
+    good = {"format": "dualmem.write-heads/1", "decisions": {"relation.supersedes": {"bias": -1.0}}}
+    assert (
+        validate_write_heads(good, source="h.json").as_weights().decisions["relation.supersedes"].bias == -1.0
+    )
+    bad = {**good, "decisions": {"relation.supersedes": {"bias": "high"}}}
+    with pytest.raises(
+        ConfigError, match=r"h\.json: decisions\.relation\.supersedes\.bias: expected a finite"
+    ):
+        validate_write_heads(bad, source="h.json")
+    with pytest.raises(ConfigError, match=r"h\.json: extra: Extra inputs are not permitted"):
+        validate_write_heads({**good, "extra": 1}, source="h.json")

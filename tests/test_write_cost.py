@@ -132,7 +132,7 @@ def test_the_common_terms_are_forgotten_on_rollback_text_updates_and_other_write
                 [Node(id=f"y{i:03d}", tenant=USER, content="fresh", at=T0, embedding=v) for i in range(8)]
             )
             assert store.lexical_probe(USER, "fresh rare", 10) == _plain(store, "fresh rare")
-            assert "fresh" in store._common_terms
+            assert "fresh" in store._lexical.common_terms
             raise RuntimeError("fail the write")
 
     with pytest.raises(RuntimeError):

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from dualmem import errors as errs
 from dualmem._boundary import describe_error
+from dualmem._closing import Closing
 from dualmem.conversations import load_observations
 from dualmem.errors import DualmemError, InvalidInput, RuntimeFailure, UserError
 from dualmem.memory import Answer, Inspection
@@ -37,6 +38,7 @@ from dualmem.text.timeparse import TimeInput
 from dualmem.types import MAX_K, JSONValue, Node, Observation, Tenant
 from dualmem.write.consolidate import ConsolidationReport
 from dualmem.write.lifecycle import Filter
+from dualmem.write.pipeline import WriteReport
 
 __all__ = ["Client"]
 
@@ -113,7 +115,7 @@ def _filter(where: Filter | None) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-class Client:
+class Client(Closing):
     """The tenant-bound memory behind an API key on a dualmem server (synchronous, httpx)."""
 
     def __init__(
@@ -132,12 +134,6 @@ class Client:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- transport ----------------------------------------------------------------------------
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -166,7 +162,7 @@ class Client:
             ) from exc
 
     # -- write --------------------------------------------------------------------------------
-    def add(
+    def add(  # noqa: PLR0913 - keyword-only: the observation's fields and its idempotency key
         self,
         text: str,
         *,
@@ -176,11 +172,12 @@ class Client:
         session: str | None = None,
         turn_id: str | None = None,
         metadata: Mapping[str, JSONValue] | None = None,
+        key: str | None = None,
     ) -> str:
-        """Store one observation; returns its node id."""
+        """Store one observation; returns its node id (the stored one for a known ``key``/turn)."""
         obs = {
             "text": text, "speaker": speaker, "at": _time(at), "source": source, "session": session,
-            "turn_id": turn_id, "metadata": dict(metadata or {}),
+            "turn_id": turn_id, "metadata": dict(metadata or {}), "key": key,
         }  # fmt: skip
         return self.add_many([obs])[0]
 
@@ -191,7 +188,8 @@ class Client:
         chunk_size: int = 256,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
-        """Store observations in order, ``chunk_size`` per request (each request is all or nothing)."""
+        """Store observations in order, ``chunk_size`` per request (each request is all or nothing);
+        a mapping's ``key`` is its idempotency key, as embedded."""
         items = [{k: v for k, v in _observation(o).items() if v is not None} for o in observations]
         size = max(1, min(chunk_size, w.MAX_BATCH))
         ids: list[str] = []
@@ -229,6 +227,23 @@ class Client:
 
     def forget_all(self) -> int:
         return self._json(w.ForgetResponse, "POST", "/v1/forget", json={"all": True}).forgotten
+
+    def would_forget(self, id: str | None = None, *, where: Filter | None = None) -> list[Node]:
+        """What :meth:`forget` would remove now (with neither argument: :meth:`forget_all`), in time
+        order, removing nothing."""
+        if id is not None and where is not None:
+            raise InvalidInput("pass at most one of a node id or where=Filter(...)")
+        if id is not None:
+            out = self._json(w.WouldForgetOut, "GET", f"/v1/memories/{id}/forget-preview")
+        else:
+            body = {"all": True} if where is None or where.empty() else _filter(where)
+            out = self._json(w.WouldForgetOut, "POST", "/v1/forget/preview", json=body)
+        return [d.node_from(n) for n in out.items]
+
+    def repair(self) -> WriteReport:
+        """Complete the controller decisions of the tenant's memories left pending by an outage."""
+        out = self._json(w.RepairOut, "POST", "/v1/repair")
+        return WriteReport(tuple(out.ids), tuple(out.pending), out.edges, out.error)
 
     def consolidate(self) -> ConsolidationReport:
         return d.consolidation_from(self._json(w.ConsolidationOut, "POST", "/v1/consolidate"))

@@ -16,11 +16,11 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TypeVar
 
 import httpx
 
+from dualmem._closing import Closing
 from dualmem.errors import ConfigError, RuntimeFailure
 from dualmem.types import JSONValue
 
@@ -221,7 +221,7 @@ def _classified(classify: Classifier | None, response: httpx.Response) -> BaseEx
     return classify(response.status_code, response.text)
 
 
-class JSONClient:
+class JSONClient(Closing):
     """An ``httpx.Client`` bound to an API root, a retry policy and the caller's error types.
 
     ``post(path, payload)`` returns the decoded JSON object of a 2xx reply; see :func:`post_json`
@@ -284,11 +284,3 @@ class JSONClient:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> JSONClient:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

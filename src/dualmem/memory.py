@@ -22,16 +22,17 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dualmem._closing import Closing
 from dualmem._open import OpenOptions, build, close_all
 from dualmem.config import Profile
 from dualmem.control import create_controller
-from dualmem.control.builtin import BuiltinController
 from dualmem.control.meter import Meter
 from dualmem.control.questions import Controller
 from dualmem.conversations import load_observations
 from dualmem.embed import CachedEmbedder, Embedder, create_embedder
 from dualmem.errors import ConfigError, Conflict, InvalidInput, NotFound
-from dualmem.plane import Decision, SQLiteStore, Store, open_store
+from dualmem.plane import Decision, MemoryStore, open_store
+from dualmem.plane.base import ApproximateSearch
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, verify_export
 from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
@@ -84,12 +85,12 @@ class Inspection:
     decisions: tuple[Decision, ...]
 
 
-class Memory:
+class Memory(Closing):
     """An agent memory. Open one with :meth:`Memory.open`; use it as a context manager."""
 
     def __init__(
         self,
-        store: Store,
+        store: MemoryStore,
         embedder: Embedder,
         controller: Controller,
         *,
@@ -115,7 +116,7 @@ class Memory:
         self._bound = False
         if _declared_dim(embedder) is not None:
             self._bind()  # a mismatched database is refused at open
-        if isinstance(store, SQLiteStore):
+        if isinstance(store, ApproximateSearch):
             store.use_ann(self.profile.ann_threshold)
         store.set_context_window(self.profile.read.pool_window)  # a changed window rebuilds the context
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
@@ -137,7 +138,7 @@ class Memory:
         )
         self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
         self._closed = False
-        self.read_only = bool(getattr(store, "read_only", False))
+        self.read_only = store.read_only
         if not self.read_only:
             self._periodic.resume()  # passes a process that died left queued
 
@@ -190,7 +191,8 @@ class Memory:
             owned.append(store)
             mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)
             if opts.repair_on_open and not mem.read_only:
-                repair_at_open(store, mem.repair_all if isinstance(ctl, BuiltinController) else None)
+                # an in-process controller (``runs_inline``: no network, milliseconds a node) repairs
+                repair_at_open(store, mem.repair_all if getattr(ctl, "runs_inline", False) else None)
         except BaseException:
             close_all(owned)
             raise
@@ -216,12 +218,6 @@ class Memory:
                 self.store.bind_embedder(self.embedder.name, self.embedder.dim)
                 self._bound = True
 
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def scope(self, user: str, agent: str | None = None, run: str | None = None) -> Scope:
         """A handle bound to one tenant: the same methods without the tenant keywords."""
         return Scope(self, Tenant(user, agent, run))
@@ -246,13 +242,9 @@ class Memory:
         The write is one transaction: it is stored whole (edges and decisions too) or not at all.
         """
         tenant = Tenant(user, agent, run)
-        key = provenance.pop("key", None)
-        if key is not None and (not isinstance(key, str) or not key.strip()):
-            raise InvalidInput("key must be a non-empty string", hint="an idempotency key, e.g. a request id")
-        if key is not None:
-            check_text(key, "key")
+        key = _caller_key(provenance.pop("key", None))
         obs = _observation(text, speaker=speaker, at=at, **provenance)
-        return self._add_many(tenant, [obs], keys=[None if key is None else "key:" + key])[0]
+        return self._add_many(tenant, [obs], keys=[key])[0]
 
     def add_many(
         self,
@@ -267,8 +259,9 @@ class Memory:
         """Store observations in order, batching embedding and controller work per chunk.
 
         All or nothing: every observation is validated before anything is written, and the whole
-        call is one transaction (a failure stores none of it). Observations with a ``turn_id`` that
-        is already stored are not written again (their stored ids are returned).
+        call is one transaction (a failure stores none of it). Observations with a ``turn_id``, or (a
+        mapping) a ``key``, that is already stored are not written again (their stored ids are
+        returned), as with :meth:`add`.
         """
         return self._add_many(Tenant(user, agent, run), observations, chunk_size, on_progress)
 
@@ -301,11 +294,12 @@ class Memory:
     ) -> list[str]:
         if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
             raise InvalidInput(f"chunk_size must be a positive integer, got {chunk_size!r}")
-        items = [_coerce(o) for o in observations]
+        keyed = [_keyed(o) for o in observations]
+        items = [obs for obs, _ in keyed]
         self._bind()
         wanted = [
             given if given is not None else natural_key(obs, tenant)
-            for obs, given in zip(items, keys or [None] * len(items), strict=True)
+            for obs, given in zip(items, keys or [key for _, key in keyed], strict=True)
         ]
         # a retry or a resumed ingest: what is stored already is neither embedded nor written again
         asked = {k for k in wanted if k is not None}
@@ -739,6 +733,25 @@ def _observation(text: object, *, speaker: str | None, at: TimeInput, **provenan
         turn_id=provenance.get("turn_id"),
         metadata=provenance.get("metadata") or {},
     )
+
+
+def _caller_key(key: object) -> str | None:
+    """A caller's idempotency key as stored (``key:`` and the key), or None."""
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidInput("key must be a non-empty string", hint="an idempotency key, e.g. a request id")
+    check_text(key, "key")
+    return "key:" + key
+
+
+def _keyed(item: Observation | str | Mapping[str, Any]) -> tuple[Observation, str | None]:
+    """An observation and the caller's key a mapping gave it (``{"text": ..., "key": ...}``)."""
+    if isinstance(item, Mapping) and "key" in item:
+        data = dict(item)
+        key = _caller_key(data.pop("key"))
+        return _coerce(data), key
+    return _coerce(item), None
 
 
 def _coerce(item: Observation | str | Mapping[str, Any]) -> Observation:

@@ -14,7 +14,7 @@ import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -22,9 +22,11 @@ import numpy.typing as npt
 from dualmem.errors import InvalidInput, TenantRequired
 
 __all__ = [
+    "EDGE_FIELDS",
     "EDGE_LABELS",
     "MAX_JSON_DEPTH",
     "MAX_K",
+    "NODE_FIELDS",
     "VIEWS",
     "Edge",
     "Evidence",
@@ -40,6 +42,7 @@ __all__ = [
     "View",
     "check_json",
     "check_text",
+    "from_iso",
     "new_id",
     "normal_tenant_id",
     "tenant_id_pattern",
@@ -249,6 +252,16 @@ class TemporalRef:
             "precision": self.precision,
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TemporalRef:
+        """The inverse of :meth:`to_json` (dates as ISO 8601 text, or already dates)."""
+        return cls(
+            expression=data["expression"],
+            start=_date(data["start"]),
+            end=_date(data["end"]),
+            precision=data["precision"],
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class TypeScores:
@@ -266,6 +279,10 @@ class TypeScores:
             "procedural": self.procedural,
             "preference": self.preference,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, float]) -> TypeScores:
+        return cls(**data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,10 +363,13 @@ class Node:
         return hash(self.id)
 
     def to_json(self) -> dict[str, JSONValue]:
-        """Every field but the embedding, as JSON values (times ISO 8601): the one full serialiser.
+        """Every field but the embedding, as JSON values (times ISO 8601), keys ``NODE_FIELDS`` in
+        order: the one full serialiser, and :meth:`from_json` its one inverse.
 
-        The JSONL export adds the embedding to it; the CLI shows a projection of it. Controllers and
-        answerers see :meth:`memory_json` instead.
+        Every other shape of a node derives from this pair: the JSONL export (it adds the
+        embedding), the HTTP ``NodeOut`` (the tenant nested), the SQL rows of both stores
+        (``plane._codec``: JSON text columns, and epoch columns beside the times). The CLI shows a
+        projection of it. Controllers and answerers see :meth:`memory_json` instead.
         """
         return {
             "id": self.id,
@@ -373,6 +393,34 @@ class Node:
             "derived": self.derived,
         }
 
+    @classmethod
+    def from_json(
+        cls, data: Mapping[str, Any], *, embedding: Vector | None = None, tenant: Tenant | None = None
+    ) -> Node:
+        """The node :meth:`to_json` wrote: ``data`` holds its keys, values as JSON (or, as a validated
+        model gives them, times and dates already parsed). ``tenant``: the node's tenant when the
+        caller has it already (a store decodes few distinct tenants)."""
+        return cls(
+            id=data["id"],
+            tenant=tenant if tenant is not None else Tenant(data["user"], data["agent"], data["run"]),
+            content=data["content"],
+            at=from_iso(data["at"]),
+            speaker=data["speaker"],
+            source=data["source"],
+            session=data["session"],
+            turn_id=data["turn_id"],
+            metadata=data["metadata"],
+            entities=tuple(data["entities"]),
+            temporal_refs=tuple(TemporalRef.from_json(r) for r in data["temporal_refs"]),
+            types=None if data["types"] is None else TypeScores.from_json(data["types"]),
+            embedding=embedding,
+            created_at=cast(dt.datetime, from_iso(data["created_at"])),
+            status=data["status"],
+            valid_from=from_iso(data["valid_from"]),
+            valid_to=from_iso(data["valid_to"]),
+            derived=bool(data["derived"]),
+        )
+
     def memory_json(self) -> dict[str, JSONValue]:
         """The memory object passed to System One (paper B.1): id, content, timestamp, entities."""
         out: dict[str, JSONValue] = {
@@ -388,6 +436,25 @@ class Node:
 
 def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def from_iso(value: str | dt.datetime | None) -> dt.datetime | None:
+    """A time of a JSON shape: ISO 8601 text (what ``to_json`` writes), or a datetime a validated
+    model already parsed it to."""
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    return dt.datetime.fromisoformat(value)
+
+
+def _date(value: str | dt.date) -> dt.date:
+    return value if isinstance(value, dt.date) else dt.date.fromisoformat(value)
+
+
+#: a node's fields as JSON, in order (``Node.to_json``): the one list every other shape derives from
+NODE_FIELDS: tuple[str, ...] = (
+    "id", "user", "agent", "run", "content", "at", "speaker", "source", "session", "turn_id", "metadata",
+    "entities", "temporal_refs", "types", "created_at", "status", "valid_from", "valid_to", "derived",
+)  # fmt: skip
 
 
 def _node_key(n: Node) -> tuple[object, ...]:
@@ -423,6 +490,26 @@ class Edge:
 
     def other(self, node_id: str) -> str:
         return self.target if node_id == self.source else self.source
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """The edge as JSON values, keys ``EDGE_FIELDS`` in order (times ISO 8601)."""
+        data: dict[str, JSONValue] = {name: getattr(self, name) for name in EDGE_FIELDS[:5]}
+        return data | {name: _iso(getattr(self, name)) for name in EDGE_FIELDS[5:]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Edge:
+        """The edge :meth:`to_json` wrote."""
+        return cls(
+            data["source"], data["target"], data["view"], data["label"], data["weight"],
+            cast(dt.datetime, from_iso(data["created_at"])), from_iso(data["valid_from"]),
+            from_iso(data["valid_to"]),
+        )  # fmt: skip
+
+
+#: an edge's fields as JSON, in order (``Edge.to_json``)
+EDGE_FIELDS: tuple[str, ...] = (
+    "source", "target", "view", "label", "weight", "created_at", "valid_from", "valid_to",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

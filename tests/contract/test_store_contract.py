@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
-from dualmem.plane import Decision, InMemoryStore, SQLiteStore, Store
+from dualmem.plane import Decision, InMemoryStore, MemoryStore, SQLiteStore, Store
 from dualmem.plane.base import Candidate
 from dualmem.types import Edge, Node, TemporalRef, Tenant, TypeScores
 
@@ -578,6 +578,13 @@ def test_tenant_counts_list_every_user_agent_and_run(store: Store, rng: np.rando
         (Tenant("alice", agent="planner", run="r1"), 1),
         (BOB, 1),
     ]
+    assert store.users() == ["alice", "bob"]  # each user once, sorted (migration lists them)
+
+
+def test_every_backend_is_a_memory_store(store: Store) -> None:
+    """What a ``Memory`` asks of its store is one protocol of capabilities; a backend has them all."""
+    assert isinstance(store, MemoryStore)
+    assert store.read_only is False
 
 
 # -- properties -----------------------------------------------------------------------------

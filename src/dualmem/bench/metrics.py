@@ -7,7 +7,7 @@ Which F1 is which:
 
 * ``f1_locomo`` is the official LoCoMo token F1 (``task_eval/evaluation.py`` of the LoCoMo
   release): commas removed, lower-cased, punctuation removed, the words *a, an, the, and* removed,
-  each token Porter-stemmed (NLTK's variant, re-implemented in ``_porter``), then F1 over token
+  each token Porter-stemmed (NLTK's variant: ``dualmem.text.stem``), then F1 over token
   multisets. ``f1_locomo_multi`` is the official multi-hop (category 1) variant: prediction and gold
   are split on commas, each gold part takes its best-matching prediction part, and the parts average.
   ``locomo_official_score`` applies the official per-category rule.
@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from dualmem.bench._porter import stem
+from dualmem.text.stem import stem
 
 __all__ = [
     "CATEGORY_NAMES",

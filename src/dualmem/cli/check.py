@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
-from dualmem.plane import Store, open_store
+from dualmem.plane import MemoryStore, open_store
+from dualmem.plane.base import LexicalIndexAdmin
 from dualmem.plane.check import CheckReport, Problem
 
 __all__ = ["Outcome", "cmd_check", "register"]
@@ -57,11 +58,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_check, render=render_check)
 
 
-def _build_index(store: Store, path: str) -> Outcome:
+def _build_index(store: MemoryStore, path: str) -> Outcome:
     """``--lexical-index``: the impact-ordered index of an SQLite store, built in one write."""
-    from dualmem.plane import SQLiteStore
-
-    if not isinstance(store, SQLiteStore):
+    if not isinstance(store, LexicalIndexAdmin):
         raise ConfigError(
             "--lexical-index is for an SQLite database", hint="PostgreSQL ranks with its own index"
         )
@@ -97,7 +96,7 @@ def cmd_check(args: argparse.Namespace) -> Outcome:
     return Outcome({"db": path, **report.to_json()}, 0 if report.healthy else 1)
 
 
-def _reembed(store: Store, args: argparse.Namespace, report: CheckReport) -> CheckReport:
+def _reembed(store: MemoryStore, args: argparse.Namespace, report: CheckReport) -> CheckReport:
     """Every node's vector (and chunks) made again by the write path's rules (``write/reembed.py``)."""
     from dualmem.embed import create_embedder
     from dualmem.write.reembed import reembed
@@ -108,7 +107,7 @@ def _reembed(store: Store, args: argparse.Namespace, report: CheckReport) -> Che
     return CheckReport(after.healthy, after.problems, kinds, report.before or report.problems)
 
 
-def _repair_pending(store: Store, args: argparse.Namespace, report: CheckReport) -> CheckReport:
+def _repair_pending(store: MemoryStore, args: argparse.Namespace, report: CheckReport) -> CheckReport:
     """Pending nodes need the embedder and the controller: the write path's ``repair``."""
     from dualmem.cli.options import controller_options
     from dualmem.control import create_controller

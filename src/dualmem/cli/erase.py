@@ -15,7 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 from dualmem.cli.check import Outcome
 from dualmem.cli.options import db_path, require_database
 from dualmem.errors import ConfigError
-from dualmem.plane import SQLiteStore, open_store
+from dualmem.plane import open_store
+from dualmem.plane.base import Erasable
 
 __all__ = ["cmd_erase", "register"]
 
@@ -36,14 +37,9 @@ def cmd_erase(args: argparse.Namespace) -> Outcome:
         raise ConfigError("erase rewrites the database", hint="drop --read-only")
     store = open_store(path, timeout=args.lock_timeout)
     try:
-        if isinstance(store, SQLiteStore):
-            report = store.erase()
-        else:
-            from dualmem.plane.postgres import PostgresStore
-
-            if not isinstance(store, PostgresStore):
-                raise ConfigError(f"erase does not know the store at {path}")
-            report = store.erase()
+        if not isinstance(store, Erasable):
+            raise ConfigError(f"erase does not know the store at {path}")
+        report = store.erase()
     finally:
         store.close()
     return Outcome({"db": _shown(path), **report.to_json()}, 0 if report.complete else 1)

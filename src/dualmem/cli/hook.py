@@ -30,7 +30,7 @@ from pathlib import Path
 from dualmem import _json as bounded_json
 from dualmem.cli.hook_capture import quietly
 from dualmem.errors import InvalidInput, NotFound
-from dualmem.plane.base import Store
+from dualmem.plane.base import MemoryStore
 from dualmem.types import Node, Tenant
 
 __all__ = ["HookInput", "read_input", "register"]
@@ -200,7 +200,7 @@ def _db_path(args: argparse.Namespace) -> str:
 
 
 @contextmanager
-def _open_store(args: argparse.Namespace) -> Iterator[Store]:
+def _open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
     from dualmem.plane import open_store
 
     store = open_store(_db_path(args), timeout=min(1.0, args.lock_timeout))
@@ -217,7 +217,7 @@ def _search(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list
         return lexical(store, tenant, text, k)
 
 
-def lexical(store: Store, tenant: Tenant, text: str, k: int) -> list[Node]:
+def lexical(store: MemoryStore, tenant: Tenant, text: str, k: int) -> list[Node]:
     """The current memories that share words or entities with ``text``, fused by reciprocal rank."""
     from dualmem.read.route import rrf
     from dualmem.text.entities import extract_entities

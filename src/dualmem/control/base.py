@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from types import TracebackType
-from typing import ClassVar, Self
+from typing import ClassVar
 
+from dualmem._closing import Closing
 from dualmem.control.questions import Batch, BatchResult
 from dualmem.errors import ControllerError
 
 __all__ = ["BaseController"]
 
 
-class BaseController(ABC):
+class BaseController(Closing, ABC):
     """Default ``decide_many``, ``close`` and context management over an abstract ``decide``."""
 
     name: str
@@ -60,13 +60,5 @@ class BaseController(ABC):
                 out.append(exc)
         return out
 
-    def close(self) -> None:  # noqa: B027 (a default, not an abstract method)
+    def close(self) -> None:
         """Release what the controller holds (nothing here)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

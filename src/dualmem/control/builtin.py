@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -44,7 +44,14 @@ from dualmem.control.questions import (
 from dualmem.control.ranker import Ranker
 from dualmem.control.scorers import default_ranker
 from dualmem.control.states import FeatureSource, Purpose, State, TraversalState, WireFeatures, parse_state
-from dualmem.control.weights import read_weights
+from dualmem.control.weights import (
+    WRITE_HEADS_FORMAT,
+    LinearSpec,
+    WeightsFile,
+    read_weights,
+    validate_weights,
+    validate_write_heads,
+)
 from dualmem.errors import ConfigError, ControllerError, UnknownDecision
 
 __all__ = [
@@ -130,28 +137,27 @@ class BuiltinWeights:
 
     @classmethod
     def from_json(cls, data: object, *, source: str = "weights") -> BuiltinWeights:
-        """Validate parsed JSON; raises ``ConfigError`` naming the bad entry."""
-        doc = _mapping(data, source)
-        if doc.get("version") != _VERSION:
-            raise ConfigError(
-                f"{source}: unsupported version {doc.get('version')!r}", hint=f'set "version": "{_VERSION}"'
-            )
-        unknown = set(doc) - {"version", "comment", "decisions", "choices"}
-        if unknown:
-            raise ConfigError(f"{source}: unknown top-level fields {sorted(unknown)}")
+        """Parsed JSON validated by the file's model (``control.weights``), then ``of``."""
+        return cls.of(validate_weights(data, source=source), source=source)
+
+    @classmethod
+    def of(cls, model: WeightsFile, *, source: str = "weights") -> BuiltinWeights:
+        """A validated file's weights, checked for what only the decider knows: each key's decision
+        family and its features, no key both Noul and Choice. Raises ``ConfigError`` naming the bad
+        entry."""
         decisions = {
             key: _linear(spec, key=key, where=f"{source}: decisions.{key}")
-            for key, spec in _mapping(doc.get("decisions", {}), f"{source}: decisions").items()
+            for key, spec in model.decisions.items()
         }
-        choices: dict[str, ChoiceWeights] = {}
-        for key, labels in _mapping(doc.get("choices", {}), f"{source}: choices").items():
-            where = f"{source}: choices.{key}"
-            by_label = _mapping(labels, where)
-            if not by_label:
-                raise ConfigError(f"{where}: a Choice needs at least one label")
-            choices[key] = ChoiceWeights(
-                tuple((lab, _linear(s, key=key, where=f"{where}.{lab}")) for lab, s in by_label.items())
+        choices = {
+            key: ChoiceWeights(
+                tuple(
+                    (lab, _linear(s, key=key, where=f"{source}: choices.{key}.{lab}"))
+                    for lab, s in labels.items()
+                )
             )
+            for key, labels in model.choices.items()
+        }
         both = set(decisions) & set(choices)
         if both:
             raise ConfigError(f"{source}: keys both Noul and Choice: {sorted(both)}")
@@ -167,39 +173,19 @@ class BuiltinWeights:
         return cls.from_json(data, source=str(path))
 
 
-def _mapping(value: object, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ConfigError(f"{where}: expected an object")
-    return value
-
-
-def _number(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
-    return float(value)
-
-
-def _linear(spec: object, *, key: str, where: str) -> LinearWeights:
+def _linear(spec: LinearSpec, *, key: str, where: str) -> LinearWeights:
     group = group_of(key)
     if group is None:
         raise ConfigError(
             f"{where}: unknown decision family of {key!r}",
             hint="keys start with typing., relation., consolidate., route., traverse. or stop.",
         )
-    body = _mapping(spec, where)
-    extra = set(body) - {"bias", "weights"}
-    if extra:
-        raise ConfigError(f"{where}: unknown fields {sorted(extra)}")
-    weights = _mapping(body.get("weights", {}), f"{where}.weights")
-    bad = sorted(set(weights) - GROUPS[group])
+    bad = sorted(set(spec.weights) - GROUPS[group])
     if bad:
         raise ConfigError(
             f"{where}: unknown features {bad}", hint=f"{group} features: {', '.join(sorted(GROUPS[group]))}"
         )
-    return LinearWeights(
-        bias=_number(body.get("bias", 0.0), f"{where}.bias"),
-        weights=tuple((f, _number(w, f"{where}.weights.{f}")) for f, w in weights.items()),
-    )
+    return LinearWeights(bias=spec.bias, weights=tuple(spec.weights.items()))
 
 
 def with_decisions(base: BuiltinWeights, decisions: Mapping[str, LinearWeights]) -> BuiltinWeights:
@@ -228,13 +214,11 @@ def hand_set_weights() -> BuiltinWeights:
     return BuiltinWeights.from_json(data, source=_WEIGHTS_FILE)
 
 
-#: the format of a file of fitted write heads (``dualmem calibrate --write-heads-out``)
-WRITE_HEADS_FORMAT = "dualmem.write-heads/1"
 _FITTED_FILE = "fitted_weights.json"
 
 
 @cache
-def fitted_heads() -> tuple[Mapping[str, LinearWeights], Mapping[str, Any]]:
+def fitted_heads() -> tuple[Mapping[str, LinearWeights], Mapping[str, object]]:
     """The packaged fitted write heads and their provenance (empty when none are packaged)."""
     ref = resources.files("dualmem.control").joinpath(_FITTED_FILE)
     if not ref.is_file():
@@ -243,13 +227,9 @@ def fitted_heads() -> tuple[Mapping[str, LinearWeights], Mapping[str, Any]]:
         data = json.loads(ref.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read the packaged {_FITTED_FILE}: {exc}") from exc
-    doc = _mapping(data, _FITTED_FILE)
-    if doc.get("format") != WRITE_HEADS_FORMAT:
-        raise ConfigError(f"{_FITTED_FILE}: not a {WRITE_HEADS_FORMAT} file")
-    parsed = BuiltinWeights.from_json(
-        {"version": _VERSION, "decisions": doc.get("decisions", {})}, source=_FITTED_FILE
-    )
-    return parsed.decisions, MappingProxyType(dict(_mapping(doc.get("provenance", {}), _FITTED_FILE)))
+    heads = validate_write_heads(data, source=_FITTED_FILE)
+    parsed = BuiltinWeights.of(heads.as_weights(), source=_FITTED_FILE)
+    return parsed.decisions, MappingProxyType(dict(heads.provenance))
 
 
 def _sigmoid(x: float) -> float:

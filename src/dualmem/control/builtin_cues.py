@@ -13,6 +13,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from dualmem.text.lexical import STOPWORDS, tokenize
+from dualmem.text.stem import stemmer
 
 __all__ = ["Cues", "QueryCues", "containment", "cues", "link", "query_cues", "stem_tokens", "variant"]
 
@@ -294,44 +295,7 @@ _EXTRA_STOP = _words(
 )
 
 
-_IRREGULAR = {
-    past: base
-    for base, forms in {
-        "buy": "bought", "eat": "ate eaten", "see": "saw seen", "meet": "met", "find": "found",
-        "leave": "left", "feel": "felt", "think": "thought", "bring": "brought", "win": "won",
-        "lose": "lost", "begin": "began begun", "write": "wrote written", "sing": "sang sung",
-        "drive": "drove driven", "fly": "flew flown", "spend": "spent", "send": "sent",
-        "build": "built", "catch": "caught", "teach": "taught", "fall": "fell fallen", "keep": "kept",
-        "sleep": "slept", "pay": "paid", "sell": "sold", "hear": "heard", "hold": "held",
-        "become": "became", "choose": "chose chosen", "swim": "swam swum", "ride": "rode ridden",
-        "wear": "wore worn", "run": "ran", "break": "broke broken", "give": "gave given",
-        "speak": "spoke spoken", "grow": "grew grown", "know": "knew known", "draw": "drew drawn",
-        "read": "read", "lead": "led", "stand": "stood", "understand": "understood", "learn": "learnt",
-        "child": "children", "person": "people", "woman": "women", "man": "men",
-    }.items()
-    for past in forms.split()
-}  # fmt: skip
-
-
-@lru_cache(maxsize=65536)
-def _stem(token: str) -> str:
-    """A light, consistent stem: irregular forms, then -ies/-s/-ing/-ed, a doubled consonant, a final e."""
-    base = _IRREGULAR.get(token)
-    if base is not None:
-        token = base
-    elif len(token) > 4 and token.endswith("ies"):
-        token = token[:-3] + "y"
-    elif len(token) > 5 and token.endswith("ing"):
-        token = token[:-3]
-    elif len(token) > 4 and token.endswith("ed"):
-        token = token[:-2]
-    elif len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
-        token = token[:-1]
-    if len(token) > 3 and token[-1] == token[-2] and token[-1] not in "aeiouls":
-        token = token[:-1]
-    if len(token) > 3 and token.endswith("e"):
-        token = token[:-1]
-    return token
+_stem = stemmer("light")  # irregular forms, then -ies/-s/-ing/-ed, a doubled consonant, a final e
 
 
 def _content(words: list[str]) -> frozenset[str]:

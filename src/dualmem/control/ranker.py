@@ -21,17 +21,66 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator
 
 from dualmem import _json as bounded_json
+from dualmem._boundary import describe_error
 from dualmem.errors import ConfigError
 
-__all__ = ["FORMAT", "LinearRanker", "Ranker", "column_index", "format_object", "read_json"]
+__all__ = [
+    "FORMAT",
+    "LinearRanker",
+    "Number",
+    "Ranker",
+    "ScorerFile",
+    "column_index",
+    "format_object",
+    "read_json",
+    "validated",
+]
 
 FORMAT = "dualmem.ranker/1"
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+#: a JSON number (never a boolean or a numeric string), as a float
+Number = Annotated[float, PlainValidator(_number)]
+
+
+class ScorerFile(BaseModel):
+    """A scorer file's model: fields it does not know are ignored (files may carry notes)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+_F = TypeVar("_F", bound=BaseModel)
+
+
+def validated(model: type[_F], data: object, *, source: str) -> _F:
+    """``data`` as ``model`` (a ``ConfigError`` naming the first bad field)."""
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_error(exc)}") from exc
+
+
+class LinearFile(ScorerFile):
+    """The ``dualmem.ranker/1`` file (module docstring)."""
+
+    format: Literal["dualmem.ranker/1"]
+    features: Annotated[dict[str, Number], Field(min_length=1)]
+    bias: Number = 0.0
+    provenance: dict[str, Any] = Field(default_factory=dict)
 
 
 @runtime_checkable
@@ -128,20 +177,9 @@ class LinearRanker:
 
     @classmethod
     def from_json(cls, data: object, *, source: str = "ranker") -> LinearRanker:
-        data = format_object(data, FORMAT, source=source)
-        feats = data.get("features")
-        if not isinstance(feats, Mapping) or not feats:
-            raise ConfigError(f"{source}: 'features' must be a non-empty object of weights")
-        bias = data.get("bias", 0.0)
-        values = [*feats.values(), bias]
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            raise ConfigError(f"{source}: weights and bias must be numbers")
-        prov = data.get("provenance", {})
-        if not isinstance(prov, Mapping):
-            raise ConfigError(f"{source}: 'provenance' must be an object")
-        return cls(
-            tuple(str(k) for k in feats), tuple(float(v) for v in feats.values()), float(bias), dict(prov)
-        )
+        """Parsed JSON of the file, validated by its model (``LinearFile``)."""
+        model = validated(LinearFile, format_object(data, FORMAT, source=source), source=source)
+        return cls(tuple(model.features), tuple(model.features.values()), model.bias, dict(model.provenance))
 
     @classmethod
     def from_file(cls, path: Path) -> LinearRanker:

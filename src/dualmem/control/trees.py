@@ -25,12 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import Field, StrictInt
 
-from dualmem.control.ranker import column_index, format_object, read_json
+from dualmem.control.ranker import Number, ScorerFile, column_index, format_object, read_json, validated
 from dualmem.errors import ConfigError
 
 __all__ = ["FORMAT", "MAX_LEAVES", "Tree", "TreeRanker"]
@@ -107,26 +108,39 @@ class Tree:
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Tree:
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{source}: a tree must be an object")
-        parts = {}
-        for key in ("feature", "threshold", "left", "right", "leaf"):
-            v = data.get(key)
-            if not isinstance(v, list) or not all(
-                isinstance(x, int | float) and not isinstance(x, bool) for x in v
-            ):
-                raise ConfigError(f"{source}: a tree's {key!r} must be a list of numbers")
-            parts[key] = v
-        for key in ("feature", "left", "right"):
-            if not all(isinstance(x, int) for x in parts[key]):
-                raise ConfigError(f"{source}: a tree's {key!r} must be integers")
+        """One tree of a file (``TreeFile``)."""
+        return cls.of(validated(TreeFile, data, source=source))
+
+    @classmethod
+    def of(cls, model: TreeFile) -> Tree:
         return cls(
-            tuple(parts["feature"]),
-            tuple(float(x) for x in parts["threshold"]),
-            tuple(parts["left"]),
-            tuple(parts["right"]),
-            tuple(float(x) for x in parts["leaf"]),
+            tuple(model.feature),
+            tuple(model.threshold),
+            tuple(model.left),
+            tuple(model.right),
+            tuple(model.leaf),
         )
+
+
+class TreeFile(ScorerFile):
+    """A tree in the file: internal nodes as parallel lists (module docstring), then its leaves."""
+
+    feature: list[StrictInt]
+    threshold: list[Number]
+    left: list[StrictInt]
+    right: list[StrictInt]
+    leaf: list[Number]
+
+
+class TreesFile(ScorerFile):
+    """The ``dualmem.trees/1`` file (module docstring)."""
+
+    format: Literal["dualmem.trees/1"]
+    features: list[str]
+    scale: Number = 1.0
+    bias: Number = 0.0
+    trees: list[TreeFile]
+    provenance: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,21 +269,16 @@ class TreeRanker:
 
     @classmethod
     def from_json(cls, data: object, *, source: str = "ranker") -> TreeRanker:
-        data = format_object(data, FORMAT, source=source)
-        feats = data.get("features")
-        if not isinstance(feats, list) or not all(isinstance(f, str) for f in feats):
-            raise ConfigError(f"{source}: 'features' must be a list of feature names")
-        trees = data.get("trees")
-        if not isinstance(trees, list):
-            raise ConfigError(f"{source}: 'trees' must be a list")
-        numbers = [data.get("scale", 1.0), data.get("bias", 0.0)]
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers):
-            raise ConfigError(f"{source}: 'scale' and 'bias' must be numbers")
-        prov = data.get("provenance", {})
-        if not isinstance(prov, Mapping):
-            raise ConfigError(f"{source}: 'provenance' must be an object")
-        built = tuple(Tree.from_json(t, source=f"{source}: tree {i}") for i, t in enumerate(trees))
-        return cls(tuple(feats), built, float(numbers[0]), float(numbers[1]), dict(prov))
+        """Parsed JSON of the file, validated by its model (``TreesFile``); then what only a built
+        tree can check (lengths, reachability, feature indexes) raises ``ConfigError`` too."""
+        model = validated(TreesFile, format_object(data, FORMAT, source=source), source=source)
+        built = []
+        for i, tree in enumerate(model.trees):
+            try:
+                built.append(Tree.of(tree))
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: tree {i}: {exc}") from exc
+        return cls(tuple(model.features), tuple(built), model.scale, model.bias, dict(model.provenance))
 
     @classmethod
     def from_file(cls, path: Path) -> TreeRanker:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from types import TracebackType
 
 import httpx
 import numpy as np
 import pydantic
 
+from dualmem._closing import Closing
 from dualmem.embed.base import Matrix, normalize
 from dualmem.errors import ConfigError, EmbedderError
 from dualmem.http import JSONClient, RetryPolicy
@@ -34,7 +34,7 @@ class _Reply(pydantic.BaseModel):
     data: list[_Item]
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(Closing):
     """``name`` is ``openai:{model}``; ``dim`` is discovered from the first reply when not given
     (reading ``dim`` before any call sends one short probe request)."""
 
@@ -91,14 +91,6 @@ class OpenAIEmbedder:
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"
-
-    def __enter__(self) -> OpenAIEmbedder:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         self._client.close()

@@ -41,7 +41,7 @@ from dualmem.errors import InvalidInput
 from dualmem.learn.abstain import abstention_features, fit_gate
 from dualmem.learn.fit import fit_logistic
 from dualmem.learn.heads import MIN_POSITIVES, LabelledPool, LearnedHeads, fit_heads, head_example
-from dualmem.plane.base import Store
+from dualmem.plane.base import SearchStore
 from dualmem.read.pool import FEATURES, POOL_VERSION, Pool, PoolSettings, build_pool
 from dualmem.read.reach import Links, reach_links
 from dualmem.reason.extractive import ExtractiveAnswerer
@@ -113,14 +113,14 @@ def read_labelled_jsonl(path: Path) -> list[LabelledQuery]:
 
 
 def _pools(
-    store: Store, embedder: Embedder, queries: Sequence[LabelledQuery], settings: PoolSettings | None
+    store: SearchStore, embedder: Embedder, queries: Sequence[LabelledQuery], settings: PoolSettings | None
 ) -> Iterator[tuple[LabelledQuery, Pool]]:
     for q in queries:
         yield q, build_pool(store, embedder, q.query, Tenant(q.user), settings)
 
 
 def examples_from_labels(
-    store: Store,
+    store: SearchStore,
     embedder: Embedder,
     queries: Sequence[LabelledQuery],
     *,
@@ -150,7 +150,7 @@ def _shortlist(pool: Pool, k: int) -> list[int]:
 
 
 def examples_from_teacher(
-    store: Store,
+    store: SearchStore,
     embedder: Embedder,
     meter: Meter,
     queries: Sequence[LabelledQuery],
@@ -308,7 +308,7 @@ class PoolRecord:
 
 
 def pool_records(
-    store: Store,
+    store: SearchStore,
     embedder: Embedder,
     queries: Sequence[LabelledQuery],
     *,

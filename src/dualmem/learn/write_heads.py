@@ -47,10 +47,11 @@ from dualmem.control.builtin import (
 )
 from dualmem.control.builtin_features import GROUPS, Features
 from dualmem.control.states import EmbeddingFeatures
+from dualmem.control.weights import validate_write_heads
 from dualmem.conversations import Conversation
 from dualmem.errors import ConfigError, InvalidInput
 from dualmem.learn.fit import fit_logistic
-from dualmem.plane.base import Store
+from dualmem.plane.base import MemoryStore
 from dualmem.types import Node, Tenant
 from dualmem.write.candidates import Candidate
 from dualmem.write.relations import relation_state
@@ -91,7 +92,7 @@ class PairRow:
     hard: bool = False  # a labelled non-update
 
 
-def judged_pairs(store: Store, tenant: Tenant) -> Iterator[tuple[Node, list[Node]]]:
+def judged_pairs(store: MemoryStore, tenant: Tenant) -> Iterator[tuple[Node, list[Node]]]:
     """Every node with the candidates its write judged (the relation decisions' other nodes, in order)."""
     nodes = {n.id: n for n in store.iter_nodes(tenant)}
     for node in nodes.values():
@@ -140,7 +141,7 @@ def conversation_labels(
     return _closure(updates), set(conv.non_updates), related
 
 
-def conversation_rows(store: Store, conv: Conversation, group: str) -> list[PairRow]:
+def conversation_rows(store: MemoryStore, conv: Conversation, group: str) -> list[PairRow]:
     """The labelled pairs of one conversation built in ``store`` (its user: the conversation's id)."""
     updates, hard, related = conversation_labels(conv)
     rows: list[PairRow] = []
@@ -297,12 +298,8 @@ class WriteHeads:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read write heads {path}: {exc}") from exc
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ConfigError(f"{path}: not a {FORMAT} file")
-        parsed = BuiltinWeights.from_json(
-            {"version": "1", "decisions": data.get("decisions", {})}, source=str(path)
-        )
-        return cls(parsed.decisions, dict(data.get("provenance") or {}))
+        heads = validate_write_heads(data, source=str(path))
+        return cls(BuiltinWeights.of(heads.as_weights(), source=str(path)).decisions, dict(heads.provenance))
 
 
 def _linear_scores(w: LinearWeights, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -49,7 +49,25 @@ from dualmem.text.timeparse import parse_time
 from dualmem.types import MAX_K, Tenant
 from dualmem.write.lifecycle import Filter
 
-__all__ = ["KeyVerifier", "build_mcp", "flat_schema"]
+__all__ = ["NOT_TOOLS", "TOOL_OPERATIONS", "KeyVerifier", "build_mcp", "flat_schema"]
+
+#: the ``Scope`` operation behind each tool whose name differs from it
+TOOL_OPERATIONS: Mapping[str, str] = {"list": "list_memories"}
+#: the tenant operations (``Scope``'s, the Python ``Client``'s) an agent is not offered as tools, and
+#: why; ``tests/test_tenant_api.py`` checks that every other operation is a tool
+NOT_TOOLS: Mapping[str, str] = {
+    "add_many": "an agent remembers one statement at a time; batches go through HTTP or the library",
+    "ingest": "reads a conversation file on the caller's disk",
+    "repair": "an operator's remedy after a controller outage (dualmem check --repair, POST /v1/repair)",
+    "inspect": "edges and controller decisions: a debugging view (the inspector, GET /inspect)",
+    "count": "stats holds the count",
+    "nodes": "list pages through the memories",
+    "delete": "the same operation as forget",
+    "would_forget": "forget removes exactly what the user asked for; previews are for people (HTTP)",
+    "forget_all": "erasing a whole tenant is not an agent's decision",
+    "export_jsonl": "writes a file on the caller's disk",
+    "import_jsonl": "reads a file on the caller's disk",
+}
 
 T = TypeVar("T")
 

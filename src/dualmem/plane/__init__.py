@@ -7,11 +7,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dualmem.errors import ConfigError
 from dualmem.plane._sqlite_conn import MMAP_SIZE, Synchronous
-from dualmem.plane.base import Decision, Store, StoreStats
+from dualmem.plane.base import Decision, MemoryStore, Store, StoreStats
 from dualmem.plane.memory import InMemoryStore
 from dualmem.plane.sqlite import SQLiteStore
 
-__all__ = ["Decision", "InMemoryStore", "SQLiteStore", "Store", "StoreStats", "open_store"]
+__all__ = ["Decision", "InMemoryStore", "MemoryStore", "SQLiteStore", "Store", "StoreStats", "open_store"]
 
 
 def open_store(
@@ -21,7 +21,7 @@ def open_store(
     read_only: bool = False,
     synchronous: Synchronous = "normal",
     mmap_size: int | None = None,
-) -> Store:
+) -> MemoryStore:
     """Open a store from a URL or a path (``read_only``: see ``SQLiteStore.open`` and ``PostgresStore.open``;
     ``synchronous`` and ``mmap_size`` (``None``: the default): see ``SQLiteStore.open``).
 
@@ -58,7 +58,7 @@ def open_store(
     )
 
 
-def _open_postgres(url: str, *, timeout: float, read_only: bool) -> Store:
+def _open_postgres(url: str, *, timeout: float, read_only: bool) -> MemoryStore:
     if url.lower().startswith("postgresql+psycopg://"):
         url = "postgresql://" + url.split("://", 1)[1]
     try:

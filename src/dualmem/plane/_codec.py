@@ -8,18 +8,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Mapping, Sequence
-from typing import cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 
 from dualmem.errors import EmbedderMismatch, InvalidInput
 from dualmem.text.lexical import content_tokens, fts5_tokens
-from dualmem.types import JSONValue, Node, TemporalRef, TypeScores, Vector
+from dualmem.types import NODE_FIELDS, JSONValue, Node, TemporalRef, Tenant, TypeScores, Vector
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "NODE_COLUMNS",
+    "NODE_TEXT",
+    "NODE_TEXT_COLUMNS",
+    "NODE_WRITE_COLUMNS",
     "QUERY_COMMON_SHARE",
     "QUERY_MAX_TERMS",
     "QUERY_MIN_DOCS",
@@ -35,9 +39,12 @@ __all__ = [
     "from_iso",
     "from_stamp",
     "load_json",
+    "node_from_row",
+    "node_values",
     "query_phrases",
     "refs_from_json",
     "refs_to_json",
+    "tenant_of",
     "to_iso",
     "to_stamp",
     "types_from_json",
@@ -181,4 +188,75 @@ def check_embedder(bound: JSONValue, name: str, dim: int) -> None:
     raise EmbedderMismatch(
         f"this store was built with embedder {got!r} (dim {got_dim}), not {name!r} (dim {dim})",
         hint=f"open it with the embedder {got!r}, or use a new database file",
+    )
+
+
+# -- nodes as SQL rows (both stores): derived from ``Node.to_json`` / ``NODE_FIELDS`` -----------------
+
+_COLUMN = {"user": "user_id", "agent": "agent_id", "run": "run_id"}
+#: the ``nodes`` columns a read selects, one a field of ``NODE_FIELDS``, in its order
+NODE_COLUMNS: tuple[str, ...] = tuple(_COLUMN.get(name, name) for name in NODE_FIELDS)
+#: the columns a write stores, in order: ``NODE_COLUMNS`` with the epoch seconds of ``at`` and
+#: ``created_at`` (``at_ts``, ``created_ts``: what time order and time search read) after each
+NODE_WRITE_COLUMNS: tuple[str, ...] = tuple(
+    part
+    for column in NODE_COLUMNS
+    for part in (column, *{"at": ("at_ts",), "created_at": ("created_ts",)}.get(column, ()))
+)
+#: the fields held as plain text (PostgreSQL escapes NUL in them), the others are JSON, times or flags
+NODE_TEXT = frozenset({"id", "user", "agent", "run", "content", "speaker", "source", "session", "turn_id"})
+NODE_TEXT_COLUMNS = frozenset(_COLUMN.get(name, name) for name in NODE_TEXT)
+_NODE_JSON = ("metadata", "entities", "temporal_refs", "types")
+
+
+def node_values(node: Node) -> tuple[Any, ...]:
+    """The values a store writes for ``node``, in ``NODE_WRITE_COLUMNS`` order: :meth:`Node.to_json`'s
+    with the JSON fields as text (``types`` stays NULL until typed), ``derived`` as 0/1 and the epochs."""
+    check_metadata(node)
+    data: dict[str, Any] = node.to_json()
+    for name in _NODE_JSON:
+        if data[name] is not None:
+            data[name] = dump_json(data[name])
+    data["derived"] = int(node.derived)
+    data["at_ts"] = None if node.at is None else epoch(node.at)
+    data["created_ts"] = epoch(node.created_at)
+    return tuple(
+        data[name]
+        for name in (*NODE_FIELDS[:6], "at_ts", *NODE_FIELDS[6:15], "created_ts", *NODE_FIELDS[15:])
+    )
+
+
+#: decoded tenants by (user, agent, run): a read decodes hundreds of rows of the same few tenants, and
+#: a ``Tenant`` validates its ids when built (immutable values: sharing them is safe)
+_TENANTS: dict[tuple[str, str | None, str | None], Tenant] = {}
+_TENANTS_MAX = 4096
+
+
+def tenant_of(user: str, agent: str | None, run: str | None) -> Tenant:
+    """The ``Tenant`` of a stored row's ids (built once per distinct triple, then shared)."""
+    key = (user, agent, run)
+    found = _TENANTS.get(key)
+    if found is None:
+        if len(_TENANTS) >= _TENANTS_MAX:
+            _TENANTS.clear()
+        found = _TENANTS[key] = Tenant(user, agent, run)
+    return found
+
+
+def node_from_row(
+    row: Sequence[Any], embedding: Vector | None, text: Callable[[Any], Any] | None = None
+) -> Node:
+    """The node of a row in ``NODE_COLUMNS`` order (``node_values`` read back; :meth:`Node.from_json`
+    on the row with its JSON text parsed); ``text`` decodes the text columns (PostgreSQL's NUL escape)."""
+    data = dict(zip(NODE_FIELDS, row, strict=True))
+    if text is not None:
+        for name in NODE_TEXT:
+            data[name] = text(data[name])
+    metadata, entities, refs, types = data["metadata"], data["entities"], data["temporal_refs"], data["types"]
+    data["metadata"] = {} if metadata == "{}" else json.loads(metadata)  # the common empty ones: no parse
+    data["entities"] = () if entities == "[]" else json.loads(entities)
+    data["temporal_refs"] = () if refs == "[]" else json.loads(refs)
+    data["types"] = None if types is None else json.loads(types)
+    return Node.from_json(
+        data, embedding=embedding, tenant=tenant_of(data["user"], data["agent"], data["run"])
     )

@@ -15,12 +15,13 @@ import psycopg
 from psycopg import sql as pgsql
 
 from dualmem.plane import _codec as codec
+from dualmem.plane import _pg_lexical as lexical
 from dualmem.plane import _pg_sql as sql
 from dualmem.plane._context import ContextRow, decode_vector, neighbours_json, parse_neighbours
 from dualmem.plane.base import NodeContext
 from dualmem.types import Tenant
 
-__all__ = ["STALE_KEY", "V3", "drop", "read", "write"]
+__all__ = ["FIELD", "STALE_KEY", "V3", "drop", "read", "write"]
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 _K = 'text COLLATE "C"'
@@ -40,18 +41,7 @@ V3: tuple[str, ...] = (
         PRIMARY KEY (user_id, node_id),
         FOREIGN KEY (user_id, node_id) REFERENCES nodes (user_id, id) ON DELETE CASCADE
     )""",
-    f"""CREATE TABLE ctx_postings (
-        user_id {_K} NOT NULL,
-        term {_K} NOT NULL,
-        node_id {_K} NOT NULL,
-        seq bigint NOT NULL,
-        agent_id {_K},
-        run_id {_K},
-        dl integer NOT NULL,
-        tf integer NOT NULL,
-        positions integer[] NOT NULL,
-        PRIMARY KEY (user_id, term, node_id)
-    )""",
+    lexical.postings_table("ctx_postings"),
     "CREATE INDEX ctx_postings_node ON ctx_postings (user_id, node_id)",
     f"CREATE TABLE ctx_stats (user_id {_K} PRIMARY KEY, docs bigint NOT NULL, tokens bigint NOT NULL)",
     f"INSERT INTO meta (key, value) SELECT '{STALE_KEY}', 'true' WHERE EXISTS (SELECT 1 FROM nodes) "
@@ -59,15 +49,12 @@ V3: tuple[str, ...] = (
 )
 
 
+#: the context field of the lexical index (``_pg_lexical``)
+FIELD: lexical.Field = ("ctx_postings", "ctx_stats")
+
+
 def _add_stats(conn: _Conn, deltas: dict[str, tuple[int, int]]) -> None:
-    for user in sorted(deltas):
-        docs, tokens = deltas[user]
-        conn.execute(
-            "INSERT INTO ctx_stats (user_id, docs, tokens) VALUES (%s, %s, %s) ON CONFLICT (user_id) "
-            "DO UPDATE SET docs = ctx_stats.docs + excluded.docs, "
-            "tokens = ctx_stats.tokens + excluded.tokens",
-            (user, docs, tokens),
-        )
+    lexical.add_stats(conn, deltas, FIELD[1])
 
 
 def drop(conn: _Conn, keys: Collection[tuple[str, str]]) -> None:
@@ -99,24 +86,20 @@ def write(conn: _Conn, rows: Sequence[ContextRow]) -> None:
         ).fetchall()
     )
     deltas: dict[str, tuple[int, int]] = {}
+    docs = []
+    records = []
+    for r in kept:
+        user, node_id = cast(str, sql.enc(r.tenant.user)), cast(str, sql.enc(r.node_id))
+        agent, run = sql.enc(r.tenant.agent), sql.enc(r.tenant.run)
+        length, terms = lexical.doc_terms(None, r.text)
+        docs.append(((user, node_id, seqs[node_id], agent, run), length, terms))
+        blob = None if r.vector is None else r.vector.tobytes()
+        pairs = codec.dump_json(neighbours_json(r.neighbours))
+        records.append((user, node_id, agent, run, sql.enc(pairs), blob, length))
+        count, tokens = deltas.get(user, (0, 0))
+        deltas[user] = (count + 1, tokens + length)
+    lexical.write_postings(conn, FIELD[0], docs)
     with conn.cursor() as cur:
-        columns = "user_id, term, node_id, seq, agent_id, run_id, dl, tf, positions"
-        records = []
-        with cur.copy(f"COPY ctx_postings ({columns}) FROM STDIN") as copy:
-            for r in kept:
-                user, node_id = sql.enc(r.tenant.user), cast(str, sql.enc(r.node_id))
-                agent, run = sql.enc(r.tenant.agent), sql.enc(r.tenant.run)
-                length, terms = sql.doc_terms(None, r.text)
-                for term, positions in terms.items():
-                    spots = "{" + ",".join(map(str, positions)) + "}"
-                    copy.write_row(
-                        (user, term, node_id, seqs[node_id], agent, run, length, len(positions), spots)
-                    )
-                blob = None if r.vector is None else r.vector.tobytes()
-                pairs = codec.dump_json(neighbours_json(r.neighbours))
-                records.append((user, node_id, agent, run, sql.enc(pairs), blob, length))
-                docs, tokens = deltas.get(cast(str, user), (0, 0))
-                deltas[cast(str, user)] = (docs + 1, tokens + length)
         cur.executemany(
             "INSERT INTO node_context (user_id, node_id, agent_id, run_id, neighbours, vec, dl) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s)",

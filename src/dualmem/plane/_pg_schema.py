@@ -15,6 +15,7 @@ import psycopg
 from psycopg import sql
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, EmbedderMismatch
+from dualmem.plane import _pg_lexical as lexical
 from dualmem.plane._pg_context import V3
 from dualmem.types import utcnow
 
@@ -122,18 +123,7 @@ _V1: tuple[str, ...] = (
     # lexical index: one row per (user, stemmed term, node), with what BM25 and the tenant filter need
     # (the node's order, length, agent and run), so that a search reads postings only. A derived
     # index, kept by the store: no foreign key (its row checks would dominate bulk writes).
-    f"""CREATE TABLE postings (
-        user_id {_K} NOT NULL,
-        term {_K} NOT NULL,
-        node_id {_K} NOT NULL,
-        seq bigint NOT NULL,
-        agent_id {_K},
-        run_id {_K},
-        dl integer NOT NULL,
-        tf integer NOT NULL,
-        positions integer[] NOT NULL,
-        PRIMARY KEY (user_id, term, node_id)
-    )""",
+    lexical.postings_table("postings"),
     "CREATE INDEX postings_node ON postings (user_id, node_id)",
     f"""CREATE TABLE lex_stats (
         user_id {_K} PRIMARY KEY,

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import struct
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
@@ -20,10 +18,8 @@ from psycopg.pq import Format
 
 from dualmem.errors import DatabaseCorrupt, DatabaseLocked, InvalidInput, ReadOnlyStore, StoreError
 from dualmem.plane import _codec as codec
-from dualmem.plane.base import Decision
-from dualmem.text.lexical import fts5_tokens
-from dualmem.text.porter import stem_fts5
-from dualmem.types import Edge, JSONValue, Node, Tenant
+from dualmem.plane.base import DECISION_FIELDS, Decision
+from dualmem.types import EDGE_FIELDS, Edge, Node, Tenant
 
 __all__ = [
     "DEC_COLS",
@@ -35,40 +31,32 @@ __all__ = [
     "NODE_FROM",
     "UPDATE_NODE",
     "UPSERT_EDGE",
-    "bm25_query",
     "dec",
-    "doc_terms",
+    "decision_row",
     "edge_row",
     "enc",
     "node_row",
-    "query_terms",
     "register_vector",
     "tenant_sql",
     "to_decision",
     "to_edge",
     "to_node",
     "translated",
+    "update_args",
 ]
 
-NODE_COLS = (
-    "n.id, n.user_id, n.agent_id, n.run_id, n.content, n.at, n.speaker, n.source, n.session, "
-    "n.turn_id, n.metadata, n.entities, n.temporal_refs, n.types, n.created_at, n.status, "
-    "n.valid_from, n.valid_to, n.derived, v.embedding"
-)
+NODE_COLS = ", ".join(f"n.{column}" for column in codec.NODE_COLUMNS) + ", v.embedding"
 NODE_FROM = "nodes n LEFT JOIN vectors v ON v.user_id = n.user_id AND v.node_id = n.id"
-EDGE_COLS = "source, target, view, label, weight, created_at, valid_from, valid_to"
-DEC_COLS = "node_id, purpose, name, key, value, label, backend, latency_ms, other_id, created_at"
-INSERT_NODE = (
-    "INSERT INTO nodes (id, user_id, agent_id, run_id, content, at, at_ts, speaker, source, session, "
-    "turn_id, metadata, entities, temporal_refs, types, created_at, created_ts, status, valid_from, "
-    "valid_to, derived, lex_len) VALUES (" + ", ".join(["%s"] * 22) + ")"
-)
-
-UPDATE_NODE = (
-    "UPDATE nodes SET content = %s, at = %s, at_ts = %s, speaker = %s, source = %s, session = %s, "
-    "turn_id = %s, metadata = %s, entities = %s, temporal_refs = %s, types = %s, status = %s, "
-    "valid_from = %s, valid_to = %s, derived = %s, lex_len = %s WHERE user_id = %s AND id = %s"
-)
+EDGE_COLS = ", ".join(EDGE_FIELDS)
+DEC_COLS = ", ".join(DECISION_FIELDS)
+#: the columns ``node_row`` writes: the shared ones (``_codec.NODE_WRITE_COLUMNS``) and the BM25 length
+_WRITTEN = (*codec.NODE_WRITE_COLUMNS, "lex_len")
+INSERT_NODE = f"INSERT INTO nodes ({', '.join(_WRITTEN)}) VALUES ({', '.join(['%s'] * len(_WRITTEN))})"
+#: what an update rewrites: every written column but the keys and the creation time
+_UPDATED = [
+    c for c in _WRITTEN if c not in ("id", "user_id", "agent_id", "run_id", "created_at", "created_ts")
+]
+UPDATE_NODE = f"UPDATE nodes SET {', '.join(f'{c} = %s' for c in _UPDATED)} WHERE user_id = %s AND id = %s"
 UPSERT_EDGE = (
     f"INSERT INTO edges (user_id, {EDGE_COLS}) VALUES ({', '.join(['%s'] * 9)}) "
     "ON CONFLICT (user_id, source, target, view, label) DO UPDATE SET weight = excluded.weight, "
@@ -181,65 +169,31 @@ def register_vector(conn: psycopg.Connection[Any], oid: int) -> None:
 # -- rows --------------------------------------------------------------------------------------
 
 
-def doc_terms(speaker: str | None, content: str) -> tuple[int, dict[str, list[int]]]:
-    """FTS5's view of a node: (token count, stemmed term -> positions) over speaker then content.
-
-    Like FTS5's two columns, a phrase never spans the speaker and the content (a position gap).
-    """
-    positions: dict[str, list[int]] = defaultdict(list)
-    length = 0
-    offset = 0
-    for text in (speaker or "", content):
-        words = [stem_fts5(token) for token in fts5_tokens(text)]
-        for i, term in enumerate(words):
-            positions[term].append(offset + i)
-        length += len(words)
-        offset += len(words) + 1
-    return length, dict(positions)
-
-
-def query_terms(query: str) -> list[tuple[str, ...]]:
-    """The query's OR-ed phrases, stemmed as the index is (see ``_codec.query_phrases``)."""
-    return [tuple(stem_fts5(token) for token in phrase) for phrase in codec.query_phrases(query)]
+_TEXT_AT = frozenset(i for i, c in enumerate(codec.NODE_WRITE_COLUMNS) if c in codec.NODE_TEXT_COLUMNS)
 
 
 def node_row(node: Node, lex_len: int) -> tuple[Any, ...]:
-    metadata = codec.dump_json(dict(codec.check_metadata(node)))
-    at_ts = None if node.at is None else codec.epoch(node.at)
+    """The values of ``INSERT_NODE``: the shared row (``_codec.node_values``) with its text escaped
+    (``enc``), ``derived`` as a boolean, and the BM25 length."""
+    values = codec.node_values(node)
     return (
-        enc(node.id), enc(node.tenant.user), enc(node.tenant.agent), enc(node.tenant.run), enc(node.content),
-        codec.to_iso(node.at), at_ts, enc(node.speaker), enc(node.source), enc(node.session),
-        enc(node.turn_id), metadata, codec.dump_json(list(node.entities)),
-        codec.refs_to_json(node.temporal_refs), codec.types_to_json(node.types), node.created_at.isoformat(),
-        codec.epoch(node.created_at), node.status, codec.to_iso(node.valid_from), codec.to_iso(node.valid_to),
-        bool(node.derived), lex_len,
-    )  # fmt: skip
+        *(enc(v) if i in _TEXT_AT else v for i, v in enumerate(values[:-1])),
+        bool(values[-1]),
+        lex_len,
+    )
+
+
+def update_args(row: Sequence[Any]) -> tuple[Any, ...]:
+    """``UPDATE_NODE``'s values from a ``node_row``: the updated columns, then the key (user, id)."""
+    by_column = dict(zip(_WRITTEN, row, strict=True))
+    return (*(by_column[c] for c in _UPDATED), by_column["user_id"], by_column["id"])
 
 
 def to_node(row: Sequence[Any]) -> Node:
-    created = codec.from_iso(row[14])
-    assert created is not None
+    """A ``NODE_COLS`` row (the vector last) as its node."""
     vector = row[19]
-    return Node(
-        id=_dec(row[0]),
-        tenant=Tenant(_dec(row[1]), dec(row[2]), dec(row[3])),
-        content=_dec(row[4]),
-        at=codec.from_iso(row[5]),
-        speaker=dec(row[6]),
-        source=dec(row[7]),
-        session=dec(row[8]),
-        turn_id=dec(row[9]),
-        metadata=cast(dict[str, JSONValue], codec.load_json(row[10])),
-        entities=tuple(cast(list[str], codec.load_json(row[11]))),
-        temporal_refs=codec.refs_from_json(row[12]),
-        types=codec.types_from_json(row[13]),
-        embedding=None if vector is None else np.asarray(vector, dtype=np.float32).copy(),
-        created_at=created,
-        status=row[15],
-        valid_from=codec.from_iso(row[16]),
-        valid_to=codec.from_iso(row[17]),
-        derived=bool(row[18]),
-    )
+    embedding = None if vector is None else np.asarray(vector, dtype=np.float32).copy()
+    return codec.node_from_row(row[:19], embedding, text=dec)
 
 
 def edge_row(user: str, e: Edge) -> tuple[Any, ...]:
@@ -249,20 +203,26 @@ def edge_row(user: str, e: Edge) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+def _decoded(fields: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    return {
+        name: dec(value) if isinstance(value, str) else value for name, value in zip(fields, row, strict=True)
+    }
+
+
 def to_edge(row: Sequence[Any]) -> Edge:
-    created = codec.from_iso(row[5])
-    assert created is not None
-    return Edge(
-        source=_dec(row[0]), target=_dec(row[1]), view=row[2], label=_dec(row[3]), weight=row[4],
-        created_at=created, valid_from=codec.from_iso(row[6]), valid_to=codec.from_iso(row[7]),
-    )  # fmt: skip
+    """An ``EDGE_COLS`` row as its edge."""
+    return Edge.from_json(_decoded(EDGE_FIELDS, row))
+
+
+def decision_row(user: str, d: Decision) -> tuple[Any, ...]:
+    """``INSERT INTO decisions (user_id, DEC_COLS)``'s values: the user, then ``Decision.to_json``'s."""
+    values = {**d.to_json(), "value": float(d.value), "latency_ms": float(d.latency_ms)}
+    return (enc(user), *(enc(v) if isinstance(v, str) else v for v in values.values()))
 
 
 def to_decision(r: Sequence[Any]) -> Decision:
-    return Decision(
-        node_id=_dec(r[0]), purpose=_dec(r[1]), name=_dec(r[2]), key=_dec(r[3]), value=r[4], label=dec(r[5]),
-        backend=_dec(r[6]), latency_ms=r[7], other_id=dec(r[8]), created_at=dt.datetime.fromisoformat(r[9]),
-    )  # fmt: skip
+    """A ``DEC_COLS`` row as its decision."""
+    return Decision.from_json(_decoded(DECISION_FIELDS, r))
 
 
 def tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[sql.Composed, list[Any]]:
@@ -277,83 +237,3 @@ def tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[sql.Composed, l
             parts.append(sql.SQL("{}.{} = %s").format(table, sql.Identifier(column)))
             params.append(enc(value))
     return sql.SQL(" AND ").join(parts), params
-
-
-# -- BM25 ------------------------------------------------------------------------------------
-
-
-_HIT_COLS = "node_id, seq, agent_id, run_id, dl, tf"
-
-
-def _phrase_hits(
-    index: int, phrase: tuple[str, ...], user: str, table: str = "postings"
-) -> tuple[sql.Composed, list[Any]]:
-    """(phrase, node, order, agent, run, length, frequency) for the nodes of ``user`` with ``phrase``."""
-    if len(phrase) == 1:
-        return (
-            sql.SQL("SELECT {} AS q, {} FROM {} WHERE user_id = %s AND term = %s").format(
-                sql.Literal(index), sql.SQL(_HIT_COLS), sql.Identifier(table)
-            ),
-            [user, phrase[0]],
-        )
-    joins = sql.SQL(" ").join(
-        sql.SQL(
-            "JOIN {t} {p} ON {p}.user_id = p0.user_id AND {p}.node_id = p0.node_id AND {p}.term = %s"
-        ).format(t=sql.Identifier(table), p=sql.Identifier(f"p{i}"))
-        for i in range(1, len(phrase))
-    )
-    follows = sql.SQL(" AND ").join(
-        sql.SQL("x.pos + {} = ANY({}.positions)").format(sql.Literal(i), sql.Identifier(f"p{i}"))
-        for i in range(1, len(phrase))
-    )
-    statement = sql.SQL(
-        "SELECT {q} AS q, {cols} FROM (SELECT p0.node_id, p0.seq, p0.agent_id, p0.run_id, p0.dl, "
-        "(SELECT count(*) FROM unnest(p0.positions) AS x(pos) WHERE {follows})::integer AS tf "
-        "FROM {t} p0 {joins} WHERE p0.user_id = %s AND p0.term = %s) AS ph WHERE tf > 0"
-    ).format(
-        q=sql.Literal(index), cols=sql.SQL(_HIT_COLS), follows=follows, joins=joins, t=sql.Identifier(table)
-    )
-    return statement, [*phrase[1:], user, phrase[0]]
-
-
-def bm25_query(
-    tenant: Tenant,
-    phrases: Sequence[tuple[str, ...]],
-    k: int,
-    *,
-    k1: float,
-    b: float,
-    field: tuple[str, str] = ("postings", "lex_stats"),
-) -> tuple[sql.Composed, list[Any]]:
-    """FTS5's ``bm25()`` over the postings of ``tenant.user`` (statistics per user), top ``k``.
-
-    Document frequencies count every node of the user; the agent/run filter applies to the hits.
-    ``field``: the (postings, statistics) tables of the indexed field (the nodes, or their context).
-    """
-    table, stats = field
-    user = cast(str, enc(tenant.user))
-    parts, params = [], []
-    for i, phrase in enumerate(phrases):
-        part, part_params = _phrase_hits(i, phrase, user, table)
-        parts.append(part)
-        params.extend(part_params)
-    where, where_params = tenant_sql(Tenant(tenant.user, tenant.agent, tenant.run), "h")
-    statement = sql.SQL(
-        "WITH st AS (SELECT docs::float8 AS total, tokens::float8 / GREATEST(docs, 1) AS avgdl "
-        "FROM {stats} WHERE user_id = %s), "
-        "hits AS ({hits}), "
-        "df AS (SELECT q, count(*)::float8 AS n FROM hits GROUP BY q), "
-        "idf AS (SELECT q, ln((st.total - df.n + 0.5) / (df.n + 0.5)) AS w FROM df, st) "
-        "SELECT h.node_id, sum(CASE WHEN idf.w > 0 THEN idf.w ELSE 1e-6 END * h.tf * {k1p} "
-        "/ (h.tf + {k1} * (1 - {b} + {b} * h.dl / st.avgdl))) AS score "
-        "FROM (SELECT %s AS user_id, * FROM hits) AS h JOIN idf USING (q) CROSS JOIN st WHERE {where} "
-        "GROUP BY h.node_id, h.seq ORDER BY score DESC, h.seq LIMIT %s"
-    ).format(
-        stats=sql.Identifier(stats),
-        hits=sql.SQL(" UNION ALL ").join(parts),
-        k1p=sql.Literal(k1 + 1.0),
-        k1=sql.Literal(k1),
-        b=sql.Literal(b),
-        where=where,
-    )
-    return statement, [user, *params, user, *where_params, k]

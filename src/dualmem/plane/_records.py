@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, PlainValidator, StrictInt
 
 from dualmem.plane.base import Decision
-from dualmem.types import Edge, Node, NodeStatus, Precision, TemporalRef, Tenant, TypeScores, View
+from dualmem.types import Edge, Node, NodeStatus, Precision, View
 
 __all__ = ["ChunksRecord", "DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord", "TrailerRecord"]
 
@@ -98,28 +98,8 @@ class NodeRecord(_Record):
     derived: bool
 
     def to_node(self, dim: int) -> Node:
-        return Node(
-            id=self.id,
-            tenant=Tenant(self.user, self.agent, self.run),
-            content=self.content,
-            at=self.at,
-            speaker=self.speaker,
-            source=self.source,
-            session=self.session,
-            turn_id=self.turn_id,
-            metadata=self.metadata,
-            entities=tuple(self.entities),
-            temporal_refs=tuple(
-                TemporalRef(r.expression, r.start, r.end, r.precision) for r in self.temporal_refs
-            ),
-            types=TypeScores(**self.types.model_dump()) if self.types else None,
-            embedding=self._vector(dim),
-            created_at=self.created_at,
-            status=self.status,
-            valid_from=self.valid_from,
-            valid_to=self.valid_to,
-            derived=self.derived,
-        )
+        """The node of this line (``Node.from_json`` on its validated values)."""
+        return Node.from_json(self.model_dump(exclude={"kind", "embedding"}), embedding=self._vector(dim))
 
     def _vector(self, dim: int) -> np.ndarray[Any, np.dtype[np.float32]] | None:
         if self.embedding is None:
@@ -163,10 +143,7 @@ class EdgeRecord(_Record):
     valid_to: IsoTime | None
 
     def to_edge(self) -> Edge:
-        return Edge(
-            self.source, self.target, self.view, self.label, self.weight, self.created_at,
-            self.valid_from, self.valid_to,
-        )  # fmt: skip
+        return Edge.from_json(self.model_dump(exclude={"kind"}))
 
 
 class DecisionRecord(_Record):
@@ -183,7 +160,4 @@ class DecisionRecord(_Record):
     created_at: IsoTime
 
     def to_decision(self) -> Decision:
-        return Decision(
-            self.node_id, self.purpose, self.name, self.key, self.value, self.label, self.backend,
-            self.latency_ms, self.other_id, self.created_at,
-        )  # fmt: skip
+        return Decision.from_json(self.model_dump(exclude={"kind"}))

@@ -19,26 +19,35 @@ from dualmem.plane import _codec as codec
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.types import VIEWS, Edge, View
 
-__all__ = ["V7_EDGES", "delete", "of", "put", "users_and_seqs"]
+__all__ = ["V7_EDGES", "delete", "edges_table", "of", "put", "users_and_seqs"]
 
 _SAME_USER = (
     "(SELECT user_id FROM nodes WHERE seq = new.src) IS NOT (SELECT user_id FROM nodes WHERE seq = new.dst)"
 )
 _REFUSE = "BEGIN SELECT RAISE(ABORT, 'dualmem: an edge cannot link two users'' memories'); END"
 
-#: schema v7 (edges part): rebuild ``edges`` with integer node refs, rowids and order kept
-V7_EDGES: tuple[str, ...] = (
-    """CREATE TABLE edges_v7 (
-        src INTEGER NOT NULL REFERENCES nodes (seq) ON DELETE CASCADE,
-        dst INTEGER NOT NULL REFERENCES nodes (seq) ON DELETE CASCADE,
+
+def edges_table(name: str, ends: tuple[str, str], kind: str, ref: str) -> str:
+    """The DDL of the edges table: its two ends (``ends``, of type ``kind``, referencing
+    ``nodes (ref)``), the view, label, weight and times; one edge per (ends, view, label). Schema v1
+    named the ends by node id, v7 by ``nodes.seq``."""
+    a, b = ends
+    return f"""CREATE TABLE {name} (
+        {a} {kind} NOT NULL REFERENCES nodes ({ref}) ON DELETE CASCADE,
+        {b} {kind} NOT NULL REFERENCES nodes ({ref}) ON DELETE CASCADE,
         view TEXT NOT NULL,
         label TEXT NOT NULL,
         weight REAL NOT NULL,
         created_at TEXT NOT NULL,
         valid_from TEXT,
         valid_to TEXT,
-        UNIQUE (src, dst, view, label)
-    )""",
+        UNIQUE ({a}, {b}, view, label)
+    )"""
+
+
+#: schema v7 (edges part): rebuild ``edges`` with integer node refs, rowids and order kept
+V7_EDGES: tuple[str, ...] = (
+    edges_table("edges_v7", ("src", "dst"), "INTEGER", "seq"),
     "INSERT INTO edges_v7 (rowid, src, dst, view, label, weight, created_at, valid_from, valid_to) "
     "SELECT e.rowid, a.seq, b.seq, e.view, e.label, e.weight, e.created_at, e.valid_from, e.valid_to "
     "FROM edges e JOIN nodes a ON a.id = e.source JOIN nodes b ON b.id = e.target ORDER BY e.rowid",

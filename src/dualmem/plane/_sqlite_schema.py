@@ -9,7 +9,7 @@ from dualmem.errors import ConfigError, DatabaseCorrupt
 from dualmem.plane._sqlite_chunks import SCHEMA as CHUNKS_SCHEMA
 from dualmem.plane._sqlite_chunks import V5
 from dualmem.plane._sqlite_context import V6
-from dualmem.plane._sqlite_edges import V7_EDGES
+from dualmem.plane._sqlite_edges import V7_EDGES, edges_table
 from dualmem.plane._sqlite_impact import V8
 from dualmem.plane._sqlite_impact_merge import V10
 from dualmem.plane._sqlite_nodes import v11
@@ -55,17 +55,7 @@ _V1: tuple[str, ...] = (
         blob BLOB NOT NULL
     )""",
     "CREATE INDEX vectors_user ON vectors (user_id)",
-    """CREATE TABLE edges (
-        source TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
-        target TEXT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
-        view TEXT NOT NULL,
-        label TEXT NOT NULL,
-        weight REAL NOT NULL,
-        created_at TEXT NOT NULL,
-        valid_from TEXT,
-        valid_to TEXT,
-        UNIQUE (source, target, view, label)
-    )""",
+    edges_table("edges", ("source", "target"), "TEXT", "id"),
     "CREATE INDEX edges_source ON edges (source)",
     "CREATE INDEX edges_target ON edges (target)",
     """CREATE TABLE entities (

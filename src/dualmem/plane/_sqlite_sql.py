@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import sqlite3
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +21,9 @@ from dualmem.errors import (
     StoreError,
 )
 from dualmem.plane import _codec as codec
-from dualmem.plane.base import Decision
+from dualmem.plane.base import DECISION_FIELDS, Decision
 from dualmem.text.lexical import fts_or
-from dualmem.types import Edge, JSONValue, Node, Tenant
+from dualmem.types import EDGE_FIELDS, Edge, Node, Tenant
 
 __all__ = [
     "CHUNK",
@@ -51,14 +50,10 @@ __all__ = [
 CHUNK = 500
 #: the message prefix of the schema's RAISE() triggers, mapped to ``InvalidInput``
 TRIGGER_PREFIX = "dualmem:"
-NODE_COLS = (
-    "n.id, n.user_id, n.agent_id, n.run_id, n.content, n.at, n.speaker, n.source, n.session, "
-    "n.turn_id, n.metadata, n.entities, n.temporal_refs, n.types, n.created_at, n.status, "
-    "n.valid_from, n.valid_to, n.derived, v.blob"
-)
+NODE_COLS = ", ".join(f"n.{column}" for column in codec.NODE_COLUMNS) + ", v.blob"
 NODE_FROM = "nodes n LEFT JOIN vectors v ON v.node_id = n.id"
-EDGE_COLS = "source, target, view, label, weight, created_at, valid_from, valid_to"
-DEC_COLS = "node_id, purpose, name, key, value, label, backend, latency_ms, other_id, created_at"
+EDGE_COLS = ", ".join(EDGE_FIELDS)
+DEC_COLS = ", ".join(DECISION_FIELDS)
 
 
 _CORRUPT_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
@@ -166,69 +161,30 @@ def tenant_sql(tenant: Tenant | None, alias: str = "n") -> tuple[str, list[Any]]
 
 
 def node_row(node: Node) -> tuple[Any, ...]:
-    metadata = codec.dump_json(dict(codec.check_metadata(node)))
-    at_ts = None if node.at is None else codec.epoch(node.at)
-    return (
-        node.id, node.tenant.user, node.tenant.agent, node.tenant.run, node.content,
-        codec.to_iso(node.at), at_ts, node.speaker, node.source, node.session, node.turn_id,
-        metadata, codec.dump_json(list(node.entities)), codec.refs_to_json(node.temporal_refs),
-        codec.types_to_json(node.types), node.created_at.isoformat(), codec.epoch(node.created_at),
-        node.status, codec.to_iso(node.valid_from), codec.to_iso(node.valid_to), int(node.derived),
-    )  # fmt: skip
+    """The values of ``INSERT INTO nodes VALUES (NULL, ...)`` (``_codec.NODE_WRITE_COLUMNS``)."""
+    return codec.node_values(node)
 
 
-#: decoded tenants by (user, agent, run): a read decodes hundreds of rows of the same few tenants, and
-#: a ``Tenant`` validates its ids when built (immutable values: sharing them is safe)
-_TENANTS: dict[tuple[str, str | None, str | None], Tenant] = {}
-_TENANTS_MAX = 4096
-
-
-def tenant_of(user: str, agent: str | None, run: str | None) -> Tenant:
-    """The ``Tenant`` of a stored row's ids (built once per distinct triple, then shared)."""
-    key = (user, agent, run)
-    found = _TENANTS.get(key)
-    if found is None:
-        if len(_TENANTS) >= _TENANTS_MAX:
-            _TENANTS.clear()
-        found = _TENANTS[key] = Tenant(user, agent, run)
-    return found
-
-
-def _iso(text: str | None) -> dt.datetime | None:
-    return None if text is None else dt.datetime.fromisoformat(text)
+#: the ``Tenant`` of a stored row's ids, shared between rows (``_codec.tenant_of``)
+tenant_of = codec.tenant_of
 
 
 def to_node(row: sqlite3.Row | tuple[Any, ...]) -> Node:
-    created = dt.datetime.fromisoformat(row[14])
+    """A ``NODE_COLS`` row (the vector blob last) as its node."""
     blob = row[19]
-    return Node(
-        id=row[0],
-        tenant=tenant_of(row[1], row[2], row[3]),
-        content=row[4],
-        at=_iso(row[5]),
-        speaker=row[6],
-        source=row[7],
-        session=row[8],
-        turn_id=row[9],
-        metadata={} if row[10] == "{}" else cast(dict[str, JSONValue], json.loads(row[10])),
-        entities=() if row[11] == "[]" else tuple(cast(list[str], json.loads(row[11]))),
-        temporal_refs=() if row[12] == "[]" else codec.refs_from_json(row[12]),
-        types=None if row[13] is None else codec.types_from_json(row[13]),
-        embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).copy(),
-        created_at=created,
-        status=row[15],
-        valid_from=_iso(row[16]),
-        valid_to=_iso(row[17]),
-        derived=bool(row[18]),
+    return codec.node_from_row(
+        row[:19], None if blob is None else np.frombuffer(blob, dtype=np.float32).copy()
     )
 
 
 def to_edge(row: tuple[Any, ...]) -> Edge:
-    created = codec.from_stamp(str(row[5]))
+    """An ``EDGE_COLS`` row (then any columns it was ordered by) as its edge; ``created_at`` is
+    stored compactly (``_codec.to_stamp``)."""
+    source, target, view, label, weight, created, valid_from, valid_to = row[:8]
+    created_at = codec.from_stamp(str(created))
     return Edge(
-        source=row[0], target=row[1], view=row[2], label=row[3], weight=row[4], created_at=created,
-        valid_from=codec.from_iso(row[6]), valid_to=codec.from_iso(row[7]),
-    )  # fmt: skip
+        source, target, view, label, weight, created_at, codec.from_iso(valid_from), codec.from_iso(valid_to)
+    )
 
 
 def chunks(ids: Collection[str]) -> Iterator[list[str]]:
@@ -242,10 +198,8 @@ def marks(n: int) -> str:
 
 
 def to_decision(r: tuple[Any, ...]) -> Decision:
-    return Decision(
-        node_id=r[0], purpose=r[1], name=r[2], key=r[3], value=r[4], label=r[5], backend=r[6],
-        latency_ms=r[7], other_id=r[8], created_at=dt.datetime.fromisoformat(r[9]),
-    )  # fmt: skip
+    """A ``DEC_COLS`` row (the decisions table before schema v2) as its decision."""
+    return Decision.from_json(dict(zip(DECISION_FIELDS, r, strict=True)))
 
 
 #: bounded FTS5 top-k (``fts_top``): the first window holds at least FTS_FIRST rows and ``FTS_SPARE``

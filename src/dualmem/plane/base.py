@@ -1,15 +1,38 @@
-"""The Store protocol: canonical nodes, four relation views, entity links, vector and lexical indexes.
+"""The Store protocol: a small core and the capabilities the paths and the facade ask for.
 
-Every implementation passes ``tests/contract/test_store_contract.py``. Backend facts (SQL, files,
-caches) stay inside the backend's module.
+A backend is a :class:`Store` (nodes, edges, transactions and snapshots: 15 methods) that also
+implements capability protocols, each a few methods of one concern:
 
-Protocol change (the read path at scale), additive: ``candidates`` (a projected read of a query's pool
-candidates with their stored context: ``Candidate``).
+=======================  =====================================================================
+capability               methods
+=======================  =====================================================================
+:class:`Meta`            ``get_meta``, ``set_meta``, ``bind_embedder``
+:class:`VectorIndex`     ``vector_search``, ``put_chunks``, ``get_chunks``
+:class:`LexicalIndex`    ``lexical_search``, ``lexical_probe``
+:class:`ContextWindow`   ``set_context_window``, ``context_search``, ``node_context``,
+                         ``candidates``, ``session_neighbours``
+:class:`LinkIndex`       ``entity_search``, ``entity_counts``, ``entities_of``, ``time_search``
+:class:`DecisionLog`     ``put_decisions``, ``decisions_of``
+:class:`WriteKeys`       ``find_keys``, ``put_keys``
+:class:`TenantAdmin`     ``stats``, ``tenant_counts``, ``users``
+:class:`Health`          ``check``
+:class:`Erasable`        ``erase`` (SQLite, PostgreSQL)
+:class:`ApproximateSearch`  ``use_ann`` (SQLite: an approximate vector index above a size)
+:class:`LexicalIndexAdmin`  ``use_lexical_index``, ``build_lexical_index``, ``lexical_index_state``
+                         (SQLite: the impact-ordered lexical index of a large store)
+:class:`StagedNodes`     ``put_node_rows``, ``put_node_vectors`` (SQLite: a node stored in two
+                         halves, so that one ``add`` embeds its text while its row is written)
+=======================  =====================================================================
 
-Protocol changes (the expanded index), additive: ``put_chunks`` / ``get_chunks`` (chunk vectors of
-long nodes) and ``vector_search`` scoring a node as its best vector.
+The read path takes a :class:`SearchStore`, the write path a :class:`WriteStore`, and a
+``Memory`` a :class:`MemoryStore` (all of the first nine); the three backends (``InMemoryStore``,
+``SQLiteStore``, ``PostgresStore``) are ``MemoryStore`` s and share their lifecycle
+(``plane._lifecycle.StoreBase``). The facade and the CLI ask for an optional capability with
+``isinstance`` on its protocol (every capability protocol is ``runtime_checkable``), never for a
+backend class. Every implementation passes ``tests/contract/test_store_contract.py``. Backend
+facts (SQL, files, caches) stay inside the backend's modules.
 
-Protocol changes (trustworthy storage), all additive:
+Semantics every backend keeps:
 
 - ``snapshot()``: a read-consistency block. Reads inside see one committed state (SQLite: a read
   transaction; PostgreSQL: a ``REPEATABLE READ, READ ONLY`` transaction). Multi-statement reads use it.
@@ -22,6 +45,9 @@ Protocol changes (trustworthy storage), all additive:
   never by id (ids are random), so two builds of the same memory relate it the same way.
 - ``delete_nodes`` erases: once the deleting transaction commits, the deleted text and embeddings are
   not in the store's files any more as far as the backend can ensure it (docs/storage.md).
+- ``candidates``: a projected read of a query's pool candidates with their stored context.
+- ``vector_search`` scores a node by its best vector: its embedding or one of its chunk vectors
+  (``put_chunks``: the extra window vectors of a long text).
 """
 
 from __future__ import annotations
@@ -30,7 +56,8 @@ import datetime as dt
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from dualmem.types import (
     Edge,
@@ -42,13 +69,40 @@ from dualmem.types import (
     TypeScores,
     Vector,
     View,
+    from_iso,
     utcnow,
 )
 
 if TYPE_CHECKING:
     from dualmem.plane.check import CheckReport
+    from dualmem.plane.erase import EraseReport
 
-__all__ = ["Candidate", "Decision", "NodeContext", "Store", "StoreStats", "candidates_of", "tenant_order"]
+__all__ = [
+    "DECISION_FIELDS",
+    "ApproximateSearch",
+    "Candidate",
+    "ContextWindow",
+    "Decision",
+    "DecisionLog",
+    "Erasable",
+    "Health",
+    "LexicalIndex",
+    "LexicalIndexAdmin",
+    "LinkIndex",
+    "MemoryStore",
+    "Meta",
+    "NodeContext",
+    "SearchStore",
+    "StagedNodes",
+    "Store",
+    "StoreStats",
+    "TenantAdmin",
+    "VectorIndex",
+    "WriteKeys",
+    "WriteStore",
+    "candidates_of",
+    "tenant_order",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +119,37 @@ class Decision:
     latency_ms: float = 0.0
     other_id: str | None = None  # the other node of a pair decision
     created_at: dt.datetime = field(default_factory=utcnow)
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """The decision as JSON values, keys ``DECISION_FIELDS`` in order (the time ISO 8601): the
+        one serialiser; the JSONL export, the HTTP ``DecisionOut`` and the SQL rows derive from it."""
+        return {
+            "node_id": self.node_id,
+            "purpose": self.purpose,
+            "name": self.name,
+            "key": self.key,
+            "value": self.value,
+            "label": self.label,
+            "backend": self.backend,
+            "latency_ms": self.latency_ms,
+            "other_id": self.other_id,
+            "created_at": self.created_at.isoformat(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        """The decision :meth:`to_json` wrote."""
+        created = cast(dt.datetime, from_iso(data["created_at"]))
+        return cls(
+            data["node_id"], data["purpose"], data["name"], data["key"], data["value"], data["label"],
+            data["backend"], data["latency_ms"], data["other_id"], created,
+        )  # fmt: skip
+
+
+#: a decision's fields as JSON and as stored, in order (``Decision.to_json``)
+DECISION_FIELDS: tuple[str, ...] = (
+    "node_id", "purpose", "name", "key", "value", "label", "backend", "latency_ms", "other_id", "created_at",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +187,7 @@ class Candidate:
         )  # fmt: skip
 
 
-def candidates_of(store: Store, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+def candidates_of(store: SearchStore, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
     """``Store.candidates`` composed of ``get_nodes`` and ``node_context`` (a store whose full reads
     are as cheap as a projection uses it)."""
     with store.snapshot():
@@ -120,11 +205,35 @@ class StoreStats:
     embedder: str | None
     dim: int | None
 
+    @classmethod
+    def of(
+        cls, nodes: int, pending: int, edges_by_view: Mapping[View, int], entities: int, bound: JSONValue
+    ) -> StoreStats:
+        """The stats of counts and the store's ``embedder`` meta value (``bind_embedder``)."""
+        info = bound if isinstance(bound, dict) else {}
+        name, dim = info.get("name"), info.get("dim")
+        return cls(
+            nodes=int(nodes),
+            pending=int(pending),
+            edges_by_view={str(view): int(n) for view, n in edges_by_view.items()},
+            entities=int(entities),
+            embedder=name if isinstance(name, str) else None,
+            dim=dim if isinstance(dim, int) else None,
+        )
 
+
+@runtime_checkable
 class Store(Protocol):
-    """Persistence for one memory. All reads are tenant-scoped with ``Tenant.covers`` semantics."""
+    """The core of persistence for one memory: nodes, edges, transactions and snapshots.
 
-    # -- lifecycle and metadata -------------------------------------------------------------
+    All reads are tenant-scoped with ``Tenant.covers`` semantics. ``read_only``: the store was
+    opened for reading only (every write raises ``ReadOnlyStore``).
+    """
+
+    @property
+    def read_only(self) -> bool: ...
+
+    # -- lifecycle --------------------------------------------------------------------------
     def close(self) -> None: ...
 
     def transaction(self) -> AbstractContextManager[None]:
@@ -134,17 +243,6 @@ class Store(Protocol):
     def snapshot(self) -> AbstractContextManager[None]:
         """Reads inside see one consistent committed state. Re-entrant; inside ``transaction`` a no-op."""
         ...
-
-    def bind_embedder(self, name: str, dim: int) -> None:
-        """Record the embedder on first use; raise ``EmbedderMismatch`` if another one built the store.
-
-        Writes only when nothing is bound yet: opening a bound store takes no write lock.
-        """
-        ...
-
-    def get_meta(self, key: str) -> JSONValue: ...
-
-    def set_meta(self, key: str, value: JSONValue) -> None: ...
 
     # -- nodes ------------------------------------------------------------------------------
     def put_nodes(self, nodes: Sequence[Node]) -> None:
@@ -196,9 +294,29 @@ class Store(Protocol):
 
     def delete_edges(self, edges: Sequence[Edge]) -> None: ...
 
-    # -- indexes ----------------------------------------------------------------------------
+
+@runtime_checkable
+class Meta(Protocol):
+    """Small JSON values kept with the store (settings, the bound embedder, queues)."""
+
+    def get_meta(self, key: str) -> JSONValue: ...
+
+    def set_meta(self, key: str, value: JSONValue) -> None: ...
+
+    def bind_embedder(self, name: str, dim: int) -> None:
+        """Record the embedder on first use; raise ``EmbedderMismatch`` if another one built the store.
+
+        Writes only when nothing is bound yet: opening a bound store takes no write lock.
+        """
+        ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Exact (or, above a size, approximate) cosine search over node embeddings and chunk vectors."""
+
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        """Exact cosine top-k (embeddings are unit length): (node id, similarity), best first.
+        """Cosine top-k (embeddings are unit length): (node id, similarity), best first.
 
         A node is scored by its best vector, its ``embedding`` or one of its chunk vectors, and
         returned once.
@@ -218,6 +336,11 @@ class Store(Protocol):
         """The chunk vectors of each of ``node_ids`` that has any (and that ``tenant`` covers)."""
         ...
 
+
+@runtime_checkable
+class LexicalIndex(Protocol):
+    """BM25 over the nodes' text (the speaker and the content, stemmed as FTS5's ``porter``)."""
+
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         """BM25 top-k over node content: (node id, score where higher is better), best first.
 
@@ -231,29 +354,11 @@ class Store(Protocol):
         terms, so that one write's cost does not grow with the memory's size."""
         ...
 
-    def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
-        """Nodes linked to any of ``entities``: (node id, number shared), most shared first."""
-        ...
 
-    def entity_counts(self, tenant: Tenant, entities: Collection[str]) -> tuple[int, dict[str, int]]:
-        """(nodes of ``tenant.user``, per entity key how many of them link it); O(len(entities))."""
-        ...
+@runtime_checkable
+class ContextWindow(Protocol):
+    """Each node's session neighbours and what is derived from them at write time (``plane._context``)."""
 
-    def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
-        """Nodes with a timestamp nearest ``at``: (node id, |delta| in seconds), nearest first."""
-        ...
-
-    def session_neighbours(
-        self, tenant: Tenant, node_ids: Collection[str], window: int
-    ) -> dict[str, tuple[tuple[str, int], ...]]:
-        """For each node with a session, the nodes of the same session up to ``window`` positions
-        before and after it in write order, as (id, offset) with offset -window..-1, 1..window.
-
-        Only nodes visible to ``tenant``; a node without a session (or unknown) maps to ``()``.
-        """
-        ...
-
-    # -- neighbour context (derived at write time, ``plane._context``) -------------------------
     def set_context_window(self, window: int) -> None:
         """The session window of the stored context; a change rebuilds every node's context."""
         ...
@@ -273,21 +378,49 @@ class Store(Protocol):
         for what it returns or shows the controller)."""
         ...
 
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        """For each node with a session, the nodes of the same session up to ``window`` positions
+        before and after it in write order, as (id, offset) with offset -window..-1, 1..window.
+
+        Only nodes visible to ``tenant``; a node without a session (or unknown) maps to ``()``.
+        """
+        ...
+
+
+@runtime_checkable
+class LinkIndex(Protocol):
+    """The lookups the write path relates a new node by: shared entities and nearby times."""
+
+    def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
+        """Nodes linked to any of ``entities``: (node id, number shared), most shared first."""
+        ...
+
+    def entity_counts(self, tenant: Tenant, entities: Collection[str]) -> tuple[int, dict[str, int]]:
+        """(nodes of ``tenant.user``, per entity key how many of them link it); O(len(entities))."""
+        ...
+
     def entities_of(self, node_id: str) -> tuple[str, ...]: ...
 
-    # -- decisions (traces) -----------------------------------------------------------------
+    def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
+        """Nodes with a timestamp nearest ``at``: (node id, |delta| in seconds), nearest first."""
+        ...
+
+
+@runtime_checkable
+class DecisionLog(Protocol):
+    """System-One decisions recorded for nodes (write traces, consolidation records)."""
+
     def put_decisions(self, decisions: Sequence[Decision]) -> None: ...
 
     def decisions_of(self, node_id: str) -> list[Decision]: ...
 
-    def stats(self, tenant: Tenant | None = None) -> StoreStats: ...
 
-    def tenant_counts(self) -> list[tuple[Tenant, int]]:
-        """Admin: every (user, agent, run) with stored nodes and its node count, sorted by user, then
-        agent and run (``None`` first)."""
-        ...
+@runtime_checkable
+class WriteKeys(Protocol):
+    """Idempotency keys of writes, removed with their node."""
 
-    # -- idempotency keys -------------------------------------------------------------------
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
         """The node id stored under each of ``keys`` of ``user`` (absent keys are left out)."""
         ...
@@ -296,10 +429,86 @@ class Store(Protocol):
         """Record ``key -> node id`` for nodes of ``user``; ``InvalidInput`` if a key is taken."""
         ...
 
-    # -- health -----------------------------------------------------------------------------
+
+@runtime_checkable
+class TenantAdmin(Protocol):
+    """Counts over one tenant or every tenant (admin use)."""
+
+    def stats(self, tenant: Tenant | None = None) -> StoreStats: ...
+
+    def tenant_counts(self) -> list[tuple[Tenant, int]]:
+        """Admin: every (user, agent, run) with stored nodes and its node count, sorted by user, then
+        agent and run (``None`` first)."""
+        ...
+
+    def users(self) -> list[str]:
+        """Every user id with stored nodes, sorted (admin use: migration)."""
+        ...
+
+
+@runtime_checkable
+class Health(Protocol):
     def check(self, *, repair: bool = False) -> CheckReport:
         """What is damaged or inconsistent; with ``repair``, fix what the store can and re-check."""
         ...
+
+
+@runtime_checkable
+class Erasable(Protocol):
+    def erase(self) -> EraseReport:
+        """Make what was forgotten unrecoverable from the store's files (``dualmem erase``)."""
+        ...
+
+
+@runtime_checkable
+class ApproximateSearch(Protocol):
+    def use_ann(self, threshold: int, *, folder: str | Path | None = None) -> None:
+        """Approximate vector search for users with at least ``threshold`` nodes (0: always exact)."""
+        ...
+
+
+@runtime_checkable
+class LexicalIndexAdmin(Protocol):
+    """A lexical index that a large store builds and keeps apart from its searches."""
+
+    def use_lexical_index(self, threshold: int, **settings: int) -> None:
+        """Rank from the index once the store holds ``threshold`` nodes (0: never); ``settings``
+        tune its reads and upkeep (the backend's own)."""
+        ...
+
+    def build_lexical_index(self) -> int:
+        """(Re)build the index; the postings written."""
+        ...
+
+    def lexical_index_state(self) -> dict[str, str]:
+        """Each indexed field's state: ``"off"``, ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"``."""
+        ...
+
+
+@runtime_checkable
+class StagedNodes(Protocol):
+    """A store that can store a node in two halves inside one write (``SQLiteStore``): the row (its
+    text, lexical and entity indexes) first, its vector (and the neighbour context it changes) later;
+    the two halves together store what ``put_nodes`` stores. The write path embeds one ``add``'s text
+    while the first half is written."""
+
+    def put_node_rows(self, nodes: Sequence[Node]) -> None: ...
+
+    def put_node_vectors(self, nodes: Sequence[Node]) -> None: ...
+
+
+class SearchStore(Store, VectorIndex, LexicalIndex, ContextWindow, DecisionLog, Protocol):
+    """What the read path (``dualmem.read``) asks of a store (the write's decisions too: a result's
+    versions, ``read/versions.py``)."""
+
+
+class WriteStore(Store, Meta, VectorIndex, LexicalIndex, LinkIndex, DecisionLog, WriteKeys, Protocol):
+    """What the write path (``dualmem.write``) asks of a store."""
+
+
+@runtime_checkable
+class MemoryStore(SearchStore, WriteStore, TenantAdmin, Health, Protocol):
+    """Everything a ``Memory`` asks of its store: what every backend implements."""
 
 
 def tenant_order(tenant: Tenant) -> tuple[str, bool, str, bool, str]:

@@ -15,7 +15,6 @@ their embedding; a long node's chunk vectors follow its line as a ``chunks`` rec
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
@@ -36,7 +35,7 @@ from dualmem.plane._records import (
     NodeRecord,
     TrailerRecord,
 )
-from dualmem.plane.base import Decision, Store
+from dualmem.plane.base import Decision, MemoryStore
 from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines", "verify_export"]
@@ -56,7 +55,7 @@ class ImportReport:
     decisions: int
 
 
-def export_lines(store: Store, tenant: Tenant, *, embedder: str, dim: int) -> Iterator[str]:
+def export_lines(store: MemoryStore, tenant: Tenant, *, embedder: str, dim: int) -> Iterator[str]:
     """The tenant's memory, one JSON document per line: header first, trailer last."""
     seal = _Seal()
     header = {
@@ -73,7 +72,7 @@ def export_lines(store: Store, tenant: Tenant, *, embedder: str, dim: int) -> It
     yield _dump(seal.trailer())
 
 
-def _records(store: Store, tenant: Tenant, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _records(store: MemoryStore, tenant: Tenant, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield header
     nodes = list(store.iter_nodes(tenant))
     ids = {n.id for n in nodes}
@@ -87,10 +86,10 @@ def _records(store: Store, tenant: Tenant, header: dict[str, Any]) -> Iterator[d
             if e.source in ids and e.target in ids:
                 edges[(e.source, e.target, e.view, e.label)] = e
     for key in sorted(edges):
-        yield {"kind": "edge", **_edge_json(edges[key])}
+        yield {"kind": "edge", **edges[key].to_json()}
     for node in nodes:
         for d in store.decisions_of(node.id):
-            yield {"kind": "decision", **_decision_json(d)}
+            yield {"kind": "decision", **d.to_json()}
 
 
 class _Seal:
@@ -172,7 +171,7 @@ def verify_export(lines: Iterable[str]) -> _Verified:
     return _Verified(header, records)
 
 
-def import_lines(store: Store, lines: Iterable[str], *, embedder: str, dim: int) -> ImportReport:
+def import_lines(store: MemoryStore, lines: Iterable[str], *, embedder: str, dim: int) -> ImportReport:
     """Load an export; nothing is written unless the file is whole (:func:`verify_export`), every
     line is valid and no id already exists."""
     verified = verify_export(lines)
@@ -284,10 +283,6 @@ def _dump(doc: dict[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, allow_nan=False)
 
 
-def _iso(value: dt.datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def _node_json(n: Node) -> dict[str, Any]:
     vec = None if n.embedding is None else base64.b64encode(np.asarray(n.embedding, "<f4").tobytes()).decode()
     return {**n.to_json(), "embedding": vec}
@@ -296,31 +291,3 @@ def _node_json(n: Node) -> dict[str, Any]:
 def _chunks_json(node_id: str, rows: Vector) -> dict[str, Any]:
     raw = np.ascontiguousarray(rows, dtype="<f4").tobytes()
     return {"node_id": node_id, "parts": int(rows.shape[0]), "vectors": base64.b64encode(raw).decode()}
-
-
-def _edge_json(e: Edge) -> dict[str, Any]:
-    return {
-        "source": e.source,
-        "target": e.target,
-        "view": e.view,
-        "label": e.label,
-        "weight": e.weight,
-        "created_at": _iso(e.created_at),
-        "valid_from": _iso(e.valid_from),
-        "valid_to": _iso(e.valid_to),
-    }
-
-
-def _decision_json(d: Decision) -> dict[str, Any]:
-    return {
-        "node_id": d.node_id,
-        "purpose": d.purpose,
-        "name": d.name,
-        "key": d.key,
-        "value": d.value,
-        "label": d.label,
-        "backend": d.backend,
-        "latency_ms": d.latency_ms,
-        "other_id": d.other_id,
-        "created_at": _iso(d.created_at),
-    }

@@ -12,18 +12,18 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from types import TracebackType
+from contextlib import AbstractContextManager, contextmanager
 from typing import cast
 
 import numpy as np
 
-from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound
+from dualmem.errors import InvalidInput, NotFound
 from dualmem.plane import _chunks
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
+from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
 from dualmem.plane._vectors import UserVectors
-from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of, tenant_order
+from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.text.lexical import fts5_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -68,8 +68,8 @@ def _bm25(
     return [(node_id, -neg) for neg, _, node_id in scored[:k]]
 
 
-class InMemoryStore:
-    """A ``Store`` held in process memory. Nothing persists; transactions roll back by snapshot."""
+class InMemoryStore(StoreBase):
+    """A ``MemoryStore`` held in process memory. Nothing persists; transactions roll back by snapshot."""
 
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
@@ -94,13 +94,8 @@ class InMemoryStore:
             self._chunks.clear()
             self._tokens.clear()
 
-    def __enter__(self) -> InMemoryStore:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    def _guard(self) -> AbstractContextManager[object]:
+        return self._lock
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -126,14 +121,6 @@ class InMemoryStore:
         with self._lock:
             yield
 
-    def bind_embedder(self, name: str, dim: int) -> None:
-        with self._lock:
-            bound = self.get_meta("embedder")
-            if bound is None:
-                self.set_meta("embedder", {"name": name, "dim": int(dim)})
-                return
-            codec.check_embedder(bound, name, dim)
-
     def get_meta(self, key: str) -> JSONValue:
         with self._lock:
             return codec.load_json(self._meta.get(key))
@@ -145,24 +132,19 @@ class InMemoryStore:
 
     # -- nodes ------------------------------------------------------------------------------
     def _stored_dim(self) -> int | None:
-        bound = self.get_meta("embedder")
-        if isinstance(bound, dict) and isinstance(bound.get("dim"), int):
-            return cast(int, bound["dim"])
+        dim = bound_dim(self.get_meta("embedder"))
+        if dim is not None:
+            return dim
         for node in self._nodes.values():
             if node.embedding is not None:
                 return int(node.embedding.shape[0])
         return None
 
     def _check_dims(self, vectors: Sequence[Vector]) -> None:
-        dims = {int(v.shape[0]) for v in vectors}
-        stored = self._stored_dim()
-        if stored is not None:
-            dims.add(stored)
-        if len(dims) > 1:
-            raise EmbedderMismatch(
-                f"embeddings of dimensions {sorted(dims)} cannot share one store",
-                hint=f"use the embedder that built this store (dim {stored})",
-            )
+        check_dims(vectors, self._stored_dim())
+
+    def _owners(self, node_ids: Collection[str]) -> dict[str, str]:
+        return {i: self._nodes[i].tenant.user for i in node_ids if i in self._nodes}
 
     @staticmethod
     def _canonical(node: Node, vector: Vector | None) -> Node:
@@ -287,13 +269,7 @@ class InMemoryStore:
     # -- edges ------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge]) -> None:
         with self._lock:
-            missing = {e.source for e in edges} | {e.target for e in edges}
-            missing -= self._nodes.keys()
-            if missing:
-                raise NotFound(f"edges refer to unknown nodes: {sorted(missing)[:5]}")
-            for e in edges:
-                if self._nodes[e.source].tenant.user != self._nodes[e.target].tenant.user:
-                    raise InvalidInput(f"an edge cannot link two users' memories: {e.source} -> {e.target}")
+            check_edges(edges, self._owners({e.source for e in edges} | {e.target for e in edges}))
             for edge in edges:
                 self._edges[_edge_key(edge)] = edge
 
@@ -424,9 +400,6 @@ class InMemoryStore:
                     out[node_id] = NodeContext(row.neighbours, vector)
             return out
 
-    def candidates(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
-        return candidates_of(self, node_ids, tenant)
-
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
         keys = {codec.entity_key(e) for e in entities} - {""}
         if not keys or k <= 0:
@@ -458,18 +431,16 @@ class InMemoryStore:
         found.sort(key=lambda item: item[1])  # stable: ties stay in write order
         return found[:k]
 
-    def session_neighbours(
-        self, tenant: Tenant, node_ids: Collection[str], window: int
-    ) -> dict[str, tuple[tuple[str, int], ...]]:
-        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
-        if window <= 0 or not out:
-            return out
+    def _session_neighbours(
+        self, tenant: Tenant, node_ids: list[str], window: int
+    ) -> Mapping[str, tuple[tuple[str, int], ...]]:
+        out: dict[str, tuple[tuple[str, int], ...]] = {}
         by_session: dict[str, list[str]] = {}
         for n in self._covered(tenant):  # insertion order = write order
             if n.session is not None:
                 by_session.setdefault(n.session, []).append(n.id)
         where = {i: (s, pos) for s, ids in by_session.items() for pos, i in enumerate(ids)}
-        for node_id in out:
+        for node_id in node_ids:
             if node_id not in where:
                 continue
             session, pos = where[node_id]
@@ -489,13 +460,8 @@ class InMemoryStore:
     # -- decisions --------------------------------------------------------------------------
     def put_decisions(self, decisions: Sequence[Decision]) -> None:
         with self._lock:
-            missing = {d.node_id for d in decisions} - self._nodes.keys()
-            if missing:
-                raise NotFound(f"decisions refer to unknown nodes: {sorted(missing)[:5]}")
-            for d in decisions:
-                other = self._nodes.get(d.other_id) if d.other_id is not None else None
-                if other is not None and other.tenant.user != self._nodes[d.node_id].tenant.user:
-                    raise InvalidInput(f"a decision cannot link two users' memories: {d.node_id}")
+            ids = {d.node_id for d in decisions} | {d.other_id for d in decisions if d.other_id is not None}
+            check_decisions(decisions, self._owners(ids))
             self._decisions.extend(decisions)
 
     def decisions_of(self, node_id: str) -> list[Decision]:
@@ -512,51 +478,33 @@ class InMemoryStore:
                     by_view[edge.view] += 1
         entities = {(n.tenant.user, codec.entity_key(e)) for n in nodes for e in n.entities}
         entities = {item for item in entities if item[1]}
-        bound = self.get_meta("embedder")
-        info = bound if isinstance(bound, dict) else {}
-        name, dim = info.get("name"), info.get("dim")
-        return StoreStats(
-            nodes=len(nodes),
-            pending=sum(1 for n in nodes if n.status == "pending"),
-            edges_by_view=cast(dict[str, int], by_view),
-            entities=len(entities),
-            embedder=name if isinstance(name, str) else None,
-            dim=dim if isinstance(dim, int) else None,
-        )
+        pending = sum(1 for n in nodes if n.status == "pending")
+        return StoreStats.of(len(nodes), pending, by_view, len(entities), self.get_meta("embedder"))
+
+    def users(self) -> list[str]:
+        return sorted({n.tenant.user for n in self._covered(None)})
 
     # -- idempotency keys -------------------------------------------------------------------
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
         with self._lock:
             return {key: self._keys[(user, key)] for key in keys if (user, key) in self._keys}
 
-    def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
-        with self._lock:
-            wrong = [i for i in keys.values() if i not in self._nodes or self._nodes[i].tenant.user != user]
-            if wrong:
-                raise NotFound(f"write keys refer to nodes {user!r} does not have: {sorted(wrong)[:5]}")
-            taken = self.find_keys(user, keys)
-            if taken:
-                raise InvalidInput(f"write keys already used: {sorted(taken)[:5]}")
-            for key, node_id in keys.items():
-                self._keys[(user, key)] = node_id
+    def _insert_keys(self, user: str, keys: Mapping[str, str]) -> None:
+        for key, node_id in keys.items():
+            self._keys[(user, key)] = node_id
 
     # -- health -----------------------------------------------------------------------------
-    def check(self, *, repair: bool = False) -> CheckReport:
-        """Links and vectors agree with the nodes; ``repair`` drops links to missing nodes."""
-        with self._lock:
-            report = self._check()
-            if not repair or report.healthy:
-                return report
-            self._edges = {
-                k: e for k, e in self._edges.items() if e.source in self._nodes and e.target in self._nodes
-            }
-            self._decisions = [d for d in self._decisions if d.node_id in self._nodes]
-            self._chunk_rows = {i: m for i, m in self._chunk_rows.items() if i in self._nodes}
-            self._chunks.clear()
-            after = self._check()
-            return CheckReport(
-                after.healthy, after.problems, repaired=("orphan_edges",), before=report.problems
-            )
+    def _repair(self, report: CheckReport) -> CheckReport:
+        """Links and vectors agree with the nodes; a repair drops links to missing nodes."""
+        if report.healthy:
+            return report
+        self._edges = {
+            k: e for k, e in self._edges.items() if e.source in self._nodes and e.target in self._nodes
+        }
+        self._decisions = [d for d in self._decisions if d.node_id in self._nodes]
+        self._chunk_rows = {i: m for i, m in self._chunk_rows.items() if i in self._nodes}
+        self._chunks.clear()
+        return self._rechecked(report, ("orphan_edges",))
 
     def _check(self) -> CheckReport:
         nodes = self._nodes

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol, cast, runtime_checkable
+from typing import cast
 
 from dualmem.errors import StoreError
-from dualmem.plane.base import Store
+from dualmem.plane.base import MemoryStore
 from dualmem.types import Edge, JSONValue, Node, Tenant
 
 __all__ = ["MIGRATION_META", "MigrationReport", "UserReport", "migrate_store"]
@@ -21,11 +21,6 @@ __all__ = ["MIGRATION_META", "MigrationReport", "UserReport", "migrate_store"]
 MIGRATION_META = "migration"
 
 _EdgeKey = tuple[str, str, str, str]
-
-
-@runtime_checkable
-class _ListsUsers(Protocol):
-    def users(self) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +52,6 @@ class MigrationReport:
         }
 
 
-def _users(store: Store) -> list[str]:
-    if isinstance(store, _ListsUsers):
-        return store.users()
-    return sorted({node.tenant.user for node in store.iter_nodes()})
-
-
 def _chunks(nodes: Iterator[Node], size: int) -> Iterator[list[Node]]:
     batch: list[Node] = []
     for node in nodes:
@@ -74,7 +63,7 @@ def _chunks(nodes: Iterator[Node], size: int) -> Iterator[list[Node]]:
         yield batch
 
 
-def _bind(source: Store, target: Store) -> tuple[str | None, int | None]:
+def _bind(source: MemoryStore, target: MemoryStore) -> tuple[str | None, int | None]:
     bound = source.get_meta("embedder")
     info = bound if isinstance(bound, dict) else {}
     name, dim = info.get("name"), info.get("dim")
@@ -84,7 +73,7 @@ def _bind(source: Store, target: Store) -> tuple[str | None, int | None]:
     return None, None
 
 
-def _copy_nodes(source: Store, target: Store, user: str, chunk: int) -> tuple[int, int, int]:
+def _copy_nodes(source: MemoryStore, target: MemoryStore, user: str, chunk: int) -> tuple[int, int, int]:
     """(nodes seen, nodes copied, decisions copied) for ``user``."""
     seen = copied = decisions = 0
     for batch in _chunks(source.iter_nodes(Tenant(user)), chunk):
@@ -103,7 +92,7 @@ def _copy_nodes(source: Store, target: Store, user: str, chunk: int) -> tuple[in
     return seen, copied, decisions
 
 
-def _copy_edges(source: Store, target: Store, user: str, chunk: int) -> int:
+def _copy_edges(source: MemoryStore, target: MemoryStore, user: str, chunk: int) -> int:
     done: set[_EdgeKey] = set()
     pending: list[Edge] = []
     for node in source.iter_nodes(Tenant(user)):
@@ -120,7 +109,7 @@ def _copy_edges(source: Store, target: Store, user: str, chunk: int) -> int:
     return len(done)
 
 
-def _verify(source: Store, target: Store, user: str) -> None:
+def _verify(source: MemoryStore, target: MemoryStore, user: str) -> None:
     tenant = Tenant(user)
     want, got = source.stats(tenant), target.stats(tenant)
     checks = {
@@ -142,8 +131,8 @@ def _verify(source: Store, target: Store, user: str) -> None:
 
 
 def migrate_store(
-    source: Store,
-    target: Store,
+    source: MemoryStore,
+    target: MemoryStore,
     *,
     chunk: int = 500,
     on_user: Callable[[UserReport], None] | None = None,
@@ -154,7 +143,7 @@ def migrate_store(
     done = set(cast(list[str], state.get("done", []))) if isinstance(state, dict) else set()
     reports: list[UserReport] = []
     skipped: list[str] = []
-    for user in _users(source):
+    for user in source.users():
         if user in done:
             skipped.append(user)
             continue

@@ -15,7 +15,6 @@ import datetime as dt
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any, cast
 
 import numpy as np
@@ -23,14 +22,17 @@ import psycopg
 import psycopg_pool
 from psycopg import sql as pgsql
 
-from dualmem.errors import ConfigError, EmbedderMismatch, InvalidInput, NotFound, ReadOnlyStore
+from dualmem.errors import ConfigError, InvalidInput, NotFound
 from dualmem.plane import _chunks
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane import _pg_context as pgctx
+from dualmem.plane import _pg_lexical as lexical
 from dualmem.plane import _pg_sql as sql
+from dualmem.plane import _pg_vectors as vectors
+from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, check_edges
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
-from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, candidates_of, tenant_order
+from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.plane.erase import EraseReport, erase_postgres
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -55,8 +57,8 @@ def _open_error(dsn: str, exc: psycopg.Error) -> ConfigError:
     )
 
 
-class PostgresStore:
-    """A ``Store`` in a PostgreSQL schema. Open with :meth:`PostgresStore.open`; safe across threads."""
+class PostgresStore(StoreBase):
+    """A ``MemoryStore`` in a PostgreSQL schema. Open with :meth:`PostgresStore.open`; safe across threads."""
 
     def __init__(
         self,
@@ -74,7 +76,6 @@ class PostgresStore:
         self.ef_search = ef_search
         self._local = threading.local()
         self._dim: int | None = None
-        self._context_window = context.CONTEXT_WINDOW
 
     @classmethod
     def open(
@@ -136,7 +137,7 @@ class PostgresStore:
             pool.open(wait=True, timeout=max(timeout, 5.0))
         store = cls(pool, schema, exact_below=exact_below, ef_search=ef_search, read_only=read_only)
         try:
-            store._load_context_window()
+            store._load_context_window(pgctx.STALE_KEY)
         except BaseException:
             pool.close()
             raise
@@ -163,19 +164,10 @@ class PostgresStore:
     def close(self) -> None:
         self._pool.close()
 
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """A transaction on one pooled connection, pinned to this thread; a SAVEPOINT when nested."""
-        if self.read_only:
-            raise ReadOnlyStore("this memory was opened read-only", hint="open it without read_only")
+        self._refuse_read_only("this memory was opened read-only")
         pinned: _Conn | None = getattr(self._local, "conn", None)
         with sql.translated("run a transaction"):
             if pinned is not None:
@@ -206,19 +198,9 @@ class PostgresStore:
             finally:
                 self._local.conn = None
 
-    def bind_embedder(self, name: str, dim: int) -> None:
-        if self.read_only:  # check only; a store no embedder has bound yet is read by any
-            bound = self.get_meta("embedder")
-            if bound is not None:
-                codec.check_embedder(bound, name, dim)
-            return
-        with self._write("bind the embedder") as conn:
-            bound = self._get_meta(conn, "embedder")
-            if bound is None:
-                fix_dimension(conn, self.schema, int(dim))
-                self._set_meta(conn, "embedder", {"name": name, "dim": int(dim)})
-                return
-            codec.check_embedder(bound, name, dim)
+    def _first_dimension(self, dim: int) -> None:
+        with self._conn("bind the embedder") as conn:
+            fix_dimension(conn, self.schema, dim)
 
     @staticmethod
     def _get_meta(conn: _Conn, key: str) -> JSONValue:
@@ -253,17 +235,10 @@ class PostgresStore:
 
     def _check_dims(self, conn: _Conn, vectors: Sequence[Vector]) -> None:
         """Refuse mixed dimensions; fix the column's dimension on the first write."""
-        dims = {int(v.shape[0]) for v in vectors}
         stored = self._stored_dim(conn)
-        if stored is not None:
-            dims.add(stored)
-        if len(dims) > 1:
-            raise EmbedderMismatch(
-                f"embeddings of dimensions {sorted(dims)} cannot share one store",
-                hint=f"use the embedder that built this store (dim {stored})",
-            )
-        if stored is None and dims:
-            fix_dimension(conn, self.schema, dims.pop())
+        check_dims(vectors, stored)
+        if stored is None and vectors:
+            fix_dimension(conn, self.schema, int(vectors[0].shape[0]))
 
     @staticmethod
     def _users_of(conn: _Conn, ids: Collection[str]) -> dict[str, str]:
@@ -277,6 +252,11 @@ class PostgresStore:
             found.update((row[0], row[1]) for row in rows)
         return found
 
+    def _owners(self, node_ids: Collection[str]) -> dict[str, str]:
+        with self._conn("read the nodes' users") as conn:
+            found = self._users_of(conn, [cast(str, sql.enc(i)) for i in node_ids])
+        return {cast(str, sql.dec(i)): cast(str, sql.dec(user)) for i, user in found.items()}
+
     @staticmethod
     def _index_text(
         conn: _Conn,
@@ -285,43 +265,40 @@ class PostgresStore:
         lexed: Sequence[tuple[int, dict[str, list[int]]]],
     ) -> None:
         """Postings and entity links of freshly written nodes (``seqs``: their row order)."""
-        with conn.cursor() as cur:
-            columns = "user_id, term, node_id, seq, agent_id, run_id, dl, tf, positions"
-            with cur.copy(f"COPY postings ({columns}) FROM STDIN") as copy:
-                for node, seq, (length, terms) in zip(nodes, seqs, lexed, strict=True):
-                    head = (sql.enc(node.tenant.user), sql.enc(node.id), seq)
-                    tail = (sql.enc(node.tenant.agent), sql.enc(node.tenant.run), length)
-                    for term, positions in terms.items():
-                        spots = "{" + ",".join(map(str, positions)) + "}"  # int[] in COPY's text form
-                        copy.write_row((head[0], term, head[1], seq, *tail, len(positions), spots))
-            links = [
-                (sql.enc(node.tenant.user), sql.enc(node.id), sql.enc(key))
-                for node in nodes
-                for key in dict.fromkeys(codec.entity_key(e) for e in node.entities)
-                if key
-            ]
-            if links:
+        lexical.write_postings(
+            conn,
+            lexical.NODES[0],
+            (
+                (
+                    (
+                        sql.enc(n.tenant.user),
+                        sql.enc(n.id),
+                        seq,
+                        sql.enc(n.tenant.agent),
+                        sql.enc(n.tenant.run),
+                    ),
+                    *lex,
+                )
+                for n, seq, lex in zip(nodes, seqs, lexed, strict=True)
+            ),
+        )
+        links = [
+            (sql.enc(node.tenant.user), sql.enc(node.id), sql.enc(key))
+            for node in nodes
+            for key in dict.fromkeys(codec.entity_key(e) for e in node.entities)
+            if key
+        ]
+        if links:
+            with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO node_entities (user_id, node_id, name) VALUES (%s, %s, %s)", links
                 )
-
-    @staticmethod
-    def _add_stats(conn: _Conn, deltas: dict[str, tuple[int, int]]) -> None:
-        """Add (documents, tokens) to each user's BM25 statistics; users in order (no deadlocks)."""
-        for user in sorted(deltas):
-            docs, tokens = deltas[user]
-            conn.execute(
-                "INSERT INTO lex_stats (user_id, docs, tokens) VALUES (%s, %s, %s) ON CONFLICT (user_id) "
-                "DO UPDATE SET docs = lex_stats.docs + excluded.docs, "
-                "tokens = lex_stats.tokens + excluded.tokens",
-                (user, docs, tokens),
-            )
 
     def put_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
             return
         vectors = [codec.as_vector(node) for node in nodes]
-        lexed = [sql.doc_terms(node.speaker, node.content) for node in nodes]
+        lexed = [lexical.doc_terms(node.speaker, node.content) for node in nodes]
         rows = [sql.node_row(node, length) for node, (length, _) in zip(nodes, lexed, strict=True)]
         ids = [cast(str, sql.enc(node.id)) for node in nodes]
         deltas: dict[str, tuple[int, int]] = {}
@@ -346,11 +323,11 @@ class PostgresStore:
                     [(r[1], r[0], seq, r[2], r[3], v) for r, seq, v in zip(rows, seqs, vectors, strict=True)],
                 )
             self._index_text(conn, nodes, seqs, lexed)
-            self._add_stats(conn, deltas)
+            lexical.add_stats(conn, deltas)
             self._refresh_context(conn, context.affected(self, nodes, self._context_window))
 
     def update_node(self, node: Node) -> None:
-        length, terms = sql.doc_terms(node.speaker, node.content)
+        length, terms = lexical.doc_terms(node.speaker, node.content)
         row = sql.node_row(node, length)
         vector = None if node.embedding is None else codec.as_vector(node)
         with self._write("update a node") as conn:
@@ -364,15 +341,12 @@ class PostgresStore:
                 raise InvalidInput(f"node {node.id}: the tenant of a stored node cannot change")
             before = list(self.get_nodes([node.id]).values())
             key = (row[1], row[0])
-            conn.execute(
-                sql.UPDATE_NODE,
-                (*row[4:15], *row[17:], *key),
-            )
+            conn.execute(sql.UPDATE_NODE, sql.update_args(row))
             conn.execute("DELETE FROM node_entities WHERE user_id = %s AND node_id = %s", key)
             conn.execute("DELETE FROM postings WHERE user_id = %s AND node_id = %s", key)
             self._index_text(conn, [node], [int(old[4])], [(length, terms)])
             if length != int(old[3]):  # most updates keep the text: no lock on the user's statistics row
-                self._add_stats(conn, {row[1]: (0, length - int(old[3]))})
+                lexical.add_stats(conn, {row[1]: (0, length - int(old[3]))})
             if vector is not None:
                 self._check_dims(conn, [vector])
                 conn.execute(
@@ -427,7 +401,7 @@ class PostgresStore:
                     conn.execute(
                         "DELETE FROM decisions WHERE user_id = %s AND other_id = ANY(%s)", (user, mine)
                     )
-                self._add_stats(conn, deltas)
+                lexical.add_stats(conn, deltas)
             self._refresh_context(conn, touched)
         return removed
 
@@ -486,24 +460,10 @@ class PostgresStore:
         if not edges:
             return
         with self._write("store edges") as conn:
-            ends = {cast(str, sql.enc(e.source)) for e in edges} | {
-                cast(str, sql.enc(e.target)) for e in edges
-            }
-            users = self._users_of(conn, ends)
-            missing = sorted(cast(str, sql.dec(i)) for i in ends - users.keys())
-            if missing:
-                raise NotFound(f"edges refer to unknown nodes: {missing[:5]}")
-            rows = []
-            for e in edges:
-                user = users[cast(str, sql.enc(e.source))]
-                if users[cast(str, sql.enc(e.target))] != user:
-                    raise InvalidInput(f"edge {e.source} -> {e.target} joins two users' memories")
-                rows.append(sql.edge_row(cast(str, sql.dec(user)), e))
+            users = self._owners({e.source for e in edges} | {e.target for e in edges})
+            check_edges(edges, users)
             with conn.cursor() as cur:
-                cur.executemany(
-                    sql.UPSERT_EDGE,
-                    rows,
-                )
+                cur.executemany(sql.UPSERT_EDGE, [sql.edge_row(users[e.source], e) for e in edges])
 
     def edges_of(
         self, node_id: str, views: Collection[View] | None = None, *, limit: int | None = None
@@ -533,53 +493,15 @@ class PostgresStore:
             )
 
     # -- indexes ----------------------------------------------------------------------------
-    def _tenant_size(self, conn: _Conn, tenant: Tenant) -> int:
-        row = conn.execute(
-            "SELECT docs FROM lex_stats WHERE user_id = %s", (sql.enc(tenant.user),)
-        ).fetchone()
-        return 0 if row is None else int(row[0])
-
-    @staticmethod
-    def _exact(conn: _Conn, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        where, params = sql.tenant_sql(tenant, "v")
-        statement = pgsql.SQL(
-            "WITH c AS MATERIALIZED "
-            "(SELECT v.node_id, v.seq, v.embedding <#> %s AS d FROM vectors v WHERE {}) "
-            "SELECT node_id, -d FROM c ORDER BY d, seq LIMIT %s"
-        ).format(where)
-        rows = conn.execute(statement, [query, *params, k]).fetchall()
-        return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
-
-    def _ann(self, conn: _Conn, tenant: Tenant, query: Vector, k: int, *, explain: bool = False) -> list[Any]:
-        """HNSW with a relaxed-order iterative scan: the tenant filter is applied while walking the index.
-
-        Only called for tenants of at least ``exact_below`` nodes, so the planner is told to walk the
-        index rather than filter and sort (its estimates on freshly loaded tables are poor).
-        """
-        where, params = sql.tenant_sql(tenant, "v")
-        statement = pgsql.SQL(
-            "{}SELECT v.node_id, v.seq, -(v.embedding <#> %s) AS s FROM vectors v WHERE {} "
-            "ORDER BY v.embedding <=> %s LIMIT %s"
-        ).format(pgsql.SQL("EXPLAIN " if explain else ""), where)
-        with conn.transaction():
-            conn.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true), "
-                "set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
-                (str(min(1000, max(self.ef_search, 2 * k))),),
-            )
-            return conn.execute(statement, [query, *params, query, k]).fetchall()
-
-    def _approximate(self, conn: _Conn, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        rows = self._ann(conn, tenant, query, k)
-        rows.sort(key=lambda row: (-float(row[2]), int(row[1])))  # relaxed order: re-rank exactly
-        return [(cast(str, sql.dec(row[0])), float(row[2])) for row in rows]
+    @property
+    def _vectors(self) -> vectors.Settings:
+        return vectors.Settings(self.exact_below, self.ef_search)
 
     def explain_vector_search(self, tenant: Tenant, query: Vector, k: int) -> str:
         """The plan of the index (HNSW) search for ``tenant``, for operators and tests."""
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         with self._conn("explain a vector search") as conn:
-            return "\n".join(str(row[0]) for row in self._ann(conn, tenant, q, k, explain=True))
+            return vectors.explain(conn, tenant, q, k, self._vectors)
 
     def vector_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -593,24 +515,7 @@ class PostgresStore:
                 raise InvalidInput("query vector has NaN or infinite values")
             if k <= 0:
                 return []
-            hits: list[tuple[str, float]] | None = None
-            if self._tenant_size(conn, tenant) >= self.exact_below:
-                hits = self._approximate(conn, tenant, q, k)
-            if hits is None or len(hits) != k:
-                hits = self._exact(conn, tenant, q, k)
-            return _chunks.merge(hits, self._exact_chunks(conn, tenant, q, k), k)
-
-    @staticmethod
-    def _exact_chunks(conn: _Conn, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        """Chunk vectors, searched exactly (at any size): each node once, with its best chunk."""
-        where, params = sql.tenant_sql(tenant, "v")
-        statement = pgsql.SQL(
-            "WITH c AS MATERIALIZED "
-            "(SELECT v.node_id, v.seq, v.embedding <#> %s AS d FROM chunk_vectors v WHERE {}) "
-            "SELECT node_id, -MIN(d), MIN(seq) AS s FROM c GROUP BY node_id ORDER BY MIN(d), s LIMIT %s"
-        ).format(where)
-        rows = conn.execute(statement, [query, *params, k]).fetchall()
-        return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
+            return vectors.search(conn, tenant, q, k, self._vectors)
 
     # -- chunk vectors ----------------------------------------------------------------------
     def put_chunks(self, chunks: Mapping[str, Vector]) -> None:
@@ -654,13 +559,8 @@ class PostgresStore:
         return {node_id: np.stack(rows) for node_id, rows in parts.items()}
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        phrases = sql.query_terms(query)
-        if not phrases or k <= 0:
-            return []
-        statement, params = sql.bm25_query(tenant, phrases, k, k1=codec.BM25_K1, b=codec.BM25_B)
         with self._conn("lexical search") as conn:
-            rows = conn.execute(statement, params).fetchall()
-        return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
+            return lexical.search(conn, tenant, query, k)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """Write-time candidates' lexical shortlist: this store's ``lexical_search`` (not bounded here)."""
@@ -684,7 +584,7 @@ class PostgresStore:
     def entity_counts(self, tenant: Tenant, entities: Collection[str]) -> tuple[int, dict[str, int]]:
         keys = [key for key in dict.fromkeys(codec.entity_key(e) for e in entities) if key]
         with self._conn("count entities") as conn:
-            total = self._tenant_size(conn, tenant)
+            total = vectors.tenant_size(conn, tenant)
             if not keys:
                 return total, {}
             rows = conn.execute(
@@ -708,12 +608,9 @@ class PostgresStore:
         found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
         return [(cast(str, sql.dec(node_id)), float(delta)) for node_id, delta, _ in found[:k]]
 
-    def session_neighbours(
-        self, tenant: Tenant, node_ids: Collection[str], window: int
-    ) -> dict[str, tuple[tuple[str, int], ...]]:
-        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(dict.fromkeys(node_ids), ())
-        if window <= 0 or not out:
-            return out
+    def _session_neighbours(
+        self, tenant: Tenant, node_ids: list[str], window: int
+    ) -> Mapping[str, tuple[tuple[str, int], ...]]:
         where, params = sql.tenant_sql(tenant)
         # positions within each touched session (write order), then the pairs within the window
         statement = pgsql.SQL(
@@ -726,14 +623,12 @@ class PostgresStore:
             "AND a.session = b.session AND b.pos BETWEEN a.pos - %s AND a.pos + %s AND b.id <> a.id "
             "WHERE a.id = ANY(%s)"
         ).format(w=where)
-        ids = [sql.enc(i) for i in out]
+        ids = [sql.enc(i) for i in node_ids]
         found: dict[str, list[tuple[int, str]]] = {}
         with self._conn("read session neighbours") as conn:
             for a, b, offset in conn.execute(statement, [ids, *params, *params, window, window, ids]):
                 found.setdefault(cast(str, sql.dec(a)), []).append((int(offset), cast(str, sql.dec(b))))
-        for a, pairs in found.items():
-            out[a] = tuple((b, offset) for offset, b in sorted(pairs))
-        return out
+        return {a: tuple((b, offset) for offset, b in sorted(pairs)) for a, pairs in found.items()}
 
     # -- neighbour context --------------------------------------------------------------------
     def _refresh_context(self, conn: _Conn, node_ids: Collection[str]) -> None:
@@ -755,42 +650,15 @@ class PostgresStore:
             conn.execute("DELETE FROM meta WHERE key = %s", (pgctx.STALE_KEY,))
         return len(ids)
 
-    def _load_context_window(self) -> None:
-        stored = self.get_meta("context_window")
-        if isinstance(stored, int):
-            self._context_window = stored
-        if self.get_meta(pgctx.STALE_KEY) is not None and not self.read_only:
-            self.rebuild_context()
-
-    def set_context_window(self, window: int) -> None:
-        if window == self._context_window or self.read_only:
-            return
-        with self.transaction():
-            self._context_window = window
-            self.set_meta("context_window", window)
-            self.rebuild_context()
-
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        phrases = sql.query_terms(query)
-        if not phrases or k <= 0:
-            return []
-        statement, params = sql.bm25_query(
-            tenant, phrases, k, k1=codec.BM25_K1, b=codec.BM25_B, field=("ctx_postings", "ctx_stats")
-        )
         with self._conn("context search") as conn:
-            rows = conn.execute(statement, params).fetchall()
-        return [(cast(str, sql.dec(row[0])), float(row[1])) for row in rows]
+            return lexical.search(conn, tenant, query, k, pgctx.FIELD)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         if not node_ids:
             return {}
         with self._conn("read context") as conn:
             return pgctx.read(conn, node_ids, tenant)
-
-    def candidates(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
-        """Two batched reads in one snapshot: a PostgreSQL row's full decoding is cheap next to the
-        round trips."""
-        return candidates_of(self, node_ids, tenant)
 
     def entities_of(self, node_id: str) -> tuple[str, ...]:
         with self._conn("read entities") as conn:
@@ -802,22 +670,10 @@ class PostgresStore:
         if not decisions:
             return
         with self._write("store decisions") as conn:
-            ids = {cast(str, sql.enc(d.node_id)) for d in decisions}
-            others = {cast(str, sql.enc(d.other_id)) for d in decisions if d.other_id is not None}
-            users = self._users_of(conn, ids | others)
-            missing = sorted({d.node_id for d in decisions if sql.enc(d.node_id) not in users})
-            if missing:
-                raise NotFound(f"decisions refer to unknown nodes: {missing[:5]}")
-            for d in decisions:
-                other = None if d.other_id is None else users.get(cast(str, sql.enc(d.other_id)))
-                if other is not None and other != users[cast(str, sql.enc(d.node_id))]:
-                    raise InvalidInput(f"a decision cannot link two users' memories: {d.node_id}")
-            rows = [
-                (users[cast(str, sql.enc(d.node_id))], sql.enc(d.node_id), sql.enc(d.purpose),
-                 sql.enc(d.name), sql.enc(d.key), float(d.value), sql.enc(d.label), sql.enc(d.backend),
-                 float(d.latency_ms), sql.enc(d.other_id), d.created_at.isoformat())
-                for d in decisions
-            ]  # fmt: skip
+            ids = {d.node_id for d in decisions} | {d.other_id for d in decisions if d.other_id is not None}
+            users = self._owners(ids)
+            check_decisions(decisions, users)
+            rows = [sql.decision_row(users[d.node_id], d) for d in decisions]
             with conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO decisions (user_id, {sql.DEC_COLS}) VALUES ({', '.join(['%s'] * 11)})", rows
@@ -865,16 +721,7 @@ class PostgresStore:
                 ).fetchone(),
             )[0]
             bound = self._get_meta(conn, "embedder")
-        info = bound if isinstance(bound, dict) else {}
-        name, dim = info.get("name"), info.get("dim")
-        return StoreStats(
-            nodes=int(nodes),
-            pending=int(pending),
-            edges_by_view=cast(dict[str, int], by_view),
-            entities=int(entities),
-            embedder=name if isinstance(name, str) else None,
-            dim=dim if isinstance(dim, int) else None,
-        )
+        return StoreStats.of(nodes, pending, by_view, entities, bound)
 
     # -- idempotency keys -------------------------------------------------------------------
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
@@ -887,48 +734,33 @@ class PostgresStore:
             ).fetchall()
         return {cast(str, sql.dec(row[0])): cast(str, sql.dec(row[1])) for row in rows}
 
-    def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
-        if not keys:
-            return
-        with self._write("store write keys") as conn:
-            users = self._users_of(conn, {cast(str, sql.enc(i)) for i in keys.values()})
-            wrong = sorted(i for i in keys.values() if users.get(cast(str, sql.enc(i))) != sql.enc(user))
-            if wrong:
-                raise NotFound(f"write keys refer to nodes {user!r} does not have: {wrong[:5]}")
-            taken = self.find_keys(user, keys)
-            if taken:
-                raise InvalidInput(f"write keys already used: {sorted(taken)[:5]}")
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO write_keys (user_id, key, node_id) VALUES (%s, %s, %s)",
-                    [(sql.enc(user), sql.enc(k), sql.enc(i)) for k, i in keys.items()],
-                )
+    def _insert_keys(self, user: str, keys: Mapping[str, str]) -> None:
+        with self._conn("store write keys") as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO write_keys (user_id, key, node_id) VALUES (%s, %s, %s)",
+                [(sql.enc(user), sql.enc(k), sql.enc(i)) for k, i in keys.items()],
+            )
 
     # -- health -----------------------------------------------------------------------------
     def erase(self) -> EraseReport:
         """Rewrite this schema's tables, the planner's samples and the WAL so that forgotten memories
         leave the server's files (:func:`dualmem.plane.erase.erase_postgres`; ``dualmem erase``).
         Takes an exclusive lock on each table while it is rewritten: run it in a quiet moment."""
-        if self.read_only:
-            raise ReadOnlyStore("erase rewrites the tables", hint="open the memory without read_only")
+        self._refuse_read_only("erase rewrites the tables")
         with self._conn("erase forgotten memories") as conn:
             if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 raise ConfigError("erase cannot run inside a transaction", hint="call it outside one")
             return erase_postgres(conn, self.schema)
 
-    def check(self, *, repair: bool = False) -> CheckReport:
-        """Pending nodes and nodes without a vector (foreign keys keep every other link whole), and
-        the derived neighbour context, which ``repair`` rebuilds."""
-        if repair and self.read_only:
-            raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
-        report = self._check()
-        if not repair or "context" not in report.kinds():
+    def _repair(self, report: CheckReport) -> CheckReport:
+        """Foreign keys keep every link whole: a repair rebuilds the derived neighbour context."""
+        if "context" not in report.kinds():
             return report
         self.rebuild_context()
-        after = self._check()
-        return CheckReport(after.healthy, after.problems, repaired=("context",), before=report.problems)
+        return self._rechecked(report, ("context",))
 
     def _check(self) -> CheckReport:
+        """Pending nodes, nodes without a vector, chunk vectors of another size and a stale context."""
         with self.snapshot(), self._conn("check the database") as conn:
             pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()
             dim = self._stored_dim(conn)

@@ -14,27 +14,15 @@ it commits, and checkpoints and truncates the WAL after: see docs/storage.md for
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import sqlite3
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any, cast
 
-from dualmem.errors import (
-    ConfigError,
-    DatabaseCorrupt,
-    DatabaseLocked,
-    EmbedderMismatch,
-    InvalidInput,
-    NotFound,
-    ReadOnlyStore,
-    StoreError,
-)
-from dualmem.plane import _ann_erase as ann_erase
+from dualmem.errors import ConfigError, DatabaseCorrupt, InvalidInput, NotFound
 from dualmem.plane import _chunks, ann
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
@@ -42,12 +30,13 @@ from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_impact as impact
-from dualmem.plane import _sqlite_impact_merge as merge
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane import _sqlite_terms as term_sql
 from dualmem.plane import check as checks
+from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
+from dualmem.plane._sqlite_ann import Approximate
 from dualmem.plane._sqlite_conn import MMAP_SIZE, Synchronous, connect
+from dualmem.plane._sqlite_lexical import Lexical
 from dualmem.plane._sqlite_nodes import NodeCache, read_candidates
 from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
@@ -55,19 +44,19 @@ from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
 from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, tenant_order
 from dualmem.plane.erase import EraseReport
-from dualmem.text.lexical import content_tokens, fts_or
+from dualmem.text.lexical import content_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
-
-log = logging.getLogger("dualmem")
 
 #: decoded contexts ``node_context`` keeps before it starts over (one call's ids are always kept)
 CONTEXT_CACHE_MAX = 50_000
 
 
-class SQLiteStore:
-    """A ``Store`` in one SQLite file. Open with :meth:`SQLiteStore.open`; safe to share across threads."""
+class SQLiteStore(StoreBase):
+    """A ``MemoryStore`` in one SQLite file. Open with :meth:`SQLiteStore.open`; safe to share across
+    threads. Its lexical search (FTS5 and the impact-ordered index) is ``_sqlite_lexical.Lexical``,
+    its approximate vector search ``_sqlite_ann.Approximate``."""
 
     def __init__(
         self, conn: sqlite3.Connection, path: str, *, read_only: bool = False, schema: int = SCHEMA_VERSION
@@ -88,23 +77,12 @@ class SQLiteStore:
             on_erase=lambda: impact.purge(conn),
         )
         self._lock = self._tx.lock
-        self._ann: ann.AnnIndex | None = None
-        self._ann_threshold = 0
-        #: vector rows deleted since the last commit, to be zeroed in the ANN segment files after it
-        self._ann_doomed: list[ann_erase.Doomed] = []
-        self._context_window = context.CONTEXT_WINDOW
+        self._approximate = Approximate(path)
+        self._lexical = Lexical(conn, self._tx)
         self._nodes = NodeCache()
         self._contexts: dict[str, tuple[Tenant, NodeContext | None]] = {}  # cleared as ``_nodes``
         self._data_version = -1  # PRAGMA data_version the node and context caches match
-        #: FTS5 terms held by more than ``scale.PROBE_DOCS`` rows (``lexical_probe`` skips counting them);
-        #: kept while rows are only added, emptied when rows may have gone (as ``_nodes`` and on a delete)
-        self._common_terms: set[str] = set()
         self._fresh_in = -1  # the write transaction (``Transactions.serial``) whose start ``_fresh`` checked
-        #: FTS5 tables of at least this many rows are ranked by the impact-ordered index (0: never)
-        self._lex_threshold = impact.THRESHOLD
-        self._lex_budget = impact.BUDGET
-        self._lex_auto_build = impact.AUTO_BUILD
-        self._lex_step = merge.STEP
         #: passive WAL checkpoints on a background thread (a writable file; see ``_sqlite_wal``)
         self._checkpointer: Checkpointer | None = None
 
@@ -138,7 +116,7 @@ class SQLiteStore:
             raise
         store = cls(conn, target, read_only=read_only, schema=schema)
         try:
-            store._load_context_window()
+            store._load_context_window(ctx.STALE_KEY)
             if not read_only and target != ":memory:":  # commits no longer pay for the checkpoint
                 with sql.translated(f"open {target}"):
                     conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
@@ -149,47 +127,19 @@ class SQLiteStore:
             raise
         return store
 
+    @property
+    def _ann(self) -> ann.AnnIndex | None:
+        """The loaded approximate index (``None``: exact search only)."""
+        return self._approximate.index
+
     def _committed(self) -> None:
-        """After the outermost commit: the vector cache keeps what it did; a full ANN delta becomes a
-        segment (the write has committed: a failure to build one is logged, never raised); every
-        few commits the background checkpointer copies the WAL into the file."""
+        """After the outermost commit: the vector cache keeps what it did; the approximate index
+        erases what it deleted and extends its segments (``_sqlite_ann``); every few commits the
+        background checkpointer copies the WAL into the file."""
         self._cache.committed()
         if self._checkpointer is not None:
             self._checkpointer.committed()
-        if self._ann_doomed:
-            self._erase_segments()
-        if self._ann is not None:
-            try:
-                with sql.translated("build an approximate index segment"):
-                    self._ann.settle(self._conn)
-            except (StoreError, OSError) as exc:
-                log.warning("could not extend the approximate index of %s: %s", self.path, exc)
-
-    def _ann_folder(self) -> Path | None:
-        """The ANN segment folder, when there is one on disk (also while ANN search is off: a store
-        opened without it must still erase what an earlier open indexed)."""
-        folder = self._ann.folder if self._ann is not None else None
-        if folder is None and self._ann is None and self.path != ":memory:":
-            folder = Path(self.path + ".ann")
-        return folder if folder is not None and folder.is_dir() else None
-
-    def _erase_segments(self) -> None:
-        """After a commit that deleted vectors: zero their slots in the segment files (docs/storage.md,
-        "Forget erases"). The delete has committed: a failure is logged, never raised."""
-        doomed, self._ann_doomed = self._ann_doomed, []
-        folder = self._ann_folder()
-        if folder is None:
-            return
-        try:
-            with sql.translated("erase forgotten vectors from the approximate index"):
-                done = ann_erase.erase(folder, ann_erase.still_deleted(self._conn, doomed))
-        except (StoreError, OSError) as exc:
-            log.warning("could not erase forgotten vectors from the index files of %s: %s", self.path, exc)
-            return
-        if done.shredded:
-            log.warning("rebuilding unreadable approximate index files of %s: %s", self.path, done.shredded)
-            if self._ann is not None:
-                self._ann.discard(done.shredded)
+        self._approximate.committed(self._conn)
 
     def _forget_caches(self) -> None:
         """After a rollback: cached vectors and the loaded approximate index may hold undone writes."""
@@ -197,9 +147,8 @@ class SQLiteStore:
         self._nodes.clear()
         self._contexts.clear()
         self._chunks.clear()
-        self._common_terms.clear()
-        if self._ann is not None:
-            self._ann.rolled_back()
+        self._lexical.forget_terms()
+        self._approximate.rolled_back()
 
     def use_ann(self, threshold: int, *, folder: str | Path | None = None) -> None:
         """Approximate vector search for users with at least ``threshold`` nodes (0: always exact).
@@ -208,9 +157,7 @@ class SQLiteStore:
         lives in ``folder`` (default: ``<file>.ann`` beside the database; in memory for ``:memory:``).
         """
         with self._lock:
-            self._ann_threshold = threshold
-            usable = threshold > 0 and ann.available()
-            self._ann = ann.AnnIndex(self.path, folder=folder) if usable else None
+            self._approximate.use(threshold, folder=folder)
 
     # -- lifecycle and metadata -------------------------------------------------------------
     def close(self) -> None:
@@ -219,17 +166,11 @@ class SQLiteStore:
                 self._checkpointer.close()
             self._tx.close()
             self._cache.clear()
-            if self._ann is not None:
-                self._ann.drop()
+            self._approximate.close()
             self._conn.close()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    def _guard(self) -> AbstractContextManager[object]:
+        return self._lock
 
     def transaction(self) -> AbstractContextManager[None]:
         """``BEGIN IMMEDIATE`` at the outermost level, a SAVEPOINT inside; any exception rolls back.
@@ -243,22 +184,6 @@ class SQLiteStore:
         """Reads inside see one consistent state of the database (a read transaction). Re-entrant;
         inside a write transaction it adds nothing (the transaction already is one)."""
         return self._tx.read()
-
-    def bind_embedder(self, name: str, dim: int) -> None:
-        """Check first; write (``BEGIN IMMEDIATE``) only for a store no embedder has bound yet."""
-        with self._lock:
-            bound = self.get_meta("embedder")
-            if bound is not None:
-                codec.check_embedder(bound, name, dim)
-                return
-            if self.read_only:  # nothing was ever embedded into it: any embedder reads it
-                return
-            with self.transaction():
-                bound = self.get_meta("embedder")
-                if bound is None:
-                    self.set_meta("embedder", {"name": name, "dim": int(dim)})
-                    return
-                codec.check_embedder(bound, name, dim)
 
     def get_meta(self, key: str) -> JSONValue:
         with self._lock, sql.translated("read meta"):
@@ -277,22 +202,14 @@ class SQLiteStore:
 
     # -- nodes ------------------------------------------------------------------------------
     def _stored_dim(self) -> int | None:
-        bound = self.get_meta("embedder")
-        if isinstance(bound, dict) and isinstance(bound.get("dim"), int):
-            return cast(int, bound["dim"])
+        dim = bound_dim(self.get_meta("embedder"))
+        if dim is not None:
+            return dim
         row = self._conn.execute("SELECT dim FROM vectors LIMIT 1").fetchone()
         return None if row is None else int(row[0])
 
     def _check_dims(self, vectors: Sequence[Vector]) -> None:
-        dims = {int(v.shape[0]) for v in vectors}
-        stored = self._stored_dim()
-        if stored is not None:
-            dims.add(stored)
-        if len(dims) > 1:
-            raise EmbedderMismatch(
-                f"embeddings of dimensions {sorted(dims)} cannot share one store",
-                hint=f"use the embedder that built this store (dim {stored})",
-            )
+        check_dims(vectors, self._stored_dim())
 
     def _link_entities(self, nodes: Sequence[Node]) -> None:
         pairs = [
@@ -362,7 +279,8 @@ class SQLiteStore:
         if known or len({node.id for node in nodes}) != len(nodes):
             raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
         self._conn.executemany(
-            f"INSERT INTO nodes VALUES (NULL, {sql.marks(21)})", [sql.node_row(node) for node in nodes]
+            f"INSERT INTO nodes VALUES (NULL, {sql.marks(len(codec.NODE_WRITE_COLUMNS))})",
+            [sql.node_row(node) for node in nodes],
         )
         self._link_entities(nodes)
 
@@ -377,6 +295,10 @@ class SQLiteStore:
 
     def _existing(self, ids: Collection[str]) -> set[str]:
         return set(self._users(ids))
+
+    def _owners(self, node_ids: Collection[str]) -> dict[str, str]:
+        with sql.translated("read the nodes' users"):
+            return self._users(node_ids)
 
     def _users(self, ids: Collection[str]) -> dict[str, str]:
         """The user of each stored node among ``ids``."""
@@ -402,16 +324,15 @@ class SQLiteStore:
             text = (before.content, before.speaker) != (node.content, node.speaker)
             if text:
                 self._tx.erase = True  # the old text's FTS5 terms must not outlive it
-                self._common_terms.clear()  # the old text's terms are held by one row fewer
+                self._lexical.forget_terms()  # the old text's terms are held by one row fewer
                 self._conn.execute(
-                    f"UPDATE nodes SET {_TEXT_SET}, {_FIELDS_SET} WHERE id = ?", _text_args(row)
+                    f"UPDATE nodes SET {_TEXT_SET}, {_FIELDS_SET} WHERE id = ?",
+                    _args(row, (*_TEXT_COLUMNS, *_FIELD_COLUMNS)),
                 )
             elif _only_completed(sql.node_row(before), row):  # an add's last step: no index but status
-                self._conn.execute(
-                    "UPDATE nodes SET types = ?, status = ? WHERE id = ?", (row[14], row[17], row[0])
-                )
+                self._conn.execute(f"UPDATE nodes SET {_COMPLETED_SET} WHERE id = ?", _args(row, _COMPLETED))
             else:  # the FTS5 trigger fires on ``UPDATE OF content, speaker`` only
-                self._conn.execute(f"UPDATE nodes SET {_FIELDS_SET} WHERE id = ?", _field_args(row))
+                self._conn.execute(f"UPDATE nodes SET {_FIELDS_SET} WHERE id = ?", _args(row, _FIELD_COLUMNS))
             if before.entities != node.entities:
                 self._relink_entities(node)
             moved = vector is not None and not _same_vector(before.embedding, vector)
@@ -494,11 +415,7 @@ class SQLiteStore:
             touched = context.affected(self, gone_nodes, self._context_window) - set(node_ids)
             for chunk in sql.chunks(node_ids):
                 marks = sql.marks(len(chunk))
-                if self._ann is not None or self._ann_folder() is not None:
-                    rows = ann_erase.doomed(self._conn, chunk)
-                    self._ann_doomed.extend(rows)
-                    if self._ann is not None:
-                        self._ann.forget(self._conn, [(row.user_id, row.rowid) for row in rows])
+                self._approximate.deleting(self._conn, chunk)
                 scale.forget_decisions(self._conn, chunk)
                 cur = self._conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
                 removed += max(cur.rowcount, 0)
@@ -507,7 +424,7 @@ class SQLiteStore:
                 self._contexts.pop(node_id, None)
             if removed:
                 self._tx.erase = True
-                self._common_terms.clear()
+                self._lexical.forget_terms()
                 self._refresh_context(touched)
                 self._prune_entities()
                 self._cache.removed(self._conn, node_ids)
@@ -560,15 +477,7 @@ class SQLiteStore:
             return
         with self._lock, self.transaction(), sql.translated("store edges"):
             found = edge_sql.users_and_seqs(self._conn, {e.source for e in edges} | {e.target for e in edges})
-            users = {node_id: user for node_id, (user, _) in found.items()}
-            missing = ({e.source for e in edges} | {e.target for e in edges}) - users.keys()
-            if missing:
-                raise NotFound(f"edges refer to unknown nodes: {sorted(missing)[:5]}")
-            crossing = [e for e in edges if users[e.source] != users[e.target]]
-            if crossing:
-                raise InvalidInput(
-                    f"an edge cannot link two users' memories: {crossing[0].source} -> {crossing[0].target}"
-                )
+            check_edges(edges, {node_id: user for node_id, (user, _) in found.items()})
             edge_sql.put(self._conn, edges, {node_id: seq for node_id, (_, seq) in found.items()})
 
     def edges_of(
@@ -596,7 +505,7 @@ class SQLiteStore:
             self._nodes.clear()
             self._contexts.clear()
             self._chunks.clear()
-            self._common_terms.clear()  # another connection may have deleted rows
+            self._lexical.forget_terms()  # another connection may have deleted rows
             self._data_version = version
         if self._tx.writing:
             self._fresh_in = self._tx.serial
@@ -611,14 +520,16 @@ class SQLiteStore:
             return _chunks.merge(hits, found.search(tenant, query, k), k)
 
     def _node_search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
-        if self._ann is not None and not self._conn.in_transaction:
+        if not self._conn.in_transaction:
             # the index builds segments only outside a transaction, from committed rows
             with sql.translated("vector search"):
-                if scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
-                    return self._ann.search(self._conn, tenant, query, k)
+                found = self._approximate.search(self._conn, tenant, query, k)
+            if found is not None:
+                return found
         with self.snapshot(), sql.translated("vector search"):
-            if self._ann is not None and scale.user_total(self._conn, tenant.user) >= self._ann_threshold:
-                return self._ann.search(self._conn, tenant, query, k)
+            found = self._approximate.search(self._conn, tenant, query, k)
+            if found is not None:
+                return found
             vectors = self._cache.get(self._conn, tenant.user, writing=self._tx.writing)
             return [] if vectors is None else vectors.search(tenant, query, k)
 
@@ -656,156 +567,26 @@ class SQLiteStore:
         with self._lock, sql.translated("read chunk vectors"), sql.decoding("read chunk vectors"):
             return chunk_sql.get(self._conn, node_ids, where, params)
 
-    def _query_split(self, table: str, query: str, share: float = 1.0) -> tuple[list[str], list[str]]:
-        """The query's (rare, common) terms over FTS5 ``table`` for a tenant holding ``share`` of its
-        rows (``_sqlite_terms``); call locked."""
-        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
-        if not terms:
-            return [], []
-        return term_sql.split_terms(
-            self._conn,
-            table,
-            terms,
-            max_terms=codec.QUERY_OR_TERMS,
-            common_share=codec.QUERY_COMMON_SHARE,
-            # every rule counts the tenant's own rows (a term's expected rows of it: its rows x share),
-            # so a small tenant of a large shared table is ranked exactly: its rows that hold only
-            # common terms may be most of what it has, and leaving them out would leave it with few
-            # or no results
-            min_docs=codec.QUERY_MIN_DOCS / max(share, 1e-9),
-            postings=codec.QUERY_POSTINGS / max(share, 1e-9),
-        )
-
-    def _query_terms(self, table: str, query: str) -> list[str]:
-        """The query's terms whose rows are ranked (its rare terms); call locked."""
-        return self._query_split(table, query)[0]
-
-    def _share(self, tenant: Tenant) -> float:
-        """The tenant's user's part of every stored node (sizes the bounded FTS5 window); call locked."""
-        total = scale.node_total(self._conn)
-        return scale.user_total(self._conn, tenant.user) / total if total else 1.0
-
-    def use_lexical_index(
-        self,
-        threshold: int,
-        *,
-        budget: int = impact.BUDGET,
-        auto_build: int = impact.AUTO_BUILD,
-        step: int = merge.STEP,
-    ) -> None:
+    def use_lexical_index(self, threshold: int, **settings: int) -> None:
         """Rank lexical and context searches by the impact-ordered index (``_sqlite_impact``) once the
         store holds ``threshold`` nodes (0: always FTS5), reading at most ``budget`` postings a query;
         a search builds a missing or stale index itself while the store holds at most ``auto_build``
         nodes (0, the default: never; ``build_lexical_index`` does); above it a search does one bounded
-        step of the index's upkeep, ``step`` rows at most (0: none; ``_sqlite_impact_merge``)."""
-        if budget < 1 or threshold < 0 or auto_build < 0 or step < 0:
-            raise InvalidInput(
-                f"lexical index: threshold {threshold}, budget {budget}, auto_build {auto_build}, "
-                f"step {step}",
-                hint="threshold and auto_build are node counts (0: off), budget at least 1 posting, "
-                "step a row count (0: off)",
-            )
-        with self._lock:
-            self._lex_threshold, self._lex_budget, self._lex_auto_build = threshold, budget, auto_build
-            self._lex_step = step
+        step of the index's upkeep, ``step`` rows at most (0: none; ``_sqlite_impact_merge``). The
+        ``settings`` (``budget``, ``auto_build``, ``step``) default as in ``_sqlite_lexical``."""
+        self._lexical.configure(threshold, **settings)
 
     def build_lexical_index(self) -> int:
         """(Re)build the impact-ordered index of both FTS5 tables; the postings written."""
-        with self._lock, self.transaction(), sql.translated("build the lexical index"):
-            return sum(impact.build(self._conn, table) for table in impact.TABLES)
-
-    def _indexed(self, table: str) -> bool:
-        """Whether ``table`` is ranked by the impact-ordered index: the store is large enough and the
-        index is fresh (an erase's purged users are ranked by FTS5 inside ``impact.search``). A store
-        that allows it (``use_lexical_index(auto_build=N)``, at most N nodes) (re)builds a missing or
-        stale index here, if writable and no transaction is open (never inside a write); by default
-        only ``build_lexical_index`` (``dualmem check --repair``) builds it: a build takes seconds to
-        minutes, too long to hold a search, and FTS5 ranks until then."""
-        if self._lex_threshold <= 0:
-            return False
-        with self._lock, self.snapshot(), sql.translated("check the lexical index"):
-            total = scale.node_total(self._conn)
-            if total < self._lex_threshold:
-                return False
-            stage = impact.state(self._conn, table)
-        if self.read_only or self._tx.reading or self._tx.writing:
-            return stage in ("fresh", "purged")
-        if stage != "fresh" and total <= self._lex_auto_build:
-            with self._lock, self.transaction(), sql.translated("build the lexical index"):
-                if impact.needs_build(self._conn, table):
-                    impact.build(self._conn, table)
-            return True
-        if self._lex_step > 0:
-            stage = self._lexical_step(table) or stage
-        return stage in ("fresh", "purged")
-
-    def _lexical_step(self, table: str) -> str | None:
-        """One bounded step of the index's upkeep (``_sqlite_impact_merge``) when there is work: a
-        missing index is started empty (every row is then written since its build), the rows written
-        since the build are merged ``_lex_step`` at a time once ``merge.FROM`` of them wait, a purged
-        user is indexed again; the table's state after it (None: nothing done)."""
-        with self._lock, self.snapshot(), sql.translated("check the lexical index"):
-            work = merge.pending(self._conn, table, lag=merge.LAG)
-        if work < merge.FROM and not merge.rebuilding(self._conn, table):
-            return None
-        with self._lock:
-            wait = int(self._conn.execute("PRAGMA busy_timeout").fetchone()[0])
-            self._conn.execute("PRAGMA busy_timeout = 0")  # another writer holds the file: skip the step
-            try:
-                with self.transaction(), sql.translated("update the lexical index"):
-                    merge.start(self._conn, table)
-                    if not merge.rebuild_step(self._conn, table, rows=self._lex_step):
-                        merge.merge_step(self._conn, table, rows=self._lex_step, lag=merge.LAG)
-                    return impact.state(self._conn, table)
-            except DatabaseLocked:
-                return None
-            finally:
-                self._conn.execute(f"PRAGMA busy_timeout = {wait}")
+        return self._lexical.build()
 
     def lexical_index_state(self) -> dict[str, str]:
         """Each FTS5 table's impact-ordered index: ``"off"`` (the store is below the threshold),
         ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"`` (see ``_sqlite_impact.state``)."""
-        with self._lock, self.snapshot(), sql.translated("check the lexical index"):
-            total = scale.node_total(self._conn)
-            if self._lex_threshold <= 0 or total < self._lex_threshold:
-                return dict.fromkeys(impact.TABLES, "off")
-            return {table: impact.state(self._conn, table) for table in impact.TABLES}
-
-    def _impact_search(
-        self, table: str, tenant: Tenant, query: str, k: int
-    ) -> list[tuple[str, float]] | None:
-        """``_fts_search`` from the impact-ordered index; None where it cannot answer (call locked)."""
-        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
-        found = term_sql.tokens(self._conn, terms)
-        if any(len(parts) > 1 for parts in found):  # a phrase: FTS5 ranks it
-            return None
-        kept = [term for term, parts in zip(terms, found, strict=True) if parts]
-        if not kept:
-            return []
-        tokens = tuple(parts[0] for parts in found if parts)
-        query_ = impact.Query(tenant.user, tokens, fts_or(kept), k, self._lex_budget)
-        return impact.search(self._conn, table, sql.tenant_sql(tenant), query_)
-
-    def _fts_search(self, table: str, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 top-k of FTS5 ``table`` for ``tenant``: from the impact-ordered index for a large
-        store, else FTS5 bounded by the query's term split."""
-        if k <= 0:
-            return []
-        label = "lexical search" if table == "nodes_fts" else "context search"
-        indexed = self._indexed(table)
-        with self._lock, self.snapshot(), sql.translated(label):
-            if indexed:
-                found = self._impact_search(table, tenant, query, k)
-                if found is not None:
-                    return found
-            where, share = sql.tenant_sql(tenant), self._share(tenant)
-            rare, common = self._query_split(table, query, share)
-            if not rare:
-                return []
-            return sql.fts_top_split(self._conn, table, rare, common, k, where, share)
+        return self._lexical.state()
 
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        return self._fts_search("nodes_fts", tenant, query, k)
+        return self._lexical.search("nodes_fts", tenant, query, k)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """``lexical_search`` bounded for write-time candidates: below ``scale.PROBE_FROM`` indexed
@@ -818,9 +599,7 @@ class SQLiteStore:
             return []
         with self._lock, self.snapshot(), sql.translated("lexical probe"):
             self._fresh()
-            found = scale.lexical_probe(
-                self._conn, terms, k, sql.tenant_sql(tenant), user=tenant.user, common=self._common_terms
-            )
+            found = self._lexical.probe(tenant, terms, k)
         return self.lexical_search(tenant, text, k) if found is None else found
 
     def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
@@ -850,16 +629,11 @@ class SQLiteStore:
         found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
         return [(node_id, delta) for node_id, delta, _ in found[:k]]
 
-    def session_neighbours(
-        self, tenant: Tenant, node_ids: Collection[str], window: int
-    ) -> dict[str, tuple[tuple[str, int], ...]]:
-        out: dict[str, tuple[tuple[str, int], ...]] = dict.fromkeys(node_ids, ())
-        if window <= 0 or not out:
-            return out
+    def _session_neighbours(
+        self, tenant: Tenant, node_ids: list[str], window: int
+    ) -> Mapping[str, tuple[tuple[str, int], ...]]:
         with self._lock, self.snapshot(), sql.translated("read session neighbours"):
-            found = scale.session_neighbours(self._conn, tenant, list(out), window)
-        out.update(found)
-        return out
+            return scale.session_neighbours(self._conn, tenant, node_ids, window)
 
     # -- neighbour context --------------------------------------------------------------------
     def _refresh_context(self, node_ids: Collection[str]) -> None:
@@ -881,23 +655,8 @@ class SQLiteStore:
             self._tx.erase = True
         return len(ids)
 
-    def _load_context_window(self) -> None:
-        stored = self.get_meta("context_window")
-        if isinstance(stored, int):
-            self._context_window = stored
-        if self.get_meta(ctx.STALE_KEY) is not None and not self.read_only:
-            self.rebuild_context()
-
-    def set_context_window(self, window: int) -> None:
-        if window == self._context_window or self.read_only:
-            return
-        with self._lock, self.transaction():
-            self._context_window = window
-            self.set_meta("context_window", window)
-            self.rebuild_context()
-
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        return self._fts_search("context_fts", tenant, query, k)
+        return self._lexical.search("context_fts", tenant, query, k)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         """Read through a cache that each context write updates (and another connection's commit,
@@ -938,14 +697,8 @@ class SQLiteStore:
         if not decisions:
             return
         with self._lock, self.transaction(), sql.translated("store decisions"):
-            ids = {d.node_id for d in decisions}
-            users = self._users(ids | {d.other_id for d in decisions if d.other_id is not None})
-            missing = ids - users.keys()
-            if missing:
-                raise NotFound(f"decisions refer to unknown nodes: {sorted(missing)[:5]}")
-            for d in decisions:
-                if d.other_id in users and users[d.other_id] != users[d.node_id]:
-                    raise InvalidInput(f"a decision cannot link two users' memories: {d.node_id}")
+            ids = {d.node_id for d in decisions} | {d.other_id for d in decisions if d.other_id is not None}
+            check_decisions(decisions, self._users(ids))
             scale.put_decisions(self._conn, decisions)
 
     def decisions_of(self, node_id: str) -> list[Decision]:
@@ -967,16 +720,7 @@ class SQLiteStore:
                 by_view[view] = int(count)
             entities = self._conn.execute(*_entity_count(tenant)).fetchone()[0]
             bound = self.get_meta("embedder")
-        info = bound if isinstance(bound, dict) else {}
-        name, dim = info.get("name"), info.get("dim")
-        return StoreStats(
-            nodes=int(nodes),
-            pending=int(pending),
-            edges_by_view=cast(dict[str, int], by_view),
-            entities=int(entities),
-            embedder=name if isinstance(name, str) else None,
-            dim=dim if isinstance(dim, int) else None,
-        )
+        return StoreStats.of(nodes, pending, by_view, entities, bound)
 
     def tenant_counts(self) -> list[tuple[Tenant, int]]:
         with self._lock, self.snapshot(), sql.translated("count tenants"):
@@ -1008,17 +752,8 @@ class SQLiteStore:
                 found.update((row[0], row[1]) for row in self._conn.execute(statement, [user, *chunk]))
         return found
 
-    def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
-        if not keys:
-            return
-        with self._lock, self.transaction(), sql.translated("store write keys"):
-            users = self._users(set(keys.values()))
-            wrong = [node_id for node_id in keys.values() if users.get(node_id) != user]
-            if wrong:
-                raise NotFound(f"write keys refer to nodes {user!r} does not have: {sorted(wrong)[:5]}")
-            taken = self.find_keys(user, keys)
-            if taken:
-                raise InvalidInput(f"write keys already used: {sorted(taken)[:5]}")
+    def _insert_keys(self, user: str, keys: Mapping[str, str]) -> None:
+        with sql.translated("store write keys"):
             self._conn.executemany(
                 "INSERT INTO write_keys (user_id, key, node_id) VALUES (?, ?, ?)",
                 [(user, key, node_id) for key, node_id in keys.items()],
@@ -1029,8 +764,7 @@ class SQLiteStore:
         """Forget erases as it commits (docs/storage.md); this truncates a WAL that other processes'
         readers kept from being truncated then (``dualmem erase``)."""
         started = time.perf_counter()
-        if self.read_only:
-            raise ReadOnlyStore("erase truncates the WAL", hint="open the memory without read_only")
+        self._refuse_read_only("erase truncates the WAL")
         if self.path == ":memory:":
             return EraseReport("sqlite", (), (), time.perf_counter() - started)
         with self._lock, sql.translated("erase forgotten memories"):
@@ -1044,43 +778,30 @@ class SQLiteStore:
             "sqlite", ("PRAGMA wal_checkpoint(TRUNCATE)",), problems, time.perf_counter() - started
         )
 
-    def check(self, *, repair: bool = False) -> checks.CheckReport:
-        """Integrity of the file, the FTS5 index, vectors, links and the derived neighbour context."""
-        with self._lock:
-            if repair and self.read_only:
-                raise ReadOnlyStore("cannot repair a memory opened read-only", hint="open it writable")
-            report = self._check()
-            if not repair:
-                return report
-            if report.healthy:
-                built = self._build_stale_lexical_index()
-                return replace(report, repaired=built, before=report.problems) if built else report
-            with self.transaction(), sql.translated("repair the database"):
-                repaired = checks.sqlite_repair(self._conn, report)
-            self._cache.clear()
-            self._nodes.clear()
-            self._contexts.clear()
-            self._chunks.clear()
-            self._common_terms.clear()
-            if "context" in report.kinds() or "integrity" in repaired:
-                self.rebuild_context()
-                repaired = (*repaired, "context")
-            after = self._check()
-            repaired = (*repaired, *self._build_stale_lexical_index())
-            return checks.CheckReport(
-                after.healthy, after.problems, repaired=tuple(dict.fromkeys(repaired)), before=report.problems
-            )
-
-    def _build_stale_lexical_index(self) -> tuple[str, ...]:
-        """A repair's last step: the impact-ordered index (re)built where the store uses it and it is
-        missing, stale or purged (a large store's searches never build it themselves)."""
-        states = self.lexical_index_state()
-        if all(stage in ("off", "fresh") for stage in states.values()):
-            return ()
-        self.build_lexical_index()
-        return ("lexical_index",)
+    def _repair(self, report: checks.CheckReport) -> checks.CheckReport:
+        """What the file's own tables allow (``check.sqlite_repair``), the derived neighbour context
+        rebuilt, and last the impact-ordered index where the store uses it and it is not fresh."""
+        if report.healthy:
+            built = self._lexical.build_stale()
+            return replace(report, repaired=built, before=report.problems) if built else report
+        with self.transaction(), sql.translated("repair the database"):
+            repaired = checks.sqlite_repair(self._conn, report)
+        self._cache.clear()
+        self._nodes.clear()
+        self._contexts.clear()
+        self._chunks.clear()
+        self._lexical.forget_terms()
+        if "context" in report.kinds() or "integrity" in repaired:
+            self.rebuild_context()
+            repaired = (*repaired, "context")
+        after = self._check()
+        repaired = (*repaired, *self._lexical.build_stale())
+        return checks.CheckReport(
+            after.healthy, after.problems, repaired=tuple(dict.fromkeys(repaired)), before=report.problems
+        )
 
     def _check(self) -> checks.CheckReport:
+        """Integrity of the file, the FTS5 index, vectors, links and the derived neighbour context."""
         self._nodes.clear()  # a check reads what is stored, not what was cached
         self._contexts.clear()
         report = checks.sqlite_check(self._conn, repair=False)
@@ -1117,28 +838,32 @@ def _entity_count(tenant: Tenant | None) -> tuple[str, list[Any]]:
     )
 
 
-#: the columns ``update_node`` rewrites: the text (with its FTS5 row) only when it changed
-_TEXT_SET = "content = ?, speaker = ?"
-_FIELDS_SET = (
-    "at = ?, at_ts = ?, source = ?, session = ?, turn_id = ?, metadata = ?, entities = ?, "
-    "temporal_refs = ?, types = ?, status = ?, valid_from = ?, valid_to = ?, derived = ?"
+#: the columns ``update_node`` rewrites: the text (with its FTS5 row) only when it changed, the other
+#: fields always (never the keys or the creation time), and only these two to complete a node
+_TEXT_COLUMNS = ("content", "speaker")
+_FIELD_COLUMNS = tuple(
+    c
+    for c in codec.NODE_WRITE_COLUMNS
+    if c not in (*_TEXT_COLUMNS, "id", "user_id", "agent_id", "run_id", "created_at", "created_ts")
 )
+_COMPLETED = ("types", "status")
+_TEXT_SET = ", ".join(f"{c} = ?" for c in _TEXT_COLUMNS)
+_FIELDS_SET = ", ".join(f"{c} = ?" for c in _FIELD_COLUMNS)
+_COMPLETED_SET = ", ".join(f"{c} = ?" for c in _COMPLETED)
 
 
-def _field_args(row: tuple[object, ...]) -> tuple[object, ...]:
-    """``_FIELDS_SET``'s values from a ``node_row``, then the id."""
-    return (*row[5:7], *row[8:15], *row[17:], row[0])
+def _args(row: tuple[object, ...], columns: Sequence[str]) -> tuple[object, ...]:
+    """The values of ``columns`` in a ``node_row``, then the id (an ``UPDATE ... WHERE id = ?``)."""
+    by_column = dict(zip(codec.NODE_WRITE_COLUMNS, row, strict=True))
+    return (*(by_column[c] for c in columns), by_column["id"])
 
 
 def _only_completed(before: tuple[object, ...], after: tuple[object, ...]) -> bool:
-    """Two ``node_row``s that differ in nothing ``_FIELDS_SET`` writes but the types (14) and the
-    status (17): the narrow ``UPDATE`` of those two stores the same row without rewriting the
-    (user, time) and (user, session) index entries."""
-    return before[5:7] == after[5:7] and before[8:14] == after[8:14] and before[18:] == after[18:]
-
-
-def _text_args(row: tuple[object, ...]) -> tuple[object, ...]:
-    return (row[4], row[7], *_field_args(row))
+    """Two ``node_row``s that differ in nothing ``_FIELDS_SET`` writes but the types and the status:
+    the narrow ``UPDATE`` of those two stores the same row without rewriting the (user, time) and
+    (user, session) index entries."""
+    kept = [c for c in _FIELD_COLUMNS if c not in _COMPLETED]
+    return _args(before, kept) == _args(after, kept)
 
 
 def _same_vector(held: Vector | None, vector: Vector) -> bool:

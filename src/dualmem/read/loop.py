@@ -37,7 +37,7 @@ from dualmem.control.states import (
 )
 from dualmem.embed.base import Embedder
 from dualmem.errors import ControllerTimeout
-from dualmem.plane.base import Store
+from dualmem.plane.base import SearchStore
 from dualmem.read import scoring
 from dualmem.read.pool import (
     FEATURES,
@@ -140,7 +140,7 @@ class Retriever:
 
     def __init__(
         self,
-        store: Store,
+        store: SearchStore,
         embedder: Embedder,
         meter: Meter,
         profile: ReadProfile,

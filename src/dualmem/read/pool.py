@@ -63,7 +63,7 @@ import numpy.typing as npt
 
 from dualmem.control.states import QUERY, EmbeddingFeatures
 from dualmem.embed.base import Embedder
-from dualmem.plane.base import Candidate, NodeContext, Store
+from dualmem.plane.base import Candidate, NodeContext, SearchStore
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
 
@@ -135,7 +135,9 @@ class PoolNodes(Mapping[str, Node]):
     asked for: one item read loads every candidate not held yet in one batch (a caller that wants one
     usually wants them all); ``load`` reads only the ids it is given."""
 
-    def __init__(self, store: Store, tenant: Tenant, ids: Iterable[str], held: Mapping[str, Node]) -> None:
+    def __init__(
+        self, store: SearchStore, tenant: Tenant, ids: Iterable[str], held: Mapping[str, Node]
+    ) -> None:
         self._store, self._tenant = store, tenant
         self._ids = dict.fromkeys(ids)
         self._held = dict(held)
@@ -238,7 +240,7 @@ def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
 
 
 def analyze_query(
-    store: Store, query: str, tenant: Tenant, n: int
+    store: SearchStore, query: str, tenant: Tenant, n: int
 ) -> tuple[list[tuple[str, float]], dict[str, Candidate], QueryAnalysis]:
     """The lexical top-``n`` of ``query``, their candidate rows, and the query's analysis against
     the speakers of those hits (the memory's persons the query names are stripped from the text that
@@ -250,7 +252,7 @@ def analyze_query(
 
 
 def build_pool(
-    store: Store, embedder: Embedder, query: str, tenant: Tenant, settings: PoolSettings | None = None
+    store: SearchStore, embedder: Embedder, query: str, tenant: Tenant, settings: PoolSettings | None = None
 ) -> Pool:
     """Search, analyse, expand to neighbours and compute the feature matrix of ``query``'s pool.
 
@@ -313,7 +315,7 @@ def _near(
 
 
 def extend_pool(
-    store: Store, tenant: Tenant, pool: Pool, new: Sequence[Node], settings: PoolSettings | None = None
+    store: SearchStore, tenant: Tenant, pool: Pool, new: Sequence[Node], settings: PoolSettings | None = None
 ) -> Pool:
     """``pool`` with ``new`` nodes added as candidates (reached over a graph edge, say): their
     features are computed as for any candidate; nodes already in the pool are left as they are."""

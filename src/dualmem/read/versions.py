@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from dualmem.plane.base import Store
+from dualmem.plane.base import SearchStore
 from dualmem.types import Edge, Evidence, Node, Tenant
 
 __all__ = ["MAX_HOPS", "VersionRule", "order_versions"]
@@ -34,11 +34,11 @@ MAX_HOPS = 8
 _ABOVE = 1e-9  # a previous version's lead over its successor on a history query (ties fall by id)
 
 
-def _edges(store: Store, node_id: str) -> list[Edge]:
+def _edges(store: SearchStore, node_id: str) -> list[Edge]:
     return [e for e in store.edges_of(node_id, ["temporal"]) if e.label == "superseded_by"]
 
 
-def _current(store: Store, node_id: str) -> tuple[str, Edge] | None:
+def _current(store: SearchStore, node_id: str) -> tuple[str, Edge] | None:
     """The current version of a superseded node (following ``superseded_by`` edges) and the last edge."""
     seen = {node_id}
     at, last = node_id, None
@@ -65,7 +65,7 @@ class VersionRule:
 
 
 def order_versions(
-    scored: Mapping[str, Evidence], store: Store, tenant: Tenant, rule: VersionRule
+    scored: Mapping[str, Evidence], store: SearchStore, tenant: Tenant, rule: VersionRule
 ) -> dict[str, Evidence]:
     """``scored`` (evidence by node id) with the version rule applied (see the module docstring)."""
     asks_past, factor, window, allowed, likely = (
@@ -90,7 +90,7 @@ def order_versions(
 
 
 def _likely_updates(
-    out: dict[str, Evidence], store: Store, at_least: float, window: int, factor: float
+    out: dict[str, Evidence], store: SearchStore, at_least: float, window: int, factor: float
 ) -> None:
     """Among the ``window`` best results, one the write path judged an update of another
     (``relation.supersedes`` >= ``at_least``, recorded with the write) is ranked as that one's
@@ -123,7 +123,7 @@ def _likely_updates(
 
 def _lift(
     out: dict[str, Evidence],
-    store: Store,
+    store: SearchStore,
     tenant: Tenant,
     targets: list[tuple[str, Edge]],
     score: float,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
 
 import httpx
 
+from dualmem._closing import Closing
 from dualmem.errors import AnswererError, RuntimeFailure
 from dualmem.http import JSONClient, RetryPolicy
 from dualmem.types import JSONValue
@@ -27,7 +27,7 @@ class ChatCompletion:
     output_tokens: int | None = None
 
 
-class ChatClient:
+class ChatClient(Closing):
     """POSTs ``/chat/completions`` and returns the first choice's text and the token usage.
 
     Failures raise ``error`` (default ``AnswererError``) with one line, chained; timeouts raise
@@ -77,14 +77,6 @@ class ChatClient:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _first_choice(body: dict[str, JSONValue], error: type[RuntimeFailure]) -> dict[str, JSONValue]:

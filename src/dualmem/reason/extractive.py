@@ -50,8 +50,8 @@ import numpy.typing as npt
 from dualmem.embed.base import Embedder
 from dualmem.reason.base import ABSTAIN_TEXT, Draft
 from dualmem.text.lexical import STOPWORDS, tokenize
-from dualmem.text.porter import stem
 from dualmem.text.query import analyze, perspective, role_of
+from dualmem.text.stem import stem
 from dualmem.text.temporal import describe, ground
 from dualmem.text.timeparse import format_day
 from dualmem.types import Evidence, TemporalRef

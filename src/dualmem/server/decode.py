@@ -18,7 +18,7 @@ from dualmem.server.schemas import (
     TemporalRefOut,
     TraceOut,
 )
-from dualmem.types import Edge, Evidence, Node, TemporalRef, Tenant, TypeScores
+from dualmem.types import Edge, Evidence, Node, TemporalRef
 from dualmem.write.consolidate import ConsolidationReport
 
 __all__ = [
@@ -32,52 +32,21 @@ __all__ = [
 
 
 def _ref_from(r: TemporalRefOut) -> TemporalRef:
-    return TemporalRef(r.expression, r.start, r.end, r.precision)
+    return TemporalRef.from_json(r.model_dump())
 
 
 def node_from(m: NodeOut) -> Node:
-    """A ``Node`` as the server stored it, without its embedding (vectors stay on the server)."""
-    return Node(
-        id=m.id,
-        tenant=Tenant(m.tenant.user, m.tenant.agent, m.tenant.run),
-        content=m.content,
-        at=m.at,
-        speaker=m.speaker,
-        source=m.source,
-        session=m.session,
-        turn_id=m.turn_id,
-        metadata=m.metadata,
-        entities=tuple(m.entities),
-        temporal_refs=tuple(_ref_from(r) for r in m.temporal_refs),
-        types=TypeScores(**m.types.model_dump()) if m.types else None,
-        created_at=m.created_at,
-        status=m.status,
-        valid_from=m.valid_from,
-        valid_to=m.valid_to,
-        derived=m.derived,
-    )
+    """A ``Node`` as the server stored it, without its embedding (vectors stay on the server):
+    ``Node.from_json`` of the wire shape with its tenant object flattened."""
+    return Node.from_json({**m.model_dump(exclude={"tenant"}), **m.tenant.model_dump()})
 
 
 def _edge_from(m: EdgeOut) -> Edge:
-    return Edge(m.source, m.target, m.view, m.label, m.weight, m.created_at, m.valid_from, m.valid_to)
+    return Edge.from_json(m.model_dump())
 
 
 def inspection_from(m: InspectionOut) -> Inspection:
-    decisions = tuple(
-        Decision(
-            d.node_id,
-            d.purpose,
-            d.name,
-            d.key,
-            d.value,
-            d.label,
-            d.backend,
-            d.latency_ms,
-            d.other_id,
-            d.created_at,
-        )
-        for d in m.decisions
-    )
+    decisions = tuple(Decision.from_json(d.model_dump()) for d in m.decisions)
     return Inspection(node_from(m.node), tuple(_edge_from(e) for e in m.edges), decisions)
 
 

@@ -29,6 +29,7 @@ from dualmem.server.schemas import (
     TimeText,
     UpdateRequest,
     UpdateResponse,
+    WouldForgetOut,
     inspection_out,
     node_out,
 )
@@ -186,6 +187,16 @@ def update_memory(node_id: NodeId, body: UpdateRequest, scope: Scope, request: R
 )
 def delete_memory(node_id: NodeId, scope: Scope, request: Request) -> ForgetResponse:
     return ForgetResponse(forgotten=_service(request).write(lambda: scope.forget(node_id)))
+
+
+@router.get(
+    "/{node_id}/forget-preview",
+    response_model=WouldForgetOut,
+    responses=errors(404),
+    summary="What forgetting this memory would remove (its versions and derived summaries too)",
+)
+def forget_preview(node_id: NodeId, scope: Scope) -> WouldForgetOut:
+    return WouldForgetOut(items=[node_out(n) for n in scope.would_forget(node_id)])
 
 
 @router.get(

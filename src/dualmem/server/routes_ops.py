@@ -30,13 +30,16 @@ from dualmem.server.schemas import (
     ListRequest,
     NodeList,
     QueryRequest,
+    RepairOut,
     SearchOut,
     TenantOut,
     WhoAmI,
+    WouldForgetOut,
     answer_out,
     consolidation_out,
     import_out,
     node_list,
+    node_out,
     search_out,
 )
 from dualmem.server.service import Service
@@ -91,6 +94,26 @@ def forget(body: ForgetRequest, scope: Scope, request: Request) -> ForgetRespons
     service = _service(request)
     removed = service.write(lambda: scope.forget_all() if body.all else scope.forget(where=where))
     return ForgetResponse(forgotten=removed)
+
+
+@router.post(
+    "/forget/preview", response_model=WouldForgetOut, responses=errors(), summary="What a forget would remove"
+)
+def forget_preview(body: ForgetRequest, scope: Scope) -> WouldForgetOut:
+    """The memories ``POST /v1/forget`` with the same body would remove now, removing nothing."""
+    nodes = scope.would_forget() if body.all else scope.would_forget(where=body.where())
+    return WouldForgetOut(items=[node_out(n) for n in nodes])
+
+
+@router.post(
+    "/repair", response_model=RepairOut, responses=errors(502, 504), summary="Complete pending memories"
+)
+def repair(scope: Scope, request: Request) -> RepairOut:
+    """Complete the controller decisions of the memories a controller outage left pending."""
+    report = _service(request).write(scope.repair)
+    return RepairOut(
+        ids=list(report.ids), pending=list(report.pending), edges=report.edges, error=report.error
+    )
 
 
 @router.post(

@@ -28,7 +28,7 @@ from dualmem.plane.base import Decision
 from dualmem.plane.jsonl import ImportReport
 from dualmem.read.trace import Retrieval, StopReason, Trace
 from dualmem.text.timeparse import parse_time
-from dualmem.types import MAX_K, Edge, Evidence, Node, TemporalRef, Tenant, View, tenant_id_pattern
+from dualmem.types import MAX_K, Edge, Evidence, Node, TemporalRef, View, tenant_id_pattern
 from dualmem.write.consolidate import ConsolidationReport
 from dualmem.write.lifecycle import Filter
 
@@ -56,6 +56,7 @@ __all__ = [
     "ObservationIn",
     "Problem",
     "QueryRequest",
+    "RepairOut",
     "SearchOut",
     "Status",
     "TenantOut",
@@ -64,6 +65,7 @@ __all__ = [
     "UpdateRequest",
     "UpdateResponse",
     "WhoAmI",
+    "WouldForgetOut",
     "answer_out",
     "brief",
     "consolidation_out",
@@ -116,6 +118,10 @@ ShortText = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_
 Metadata = Annotated[dict[str, Any], AfterValidator(_encodable_json)]
 #: an observation's text: the core refuses a blank one ("content is empty"), the schema says so too
 Content = Annotated[Text, Field(min_length=1, max_length=MAX_TEXT, json_schema_extra={"pattern": NON_BLANK})]
+#: a caller's idempotency key of one observation: the core refuses a blank one, the schema says so too
+IdempotencyKey = Annotated[
+    Text, Field(min_length=1, max_length=512, json_schema_extra={"pattern": NON_BLANK})
+]
 #: a question: blank ones get the core's own message ("the query is empty"), as in every adapter
 QueryText = Annotated[
     Text, Field(max_length=MAX_QUERY, json_schema_extra={"minLength": 1, "pattern": NON_BLANK})
@@ -235,6 +241,11 @@ class ObservationIn(_Model):
     session: ShortText | None = None
     turn_id: ShortText | None = None
     metadata: Metadata = Field(default_factory=dict)
+    key: IdempotencyKey | None = Field(
+        default=None,
+        description="an idempotency key of this observation: one stored under the same key before is "
+        "not stored again, its id is returned",
+    )
 
 
 class AddRequest(_Model):
@@ -426,6 +437,21 @@ class ForgetResponse(_Model):
     forgotten: int
 
 
+class WouldForgetOut(_Model):
+    """What a forget would remove now, in time order (versions and derived summaries included)."""
+
+    items: list[NodeOut]
+
+
+class RepairOut(_Model):
+    """The pending memories a repair completed (``ids``) and those still pending after it."""
+
+    ids: list[str]
+    pending: list[str]
+    edges: int
+    error: str | None = Field(description="the controller failure that left memories pending, if any")
+
+
 class EdgeOut(_Model):
     source: str
     target: str
@@ -606,48 +632,23 @@ class Problem(BaseModel):
 
 
 # -- dataclass -> model ------------------------------------------------------------------------
-def _tenant_out(t: Tenant) -> TenantOut:
-    return TenantOut(user=t.user, agent=t.agent, run=t.run)
-
-
 def _ref_out(r: TemporalRef) -> TemporalRefOut:
-    return TemporalRefOut(expression=r.expression, start=r.start, end=r.end, precision=r.precision)
+    return TemporalRefOut.model_validate(r.to_json())
 
 
 def node_out(n: Node) -> NodeOut:
-    return NodeOut(
-        id=n.id,
-        tenant=_tenant_out(n.tenant),
-        content=n.content,
-        at=n.at,
-        speaker=n.speaker,
-        source=n.source,
-        session=n.session,
-        turn_id=n.turn_id,
-        metadata=dict(n.metadata),
-        entities=list(n.entities),
-        temporal_refs=[_ref_out(r) for r in n.temporal_refs],
-        types=TypeScoresOut(**n.types.to_json()) if n.types else None,
-        created_at=n.created_at,
-        status=n.status,
-        valid_from=n.valid_from,
-        valid_to=n.valid_to,
-        derived=n.derived,
-    )
+    """``Node.to_json`` with the tenant as one object (the wire shape of a node)."""
+    data = n.to_json()
+    tenant = {name: data.pop(name) for name in ("user", "agent", "run")}
+    return NodeOut.model_validate({**data, "tenant": tenant})
 
 
 def _edge_out(e: Edge) -> EdgeOut:
-    return EdgeOut(
-        source=e.source, target=e.target, view=e.view, label=e.label, weight=e.weight,
-        created_at=e.created_at, valid_from=e.valid_from, valid_to=e.valid_to,
-    )  # fmt: skip
+    return EdgeOut.model_validate(e.to_json())
 
 
 def _decision_out(d: Decision) -> DecisionOut:
-    return DecisionOut(
-        node_id=d.node_id, purpose=d.purpose, name=d.name, key=d.key, value=d.value, label=d.label,
-        backend=d.backend, latency_ms=d.latency_ms, other_id=d.other_id, created_at=d.created_at,
-    )  # fmt: skip
+    return DecisionOut.model_validate(d.to_json())
 
 
 def inspection_out(info: Inspection) -> InspectionOut:

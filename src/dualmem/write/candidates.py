@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dualmem.config import WriteProfile
-from dualmem.plane.base import Decision, Store
+from dualmem.plane.base import Decision, WriteStore
 from dualmem.types import Node, Tenant
 
 __all__ = [
@@ -65,7 +65,7 @@ class TextSignals:
     times: tuple[tuple[str, float], ...]
 
 
-def text_signals(store: Store, node: Node, *, profile: WriteProfile) -> TextSignals:
+def text_signals(store: WriteStore, node: Node, *, profile: WriteProfile) -> TextSignals:
     """The lexical, entity and time probes of ``node`` (stored already; its vector not needed)."""
     tenant = Tenant(node.tenant.user, node.tenant.agent, node.tenant.run)
     pool = profile.cand_pool
@@ -78,7 +78,7 @@ def text_signals(store: Store, node: Node, *, profile: WriteProfile) -> TextSign
 
 
 def discover(
-    store: Store,
+    store: WriteStore,
     node: Node,
     *,
     profile: WriteProfile,
@@ -138,7 +138,7 @@ def candidate_records(node: Node, candidates: Sequence[Candidate]) -> list[Decis
     return out
 
 
-def recorded_candidates(store: Store, node: Node) -> list[Candidate] | None:
+def recorded_candidates(store: WriteStore, node: Node) -> list[Candidate] | None:
     """The candidates recorded for ``node`` when it was written (those still stored, in rank order);
     ``None`` when none were recorded (a node written before records existed)."""
     records = [d for d in store.decisions_of(node.id) if d.purpose == CANDIDATES]
@@ -152,7 +152,7 @@ def recorded_candidates(store: Store, node: Node) -> list[Candidate] | None:
     return _stored(store, node, ranked)
 
 
-def written_candidates(store: Store, node: Node) -> list[Candidate] | None:
+def written_candidates(store: WriteStore, node: Node) -> list[Candidate] | None:
     """The candidates ``node`` was related to when it was written, in rank order (those still
     stored): its recorded ones (:func:`recorded_candidates`), else the pairs of its relation request
     (``pair_<rank>_...`` decisions name each candidate). ``None`` when neither is stored (relations
@@ -176,7 +176,7 @@ def written_candidates(store: Store, node: Node) -> list[Candidate] | None:
     return _stored(store, node, [(rank, other, 0.0) for other, rank in ranks.items()])
 
 
-def _stored(store: Store, node: Node, rows: Sequence[tuple[int, str | None, float]]) -> list[Candidate]:
+def _stored(store: WriteStore, node: Node, rows: Sequence[tuple[int, str | None, float]]) -> list[Candidate]:
     """``(rank, other id, fused score)`` rows as candidates of ``node``, in rank order, skipping
     those no longer stored (forgotten since)."""
     ranked = sorted(rows, key=lambda row: row[0])
@@ -192,7 +192,7 @@ def _stored(store: Store, node: Node, rows: Sequence[tuple[int, str | None, floa
     return out
 
 
-def _rare(store: Store, tenant: Tenant, node: Node, share: float) -> list[str]:
+def _rare(store: WriteStore, tenant: Tenant, node: Node, share: float) -> list[str]:
     """The node's entities that may seed candidates: not the speaker, and in at most ``share`` of nodes."""
     speaker = node.speaker.strip().lower() if node.speaker else None
     salient = [e for e in node.entities if e != speaker]

@@ -34,7 +34,7 @@ from dualmem.control.states import (
 from dualmem.embed.base import Embedder
 from dualmem.embed.windows import embed_texts
 from dualmem.errors import NotFound
-from dualmem.plane.base import Decision, Store
+from dualmem.plane.base import Decision, WriteStore
 from dualmem.text.entities import extract_entities
 from dualmem.types import Edge, JSONValue, Node, Tenant, Vector, new_id, utcnow
 from dualmem.write.candidates import Candidate, discover, written_candidates
@@ -78,7 +78,7 @@ class ConsolidationReport:
 class Consolidator:
     def __init__(
         self,
-        store: Store,
+        store: WriteStore,
         embedder: Embedder,
         meter: Meter,
         profile: WriteProfile,

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import cast
 
-from dualmem.plane.base import Store
+from dualmem.plane.base import WriteStore
 from dualmem.types import JSONValue, Tenant
 
 __all__ = ["QueuedPass", "StoreBacklog", "WorkQueue"]
@@ -37,7 +37,7 @@ def _tenant_key(tenant: Tenant) -> str:
 class StoreBacklog:
     """The cadence backlog in the store's metadata (one key per tenant)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: WriteStore) -> None:
         self._store = store
 
     def load(self, tenant: Tenant) -> list[str]:
@@ -72,7 +72,7 @@ def _claim_is_dead(owner: object, claimed: object) -> bool:
 class WorkQueue:
     """Due consolidation passes, in the store's metadata (one JSON list)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: WriteStore) -> None:
         self._store = store
 
     def _entries(self) -> list[dict[str, JSONValue]]:

@@ -20,7 +20,7 @@ import os
 from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol, cast, runtime_checkable
+from typing import cast
 
 from dualmem.config import WriteProfile
 from dualmem.control import catalog
@@ -30,7 +30,7 @@ from dualmem.control.states import TypingState
 from dualmem.embed.base import Embedder
 from dualmem.embed.windows import NodeVectors, embed_texts
 from dualmem.errors import ControllerError
-from dualmem.plane.base import Decision, Store
+from dualmem.plane.base import Decision, StagedNodes, WriteStore
 from dualmem.text.entities import EntityExtractor, create_extractor
 from dualmem.text.temporal import ground
 from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id, utcnow
@@ -43,21 +43,10 @@ from dualmem.write.relations import (
     supersessions,
 )
 
-__all__ = ["OVERLAP_MIN_CPUS", "StagedNodes", "WriteReport", "Writer", "natural_key"]
+__all__ = ["OVERLAP_MIN_CPUS", "WriteReport", "Writer", "natural_key"]
 
 #: the CPUs from which one ``add`` embeds its text on a worker thread by default (``Writer(overlap=)``)
 OVERLAP_MIN_CPUS = 4
-
-
-@runtime_checkable
-class StagedNodes(Protocol):
-    """A store that can store a node in two halves inside one write (``SQLiteStore``): the row (its
-    text, lexical and entity indexes) first, its vector (and the neighbour context it changes) later;
-    the two halves together store what ``put_nodes`` stores."""
-
-    def put_node_rows(self, nodes: Sequence[Node]) -> None: ...
-
-    def put_node_vectors(self, nodes: Sequence[Node]) -> None: ...
 
 
 def _failure(typed: object, related: object) -> ControllerError | None:
@@ -90,7 +79,7 @@ class Writer:
 
     def __init__(
         self,
-        store: Store,
+        store: WriteStore,
         embedder: Embedder,
         meter: Meter,
         profile: WriteProfile,

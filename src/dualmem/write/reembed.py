@@ -15,13 +15,13 @@ import numpy as np
 
 from dualmem.embed.base import Embedder
 from dualmem.embed.windows import embed_texts
-from dualmem.plane.base import Store
+from dualmem.plane.base import WriteStore
 from dualmem.types import Node, Tenant
 
 __all__ = ["reembed"]
 
 
-def reembed(store: Store, embedder: Embedder, tenant: Tenant | None = None, *, batch: int = 256) -> int:
+def reembed(store: WriteStore, embedder: Embedder, tenant: Tenant | None = None, *, batch: int = 256) -> int:
     """Re-embed the nodes of ``tenant`` (``None``: every tenant); the number of nodes re-embedded."""
     store.bind_embedder(embedder.name, embedder.dim)  # EmbedderMismatch for another model
     done = 0
@@ -36,7 +36,7 @@ def reembed(store: Store, embedder: Embedder, tenant: Tenant | None = None, *, b
     return done
 
 
-def _batch(store: Store, embedder: Embedder, nodes: list[Node]) -> int:
+def _batch(store: WriteStore, embedder: Embedder, nodes: list[Node]) -> int:
     vectors = embed_texts(embedder, [n.content for n in nodes])
     empty = np.zeros((0, embedder.dim), dtype=np.float32)
     with store.transaction():

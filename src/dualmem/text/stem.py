@@ -1,25 +1,33 @@
-"""The Porter stemmer in two variants: NLTK's default one and the 1980 paper's, as SQLite FTS5 runs it.
+"""The stemmers, in one module: ``stem(word, mode=...)``, three modes that differ by design.
 
-``stem`` is NLTK's ``PorterStemmer()`` default (``NLTK_EXTENSIONS`` mode): LoCoMo's official F1
-stems tokens with it, so the benchmark re-implements it here and needs no NLTK. It follows
-M. F. Porter (1980), "An algorithm for suffix stripping", with NLTK's documented departures: words
-of one or two letters are left alone, a few irregular forms are looked up, ``-ies``/``-ied`` on
-four-letter words keep their ``ie``, step 1c needs a consonant before the ``y``, ``alli`` is handled
-first in step 2, and step 2 knows ``bli``, ``fulli`` and ``logi``. Checked word for word against
-NLTK 3.10 on the LoCoMo vocabulary.
+- ``"nltk"`` (the default): NLTK's ``PorterStemmer()`` default (``NLTK_EXTENSIONS`` mode). LoCoMo's
+  official F1 stems tokens with it, so the benchmark re-implements it here and needs no NLTK. It
+  follows M. F. Porter (1980), "An algorithm for suffix stripping", with NLTK's documented
+  departures: words of one or two letters are left alone, a few irregular forms are looked up,
+  ``-ies``/``-ied`` on four-letter words keep their ``ie``, step 1c needs a consonant before the
+  ``y``, ``alli`` is handled first in step 2, and step 2 knows ``bli``, ``fulli`` and ``logi``.
+  Checked word for word against NLTK 3.10 on the LoCoMo vocabulary (``tests/test_bench_metrics.py``).
+- ``"fts5"``: the paper's algorithm with none of those departures, as the ``porter`` tokenizer of
+  SQLite FTS5 applies it (tokens shorter than three or longer than 64 characters are left alone).
+  The PostgreSQL store indexes with it so that its BM25 matches the SQLite store's; a test checks
+  it token for token against FTS5 itself (``tests/test_postgres_lexical.py``).
+- ``"light"``: the builtin decider's cue stem (``control/builtin_cues.py``): irregular past and
+  plural forms looked up, then one of -ies/-ing/-ed/-s, a doubled consonant and a final ``e``
+  dropped. Cheaper and more aggressive than Porter's; the builtin's fitted weights were fitted on
+  its tokens, so it stays as it is.
 
-``stem_fts5`` is the paper's algorithm with none of those departures, as the ``porter`` tokenizer
-of SQLite FTS5 applies it (tokens shorter than three or longer than 64 characters are left alone).
-The PostgreSQL store indexes with it so that its BM25 matches the SQLite store's; a test checks it
-token for token against FTS5 itself.
+Each mode is cached; ``stemmer(mode)`` gives its function for a loop over many tokens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Literal, TypeAlias
 
-__all__ = ["stem", "stem_fts5"]
+__all__ = ["Mode", "stem", "stemmer"]
+
+Mode: TypeAlias = Literal["nltk", "fts5", "light"]
 
 _Rule = tuple[str, str, Callable[[str], bool] | None]
 
@@ -112,6 +120,11 @@ def _step1b(word: str) -> str:
     if word.endswith("eed"):
         base = word[:-3]
         return base + "ee" if _measure(base) > 0 else word
+    return _step1b_ed_ing(word, _cvc)
+
+
+def _step1b_ed_ing(word: str, cvc: Callable[[str], bool]) -> str:
+    """Step 1b's ``-ed`` / ``-ing`` after a vowel, and what it restores (``cvc``: the ``*o`` test)."""
     for suffix in ("ed", "ing"):
         if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
             mid = word[: -len(suffix)]
@@ -125,7 +138,7 @@ def _step1b(word: str) -> str:
             ("bl", "ble", None),
             ("iz", "ize", None),
             ("*d", mid[-1], lambda _: mid[-1] not in "lsz"),
-            ("", "e", lambda base: _measure(base) == 1 and _cvc(base)),
+            ("", "e", lambda base: _measure(base) == 1 and cvc(base)),
         ],
     )
 
@@ -185,11 +198,11 @@ _STEP4: list[_Rule] = [
 ]
 
 
-def _step5a(word: str) -> str:
+def _step5a(word: str, cvc: Callable[[str], bool] = _cvc) -> str:
     if word.endswith("e"):
         base = word[:-1]
         m = _measure(base)
-        if m > 1 or (m == 1 and not _cvc(base)):
+        if m > 1 or (m == 1 and not cvc(base)):
             return base
     return word
 
@@ -199,8 +212,8 @@ def _step5b(word: str) -> str:
 
 
 @lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """The Porter stem of one lower-case word."""
+def _stem_nltk(word: str) -> str:
+    """NLTK's Porter stem of one word (lower-cased first)."""
     word = word.lower()
     if word in _IRREGULAR:
         return _IRREGULAR[word]
@@ -240,35 +253,11 @@ def _paper_step1b(word: str) -> str:
     if word.endswith("eed") and len(word) > 3:
         base = word[:-3]
         return base + "ee" if _measure(base) > 0 else word
-    for suffix in ("ed", "ing"):
-        if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
-            mid = word[: -len(suffix)]
-            break
-    else:
-        return word
-    return _apply(
-        mid,
-        [
-            ("at", "ate", None),
-            ("bl", "ble", None),
-            ("iz", "ize", None),
-            ("*d", mid[-1], lambda _: mid[-1] not in "lsz"),
-            ("", "e", lambda base: _measure(base) == 1 and _cvc_paper(base)),
-        ],
-    )
-
-
-def _paper_step5a(word: str) -> str:
-    if word.endswith("e"):
-        base = word[:-1]
-        m = _measure(base)
-        if m > 1 or (m == 1 and not _cvc_paper(base)):
-            return base
-    return word
+    return _step1b_ed_ing(word, _cvc_paper)
 
 
 @lru_cache(maxsize=65536)
-def stem_fts5(word: str) -> str:
+def _stem_fts5(word: str) -> str:
     """The Porter (1980) stem of one lower-case token, as SQLite FTS5's ``porter`` tokenizer gives it."""
     if len(word) < 3 or len(word) > _FTS5_MAX:
         return word
@@ -277,4 +266,63 @@ def stem_fts5(word: str) -> str:
     word = _apply(word, [("y", "i", _has_vowel)], proper=True)
     for rules in (_STEP2_PAPER, _STEP3, _STEP4):
         word = _apply(word, rules, proper=True)
-    return _step5b(_paper_step5a(word))
+    return _step5b(_step5a(word, _cvc_paper))
+
+
+# -- the builtin decider's light stem ----------------------------------------------------------
+
+_LIGHT_IRREGULAR = {
+    past: base
+    for base, forms in {
+        "buy": "bought", "eat": "ate eaten", "see": "saw seen", "meet": "met", "find": "found",
+        "leave": "left", "feel": "felt", "think": "thought", "bring": "brought", "win": "won",
+        "lose": "lost", "begin": "began begun", "write": "wrote written", "sing": "sang sung",
+        "drive": "drove driven", "fly": "flew flown", "spend": "spent", "send": "sent",
+        "build": "built", "catch": "caught", "teach": "taught", "fall": "fell fallen", "keep": "kept",
+        "sleep": "slept", "pay": "paid", "sell": "sold", "hear": "heard", "hold": "held",
+        "become": "became", "choose": "chose chosen", "swim": "swam swum", "ride": "rode ridden",
+        "wear": "wore worn", "run": "ran", "break": "broke broken", "give": "gave given",
+        "speak": "spoke spoken", "grow": "grew grown", "know": "knew known", "draw": "drew drawn",
+        "read": "read", "lead": "led", "stand": "stood", "understand": "understood", "learn": "learnt",
+        "child": "children", "person": "people", "woman": "women", "man": "men",
+    }.items()
+    for past in forms.split()
+}  # fmt: skip
+
+
+@lru_cache(maxsize=65536)
+def _stem_light(token: str) -> str:
+    """A light, consistent stem: irregular forms, then -ies/-s/-ing/-ed, a doubled consonant, a final e."""
+    base = _LIGHT_IRREGULAR.get(token)
+    if base is not None:
+        token = base
+    elif len(token) > 4 and token.endswith("ies"):
+        token = token[:-3] + "y"
+    elif len(token) > 5 and token.endswith("ing"):
+        token = token[:-3]
+    elif len(token) > 4 and token.endswith("ed"):
+        token = token[:-2]
+    elif len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        token = token[:-1]
+    if len(token) > 3 and token[-1] == token[-2] and token[-1] not in "aeiouls":
+        token = token[:-1]
+    if len(token) > 3 and token.endswith("e"):
+        token = token[:-1]
+    return token
+
+
+_STEMMERS: dict[str, Callable[[str], str]] = {"nltk": _stem_nltk, "fts5": _stem_fts5, "light": _stem_light}
+
+
+def stemmer(mode: Mode = "nltk") -> Callable[[str], str]:
+    """The (cached) stem function of ``mode`` (module docstring)."""
+    try:
+        return _STEMMERS[mode]
+    except KeyError:
+        raise ValueError(f"unknown stemmer mode {mode!r}; expected one of {', '.join(_STEMMERS)}") from None
+
+
+def stem(word: str, mode: Mode = "nltk") -> str:
+    """The stem of one token in ``mode``: ``"nltk"`` (LoCoMo's F1), ``"fts5"`` (SQLite FTS5's
+    ``porter``, the lexical index of both stores) or ``"light"`` (the builtin decider's cues)."""
+    return stemmer(mode)(word)
