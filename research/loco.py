@@ -129,6 +129,9 @@ def _search_profile(system: str) -> Profile:
         return base
     if system == "dualmem no-supersession":
         return base.with_(read__prefer_current=False)
+    if system.startswith("dualmem likely="):  # read.likely_update at another value ("off": None)
+        value = system.removeprefix("dualmem likely=")
+        return base.with_(read__likely_update=None if value == "off" else float(value))
     what = system.removeprefix("dualmem no-")
     return read_variant(base, what)
 
@@ -300,8 +303,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--augment", nargs="*", default=[], help="corpora whose shuffled copies train too")
     parser.add_argument("--search", type=Path, default=None, help="LOCO builds to run Memory.search on")
     parser.add_argument(
-        "--systems", nargs="*", default=list(SEARCH_SYSTEMS), help="read-path systems (--search)"
+        "--systems",
+        nargs="*",
+        default=list(SEARCH_SYSTEMS),
+        help="read-path systems (--search); also 'dualmem likely=X' (read.likely_update X, or off)",
     )
+    parser.add_argument("--search-corpora", nargs="*", default=None, help="search these only (default: all)")
     ns = parser.parse_args(argv)
     data = load(ns.builds, ns.corpora, limit=ns.limit, augment=ns.augment)
     settings = TreeSettings(trees=ns.trees, threads=1, increasing=tuple(ns.increasing))
@@ -316,7 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from research.builds import any_build
 
         search = {
-            c.id: any_build(c, ns.search / name) for name in ns.corpora for c in conversations(name, ns.limit)
+            c.id: any_build(c, ns.search / name)
+            for name in (ns.corpora if ns.search_corpora is None else ns.search_corpora)
+            for c in conversations(name, ns.limit)
         }
     for mode in ns.modes:
         rows += run(data, mode, settings, choose=not ns.no_choose, search=search, systems=ns.systems)
