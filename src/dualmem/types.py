@@ -13,13 +13,16 @@ import threading
 import unicodedata
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, cast, get_args
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
 import numpy as np
 import numpy.typing as npt
 
 from dualmem.errors import InvalidInput, TenantRequired
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "EDGE_FIELDS",
@@ -42,6 +45,7 @@ __all__ = [
     "View",
     "check_json",
     "check_text",
+    "fields_json",
     "from_iso",
     "new_id",
     "normal_tenant_id",
@@ -112,6 +116,12 @@ def check_json(value: object, what: str) -> None:
             stack.extend((inner, depth + 1) for inner in item)
         else:
             raise InvalidInput(f"{what} holds a {type(item).__name__}, which JSON cannot store")
+
+
+def fields_json(obj: DataclassInstance, **converted: Any) -> dict[str, Any]:
+    """Every field of the dataclass ``obj`` by name, in declaration order: the value given in
+    ``converted`` for a field named there (a copy, a rounding), else the field's own value."""
+    return {f.name: converted[f.name] if f.name in converted else getattr(obj, f.name) for f in fields(obj)}
 
 
 def utcnow() -> dt.datetime:
@@ -273,12 +283,7 @@ class TypeScores:
     preference: float
 
     def to_json(self) -> dict[str, float]:
-        return {
-            "episodic": self.episodic,
-            "semantic": self.semantic,
-            "procedural": self.procedural,
-            "preference": self.preference,
-        }
+        return fields_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, float]) -> TypeScores:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from dualmem.control.questions import Batch, BatchResult, Controller, validate_result
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
+from dualmem.types import fields_json
 
 if TYPE_CHECKING:
     from dualmem.control.calibration import Calibration
@@ -39,15 +40,7 @@ class CallCounts:
     output_tokens: int = 0
 
     def to_json(self) -> dict[str, float]:
-        return {
-            "calls": self.calls,
-            "questions": self.questions,
-            "failures": self.failures,
-            "cache_hits": self.cache_hits,
-            "latency_s": round(self.latency_s, 6),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
+        return fields_json(self, latency_s=round(self.latency_s, 6))
 
 
 @dataclass(slots=True)
