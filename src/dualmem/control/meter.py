@@ -19,7 +19,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dualmem.control.questions import Batch, BatchResult, Controller, validate_result
+from dualmem.control.questions import Batch, BatchResult, Controller, first_failure_raised, validate_result
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
 from dualmem.types import fields_json
 
@@ -122,12 +122,7 @@ class Meter:
 
         Each batch still counts as one request of its purpose. The first failure is raised.
         """
-        out: list[Decided] = []
-        for outcome in self.ask_each(batches, timeout=timeout):
-            if isinstance(outcome, ControllerError):
-                raise outcome
-            out.append(outcome)
-        return out
+        return first_failure_raised(self.ask_each(batches, timeout=timeout))
 
     def ask_each(
         self, batches: Sequence[Batch], *, timeout: float | None = None
