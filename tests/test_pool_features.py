@@ -22,9 +22,10 @@ from dualmem import Memory
 from dualmem.control.builtin import BuiltinController
 from dualmem.conversations import load_conversations
 from dualmem.embed import Embedder
-from dualmem.plane import InMemoryStore, SQLiteStore, Store
+from dualmem.plane import SQLiteStore
 from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool, extend_pool
 from dualmem.types import Node, Observation, Tenant
+from store_support import STORE_KINDS, filled_memory
 
 AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
 TURNS = [
@@ -64,11 +65,9 @@ def _observations() -> list[Observation]:
     return out
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=STORE_KINDS)
 def small(request: pytest.FixtureRequest, hashing: Embedder, tmp_path: Path) -> Iterator[Memory]:
-    store: Store = InMemoryStore() if request.param == "memory" else SQLiteStore.open(tmp_path / "m.db")
-    with Memory(store, hashing, BuiltinController()) as m:
-        m.add_many(_observations(), user="u")
+    with filled_memory(request.param, hashing, tmp_path, _observations()) as m:
         yield m
 
 
