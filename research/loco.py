@@ -41,7 +41,18 @@ from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION
 from research.builds import any_build, embedder
 from research.corpora import CORPORA, SHUFFLED, conversations, fold_of, labels
-from research.cv import K_VALUES, CVConfig, QueryPool, _collect, _record, _rows, rank, read_variant
+from research.cv import (
+    K_VALUES,
+    CVConfig,
+    QueryPool,
+    _collect,
+    _fmt,
+    _record,
+    _rows,
+    rank,
+    read_variant,
+    recall_table,
+)
 
 __all__ = ["Pools", "load", "run"]
 
@@ -241,24 +252,11 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
-
-
 def report(summary: Mapping[str, Any]) -> str:
     lines: list[str] = []
     for mode, corpora in summary.items():
         for corpus, systems in corpora.items():
-            lines += [
-                "",
-                f"### {mode}: {corpus}",
-                "",
-                "| system | n | R@1 | R@5 | R@10 | R@20 | MRR |",
-                "|---|---|---|---|---|---|---|",
-            ]
-            for system, s in systems.items():
-                vals = " | ".join(_fmt(s[f"R@{k}"]) for k in K_VALUES)
-                lines.append(f"| {system} | {s['n']} | {vals} | {_fmt(s['MRR'])} |")
+            lines += recall_table(f"### {mode}: {corpus}", systems)
             cats = sorted({c for s in systems.values() for c in s["R@10 by category"]})
             lines += [
                 "",
