@@ -10,6 +10,7 @@ import numpy as np
 
 from dualmem.control.builtin import BuiltinController
 from dualmem.control.questions import Batch, BatchResult
+from dualmem.memory import Memory
 from dualmem.types import JSONValue, Node, Tenant
 
 T1 = dt.datetime(2024, 5, 14, 10, tzinfo=dt.UTC)  # Mira's old bicycle broke
@@ -17,6 +18,13 @@ T2 = dt.datetime(2024, 5, 16, 10, tzinfo=dt.UTC)  # she tells of the new one
 BROKE = "My old bicycle broke."
 BOUGHT = "I bought a new bicycle yesterday because my old one broke."
 QUESTION = "When did Mira buy a new bicycle, and why?"
+
+
+def tell_the_story(mem: Memory, user: str) -> tuple[str, str]:
+    """Mira's two bicycle turns (speaker Mira, at T1 and T2) added to ``mem`` for ``user``; their ids."""
+    broke = mem.add(f"Mira: {BROKE}", user=user, speaker="Mira", at=T1)
+    bought = mem.add(f"Mira: {BOUGHT}", user=user, speaker="Mira", at=T2)
+    return broke, bought
 
 
 def mira_node(id: str, content: str, at: dt.datetime, vec: tuple[float, ...], **fields: Any) -> Node:
