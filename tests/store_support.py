@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +12,16 @@ from dualmem.control.builtin import BuiltinController
 from dualmem.embed import Embedder
 from dualmem.plane import InMemoryStore, SQLiteStore, Store
 from dualmem.types import Observation
+
+#: when the pool tests' conversation starts, and how it starts (speaker, text)
+AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
+PEPPER = [
+    ("Mira", "Guess what happened at the weekend?"),
+    ("Jon", "Tell me!"),
+    ("Mira", "I adopted a border collie called Pepper."),
+    ("Jon", "Lovely. Where is it?"),
+    ("Mira", "Where is what?"),
+]
 
 #: the params of a fixture run on each store
 STORE_KINDS = ["memory", "sqlite"]

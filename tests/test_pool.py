@@ -13,17 +13,9 @@ from dualmem import Memory
 from dualmem.embed import Embedder
 from dualmem.read.pool import FEATURES, PoolSettings, build_pool
 from dualmem.types import Observation, Tenant
-from store_support import STORE_KINDS, filled_memory
+from store_support import AT, PEPPER, STORE_KINDS, filled_memory
 
-AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
-TURNS = [
-    ("Mira", "Guess what happened at the weekend?"),
-    ("Jon", "Tell me!"),
-    ("Mira", "I adopted a border collie called Pepper."),
-    ("Jon", "Lovely. Where is it?"),
-    ("Mira", "Where is what?"),
-    ("Jon", "I went hiking in the Alps with my sister."),
-]
+TURNS = [*PEPPER, ("Jon", "I went hiking in the Alps with my sister.")]
 
 
 def _observations() -> list[Observation]:

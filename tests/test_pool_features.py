@@ -25,15 +25,10 @@ from dualmem.embed import Embedder
 from dualmem.plane import SQLiteStore
 from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool, extend_pool
 from dualmem.types import Node, Observation, Tenant
-from store_support import STORE_KINDS, filled_memory
+from store_support import AT, PEPPER, STORE_KINDS, filled_memory
 
-AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
 TURNS = [
-    ("Mira", "Guess what happened at the weekend?"),
-    ("Jon", "Tell me!"),
-    ("Mira", "I adopted a border collie called Pepper."),
-    ("Jon", "Lovely. Where is it?"),
-    ("Mira", "Where is what?"),
+    *PEPPER,
     ("Jon", "I went hiking in the Alps with my sister last week."),
     ("Mira", "My old bicycle broke on the way to work on 2 May 2023."),
     ("Jon", "I love ramen from the shop near the station, I eat it every Friday."),
