@@ -71,21 +71,13 @@ class ConsolidationReport:
         )
 
 
+@dataclass(eq=False)
 class Consolidator:
-    def __init__(
-        self,
-        store: WriteStore,
-        embedder: Embedder,
-        meter: Meter,
-        profile: WriteProfile,
-        *,
-        summarizer: Summarizer | None = None,
-    ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.meter = meter
-        self.profile = profile
-        self.summarizer = summarizer
+    store: WriteStore
+    embedder: Embedder
+    meter: Meter
+    profile: WriteProfile
+    summarizer: Summarizer | None = field(default=None, kw_only=True)
 
     def run(self, tenant: Tenant, node_ids: Sequence[str] | None = None) -> ConsolidationReport:
         """One pass over ``node_ids`` (the writes of a period), or the tenant's most recent nodes."""
