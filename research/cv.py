@@ -544,6 +544,12 @@ def _fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def print_report(report: Path | None) -> None:
+    """Print the report a run wrote (every run writes one)."""
+    assert report is not None
+    print(report.read_text(encoding="utf-8"))
+
+
 def recall_table(heading: str, systems: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Report lines: ``heading``, then a table of each system's n, R@k (``K_VALUES``) and MRR."""
     lines = [
