@@ -12,7 +12,7 @@ import math
 import threading
 import unicodedata
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
@@ -47,6 +47,7 @@ __all__ = [
     "check_text",
     "fields_json",
     "from_iso",
+    "memory_object",
     "new_id",
     "normal_tenant_id",
     "tenant_id_pattern",
@@ -428,15 +429,23 @@ class Node:
 
     def memory_json(self) -> dict[str, JSONValue]:
         """The memory object passed to System One (paper B.1): id, content, timestamp, entities."""
-        out: dict[str, JSONValue] = {
-            "id": self.id,
-            "content": self.content,
-            "timestamp": self.at.isoformat() if self.at else None,
-            "entities": list(self.entities),
-        }
-        if self.speaker:
-            out["speaker"] = self.speaker
-        return out
+        return memory_object(self.id, self.content, self.at, self.entities, self.speaker)
+
+
+def memory_object(
+    id: str, content: str, at: dt.datetime | None, entities: Iterable[str], speaker: str | None
+) -> dict[str, JSONValue]:
+    """The memory object passed to System One (paper B.1): id, content, timestamp (ISO 8601, or
+    None), entities, and the speaker when there is one."""
+    out: dict[str, JSONValue] = {
+        "id": id,
+        "content": content,
+        "timestamp": at.isoformat() if at else None,
+        "entities": list(entities),
+    }
+    if speaker:
+        out["speaker"] = speaker
+    return out
 
 
 def _iso(value: dt.datetime | None) -> str | None:
