@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,9 @@ from dualmem.embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from dualmem.plane import SQLiteStore
 from dualmem.plane.postgres import PostgresStore
 from dualmem.types import Node, Tenant, new_id
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale import timed
 
 
 class DiskCachedEmbedder:
@@ -200,15 +203,6 @@ def _bulk(store: Any, texts: list[str], n: int, embedder: Embedder, tenant: Tena
     return n / (time.perf_counter() - start)
 
 
-def _timed(fn: Callable[[int], object], ops: int) -> list[float]:
-    times = []
-    for i in range(ops):
-        start = time.perf_counter()
-        fn(i)
-        times.append((time.perf_counter() - start) * 1000)
-    return times
-
-
 def scale(
     texts: list[str], questions: list[str], dsn: str, folder: Path, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -230,8 +224,8 @@ def scale(
     for name, where in places.items():
         with Memory.open(where, embedder=embedder) as mem:
             mem.search("warm up", user="big")
-            search = _timed(lambda i: mem.search(questions[i % len(questions)], user="big"), args.ops)
-            add = _timed(lambda i: mem.add(f"{texts[i % len(texts)]} (new {i})", user="big"), args.ops)
+            search = timed(lambda i: mem.search(questions[i % len(questions)], user="big"), args.ops)
+            add = timed(lambda i: mem.add(f"{texts[i % len(texts)]} (new {i})", user="big"), args.ops)
         out[name] = {
             "load_nodes_per_s": round(rates[name]),
             "add_ms": {"p50": round(pct(add, 50), 2), "p95": round(pct(add, 95), 2)},

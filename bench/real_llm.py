@@ -31,12 +31,11 @@ from typing import Any
 from dualmem import LLMConfig, Memory
 from dualmem.config import Profile
 from dualmem.control.builtin import BuiltinController
-from dualmem.control.calibration import Recorder, Sample, agreement, compare
+from dualmem.control.calibration import Recorder, Sample, agreement, compare, replay
 from dualmem.control.config import DEBIAS_MODES
 from dualmem.control.llm import LLMController
 from dualmem.control.questions import Batch, BatchResult, Choice, ChoiceAnswer, NoulAnswer
 from dualmem.conversations import load_conversations
-from dualmem.errors import ControllerError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "conv-26.json"
@@ -144,21 +143,15 @@ def choice_agreement(
         labels: dict[str, int] = {}
         started = time.perf_counter()
         with LLMController.from_config(dataclasses.replace(config, debias=mode)) as llm:  # type: ignore[arg-type]
-            for batch, ref in reference:
-                try:
-                    result = llm.decide(batch)
-                except ControllerError:
-                    failed += 1
+            answered, failed = replay(reference, llm)
+            for q, want, got in answered:
+                if not (isinstance(q, Choice) and isinstance(got, ChoiceAnswer)):
                     continue
-                for name, q in batch.questions.items():
-                    got, want = result.answers[name], ref.answers[name]
-                    if not (isinstance(q, Choice) and isinstance(got, ChoiceAnswer)):
-                        continue
-                    asked += 1
-                    passes += llm.passes(q)
-                    agree += isinstance(want, ChoiceAnswer) and got.label == want.label
-                    first += got.label == q.labels[0]
-                    labels[got.label] = labels.get(got.label, 0) + 1
+                asked += 1
+                passes += llm.passes(q)
+                agree += isinstance(want, ChoiceAnswer) and got.label == want.label
+                first += got.label == q.labels[0]
+                labels[got.label] = labels.get(got.label, 0) + 1
         elapsed = time.perf_counter() - started
         out[mode] = {
             "choices": asked,

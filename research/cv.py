@@ -544,6 +544,27 @@ def _fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def print_report(report: Path | None) -> None:
+    """Print the report a run wrote (every run writes one)."""
+    assert report is not None
+    print(report.read_text(encoding="utf-8"))
+
+
+def recall_table(heading: str, systems: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Report lines: ``heading``, then a table of each system's n, R@k (``K_VALUES``) and MRR."""
+    lines = [
+        "",
+        heading,
+        "",
+        "| system | n | R@1 | R@5 | R@10 | R@20 | MRR |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for system, s in systems.items():
+        vals = " | ".join(_fmt(s[f"R@{k}"]) for k in K_VALUES)
+        lines.append(f"| {system} | {s['n']} | {vals} | {_fmt(s['MRR'])} |")
+    return lines
+
+
 def summarize_cv(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Mean metrics per system: overall (1-4), per category, per fold."""
     out: dict[str, Any] = {}

@@ -37,12 +37,14 @@ from research.cv import (
     CVConfig,
     QueryPool,
     _choose_l2,
+    _fmt,
     _record,
     _rows,
     fit_ranker,
     load_pools,
     rank,
     read_variant,
+    recall_table,
     searched,
 )
 
@@ -219,10 +221,6 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str
     return out
 
 
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
-
-
 def _write(cfg: JointConfig, result: JointResult) -> Path:
     cfg.out.mkdir(parents=True, exist_ok=True)
     summary = summarize(result.rows)
@@ -233,16 +231,7 @@ def _write(cfg: JointConfig, result: JointResult) -> Path:
         "every corpus."
     )  # fmt: skip
     for corpus, systems in summary.items():
-        lines += [
-            "",
-            f"## {corpus}",
-            "",
-            "| system | n | R@1 | R@5 | R@10 | R@20 | MRR |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for system, s in systems.items():
-            vals = " | ".join(_fmt(s[f"R@{k}"]) for k in K_VALUES)
-            lines.append(f"| {system} | {s['n']} | {vals} | {_fmt(s['MRR'])} |")
+        lines += recall_table(f"## {corpus}", systems)
         cats = sorted({c for s in systems.values() for c in s["categories"]})
         lines += [
             "",

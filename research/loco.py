@@ -25,7 +25,6 @@ import pickle
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,27 +40,29 @@ from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION
 from research.builds import any_build, embedder
 from research.corpora import CORPORA, SHUFFLED, conversations, fold_of, labels
-from research.cv import K_VALUES, CVConfig, QueryPool, _collect, _record, _rows, rank, read_variant
+from research.cv import (
+    K_VALUES,
+    CVConfig,
+    QueryPool,
+    _collect,
+    _fmt,
+    _record,
+    _rows,
+    rank,
+    read_variant,
+    recall_table,
+)
+from research.cv_joint import Corpora
 
-__all__ = ["Pools", "load", "run"]
-
-
-@dataclass(slots=True)
-class Pools:
-    """Every question's pool, by conversation, with each conversation's corpus, fold and build."""
-
-    pools: dict[str, list[QueryPool]] = field(default_factory=dict)
-    corpus: dict[str, str] = field(default_factory=dict)
-    fold: dict[str, str] = field(default_factory=dict)
-    path: dict[str, Path] = field(default_factory=dict)
+__all__ = ["load", "run"]
 
 
 def load(
     builds: Path, corpora: Sequence[str], *, limit: int | None = None, augment: Sequence[str] = ()
-) -> Pools:
+) -> Corpora:
     """``augment``: corpora whose shuffled copies (``research.corpora.shuffled``) join every fit
     that does not hold out their source (training only, never scored)."""
-    out = Pools()
+    out = Corpora()
     corpora = [*corpora, *(c + SHUFFLED for c in augment)]
     cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2)
     for name in corpora:
@@ -85,9 +86,9 @@ def load(
                     file=sys.stderr,
                 )
             out.pools[conv.id] = pools
-            out.corpus[conv.id] = name
-            out.fold[conv.id] = folds[conv.id]
-            out.path[conv.id] = path
+            out.corpus_of[conv.id] = name
+            out.fold_of[conv.id] = folds[conv.id]
+            out.paths[conv.id] = path
     return out
 
 
@@ -137,10 +138,10 @@ def _search_profile(system: str) -> Profile:
 
 
 def searched_rows(
-    data: Pools, conv: str, path: Path, ranker: TreeRanker, held: str, mode: str, systems: Sequence[str]
+    data: Corpora, conv: str, path: Path, ranker: TreeRanker, held: str, mode: str, systems: Sequence[str]
 ) -> list[dict[str, Any]]:
     """``Memory.search`` (k=20) over a held-out conversation's build, for each system."""
-    stale = labels("notes").get(conv, None) if data.corpus[conv] == "notes" else None
+    stale = labels("notes").get(conv, None) if data.corpus_of[conv] == "notes" else None
     tests = _rows(data.pools[conv])
     out: list[dict[str, Any]] = []
     for system in systems:
@@ -157,7 +158,7 @@ def searched_rows(
             for p in tests:
                 found = mem.search(p.question, user=conv, k=20).evidence
                 ranked = [turn.get(e.node.id, e.node.id) for e in found]
-                row = {**_record(system, held, p, ranked), "corpus": data.corpus[conv], "mode": mode}
+                row = {**_record(system, held, p, ranked), "corpus": data.corpus_of[conv], "mode": mode}
                 row["evidence0"] = p.evidence[0]
                 row["stale_above"] = _stale_above(stale.stale.get(p.index, ()) if stale else (), p, ranked)
                 out.append(row)
@@ -174,7 +175,7 @@ def _stale_above(stale: Sequence[str], p: QueryPool, ranked: Sequence[str]) -> b
 
 
 def run(
-    data: Pools,
+    data: Corpora,
     mode: str,
     settings: TreeSettings,
     *,
@@ -185,21 +186,22 @@ def run(
     """``search``: the held-out builds to run ``Memory.search`` on (by conversation), if any."""
     rows: list[dict[str, Any]] = []
     held_of = {
-        c: (data.fold[c] if mode == "within" else data.corpus[c].removesuffix(SHUFFLED)) for c in data.pools
+        c: (data.fold_of[c] if mode == "within" else data.corpus_of[c].removesuffix(SHUFFLED))
+        for c in data.pools
     }
-    tested = sorted({h for c, h in held_of.items() if not data.corpus[c].endswith(SHUFFLED)})
+    tested = sorted({h for c, h in held_of.items() if not data.corpus_of[c].endswith(SHUFFLED)})
     for held in tested:
         train: dict[str, list[QueryPool]] = {}
         for conv, ps in data.pools.items():
             if held_of[conv] != held:
-                group = data.corpus[conv].removesuffix(SHUFFLED)  # inner CV over the source corpora
+                group = data.corpus_of[conv].removesuffix(SHUFFLED)  # inner CV over the source corpora
                 train.setdefault(group, []).extend(ps)
         started = time.perf_counter()
         ranker, trees = fit(train, settings, choose=choose)
-        for conv in (c for c, h in held_of.items() if h == held and not data.corpus[c].endswith(SHUFFLED)):
-            notes = labels("notes").get(conv) if data.corpus[conv] == "notes" else None
+        for conv in (c for c, h in held_of.items() if h == held and not data.corpus_of[c].endswith(SHUFFLED)):
+            notes = labels("notes").get(conv) if data.corpus_of[conv] == "notes" else None
             for p in _rows(data.pools[conv]):
-                base = {"corpus": data.corpus[conv], "mode": mode, "evidence0": p.evidence[0]}
+                base = {"corpus": data.corpus_of[conv], "mode": mode, "evidence0": p.evidence[0]}
                 stale = notes.stale.get(p.index, ()) if notes else ()
                 for system, ranked in [("dualmem-pool", rank(ranker, p)[0]), *p.baselines.items()]:
                     row = {**_record(system, held, p, ranked), **base}
@@ -244,24 +246,11 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
-
-
 def report(summary: Mapping[str, Any]) -> str:
     lines: list[str] = []
     for mode, corpora in summary.items():
         for corpus, systems in corpora.items():
-            lines += [
-                "",
-                f"### {mode}: {corpus}",
-                "",
-                "| system | n | R@1 | R@5 | R@10 | R@20 | MRR |",
-                "|---|---|---|---|---|---|---|",
-            ]
-            for system, s in systems.items():
-                vals = " | ".join(_fmt(s[f"R@{k}"]) for k in K_VALUES)
-                lines.append(f"| {system} | {s['n']} | {vals} | {_fmt(s['MRR'])} |")
+            lines += recall_table(f"### {mode}: {corpus}", systems)
             cats = sorted({c for s in systems.values() for c in s["R@10 by category"]})
             lines += [
                 "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from research.cv import print_report
 from research.cv_joint import DEFAULT_VIEWS, Corpus, JointConfig, run_joint
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
@@ -40,9 +41,7 @@ def main() -> None:
         limit=ns.limit,
         scorer=ns.scorer,
     )
-    result = run_joint(cfg)
-    assert result.report is not None
-    print(result.report.read_text(encoding="utf-8"))
+    print_report(run_joint(cfg).report)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from research.cv import ABLATIONS, VIEW_ABLATIONS, CVConfig, run_cv  # noqa: E402
+from research.cv import ABLATIONS, VIEW_ABLATIONS, CVConfig, print_report, run_cv  # noqa: E402
 
 
 def main() -> None:
@@ -50,9 +50,7 @@ def main() -> None:
         reach=not ns.no_reach,
         view_limit=ns.view_limit,
     )
-    result = run_cv(cfg)
-    assert result.report is not None
-    print(result.report.read_text(encoding="utf-8"))
+    print_report(run_cv(cfg).report)
 
 
 if __name__ == "__main__":

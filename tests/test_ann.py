@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +46,19 @@ def _indexed(
         store.use_ann(1000)
         store.vector_search(USER, queries[0], k)
     return matrix, queries
+
+
+@contextmanager
+def _twelve_hundred_indexed(
+    tmp_path: Path, seed: int
+) -> Iterator[tuple[SQLiteStore, npt.NDArray[np.float32]]]:
+    """A store holding rows 0-1199 of 1,300 (``_rows(1300, 16, seed)``), approximate search from
+    1,000 rows on; the store and the whole matrix (rows 1200 on are the test's to add)."""
+    matrix = _rows(1300, 16, seed)
+    with SQLiteStore.open(str(tmp_path / "m.db")) as store:
+        store.put_nodes(_nodes(matrix[:1200]))
+        store.use_ann(1000)
+        yield store, matrix
 
 
 def _recall(store: SQLiteStore, matrix: npt.NDArray[np.float32], queries: npt.NDArray[np.float32]) -> float:
@@ -179,11 +194,7 @@ def test_a_damaged_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
 def test_a_first_search_inside_a_write_transaction_streams_the_rows(tmp_path: Path) -> None:
     """Segments are built from committed rows only: until the commit, exact search in chunks, no
     delta matrix of the whole user; the commit then builds the segment."""
-    path = str(tmp_path / "m.db")
-    matrix = _rows(1300, 16, 11)
-    with SQLiteStore.open(path) as store:
-        store.put_nodes(_nodes(matrix[:1200]))
-        store.use_ann(1000)
+    with _twelve_hundred_indexed(tmp_path, 11) as (store, matrix):
         q = matrix[1250]
         with store.transaction():
             store.put_nodes(_nodes(matrix[1200:], 1200))
@@ -237,11 +248,7 @@ def test_ann_recall_against_exact_on_minilm_locomo(
 def test_a_rollback_keeps_the_segments_open_and_undoes_its_rows(tmp_path: Path) -> None:
     """Segments hold committed rows only, so a rollback keeps them (no reopen); the rows and dead
     counts the transaction added are gone."""
-    path = str(tmp_path / "m.db")
-    matrix = _rows(1300, 16, 12)
-    with SQLiteStore.open(path) as store:
-        store.put_nodes(_nodes(matrix[:1200]))
-        store.use_ann(1000)
+    with _twelve_hundred_indexed(tmp_path, 12) as (store, matrix):
         q = matrix[1250]
         store.vector_search(USER, q, 5)
         assert store._ann is not None

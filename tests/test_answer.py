@@ -4,24 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from control_support import QUESTION, tell_the_story
 from dualmem import Memory
 from dualmem.embed import Embedder
 from dualmem.reason import ABSTAIN_TEXT
-
-QUESTION = "When did Mira buy a new bicycle, and why?"
 
 
 def test_mira_answer_offline(minilm: Embedder, tmp_path: Path) -> None:
     with Memory.open(
         tmp_path / "mira.db", embedder=minilm, controller="builtin", answerer="extractive"
     ) as mem:
-        m1 = mem.add("Mira: My old bicycle broke.", user="mira", speaker="Mira", at="2024-05-14T10:00:00Z")
-        m2 = mem.add(
-            "Mira: I bought a new bicycle yesterday because my old one broke.",
-            user="mira",
-            speaker="Mira",
-            at="2024-05-16T10:00:00Z",
-        )
+        m1, m2 = tell_the_story(mem, "mira")
         ans = mem.answer(QUESTION, user="mira")
         ids = [e.node.id for e in ans.evidence]
         assert m1 in ids

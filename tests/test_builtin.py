@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import random
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from control_support import BOUGHT, BROKE, QUESTION, T1, T2, wire_memory
 from dualmem.control import catalog
 from dualmem.control.builtin import BuiltinController, BuiltinWeights, default_weights
 from dualmem.control.questions import (
@@ -26,28 +28,15 @@ from dualmem.control.questions import (
 )
 from dualmem.errors import ConfigError, InvalidInput, UnknownDecision
 
-M1 = {
-    "id": "m1",
-    "content": "Mira: My old bicycle broke.",
-    "timestamp": "2024-05-14T10:00:00+00:00",
-    "entities": ["mira", "bicycle"],
-    "speaker": "Mira",
-}
-M2 = {
-    "id": "m2",
-    "content": "Mira: I bought a new bicycle yesterday because my old one broke.",
-    "timestamp": "2024-05-16T10:00:00+00:00",
-    "entities": ["mira", "bicycle"],
-    "speaker": "Mira",
-}
-M3 = {
-    "id": "m3",
-    "content": "Mira: I had pasta with Tom for dinner.",
-    "timestamp": "2024-05-10T19:00:00+00:00",
-    "entities": ["mira", "pasta", "tom"],
-    "speaker": "Mira",
-}
-QUERY = "When did Mira buy a new bicycle, and why?"
+M1 = wire_memory("m1", f"Mira: {BROKE}", T1, ["mira", "bicycle"])
+M2 = wire_memory("m2", f"Mira: {BOUGHT}", T2, ["mira", "bicycle"])
+M3 = wire_memory(
+    "m3",
+    "Mira: I had pasta with Tom for dinner.",
+    dt.datetime(2024, 5, 10, 19, tzinfo=dt.UTC),
+    ["mira", "pasta", "tom"],
+)
+QUERY = QUESTION
 
 
 def mem(memory: dict[str, Any]) -> dict[str, Any]:

@@ -47,12 +47,18 @@ def _conversation(name: str, seed: int) -> dict[str, Any]:
     return {"id": name, "sessions": sessions, "questions": questions}
 
 
-@pytest.mark.slow
-def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
+def _conversations(tmp_path: Path, n: int = 3) -> Path:
+    """A folder of ``n`` small conversations (``c0.json``, ...) under ``tmp_path``."""
     data = tmp_path / "convs"
     data.mkdir()
-    for i in range(3):
+    for i in range(n):
         (data / f"c{i}.json").write_text(json.dumps(_conversation(f"c{i}", i)), encoding="utf-8")
+    return data
+
+
+@pytest.mark.slow
+def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
+    data = _conversations(tmp_path)
     cfg = CVConfig(data=data, out=tmp_path / "out", embedder="hashing:64", ablations=("no-speaker",),
                    view_ablations=("expansion", "all-edges", "versions"))  # fmt: skip
     result = run_cv(cfg, progress=False, log=lambda _m: None)
@@ -94,10 +100,7 @@ def test_cv_reports_every_fold_and_system_from_one_run(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_heads_cv_and_the_loop_with_fold_fitted_heads(tmp_path: Path) -> None:
-    data = tmp_path / "convs"
-    data.mkdir()
-    for i in range(3):
-        (data / f"c{i}.json").write_text(json.dumps(_conversation(f"c{i}", i)), encoding="utf-8")
+    data = _conversations(tmp_path)
     cfg = CVConfig(data=data, out=tmp_path / "out", embedder="hashing:64", handset=False)
     paths: dict[str, Path] = {}
     pools = load_pools(cfg, progress=False, paths=paths)

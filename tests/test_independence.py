@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from control_support import BOUGHT, BROKE, QUESTION, T1, T2, wire_memory
 from dualmem.control import catalog
 from dualmem.control.builtin import BuiltinController, LinearWeights
 from dualmem.control.jev import JevController
@@ -29,28 +30,10 @@ from dualmem.types import JSONValue
 from fakes.jev_mock import JevMock, MockConfig
 from fakes.openai_server import FakeOpenAIServer
 
-M1: dict[str, JSONValue] = {
-    "id": "m1",
-    "content": "Mira: My old bicycle broke.",
-    "timestamp": "2024-05-14T10:00:00+00:00",
-    "entities": ["Mira", "bicycle"],
-    "speaker": "Mira",
-}
-M2: dict[str, JSONValue] = {
-    "id": "m2",
-    "content": "Mira: I bought a new bicycle yesterday because my old one broke.",
-    "timestamp": "2024-05-16T10:00:00+00:00",
-    "entities": ["Mira", "bicycle"],
-    "speaker": "Mira",
-}
-M3: dict[str, JSONValue] = {
-    "id": "m3",
-    "content": "Jon: I prefer tea over coffee in the morning.",
-    "timestamp": None,
-    "entities": ["Jon", "tea", "coffee"],
-    "speaker": "Jon",
-}
-QUERY = "When did Mira buy a new bicycle, and why?"
+M1 = wire_memory("m1", f"Mira: {BROKE}", T1, ["Mira", "bicycle"])
+M2 = wire_memory("m2", f"Mira: {BOUGHT}", T2, ["Mira", "bicycle"])
+M3 = wire_memory("m3", "Jon: I prefer tea over coffee in the morning.", None, ["Jon", "tea", "coffee"], "Jon")
+QUERY = QUESTION
 
 
 def _pair(m: dict[str, JSONValue], sim: float, overlap: float, delta: float | None) -> dict[str, JSONValue]:

@@ -37,10 +37,21 @@ def reference() -> InMemoryStore:
     )
 
 
+#: ours, the reference, and the memory under ours
+Stores = tuple[DualmemStore, InMemoryStore, Memory]
+
+
 @pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[DualmemStore, InMemoryStore, Memory]]:
+def stores(tmp_path: Path) -> Iterator[Stores]:
     with open_memory(tmp_path / "m.db") as mem:
         yield DualmemStore(mem, user_at=0), reference(), mem  # (user, agent, run) namespaces
+
+
+@pytest.fixture
+def loaded(stores: Stores) -> Stores:
+    """``stores`` with ``load``'s items put in ours and in the reference."""
+    load(stores[0], stores[1])
+    return stores
 
 
 def view(result: Any) -> Any:
@@ -92,9 +103,8 @@ def load(*stores: BaseStore) -> None:
             store.put(ns, key, value)
 
 
-def test_put_get_overwrite_delete_agree(stores: tuple[DualmemStore, InMemoryStore, Memory]) -> None:
-    ours, theirs, _ = stores
-    load(ours, theirs)
+def test_put_get_overwrite_delete_agree(loaded: Stores) -> None:
+    ours, theirs, _ = loaded
     for ns, key, _ in NOTES:
         a, b = both(ours, theirs, lambda s, ns=ns, key=key: s.get(ns, key))
         assert view(a) == view(b)
@@ -116,10 +126,9 @@ def test_put_get_overwrite_delete_agree(stores: tuple[DualmemStore, InMemoryStor
 
 
 def test_overwrite_keeps_history_and_first_created_at(
-    stores: tuple[DualmemStore, InMemoryStore, Memory],
+    loaded: Stores,
 ) -> None:
-    ours, theirs, mem = stores
-    load(ours, theirs)
+    ours, theirs, mem = loaded
     first = ours.get(("alice",), "bike")
     ref_first = theirs.get(("alice",), "bike")
     assert first is not None
@@ -158,9 +167,8 @@ def test_overwrite_keeps_history_and_first_created_at(
     ] == []
 
 
-def test_listing_search_with_filters_agrees(stores: tuple[DualmemStore, InMemoryStore, Memory]) -> None:
-    ours, theirs, _ = stores
-    load(ours, theirs)
+def test_listing_search_with_filters_agrees(loaded: Stores) -> None:
+    ours, theirs, _ = loaded
     cases: list[dict[str, Any]] = [
         {"namespace_prefix": ("alice",)},
         {"namespace_prefix": ("alice", "coder")},
@@ -192,10 +200,9 @@ def test_listing_search_with_filters_agrees(stores: tuple[DualmemStore, InMemory
 
 
 def test_query_search_is_scoped_and_ranks_like_the_reference(
-    stores: tuple[DualmemStore, InMemoryStore, Memory],
+    loaded: Stores,
 ) -> None:
-    ours, theirs, _ = stores
-    load(ours, theirs)
+    ours, theirs, _ = loaded
     for query, prefix in [
         ("Which bicycle did Alice buy?", ("alice",)),
         ("What does Alice want in her code?", ("alice", "coder")),
@@ -217,9 +224,8 @@ def test_query_search_is_scoped_and_ranks_like_the_reference(
         ours.search((), query="Alice")
 
 
-def test_list_namespaces_agrees(stores: tuple[DualmemStore, InMemoryStore, Memory]) -> None:
-    ours, theirs, _ = stores
-    load(ours, theirs)
+def test_list_namespaces_agrees(loaded: Stores) -> None:
+    ours, theirs, _ = loaded
     cases: list[dict[str, Any]] = [
         {},
         {"prefix": ("alice",)},
@@ -244,7 +250,7 @@ def test_list_namespaces_agrees(stores: tuple[DualmemStore, InMemoryStore, Memor
         assert ours.list_namespaces(**case) == kept[start : start + size], case
 
 
-def test_batch_and_abatch_agree(stores: tuple[DualmemStore, InMemoryStore, Memory]) -> None:
+def test_batch_and_abatch_agree(stores: Stores) -> None:
     ours, theirs, _ = stores
     ops: list[Any] = [
         PutOp(("alice",), "a", {"text": "first a"}),
@@ -272,7 +278,7 @@ def test_batch_and_abatch_agree(stores: tuple[DualmemStore, InMemoryStore, Memor
     assert view(asyncio.run(ours.aget(("alice",), "a"))) == view(theirs.get(("alice",), "a"))
 
 
-def test_namespaces_map_to_tenants_and_stay_apart(stores: tuple[DualmemStore, InMemoryStore, Memory]) -> None:
+def test_namespaces_map_to_tenants_and_stay_apart(stores: Stores) -> None:
     ours, _, mem = stores
     load(ours)
     assert tenant_of(("alice", "coder", "r1"), user_at=0) == Tenant("alice", "coder", "r1")

@@ -5,6 +5,8 @@ Against a local fake server that answers one request at a time, slowly, like lla
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -54,30 +56,32 @@ def test_the_meter_passes_the_callers_budget_to_a_backend_that_cannot_bound_itse
         meter.ask(Batch(state={}, questions={"q": NOUL}), timeout=0.05)
 
 
-def test_a_read_that_runs_out_returns_the_best_evidence_so_far(minilm: Embedder) -> None:
-    profile = Profile.dualmem().with_(write__consolidation="off", read__limits=Limits(time_budget_s=1.5))
+@contextmanager
+def budgeted(minilm: Embedder, budget_s: float) -> Iterator[tuple[FakeOpenAIServer, Memory]]:
+    """A memory on the llm backend (the obedient fake server) holding ``TURNS``, whose reads have
+    ``budget_s`` seconds."""
+    profile = Profile.dualmem().with_(write__consolidation="off", read__limits=Limits(time_budget_s=budget_s))
     with FakeOpenAIServer(chat=obedient) as server:
         cfg = LLMConfig(base_url=server.base_url, model="m", retries=0, debias="none")
         with Memory.open(":memory:", embedder=minilm, controller="llm", profile=profile,
                          options=OpenOptions(controller=cfg)) as mem:  # fmt: skip
             for text, at in TURNS:
                 mem.add(text, user="u", at=at)
-            server.llama = LlamaCpp(latency=0.5)  # now the server is slow and serial
-            found = mem.search("Why did Mira buy a new bicycle?", user="u", k=3)
+            yield server, mem
+
+
+def test_a_read_that_runs_out_returns_the_best_evidence_so_far(minilm: Embedder) -> None:
+    with budgeted(minilm, 1.5) as (server, mem):
+        server.llama = LlamaCpp(latency=0.5)  # now the server is slow and serial
+        found = mem.search("Why did Mira buy a new bicycle?", user="u", k=3)
     assert found.trace.stop_reason == "time_limit"  # degraded, not ControllerTimeout
     assert len(found.evidence) == 3  # K-filled from the anchors and what was scored
 
 
 def test_a_read_whose_routing_times_out_still_answers_from_the_anchors(minilm: Embedder) -> None:
-    profile = Profile.dualmem().with_(write__consolidation="off", read__limits=Limits(time_budget_s=0.3))
-    with FakeOpenAIServer(chat=obedient) as server:
-        cfg = LLMConfig(base_url=server.base_url, model="m", retries=0, debias="none")
-        with Memory.open(":memory:", embedder=minilm, controller="llm", profile=profile,
-                         options=OpenOptions(controller=cfg)) as mem:  # fmt: skip
-            for text, at in TURNS:
-                mem.add(text, user="u", at=at)
-            server.queue(Reply({}, delay=2.0))
-            found = mem.search("bicycle", user="u", k=2)
+    with budgeted(minilm, 0.3) as (server, mem):
+        server.queue(Reply({}, delay=2.0))
+        found = mem.search("bicycle", user="u", k=2)
     assert found.trace.stop_reason == "time_limit"
     assert [e.view for e in found.evidence] == ["anchor", "anchor"]
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from control_support import tell_the_story
 from dualmem import InvalidInput, Memory, NotFound, Observation, TenantRequired
 from dualmem.embed import Embedder, HashingEmbedder
 from dualmem.errors import EmbedderMismatch
@@ -80,13 +81,7 @@ def test_tenants_are_isolated(mem: Memory) -> None:
 
 
 def test_delete_leaves_nothing_stale(mem: Memory) -> None:
-    keep = mem.add("Mira: My old bicycle broke.", user="u", speaker="Mira", at="2024-05-14T10:00:00Z")
-    gone = mem.add(
-        "Mira: I bought a new bicycle yesterday because my old one broke.",
-        user="u",
-        speaker="Mira",
-        at="2024-05-16T10:00:00Z",
-    )
+    keep, gone = tell_the_story(mem, "u")
     assert mem.store.edges_of(keep)
     mem.delete(gone, user="u")
     t = Tenant("u")

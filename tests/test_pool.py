@@ -10,21 +10,12 @@ import numpy as np
 import pytest
 
 from dualmem import Memory
-from dualmem.control.builtin import BuiltinController
 from dualmem.embed import Embedder
-from dualmem.plane import InMemoryStore, SQLiteStore, Store
 from dualmem.read.pool import FEATURES, PoolSettings, build_pool
 from dualmem.types import Observation, Tenant
+from store_support import AT, PEPPER, STORE_KINDS, filled_memory
 
-AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
-TURNS = [
-    ("Mira", "Guess what happened at the weekend?"),
-    ("Jon", "Tell me!"),
-    ("Mira", "I adopted a border collie called Pepper."),
-    ("Jon", "Lovely. Where is it?"),
-    ("Mira", "Where is what?"),
-    ("Jon", "I went hiking in the Alps with my sister."),
-]
+TURNS = [*PEPPER, ("Jon", "I went hiking in the Alps with my sister.")]
 
 
 def _observations() -> list[Observation]:
@@ -37,11 +28,9 @@ def _observations() -> list[Observation]:
     return out
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=STORE_KINDS)
 def mem(request: pytest.FixtureRequest, hashing: Embedder, tmp_path: Path) -> Iterator[Memory]:
-    store: Store = InMemoryStore() if request.param == "memory" else SQLiteStore.open(tmp_path / "m.db")
-    with Memory(store, hashing, BuiltinController()) as m:
-        m.add_many(_observations(), user="u")
+    with filled_memory(request.param, hashing, tmp_path, _observations()) as m:
         yield m
 
 

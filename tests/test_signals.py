@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from control_support import Recorder
 from dualmem.control import catalog
 from dualmem.control.builtin import BuiltinController
 from dualmem.control.meter import Meter
-from dualmem.control.questions import Batch, BatchResult
+from dualmem.control.questions import Batch
 from dualmem.control.states import TraversalCandidate, TraversalState, parse_state
 from dualmem.errors import InvalidInput
 from dualmem.memory import Memory
@@ -65,16 +66,6 @@ def test_malformed_signals_are_refused() -> None:
     two["candidates"].append(other)
     with pytest.raises(InvalidInput, match="signal names differ"):
         parse_state("scoring", two)
-
-
-class Recorder(BuiltinController):
-    def __init__(self) -> None:
-        super().__init__()
-        self.batches: list[Batch] = []
-
-    def decide(self, batch: Batch) -> BatchResult:
-        self.batches.append(batch)
-        return super().decide(batch)
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,11 @@ from typing import Any, get_args
 import numpy as np
 import pytest
 
+from control_support import BOUGHT, BROKE, QUESTION, T1, T2, Recorder, mira_node, wire_memory
 from dualmem.config import Profile
 from dualmem.control import catalog
 from dualmem.control.builtin import BuiltinController
-from dualmem.control.questions import Batch, BatchResult, DecisionKey
+from dualmem.control.questions import Batch, DecisionKey
 from dualmem.control.states import (
     QUERY,
     WIRE_ADDITIONS,
@@ -36,10 +37,8 @@ from dualmem.embed import HashingEmbedder
 from dualmem.errors import ControllerError, InvalidInput
 from dualmem.memory import Memory
 from dualmem.plane.sqlite import SQLiteStore
-from dualmem.types import Node, TemporalRef, Tenant
+from dualmem.types import TemporalRef
 
-T1 = dt.datetime(2024, 5, 14, 10, tzinfo=dt.UTC)
-T2 = dt.datetime(2024, 5, 16, 10, tzinfo=dt.UTC)
 YESTERDAY = TemporalRef("yesterday", dt.date(2024, 5, 15), dt.date(2024, 5, 15), "day")
 
 
@@ -48,44 +47,13 @@ def unit(*xs: float) -> np.ndarray[Any, np.dtype[np.float32]]:
     return v / np.linalg.norm(v)
 
 
-M1 = Node(
-    id="m1",
-    tenant=Tenant("u"),
-    content="My old bicycle broke.",
-    at=T1,
-    speaker="Mira",
-    session="s1",
-    entities=("bicycle", "mira"),
-    embedding=unit(1.0, 0.0, 0.0),
-)
-M2 = Node(
-    id="m2",
-    tenant=Tenant("u"),
-    content="I bought a new bicycle yesterday because my old one broke.",
-    at=T2,
-    speaker="Mira",
-    session="s2",
-    entities=("bicycle", "mira"),
-    temporal_refs=(YESTERDAY,),
-    embedding=unit(0.6, 0.8, 0.0),
-)
-Q = "When did Mira buy a new bicycle, and why?"
+M1 = mira_node("m1", BROKE, T1, (1.0, 0.0, 0.0), session="s1")
+M2 = mira_node("m2", BOUGHT, T2, (0.6, 0.8, 0.0), session="s2", temporal_refs=(YESTERDAY,))
+Q = QUESTION
 QVEC = unit(0.0, 1.0, 0.0)
 
-M1_WIRE = {
-    "id": "m1",
-    "content": "My old bicycle broke.",
-    "timestamp": "2024-05-14T10:00:00+00:00",
-    "entities": ["bicycle", "mira"],
-    "speaker": "Mira",
-}
-M2_WIRE = {
-    "id": "m2",
-    "content": "I bought a new bicycle yesterday because my old one broke.",
-    "timestamp": "2024-05-16T10:00:00+00:00",
-    "entities": ["bicycle", "mira"],
-    "speaker": "Mira",
-}
+M1_WIRE = wire_memory("m1", BROKE, T1, ["bicycle", "mira"])
+M2_WIRE = wire_memory("m2", BOUGHT, T2, ["bicycle", "mira"])
 M2_TEMPORAL = {
     **M2_WIRE,
     "timestamp_role": "observation_time",
@@ -240,16 +208,6 @@ def test_builtin_reads_signals_from_the_feature_source_not_the_json() -> None:
     # no source: the documented signal fields of the state, the same numbers as near (4 decimals)
     c = BuiltinController().decide(Batch(state=state.to_wire(), questions=qs))
     assert c.noul("pair_0_semantic") == pytest.approx(a.noul("pair_0_semantic"), abs=1e-3)
-
-
-class Recorder(BuiltinController):
-    def __init__(self) -> None:
-        super().__init__()
-        self.batches: list[Batch] = []
-
-    def decide(self, batch: Batch) -> BatchResult:
-        self.batches.append(batch)
-        return super().decide(batch)
 
 
 def test_the_paths_send_typed_states_and_the_wire_is_their_to_wire(tmp_path: Any) -> None:

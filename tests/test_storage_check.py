@@ -12,9 +12,10 @@ import pytest
 
 from dualmem.cli.main import main
 from dualmem.errors import InvalidInput
-from dualmem.plane import InMemoryStore, SQLiteStore, Store
+from dualmem.plane import SQLiteStore, Store
 from dualmem.plane.base import Decision
 from dualmem.types import Edge, Node, Tenant
+from store_support import STORE_KINDS, new_store
 
 ALICE, BOB = Tenant("alice"), Tenant("bob")
 
@@ -29,9 +30,9 @@ def node(node_id: str, tenant: Tenant, content: str = "tea", status: str = "comp
     return Node(id=node_id, tenant=tenant, content=content, at=None, embedding=unit(rng), status=status)  # type: ignore[arg-type]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    made: Store = InMemoryStore() if request.param == "memory" else SQLiteStore.open(tmp_path / "m.db")
+    made = new_store(request.param, tmp_path)
     made.put_nodes([node("a1", ALICE), node("a2", Tenant("alice", "agent")), node("b1", BOB)])
     yield made
     made.close()

@@ -59,6 +59,16 @@ def pair(tmp_path: Path):  # type: ignore[no-untyped-def]
     b.close()
 
 
+def warmed(store: SQLiteStore, seed: int, n: int) -> tuple[np.random.Generator, np.ndarray]:
+    """``n`` nodes drawn from ``default_rng(seed)`` stored, then a query from the same generator,
+    searched once so that the cache holds the user."""
+    rng = np.random.default_rng(seed)
+    store.put_nodes([node(i, rng) for i in range(n)])
+    q = unit(rng)
+    hits(store, q)
+    return rng, q
+
+
 def test_own_writes_update_the_cache_without_reloading(pair) -> None:  # type: ignore[no-untyped-def]
     path, store, _ = pair
     rng = np.random.default_rng(1)
@@ -83,10 +93,7 @@ def test_own_writes_update_the_cache_without_reloading(pair) -> None:  # type: i
 
 def test_other_connections_commits_are_read_as_deltas(pair) -> None:  # type: ignore[no-untyped-def]
     path, store, other = pair
-    rng = np.random.default_rng(2)
-    store.put_nodes([node(i, rng) for i in range(40)])
-    q = unit(rng)
-    hits(store, q)
+    rng, q = warmed(store, 2, 40)
     loads, deltas = store._cache.loads, store._cache.deltas
     other.put_nodes([node(i, rng) for i in range(40, 60)])
     other.put_nodes([Node(id="close", tenant=USER, content="x", at=None, embedding=q)])
@@ -101,10 +108,7 @@ def test_other_connections_commits_are_read_as_deltas(pair) -> None:  # type: ig
 
 def test_other_connections_deletes_and_rewrites_are_seen(pair) -> None:  # type: ignore[no-untyped-def]
     path, store, other = pair
-    rng = np.random.default_rng(3)
-    store.put_nodes([node(i, rng) for i in range(30)])
-    q = unit(rng)
-    hits(store, q)
+    _, q = warmed(store, 3, 30)
     other.delete_nodes([hits(store, q)[0]])
     assert hits(store, q) == truth(path, USER, q, 5)
     # the newest row deleted, then a new row: SQLite reuses its rowid (below the cache's mark)
@@ -121,10 +125,7 @@ def test_other_connections_deletes_and_rewrites_are_seen(pair) -> None:  # type:
 
 def test_own_newest_row_deleted_then_another_connection_appends(pair) -> None:  # type: ignore[no-untyped-def]
     path, store, other = pair
-    rng = np.random.default_rng(4)
-    store.put_nodes([node(i, rng) for i in range(10)])
-    q = unit(rng)
-    hits(store, q)
+    _, q = warmed(store, 4, 10)
     store.delete_nodes(["n00009"])  # our high-water mark must drop with it
     other.put_nodes([Node(id="theirs", tenant=USER, content="x", at=None, embedding=q)])
     assert hits(store, q)[0] == "theirs"

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_DOCUMENT_DEPTH", "loads"]
+from dualmem.errors import ConfigError
+
+__all__ = ["MAX_DOCUMENT_DEPTH", "load_file", "loads"]
 
 #: nested arrays/objects a document read from a file or a line may hold: an import line wraps
 #: metadata (at most ``types.MAX_JSON_DEPTH`` = 64 levels below its top) in its record, and the
@@ -41,6 +44,15 @@ def loads(text: str, *, max_depth: int = MAX_DOCUMENT_DEPTH) -> Any:
 
 
 _TOO_DEEP = object()
+
+
+def load_file(path: Path | str, what: str) -> Any:
+    """The JSON document of the file at ``path``; ``ConfigError`` ("cannot read {what} {path}: ...")
+    when it cannot be read, is not UTF-8 or is not (bounded) JSON."""
+    try:
+        return loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc}") from exc
 
 
 def _deeper(value: object, limit: int) -> bool:

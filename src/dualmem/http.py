@@ -28,6 +28,7 @@ __all__ = [
     "TRANSIENT_STATUSES",
     "Classifier",
     "JSONClient",
+    "OverJSONClient",
     "RetryPolicy",
     "TransientStatus",
     "call_with_retry",
@@ -284,3 +285,19 @@ class JSONClient(Closing):
 
     def close(self) -> None:
         self._http.close()
+
+
+class OverJSONClient:
+    """For a class that talks through a :class:`JSONClient` held as ``_http``: ``retry``, that
+    client's retry policy, read and set through it."""
+
+    _http: JSONClient
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of the HTTP client (settable)."""
+        return self._http.retry
+
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        self._http.retry = policy

@@ -12,14 +12,17 @@ import math
 import threading
 import unicodedata
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, cast, get_args
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
 import numpy as np
 import numpy.typing as npt
 
 from dualmem.errors import InvalidInput, TenantRequired
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "EDGE_FIELDS",
@@ -42,7 +45,9 @@ __all__ = [
     "View",
     "check_json",
     "check_text",
+    "fields_json",
     "from_iso",
+    "memory_object",
     "new_id",
     "normal_tenant_id",
     "tenant_id_pattern",
@@ -112,6 +117,12 @@ def check_json(value: object, what: str) -> None:
             stack.extend((inner, depth + 1) for inner in item)
         else:
             raise InvalidInput(f"{what} holds a {type(item).__name__}, which JSON cannot store")
+
+
+def fields_json(obj: DataclassInstance, **converted: Any) -> dict[str, Any]:
+    """Every field of the dataclass ``obj`` by name, in declaration order: the value given in
+    ``converted`` for a field named there (a copy, a rounding), else the field's own value."""
+    return {f.name: converted[f.name] if f.name in converted else getattr(obj, f.name) for f in fields(obj)}
 
 
 def utcnow() -> dt.datetime:
@@ -273,12 +284,7 @@ class TypeScores:
     preference: float
 
     def to_json(self) -> dict[str, float]:
-        return {
-            "episodic": self.episodic,
-            "semantic": self.semantic,
-            "procedural": self.procedural,
-            "preference": self.preference,
-        }
+        return fields_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, float]) -> TypeScores:
@@ -423,15 +429,23 @@ class Node:
 
     def memory_json(self) -> dict[str, JSONValue]:
         """The memory object passed to System One (paper B.1): id, content, timestamp, entities."""
-        out: dict[str, JSONValue] = {
-            "id": self.id,
-            "content": self.content,
-            "timestamp": self.at.isoformat() if self.at else None,
-            "entities": list(self.entities),
-        }
-        if self.speaker:
-            out["speaker"] = self.speaker
-        return out
+        return memory_object(self.id, self.content, self.at, self.entities, self.speaker)
+
+
+def memory_object(
+    id: str, content: str, at: dt.datetime | None, entities: Iterable[str], speaker: str | None
+) -> dict[str, JSONValue]:
+    """The memory object passed to System One (paper B.1): id, content, timestamp (ISO 8601, or
+    None), entities, and the speaker when there is one."""
+    out: dict[str, JSONValue] = {
+        "id": id,
+        "content": content,
+        "timestamp": at.isoformat() if at else None,
+        "entities": list(entities),
+    }
+    if speaker:
+        out["speaker"] = speaker
+    return out
 
 
 def _iso(value: dt.datetime | None) -> str | None:

@@ -6,13 +6,13 @@ reference mock). A new backend is done when this suite passes on it.
 
 from __future__ import annotations
 
-import datetime as dt
 import random
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 
+from control_support import BOUGHT, BROKE, QUESTION, T1, T2, mira_node
 from dualmem.control import catalog
 from dualmem.control.base import BaseController
 from dualmem.control.builtin import BuiltinController
@@ -36,25 +36,12 @@ from dualmem.control.states import (
     TraversalState,
     TypingState,
 )
-from dualmem.types import Node, Tenant
 from fakes.jev_mock import JevMock
 from fakes.openai_server import FakeOpenAIServer
 
-T1 = dt.datetime(2024, 5, 14, 10, tzinfo=dt.UTC)
-T2 = dt.datetime(2024, 5, 16, 10, tzinfo=dt.UTC)
-Q = "When did Mira buy a new bicycle, and why?"
-
-
-def _node(i: str, text: str, at: dt.datetime, vec: tuple[float, ...]) -> Node:
-    v = np.array(vec, dtype=np.float32)
-    return Node(
-        id=i, tenant=Tenant("u"), content=text, at=at, speaker="Mira", entities=("bicycle", "mira"),
-        embedding=v / np.linalg.norm(v),
-    )  # fmt: skip
-
-
-M1 = _node("m1", "My old bicycle broke.", T1, (1.0, 0.2, 0.0))
-M2 = _node("m2", "I bought a new bicycle yesterday because my old one broke.", T2, (0.6, 0.8, 0.1))
+Q = QUESTION
+M1 = mira_node("m1", BROKE, T1, (1.0, 0.2, 0.0))
+M2 = mira_node("m2", BOUGHT, T2, (0.6, 0.8, 0.1))
 
 
 def catalog_batches() -> list[Batch]:

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fakes.serving import ServedInThread
+
 __all__ = [
     "DEFAULT_TOKENS",
     "FakeOpenAIServer",
@@ -207,7 +209,7 @@ def default_chat(request: dict[str, Any]) -> dict[str, Any] | Reply:
     return chat_text("fake answer", request=request)
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(ServedInThread):
     """An OpenAI-compatible server on 127.0.0.1 (a free port) in a background thread."""
 
     def __init__(
@@ -230,16 +232,9 @@ class FakeOpenAIServer:
         self._slot = threading.Lock()  # the one processing slot of a serial server
         self._queued: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server.daemon_threads = True
+        super().__init__(server)
 
     @property
     def base_url(self) -> str:
@@ -259,20 +254,6 @@ class FakeOpenAIServer:
 
     def chat_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path == "/v1/chat/completions"]
-
-    def start(self) -> FakeOpenAIServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _dispatch(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Reply:
         with self._lock:

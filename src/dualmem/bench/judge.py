@@ -143,6 +143,15 @@ class _ChatJudge:
             raise JudgeError(f"judge endpoint failed: {exc.message}") from exc
         return out.text, out.input_tokens, out.output_tokens
 
+    def _read(self, text: str) -> tuple[float, str | None]:
+        """The score and label of a reply (``JudgeError`` when it has neither)."""
+        raise NotImplementedError
+
+    def judge(self, *, question: str, gold: str, generated: str) -> Verdict:
+        text, tin, tout = self._ask(question=question, gold=gold, generated=generated)
+        score, label = self._read(text)
+        return Verdict(score, text, label, tin, tout)
+
 
 class BinaryJudge(_ChatJudge):
     """CORRECT/WRONG judge: score 1.0 or 0.0."""
@@ -151,10 +160,9 @@ class BinaryJudge(_ChatJudge):
     prompt = BINARY_PROMPT
     max_tokens = 8
 
-    def judge(self, *, question: str, gold: str, generated: str) -> Verdict:
-        text, tin, tout = self._ask(question=question, gold=gold, generated=generated)
+    def _read(self, text: str) -> tuple[float, str | None]:
         label = parse_binary(text)
-        return Verdict(1.0 if label == "CORRECT" else 0.0, text, label, tin, tout)
+        return 1.0 if label == "CORRECT" else 0.0, label
 
 
 class ContinuousJudge(_ChatJudge):
@@ -164,6 +172,5 @@ class ContinuousJudge(_ChatJudge):
     prompt = CONTINUOUS_PROMPT
     max_tokens = 12
 
-    def judge(self, *, question: str, gold: str, generated: str) -> Verdict:
-        text, tin, tout = self._ask(question=question, gold=gold, generated=generated)
-        return Verdict(parse_score(text), text, None, tin, tout)
+    def _read(self, text: str) -> tuple[float, str | None]:
+        return parse_score(text), None

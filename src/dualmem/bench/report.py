@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dualmem.bench.metrics import CATEGORY_NAMES, Summary, mean, percentile, summarize_by_category
+from dualmem.types import fields_json
 
 __all__ = [
     "BuildRecord",
@@ -49,26 +50,15 @@ class QuestionRecord:
     trace: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "system": self.system,
-            "conversation": self.conversation,
-            "index": self.index,
-            "question": self.question,
-            "category": self.category,
-            "gold_answer": self.gold_answer,
-            "gold_evidence": list(self.gold_evidence),
-            "retrieved": list(self.retrieved),
-            "recall": dict(self.recall),
-            "mrr": self.mrr,
-            "answer": self.answer,
-            "abstained": self.abstained,
-            "answered": self.answered,
-            "scores": dict(self.scores),
-            "judges": {k: dict(v) for k, v in self.judges.items()},
-            "retrieval_ms": self.retrieval_ms,
-            "e2e_ms": self.e2e_ms,
-            "trace": dict(self.trace),
-        }
+        return fields_json(
+            self,
+            gold_evidence=list(self.gold_evidence),
+            retrieved=list(self.retrieved),
+            recall=dict(self.recall),
+            scores=dict(self.scores),
+            judges={k: dict(v) for k, v in self.judges.items()},
+            trace=dict(self.trace),
+        )
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> QuestionRecord:
@@ -108,16 +98,7 @@ class BuildRecord:
     nodes: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "conversation": self.conversation,
-            "build": self.build,
-            "turns": self.turns,
-            "seconds": self.seconds,
-            "cached": self.cached,
-            "controller_calls": self.controller_calls,
-            "calls_by_purpose": dict(self.calls_by_purpose),
-            "nodes": self.nodes,
-        }
+        return fields_json(self, calls_by_purpose=dict(self.calls_by_purpose))
 
 
 # -- aggregation ----------------------------------------------------------------------------------

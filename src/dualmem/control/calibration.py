@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dualmem import _json as bounded_json
 from dualmem.control.base import BaseController
-from dualmem.control.questions import Batch, BatchResult, Controller, NoulAnswer
+from dualmem.control.questions import Answer, Batch, BatchResult, Controller, NoulAnswer, Question
 from dualmem.errors import ConfigError, ControllerError, InvalidInput
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "fit_calibration",
     "fit_isotonic",
     "fit_platt",
+    "replay",
 ]
 
 FORMAT = "dualmem-calibration/1"
@@ -314,6 +315,26 @@ class Recorder(BaseController):
         return result
 
 
+def replay(
+    pairs: Sequence[tuple[Batch, BatchResult]], candidate: Controller
+) -> tuple[list[tuple[Question, Answer, Answer]], int]:
+    """Recorded batches asked again of ``candidate``, one at a time, in order (so a rate measured
+    around this call is the backend's own): every question with its recorded answer and the
+    candidate's, and the number of batches the candidate failed (``ControllerError``: left out)."""
+    answered: list[tuple[Question, Answer, Answer]] = []
+    failed = 0
+    for batch, reference in pairs:
+        try:
+            result = candidate.decide(batch)
+        except ControllerError:
+            failed += 1
+            continue
+        answered += [
+            (q, reference.answers[name], result.answers[name]) for name, q in batch.questions.items()
+        ]
+    return answered, failed
+
+
 def compare(
     pairs: Sequence[tuple[Batch, BatchResult]], candidate: Controller, *, theta: float = 0.5
 ) -> tuple[list[Sample], int]:
@@ -322,16 +343,10 @@ def compare(
     Returns the samples and the number of batches the candidate failed (left out). The batches are
     asked one at a time, in order, so a rate measured around this call is the backend's own.
     """
-    samples: list[Sample] = []
-    failed = 0
-    for batch, reference in pairs:
-        try:
-            result = candidate.decide(batch)
-        except ControllerError:
-            failed += 1
-            continue
-        for name, question in batch.questions.items():
-            ref, got = reference.answers[name], result.answers[name]
-            if isinstance(ref, NoulAnswer) and isinstance(got, NoulAnswer):
-                samples.append(Sample(question.key, got.score, ref.score >= theta))
+    answered, failed = replay(pairs, candidate)
+    samples = [
+        Sample(question.key, got.score, ref.score >= theta)
+        for question, ref, got in answered
+        if isinstance(ref, NoulAnswer) and isinstance(got, NoulAnswer)
+    ]
     return samples, failed

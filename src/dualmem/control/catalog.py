@@ -14,7 +14,10 @@ instruction names the state fields it reads.
 
 from __future__ import annotations
 
-from dualmem.control.questions import Choice, Noul, Question
+from collections.abc import Sequence
+from typing import TypeAlias, cast
+
+from dualmem.control.questions import Choice, DecisionKey, Noul, Question
 from dualmem.errors import InvalidInput
 
 __all__ = [
@@ -59,44 +62,55 @@ def _check_index(i: int) -> None:
         raise InvalidInput(f"candidate index must be a non-negative int, got {i!r}")
 
 
+#: one Noul of a builder: (name, instructions, true, false); its key is ``<group>.<name>``
+_Row: TypeAlias = tuple[str, str, str, str]
+
+
+def _nouls(
+    group: str, rows: Sequence[_Row], *, prefix: str = "", target: int | None = None
+) -> dict[str, Question]:
+    """``{prefix + name: Noul(key=f"{group}.{name}", ...)}`` for each row, in order."""
+    return {
+        f"{prefix}{name}": Noul(
+            key=cast(DecisionKey, f"{group}.{name}"), instructions=ins, true=true, false=false, target=target
+        )
+        for name, ins, true, false in rows
+    }
+
+
 def typing_questions() -> dict[str, Question]:
     """The four overlapping memory characteristics of eq. 7; state ``{"observation": text, ...}``."""
-    return {
-        "episodic": Noul(
-            key="typing.episodic",
-            instructions=(
-                "Does observation describe a particular experience or event involving a participant?"
+    return _nouls(
+        "typing",
+        [
+            (
+                "episodic",
+                "Does observation describe a particular experience or event involving a participant?",
+                "A specific past, current or planned event, even if its exact time is unstated.",
+                "Only a general fact, procedure or preference with no particular event.",
             ),
-            true="A specific past, current or planned event, even if its exact time is unstated.",
-            false="Only a general fact, procedure or preference with no particular event.",
-        ),
-        "semantic": Noul(
-            key="typing.semantic",
-            instructions=(
+            (
+                "semantic",
                 "Does observation state a general fact or lasting knowledge about a participant, "
-                "an entity or the world?"
+                "an entity or the world?",
+                "A fact, attribute, definition or relationship that holds beyond a single moment.",
+                "Only a particular event, a procedure or a preference with no general fact.",
             ),
-            true="A fact, attribute, definition or relationship that holds beyond a single moment.",
-            false="Only a particular event, a procedure or a preference with no general fact.",
-        ),
-        "procedural": Noul(
-            key="typing.procedural",
-            instructions=(
-                "Does observation describe how to do something: steps, a method, a routine or instructions?"
+            (
+                "procedural",
+                "Does observation describe how to do something: steps, a method, a routine or instructions?",
+                "A reusable procedure, sequence of steps, recipe, instruction or method.",
+                "Only a fact, an event or a preference with no reusable way of doing something.",
             ),
-            true="A reusable procedure, sequence of steps, recipe, instruction or method.",
-            false="Only a fact, an event or a preference with no reusable way of doing something.",
-        ),
-        "preference": Noul(
-            key="typing.preference",
-            instructions="Does observation express a participant’s preference, aversion or habitual choice?",
-            true="An attributable like, dislike, preferred option or habitual choice.",
-            false=(
+            (
+                "preference",
+                "Does observation express a participant’s preference, aversion or habitual choice?",
+                "An attributable like, dislike, preferred option or habitual choice.",
                 "An isolated action alone, another person’s unattributed preference, "
-                "or no preference evidence."
+                "or no preference evidence.",
             ),
-        ),
-    }
+        ],
+    )
 
 
 def relation_questions(i: int, *, alias: bool, implicit_time: bool) -> dict[str, Question]:
@@ -107,88 +121,64 @@ def relation_questions(i: int, *, alias: bool, implicit_time: bool) -> dict[str,
     ``implicit_time`` adds the temporal Choice (only when timestamps cannot order the pair).
     """
     _check_index(i)
-    out: dict[str, Question] = {
-        f"pair_{i}_semantic": Noul(
-            key="relation.semantic",
-            instructions=(
-                f"{_compare(i)} Would a semantic link between these observations help retrieve a "
-                "shared specific topic or fact?"
-            ),
-            true="A specific shared topic, fact or event makes the connection useful.",
-            false="Only generic conversational vocabulary or no meaningful semantic connection.",
-            target=i,
+    rows: list[_Row] = [
+        (
+            "semantic",
+            f"{_compare(i)} Would a semantic link between these observations help retrieve a "
+            "shared specific topic or fact?",
+            "A specific shared topic, fact or event makes the connection useful.",
+            "Only generic conversational vocabulary or no meaningful semantic connection.",
         ),
-        f"pair_{i}_caused_by": Noul(
-            key="relation.caused_by",
-            instructions=(
-                f"{_compare(i)} Does the candidate event cause, enable or explain the event in "
-                "new_memory.content?"
-            ),
-            true=_CAUSAL_TRUE,
-            false=_CAUSAL_FALSE,
-            target=i,
+        (
+            "caused_by",
+            f"{_compare(i)} Does the candidate event cause, enable or explain the event in "
+            "new_memory.content?",
+            _CAUSAL_TRUE,
+            _CAUSAL_FALSE,
         ),
-        f"pair_{i}_causes": Noul(
-            key="relation.causes",
-            instructions=(
-                f"{_compare(i)} Does the event in new_memory.content cause, enable or explain the "
-                f"event in candidates[{i}].content?"
-            ),
-            true=_CAUSAL_TRUE,
-            false=_CAUSAL_FALSE,
-            target=i,
+        (
+            "causes",
+            f"{_compare(i)} Does the event in new_memory.content cause, enable or explain the "
+            f"event in candidates[{i}].content?",
+            _CAUSAL_TRUE,
+            _CAUSAL_FALSE,
         ),
-        f"pair_{i}_same_episode": Noul(
-            key="relation.same_episode",
-            instructions=(
-                f"Compare new_memory.content and new_memory.timestamp with candidates[{i}].content and "
-                f"candidates[{i}].timestamp. Do these observations belong to the same episode: one "
-                "continuous event, conversation or activity?"
-            ),
-            true="The same specific occasion, conversation or activity, told in parts or from two sides.",
-            false="Separate occasions, even on the same topic, or insufficient evidence of one episode.",
-            target=i,
+        (
+            "same_episode",
+            f"Compare new_memory.content and new_memory.timestamp with candidates[{i}].content and "
+            f"candidates[{i}].timestamp. Do these observations belong to the same episode: one "
+            "continuous event, conversation or activity?",
+            "The same specific occasion, conversation or activity, told in parts or from two sides.",
+            "Separate occasions, even on the same topic, or insufficient evidence of one episode.",
         ),
         # dualmem extension (the paper leaves supersession to periodic consolidation, B.3): an
         # update is recognised when it is written, so the stale version never answers a query
-        f"pair_{i}_supersedes": Noul(
-            key="relation.supersedes",
-            instructions=(
-                f"Compare new_memory.content, speaker and timestamp with candidates[{i}].content, speaker "
-                f"and timestamp. Does new_memory.content replace what candidates[{i}].content states: the "
-                "same subject and the same attribute, now with another value or state?"
-            ),
-            true=(
-                "An update, correction or change of the same attribute of the same subject: the "
-                "candidate's account is no longer current."
-            ),
-            false=(
-                "Another attribute or another subject, a detail that adds without replacing, or a "
-                "suggestion that does not change what the candidate's speaker stated."
-            ),
-            target=i,
+        (
+            "supersedes",
+            f"Compare new_memory.content, speaker and timestamp with candidates[{i}].content, speaker "
+            f"and timestamp. Does new_memory.content replace what candidates[{i}].content states: the "
+            "same subject and the same attribute, now with another value or state?",
+            "An update, correction or change of the same attribute of the same subject: the "
+            "candidate's account is no longer current.",
+            "Another attribute or another subject, a detail that adds without replacing, or a "
+            "suggestion that does not change what the candidate's speaker stated.",
         ),
-    }
+    ]
     if alias:
-        out[f"pair_{i}_alias"] = _alias_question(i)
+        rows.append(
+            (
+                "alias",
+                f"Compare new_memory.entities and new_memory.content with candidates[{i}].entities and "
+                f"candidates[{i}].content. Do they refer to the same entity under different identifiers?",
+                "One entity named differently: a nickname, abbreviation, short or full name, or spelling "
+                "variant.",
+                "Different entities, or identifiers that merely share a word or a category.",
+            )
+        )
+    out = _nouls("relation", rows, prefix=f"pair_{i}_", target=i)
     if implicit_time:
         out[f"pair_{i}_time"] = _time_question(i)
     return out
-
-
-def _alias_question(i: int) -> Noul:
-    return Noul(
-        key="relation.alias",
-        instructions=(
-            f"Compare new_memory.entities and new_memory.content with candidates[{i}].entities and "
-            f"candidates[{i}].content. Do they refer to the same entity under different identifiers?"
-        ),
-        true=(
-            "One entity named differently: a nickname, abbreviation, short or full name, or spelling variant."
-        ),
-        false="Different entities, or identifiers that merely share a word or a category.",
-        target=i,
-    )
 
 
 def _time_question(i: int) -> Choice:
@@ -215,139 +205,124 @@ def _time_question(i: int) -> Choice:
 
 def routing_questions() -> dict[str, Question]:
     """Graph needs, multi-hop need and recency importance of a query (§3.3, B.4); state ``{"query"}``."""
-    return {
-        "semantic": Noul(
-            key="route.semantic",
-            instructions=(
-                "Does answering query require memories about the same topic, fact or meaning as query?"
+    return _nouls(
+        "route",
+        [
+            (
+                "semantic",
+                "Does answering query require memories about the same topic, fact or meaning as query?",
+                "Memories sharing the subject matter of query are needed.",
+                "Topical similarity to query would not surface the needed evidence.",
             ),
-            true="Memories sharing the subject matter of query are needed.",
-            false="Topical similarity to query would not surface the needed evidence.",
-        ),
-        "temporal": Noul(
-            key="route.temporal",
-            instructions=(
-                "Does answering query require event dates, durations, ordering or changes over time?"
+            (
+                "temporal",
+                "Does answering query require event dates, durations, ordering or changes over time?",
+                "A time relation is needed to answer correctly.",
+                "Dates or ordering are incidental to the answer.",
             ),
-            true="A time relation is needed to answer correctly.",
-            false="Dates or ordering are incidental to the answer.",
-        ),
-        "causal": Noul(
-            key="route.causal",
-            instructions=(
-                "Does answering query require explaining a cause, motivation, enabling condition or effect?"
+            (
+                "causal",
+                "Does answering query require explaining a cause, motivation, enabling condition or effect?",
+                "Causal or explanatory evidence is needed.",
+                "Only factual association or chronology is requested.",
             ),
-            true="Causal or explanatory evidence is needed.",
-            false="Only factual association or chronology is requested.",
-        ),
-        "entity": Noul(
-            key="route.entity",
-            instructions=(
+            (
+                "entity",
                 "Does answering query require evidence about a specific person, place, object or "
-                "organisation named in query?"
+                "organisation named in query?",
+                "The answer depends on facts tied to a particular named entity.",
+                "No particular entity is central, or a named entity is incidental.",
             ),
-            true="The answer depends on facts tied to a particular named entity.",
-            false="No particular entity is central, or a named entity is incidental.",
-        ),
-        "multi_hop_need": Noul(
-            key="route.multi_hop_need",
-            instructions=(
+            (
+                "multi_hop_need",
                 "Does answering query require combining several separate facts or following a chain "
-                "of linked memories?"
+                "of linked memories?",
+                "Two or more distinct facts, entities or reasoning steps must be connected.",
+                "A single memory can answer query directly.",
             ),
-            true="Two or more distinct facts, entities or reasoning steps must be connected.",
-            false="A single memory can answer query directly.",
-        ),
-        "recency_importance": Noul(
-            key="route.recency_importance",
-            instructions="Does answering query depend on the most recent or current state of something?",
-            true="Newer memories should be preferred because the answer may have changed over time.",
-            false="The age of a memory does not affect the answer.",
-        ),
-    }
+            (
+                "recency_importance",
+                "Does answering query depend on the most recent or current state of something?",
+                "Newer memories should be preferred because the answer may have changed over time.",
+                "The age of a memory does not affect the answer.",
+            ),
+        ],
+    )
 
 
 def traversal_questions(i: int) -> dict[str, Question]:
     """Scores of candidates[i] reached by graph expansion (§3.3, B.4)."""
     _check_index(i)
     c = f"candidates[{i}]"
-    return {
-        f"candidate_{i}_relevance": Noul(
-            key="traverse.relevance",
-            instructions=f"Does {c}.content contain a fact needed to answer query?",
-            true="Direct answer evidence or a necessary intermediate fact.",
-            false="Only topic overlap or unrelated content.",
-            target=i,
-        ),
-        f"candidate_{i}_relation_usefulness": Noul(
-            key="traverse.relation_usefulness",
-            instructions=(
+    return _nouls(
+        "traverse",
+        [
+            (
+                "relevance",
+                f"Does {c}.content contain a fact needed to answer query?",
+                "Direct answer evidence or a necessary intermediate fact.",
+                "Only topic overlap or unrelated content.",
+            ),
+            (
+                "relation_usefulness",
                 f"Given query and evidence, is the relation that reached {c} ({c}.view and {c}.label, "
-                f"directed from {c}.source to {c}.target) useful for answering query?"
+                f"directed from {c}.source to {c}.target) useful for answering query?",
+                "The relation type and direction lead toward evidence that query needs.",
+                "The relation is incidental to query or leads away from the needed evidence.",
             ),
-            true="The relation type and direction lead toward evidence that query needs.",
-            false="The relation is incidental to query or leads away from the needed evidence.",
-            target=i,
-        ),
-        f"candidate_{i}_new_information": Noul(
-            key="traverse.new_information",
-            instructions=f"Does {c}.content add an answer-relevant detail absent from evidence?",
-            true="A distinct relevant detail or missing reasoning link.",
-            false="Only duplicated evidence or irrelevant new details.",
-            target=i,
-        ),
-        f"candidate_{i}_supports_current_evidence": Noul(
-            key="traverse.supports_current_evidence",
-            instructions=(
+            (
+                "new_information",
+                f"Does {c}.content add an answer-relevant detail absent from evidence?",
+                "A distinct relevant detail or missing reasoning link.",
+                "Only duplicated evidence or irrelevant new details.",
+            ),
+            (
+                "supports_current_evidence",
                 f"Does {c}.content corroborate, ground or connect facts in evidence that are needed "
-                "to answer query?"
+                "to answer query?",
+                "It confirms, dates or links facts already in evidence.",
+                "It is unrelated to evidence or only repeats its topic.",
             ),
-            true="It confirms, dates or links facts already in evidence.",
-            false="It is unrelated to evidence or only repeats its topic.",
-            target=i,
-        ),
-    }
+        ],
+        prefix=f"candidate_{i}_",
+        target=i,
+    )
 
 
 def stopping_questions() -> dict[str, Question]:
     """Evidence assessment after a retrieval round (§3.3 eq. 17-22, B.5)."""
-    return {
-        "evidence_sufficient": Noul(
-            key="stop.evidence_sufficient",
-            instructions="Does evidence contain support for every factual part of an answer to query?",
-            true="A grounded answer can be given from these memories without inventing missing facts.",
-            false=(
-                "Any required fact or reasoning link is unsupported; related topics alone are insufficient."
+    return _nouls(
+        "stop",
+        [
+            (
+                "evidence_sufficient",
+                "Does evidence contain support for every factual part of an answer to query?",
+                "A grounded answer can be given from these memories without inventing missing facts.",
+                "Any required fact or reasoning link is unsupported; related topics alone are insufficient.",
             ),
-        ),
-        "continue_useful": Noul(
-            key="stop.continue_useful",
-            instructions=(
+            (
+                "continue_useful",
                 "Given query and evidence, is another retrieval round likely to fill a specific gap "
-                "or resolve a conflict?"
+                "or resolve a conflict?",
+                "An identifiable missing fact or conflict could benefit from more memory retrieval.",
+                "No identifiable retrieval need remains or more memories are unlikely to help.",
             ),
-            true="An identifiable missing fact or conflict could benefit from more memory retrieval.",
-            false="No identifiable retrieval need remains or more memories are unlikely to help.",
-        ),
-        "missing_evidence": Noul(
-            key="stop.missing_evidence",
-            instructions=(
+            (
+                "missing_evidence",
                 "Given query and evidence, is a fact or reasoning link required to answer query "
-                "still missing from evidence?"
+                "still missing from evidence?",
+                "An identifiable part of the answer is not supported by any memory in evidence.",
+                "Every required part of the answer is supported by evidence.",
             ),
-            true="An identifiable part of the answer is not supported by any memory in evidence.",
-            false="Every required part of the answer is supported by evidence.",
-        ),
-        "contradiction": Noul(
-            key="stop.contradiction",
-            instructions=(
+            (
+                "contradiction",
                 "Do memories in evidence give conflicting accounts of a point that matters for "
-                "answering query?"
+                "answering query?",
+                "Two or more memories disagree on a fact the answer depends on, and it is unresolved.",
+                "No conflict, or a disagreement explained by time order or irrelevant to query.",
             ),
-            true="Two or more memories disagree on a fact the answer depends on, and it is unresolved.",
-            false="No conflict, or a disagreement explained by time order or irrelevant to query.",
-        ),
-    }
+        ],
+    )
 
 
 def consolidation_questions(i: int) -> dict[str, Question]:
@@ -361,47 +336,41 @@ def consolidation_questions(i: int) -> dict[str, Question]:
     _check_index(i)
     n = f"pairs[{i}].new_memory"
     c = f"pairs[{i}].candidate"
-    return {
-        f"pair_{i}_redundancy": Noul(
-            key="consolidate.redundancy",
-            instructions=(
-                f"{_compare_pair(i)} Does one observation repeat the other without adding unique details?"
+    out = _nouls(
+        "consolidate",
+        [
+            (
+                "redundancy",
+                f"{_compare_pair(i)} Does one observation repeat the other without adding unique details?",
+                "The same fact or event, with no detail in one that the other lacks.",
+                "Either observation carries a distinct detail, event, value or time.",
             ),
-            true="The same fact or event, with no detail in one that the other lacks.",
-            false="Either observation carries a distinct detail, event, value or time.",
-            target=i,
-        ),
-        f"pair_{i}_contradiction": Noul(
-            key="consolidate.contradiction",
-            instructions=(
-                f"{_compare_pair(i)} Do these observations make incompatible claims about the same subject?"
+            (
+                "contradiction",
+                f"{_compare_pair(i)} Do these observations make incompatible claims about the same subject?",
+                "Both accounts cannot hold at once for the same subject.",
+                "Compatible accounts, or claims about different subjects.",
             ),
-            true="Both accounts cannot hold at once for the same subject.",
-            false="Compatible accounts, or claims about different subjects.",
-            target=i,
-        ),
-        f"pair_{i}_obsolescence": Noul(
-            key="consolidate.obsolescence",
-            instructions=(
+            (
+                "obsolescence",
                 f"Compare {n}.content and {n}.timestamp with {c}.content and "
-                f"{c}.timestamp. Does {n}.content make {c}.content out of date?"
+                f"{c}.timestamp. Does {n}.content make {c}.content out of date?",
+                "A newer account replaces or ends the state the candidate describes.",
+                "Both accounts remain current, or they concern different things.",
             ),
-            true="A newer account replaces or ends the state the candidate describes.",
-            false="Both accounts remain current, or they concern different things.",
-            target=i,
-        ),
-        f"pair_{i}_link_usefulness": Noul(
-            key="consolidate.link_usefulness",
-            instructions=(
+            (
+                "link_usefulness",
                 f"{_compare_pair(i)} Would an additional link between these observations help "
-                "future retrieval?"
+                "future retrieval?",
+                "A specific shared topic, entity, event or dependence makes the link useful.",
+                "Only generic vocabulary or no meaningful connection.",
             ),
-            true="A specific shared topic, entity, event or dependence makes the link useful.",
-            false="Only generic vocabulary or no meaningful connection.",
-            target=i,
-        ),
-        f"pair_{i}_representation": _representation_question(i),
-    }
+        ],
+        prefix=f"pair_{i}_",
+        target=i,
+    )
+    out[f"pair_{i}_representation"] = _representation_question(i)
+    return out
 
 
 def _representation_question(i: int) -> Choice:

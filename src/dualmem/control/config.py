@@ -146,13 +146,7 @@ class LLMConfig:
 
         For adapters only: the library itself never reads the environment.
         """
-        env = os.environ if env is None else env
-        values: dict[str, object] = {}
-        for var, name in LLM_ENV.items():
-            raw = env.get(var)
-            if raw is not None and raw.strip():
-                values[name] = _parse(var, name, raw.strip())
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        values = _env_values(env, LLM_ENV, overrides)
         missing = [v for v, n in LLM_ENV.items() if n in ("base_url", "model") and not values.get(n)]
         if missing:
             raise ConfigError(
@@ -163,6 +157,21 @@ class LLMConfig:
 
 
 _INTS = {"max_concurrency", "retries", "context_tokens"}
+
+
+def _env_values(
+    env: Mapping[str, str] | None, names: Mapping[str, str], overrides: Mapping[str, object]
+) -> dict[str, object]:
+    """The settings named in ``names`` (variable -> setting) that ``env`` (default ``os.environ``)
+    sets to a non-blank value, parsed; then ``overrides`` that are not None."""
+    env = os.environ if env is None else env
+    values: dict[str, object] = {}
+    for var, name in names.items():
+        raw = env.get(var)
+        if raw is not None and raw.strip():
+            values[name] = _parse(var, name, raw.strip())
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return values
 
 
 def _parse(var: str, name: str, raw: str) -> object:
@@ -220,7 +229,6 @@ class JevConfig:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> JevConfig:
         """``TYPESAFE_API_KEY``, ``TYPESAFE_BASE_URL``, ``DUALMEM_JEV_MODEL``, ``DUALMEM_JEV_TIMEOUT``,
         ``DUALMEM_JEV_CONCURRENCY``, ``DUALMEM_JEV_RETRIES``; ``overrides`` that are not None win."""
-        env = os.environ if env is None else env
         names = {
             "TYPESAFE_API_KEY": "api_key",
             "TYPESAFE_BASE_URL": "base_url",
@@ -229,12 +237,7 @@ class JevConfig:
             "DUALMEM_JEV_CONCURRENCY": "max_concurrency",
             "DUALMEM_JEV_RETRIES": "retries",
         }
-        values: dict[str, object] = {}
-        for var, name in names.items():
-            raw = env.get(var)
-            if raw is not None and raw.strip():
-                values[name] = _parse(var, name, raw.strip())
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        values = _env_values(env, names, overrides)
         if not values.get("api_key"):
             raise ConfigError(
                 "the jev backend needs TYPESAFE_API_KEY",

@@ -63,10 +63,11 @@ from dualmem.control.questions import (
     Score,
     ScoreAnswer,
     Usage,
+    first_failure_raised,
     validate_result,
 )
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
-from dualmem.http import JSONClient, RetryPolicy
+from dualmem.http import JSONClient, OverJSONClient, RetryPolicy
 from dualmem.types import JSONValue
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ class _Ask:
     tokens: int  # the estimated prompt size
 
 
-class LLMController(BaseController):
+class LLMController(OverJSONClient, BaseController):
     """A System-One backend over an OpenAI-compatible ``/chat/completions`` endpoint with logprobs.
 
     Build it from an :class:`~dualmem.control.config.LLMConfig` (``LLMController.from_config``) or
@@ -201,15 +202,6 @@ class LLMController(BaseController):
         )
 
     @property
-    def retry(self) -> RetryPolicy:
-        """The retry policy of the HTTP client (settable)."""
-        return self._http.retry
-
-    @retry.setter
-    def retry(self, policy: RetryPolicy) -> None:
-        self._http.retry = policy
-
-    @property
     def context_tokens(self) -> int:
         """The context size prompts are fitted to (asks the server once, on first use)."""
         with self._context_lock:
@@ -249,12 +241,7 @@ class LLMController(BaseController):
 
     def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]:
         """Every question of every batch concurrently, regrouped per batch; the first failure raises."""
-        out: list[BatchResult] = []
-        for outcome in self.decide_each(batches):
-            if isinstance(outcome, ControllerError):
-                raise outcome
-            out.append(outcome)
-        return out
+        return first_failure_raised(self.decide_each(batches))
 
     def decide_each(
         self, batches: Sequence[Batch], *, timeout: float | None = None

@@ -197,9 +197,11 @@ def _split(
     for index in _rank(items):
         if index not in by_target:
             continue  # an item no question asks about: not needed in any prompt
-        if current and not _fits_group(state, list_key, items, [*current, index], by_target, budget, measure):
-            groups.append(_group(state, list_key, items, current, by_target))
-            current = []
+        if current:
+            trial = _group(state, list_key, items, [*current, index], by_target)
+            if not _fits(trial.state, trial.questions, budget, measure):
+                groups.append(_group(state, list_key, items, current, by_target))
+                current = []
         current.append(index)
     if current:
         groups.append(_group(state, list_key, items, current, by_target))
@@ -207,19 +209,6 @@ def _split(
         first = groups[0].state if groups else {**state, list_key: []}
         groups.insert(0, Group(first, by_target[None]))
     return groups
-
-
-def _fits_group(
-    state: dict[str, JSONValue],
-    list_key: str,
-    items: list[JSONValue],
-    indices: list[int],
-    by_target: Mapping[int | None, Mapping[str, Question]],
-    budget: int,
-    measure: Measure,
-) -> bool:
-    group = _group(state, list_key, items, indices, by_target)
-    return _fits(group.state, group.questions, budget, measure)
 
 
 def _group(

@@ -19,8 +19,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dualmem.control.questions import Batch, BatchResult, Controller, validate_result
+from dualmem.control.questions import Batch, BatchResult, Controller, first_failure_raised, validate_result
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
+from dualmem.types import fields_json
 
 if TYPE_CHECKING:
     from dualmem.control.calibration import Calibration
@@ -39,15 +40,7 @@ class CallCounts:
     output_tokens: int = 0
 
     def to_json(self) -> dict[str, float]:
-        return {
-            "calls": self.calls,
-            "questions": self.questions,
-            "failures": self.failures,
-            "cache_hits": self.cache_hits,
-            "latency_s": round(self.latency_s, 6),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
+        return fields_json(self, latency_s=round(self.latency_s, 6))
 
 
 @dataclass(slots=True)
@@ -129,12 +122,7 @@ class Meter:
 
         Each batch still counts as one request of its purpose. The first failure is raised.
         """
-        out: list[Decided] = []
-        for outcome in self.ask_each(batches, timeout=timeout):
-            if isinstance(outcome, ControllerError):
-                raise outcome
-            out.append(outcome)
-        return out
+        return first_failure_raised(self.ask_each(batches, timeout=timeout))
 
     def ask_each(
         self, batches: Sequence[Batch], *, timeout: float | None = None

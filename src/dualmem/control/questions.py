@@ -10,9 +10,9 @@ Score ordered levels.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from dualmem.errors import ControllerError
 from dualmem.types import JSONValue
@@ -34,6 +34,7 @@ __all__ = [
     "Score",
     "ScoreAnswer",
     "Usage",
+    "first_failure_raised",
     "validate_result",
 ]
 
@@ -212,6 +213,19 @@ class Controller(Protocol):
     name: str
 
     def decide(self, batch: Batch) -> BatchResult: ...
+
+
+_R = TypeVar("_R")
+
+
+def first_failure_raised(outcomes: Iterable[_R | ControllerError]) -> list[_R]:
+    """The outcomes of several requests as a list when none failed; else the first failure, raised."""
+    out: list[_R] = []
+    for outcome in outcomes:
+        if isinstance(outcome, ControllerError):
+            raise outcome
+        out.append(outcome)
+    return out
 
 
 def validate_result(batch: Batch, result: BatchResult, backend: str) -> BatchResult:

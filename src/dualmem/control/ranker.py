@@ -197,10 +197,7 @@ def format_object(data: object, fmt: str, *, source: str) -> Mapping[str, Any]:
 
 def read_json(path: Path | str) -> object:
     """A scorer file's JSON (a ``ConfigError`` when it cannot be read or parsed)."""
-    try:
-        return bounded_json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read ranker {path}: {exc}") from exc
+    return bounded_json.load_file(path, "ranker")
 
 
 def column_index(features: tuple[str, ...], names: tuple[str, ...]) -> npt.NDArray[np.intp]:

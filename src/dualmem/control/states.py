@@ -27,7 +27,7 @@ import numpy as np
 
 from dualmem.errors import InvalidInput
 from dualmem.text.lexical import overlap
-from dualmem.types import JSONValue, Node, TemporalRef, Vector
+from dualmem.types import JSONValue, Node, TemporalRef, Vector, memory_object
 
 __all__ = [
     "QUERY",
@@ -227,14 +227,7 @@ class MemoryState:
         )
 
     def to_wire(self) -> dict[str, JSONValue]:
-        out: dict[str, JSONValue] = {
-            "id": self.id,
-            "content": self.content,
-            "timestamp": self.timestamp.isoformat() if self.timestamp else None,
-            "entities": list(self.entities),
-        }
-        if self.speaker:
-            out["speaker"] = self.speaker
+        out = memory_object(self.id, self.content, self.timestamp, self.entities, self.speaker)
         if self.temporal_references is not None:
             out["timestamp_role"] = "observation_time"
             out["temporal_references"] = [r.to_json() for r in self.temporal_references]  # type: ignore[misc]

@@ -25,7 +25,6 @@ the threshold with it; :class:`GatedAnswerer` wraps any answerer with it.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -187,11 +186,7 @@ class AbstentionGate:
 
     @classmethod
     def from_file(cls, path: Path) -> AbstentionGate:
-        try:
-            data = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read the abstention gate {path}: {exc}") from exc
-        return cls.from_json(data, source=str(path))
+        return cls.from_json(bounded_json.load_file(path, "the abstention gate"), source=str(path))
 
 
 def choose_threshold(

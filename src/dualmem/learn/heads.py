@@ -176,11 +176,7 @@ class LearnedHeads:
 
     @classmethod
     def from_file(cls, path: Path) -> LearnedHeads:
-        try:
-            data = bounded_json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read learned heads {path}: {exc}") from exc
-        return cls.from_json(data, source=str(path))
+        return cls.from_json(bounded_json.load_file(path, "learned heads"), source=str(path))
 
 
 def learned_weights(heads: LearnedHeads, base: BuiltinWeights | None = None) -> BuiltinWeights:

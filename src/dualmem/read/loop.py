@@ -135,23 +135,15 @@ class _Run:
     asks_past: bool = False  # the query asks about history (``query_time_focus``)
 
 
+@dataclass(eq=False)
 class Retriever:
     """The read path over the Store/Embedder/Meter protocols."""
 
-    def __init__(
-        self,
-        store: SearchStore,
-        embedder: Embedder,
-        meter: Meter,
-        profile: ReadProfile,
-        *,
-        clock: Callable[[], float] = time.perf_counter,
-    ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.meter = meter
-        self.profile = profile
-        self.clock = clock
+    store: SearchStore
+    embedder: Embedder
+    meter: Meter
+    profile: ReadProfile
+    clock: Callable[[], float] = field(default=time.perf_counter, kw_only=True)
 
     # -- public ------------------------------------------------------------------------------
     def search(

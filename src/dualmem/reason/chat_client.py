@@ -14,7 +14,7 @@ import httpx
 
 from dualmem._closing import Closing
 from dualmem.errors import AnswererError, RuntimeFailure
-from dualmem.http import JSONClient, RetryPolicy
+from dualmem.http import JSONClient, OverJSONClient, RetryPolicy
 from dualmem.types import JSONValue
 
 __all__ = ["ChatClient", "ChatCompletion", "completion_text", "completion_usage"]
@@ -27,7 +27,7 @@ class ChatCompletion:
     output_tokens: int | None = None
 
 
-class ChatClient(Closing):
+class ChatClient(OverJSONClient, Closing):
     """POSTs ``/chat/completions`` and returns the first choice's text and the token usage.
 
     Failures raise ``error`` (default ``AnswererError``) with one line, chained; timeouts raise
@@ -51,15 +51,6 @@ class ChatClient(Closing):
             base_url, api_key=api_key, timeout=timeout, retry=retry, transport=transport, error=error
         )
         self.url = self._http.url("chat/completions")
-
-    @property
-    def retry(self) -> RetryPolicy:
-        """The retry policy of the HTTP client (settable)."""
-        return self._http.retry
-
-    @retry.setter
-    def retry(self, policy: RetryPolicy) -> None:
-        self._http.retry = policy
 
     def complete(
         self, messages: Sequence[dict[str, str]], *, max_tokens: int, temperature: float

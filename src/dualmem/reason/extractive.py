@@ -334,6 +334,7 @@ def _near(ev: Evidence, asked: Sequence[TemporalRef]) -> bool:
     return any(s <= q.end + _NEAR and q.start - _NEAR <= e for s, e in spans for q in asked)
 
 
+@dataclass(eq=False, kw_only=True)
 class ExtractiveAnswerer:
     """Quote the evidence sentence that best answers the question (module docstring), or abstain.
 
@@ -348,38 +349,20 @@ class ExtractiveAnswerer:
 
     name = "extractive"
 
-    def __init__(  # noqa: PLR0913 - the tuned weights, each a keyword
-        self,
-        *,
-        embedder: Embedder | None = None,
-        w_topic: float = 1.0,
-        w_before: float = 0.15,
-        w_meaning: float = 0.3,
-        w_typed: float = 0.5,
-        w_news: float = 0.3,
-        w_dated: float = 0.8,
-        w_rank: float = 3.0,
-        other_party: float = 1.0,
-        asks: float = 0.4,
-        min_meaning: float = 0.5,
-        min_score: float = 0.85,
-        second: float = 0.85,
-        max_sentences: int = 2,
-    ) -> None:
-        self.embedder = embedder
-        self.w_topic = w_topic
-        self.w_before = w_before
-        self.w_meaning = w_meaning
-        self.w_typed = w_typed
-        self.w_news = w_news
-        self.w_dated = w_dated
-        self.w_rank = w_rank
-        self.other_party = other_party
-        self.asks = asks
-        self.min_meaning = min_meaning
-        self.min_score = min_score
-        self.second = second
-        self.max_sentences = max_sentences
+    embedder: Embedder | None = None
+    w_topic: float = 1.0
+    w_before: float = 0.15
+    w_meaning: float = 0.3
+    w_typed: float = 0.5
+    w_news: float = 0.3
+    w_dated: float = 0.8
+    w_rank: float = 3.0
+    other_party: float = 1.0
+    asks: float = 0.4
+    min_meaning: float = 0.5
+    min_score: float = 0.85
+    second: float = 0.85
+    max_sentences: int = 2
 
     # -- measuring --------------------------------------------------------------------------------
     def candidates(self, question: str, evidence: Sequence[Evidence]) -> list[Candidate]:

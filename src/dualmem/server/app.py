@@ -176,19 +176,33 @@ def _ops_router(*, public_metrics: bool) -> APIRouter:
 RAW_BODY_PATHS = frozenset({"/v1/import"})
 
 
-class BodyLimit:
-    """Refuses bodies over the limit with a 413 before the app reads them (buffers at most the limit),
-    and JSON bodies that are not JSON, not UTF-8 or nest too deep (:mod:`dualmem.server.bodies`)."""
+class _HTTPMiddleware:
+    """An ASGI middleware that acts on HTTP requests (:meth:`http`) and passes anything else
+    (lifespan, websockets) straight to ``app``."""
 
-    def __init__(self, app: ASGIApp, *, default: int, overrides: dict[str, int]) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.default = default
-        self.overrides = overrides
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self.http(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class BodyLimit(_HTTPMiddleware):
+    """Refuses bodies over the limit with a 413 before the app reads them (buffers at most the limit),
+    and JSON bodies that are not JSON, not UTF-8 or nest too deep (:mod:`dualmem.server.bodies`)."""
+
+    def __init__(self, app: ASGIApp, *, default: int, overrides: dict[str, int]) -> None:
+        super().__init__(app)
+        self.default = default
+        self.overrides = overrides
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         limit = self.overrides.get(scope["path"], self.default)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
@@ -243,17 +257,14 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-class RequestMetrics:
+class RequestMetrics(_HTTPMiddleware):
     """Counts requests and observes latency by route template (never by raw path)."""
 
     def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500
 

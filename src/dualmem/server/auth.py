@@ -20,7 +20,15 @@ from dualmem.server.problems import ApiProblem
 from dualmem.server.service import Service
 from dualmem.types import Tenant
 
-__all__ = ["Authenticator", "Principal", "RateLimiter", "admin_principal", "principal", "tenant_scope"]
+__all__ = [
+    "Authenticator",
+    "Principal",
+    "RateLimiter",
+    "Scope",
+    "admin_principal",
+    "principal",
+    "tenant_scope",
+]
 
 bearer = HTTPBearer(auto_error=False, description="an API key from `dualmem keys create`")
 api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="the same key, as a header")
@@ -127,6 +135,10 @@ def tenant_scope(request: Request, who: Annotated[Principal, Depends(tenant_prin
     service: Service = request.app.state.service
     assert who.tenant is not None
     return service.scope(who.tenant)
+
+
+#: a route's tenant-bound memory parameter (``scope: Scope``), resolved by :func:`tenant_scope`
+Scope = Annotated[TenantScope, Depends(tenant_scope)]
 
 
 def admin_principal(who: Annotated[Principal, Depends(principal)]) -> Principal:

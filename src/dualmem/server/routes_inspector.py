@@ -12,22 +12,20 @@ import datetime as dt
 from importlib import resources
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict
 
 from dualmem.scope import Scope as TenantScope
-from dualmem.server.auth import tenant_scope
+from dualmem.server.auth import Scope
 from dualmem.server.problems import ApiProblem
-from dualmem.server.routes_memories import errors
-from dualmem.server.schemas import ID_PATTERN, InspectionOut, NodeOut, inspection_out, node_out
+from dualmem.server.routes_memories import NodeId, errors
+from dualmem.server.schemas import InspectionOut, NodeOut, inspection_out, node_out
 from dualmem.server.ui.growth import Clock, growth
 from dualmem.types import Node
 
 __all__ = ["inspector_router"]
 
-Scope = Annotated[TenantScope, Depends(tenant_scope)]
-NodeId = Annotated[str, Path(pattern=ID_PATTERN, description="a memory id")]
 STATIC = {"app.js": "text/javascript", "style.css": "text/css", "graph.js": "text/javascript"}
 BRIEF_CHARS = 160
 

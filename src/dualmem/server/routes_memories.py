@@ -12,8 +12,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from dualmem.scope import Scope as TenantScope
-from dualmem.server.auth import Principal, tenant_principal, tenant_scope
+from dualmem.server.auth import Principal, Scope, tenant_principal
 from dualmem.server.problems import ApiProblem
 from dualmem.server.schemas import (
     ID_PATTERN,
@@ -42,7 +41,6 @@ __all__ = ["errors", "router"]
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
-Scope = Annotated[TenantScope, Depends(tenant_scope)]
 NodeId = Annotated[str, Path(pattern=ID_PATTERN, description="a memory id")]
 
 

@@ -13,8 +13,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import StreamingResponse
 
 from dualmem.errors import InvalidInput
-from dualmem.scope import Scope as TenantScope
-from dualmem.server.auth import Principal, admin_principal, principal, tenant_scope
+from dualmem.server.auth import Principal, Scope, admin_principal, principal
 from dualmem.server.keys import ApiKey
 from dualmem.server.routes_memories import errors
 from dualmem.server.schemas import (
@@ -48,7 +47,6 @@ __all__ = ["keys_router", "router"]
 
 router = APIRouter(prefix="/v1", tags=["memory"])
 keys_router = APIRouter(prefix="/v1/keys", tags=["keys"])
-Scope = Annotated[TenantScope, Depends(tenant_scope)]
 NDJSON = "application/x-ndjson"
 
 

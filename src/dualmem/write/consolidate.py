@@ -36,7 +36,7 @@ from dualmem.embed.windows import embed_texts
 from dualmem.errors import NotFound
 from dualmem.plane.base import Decision, WriteStore
 from dualmem.text.entities import extract_entities
-from dualmem.types import Edge, JSONValue, Node, Tenant, Vector, new_id, utcnow
+from dualmem.types import Edge, JSONValue, Node, Tenant, Vector, fields_json, new_id, utcnow
 from dualmem.write.candidates import Candidate, discover, written_candidates
 from dualmem.write.relations import decisions_from, observed_before
 
@@ -62,34 +62,22 @@ class ConsolidationReport:
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, JSONValue]:
-        return {
-            "user": self.user,
-            "examined": self.examined,
-            "pairs": self.pairs,
-            "calls": self.calls,
-            "links": self.links,
-            "superseded": [list(p) for p in self.superseded],
-            "derived": list(self.derived),
-            "representations": dict(self.representations),
-            "seconds": round(self.seconds, 4),
-        }
+        return fields_json(
+            self,
+            superseded=[list(p) for p in self.superseded],
+            derived=list(self.derived),
+            representations=dict(self.representations),
+            seconds=round(self.seconds, 4),
+        )
 
 
+@dataclass(eq=False)
 class Consolidator:
-    def __init__(
-        self,
-        store: WriteStore,
-        embedder: Embedder,
-        meter: Meter,
-        profile: WriteProfile,
-        *,
-        summarizer: Summarizer | None = None,
-    ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.meter = meter
-        self.profile = profile
-        self.summarizer = summarizer
+    store: WriteStore
+    embedder: Embedder
+    meter: Meter
+    profile: WriteProfile
+    summarizer: Summarizer | None = field(default=None, kw_only=True)
 
     def run(self, tenant: Tenant, node_ids: Sequence[str] | None = None) -> ConsolidationReport:
         """One pass over ``node_ids`` (the writes of a period), or the tenant's most recent nodes."""

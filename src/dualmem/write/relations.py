@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
+from typing import TypeAlias
 
 from dualmem.control import catalog
 from dualmem.control.questions import Batch, BatchResult, ChoiceAnswer, NoulAnswer, Question
@@ -22,7 +23,7 @@ from dualmem.control.states import (
     RelationState,
 )
 from dualmem.plane.base import Decision
-from dualmem.types import Edge, Node
+from dualmem.types import Edge, Node, View
 from dualmem.write.candidates import Candidate
 
 __all__ = [
@@ -118,22 +119,42 @@ def _edge_for(key: str, node: Node, other: Node, answer: object, theta: float) -
     if isinstance(answer, ChoiceAnswer):
         if key != "relation.time" or answer.label == "unknown" or answer.probability < theta:
             return None
-        return _time_edge(answer.label, node, other, answer.probability)
+        return _directed(_TIME_EDGES.get(answer.label), node, other, answer.probability)
     if not isinstance(answer, NoulAnswer) or answer.score < theta:
         return None
-    score = answer.score
-    match key:
-        case "relation.semantic":
-            return Edge(node.id, other.id, "semantic", "related", score)
-        case "relation.caused_by":  # the candidate causes the new memory
-            return Edge(other.id, node.id, "causal", "causes", score)
-        case "relation.causes":
-            return Edge(node.id, other.id, "causal", "causes", score)
-        case "relation.same_episode":
-            return Edge(node.id, other.id, "temporal", "same_episode", score)
-        case "relation.alias":
-            return Edge(node.id, other.id, "entity", "alias", score)
-    return None
+    return _directed(_RELATION_EDGES.get(key), node, other, answer.score)
+
+
+#: (from the candidate?, view, label) of the edge a judgement makes between the new memory and a
+#: candidate: from the candidate to the new memory, or the other way
+_Direction: TypeAlias = tuple[bool, View, str]
+
+#: the edge of each relation Noul that reaches the threshold
+_RELATION_EDGES: dict[str, _Direction] = {
+    "relation.semantic": (False, "semantic", "related"),
+    "relation.caused_by": (True, "causal", "causes"),  # the candidate causes the new memory
+    "relation.causes": (False, "causal", "causes"),
+    "relation.same_episode": (False, "temporal", "same_episode"),
+    "relation.alias": (False, "entity", "alias"),
+}
+
+#: the edge of each label of the time Choice: how the candidate's event relates to the new memory's
+_TIME_EDGES: dict[str, _Direction] = {
+    "before": (True, "temporal", "before"),
+    "after": (False, "temporal", "before"),
+    "during": (False, "temporal", "contains"),
+    "contains": (True, "temporal", "contains"),
+    "overlaps": (True, "temporal", "overlaps"),
+    "same_time": (True, "temporal", "same_time"),
+}
+
+
+def _directed(direction: _Direction | None, node: Node, other: Node, score: float) -> Edge | None:
+    if direction is None:
+        return None
+    from_other, view, label = direction
+    source, target = (other, node) if from_other else (node, other)
+    return Edge(source.id, target.id, view, label, score)
 
 
 def supersessions(
@@ -168,22 +189,6 @@ def observed_before(a: Node, b: Node) -> bool:
     if a.at is not None and b.at is not None and a.at != b.at:
         return a.at < b.at
     return (a.created_at, a.id) < (b.created_at, b.id)
-
-
-def _time_edge(label: str, node: Node, other: Node, score: float) -> Edge | None:
-    # the label says how the candidate's event relates to the new memory's event
-    match label:
-        case "before":
-            return Edge(other.id, node.id, "temporal", "before", score)
-        case "after":
-            return Edge(node.id, other.id, "temporal", "before", score)
-        case "during":
-            return Edge(node.id, other.id, "temporal", "contains", score)
-        case "contains":
-            return Edge(other.id, node.id, "temporal", "contains", score)
-        case "overlaps" | "same_time":
-            return Edge(other.id, node.id, "temporal", label, score)
-    return None
 
 
 def decisions_from(
