@@ -32,6 +32,7 @@ from dualmem.control.states import RelationState
 from dualmem.conversations import Conversation
 from dualmem.embed import Embedder, create_embedder
 from dualmem.memory import Memory
+from dualmem.types import VIEWS
 
 __all__ = ["BUILD_VERSION", "Pair", "any_build", "build", "embedder", "load_pairs"]
 
@@ -74,8 +75,15 @@ def _digest(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def views_profile() -> Profile:
+    """The builtin profile with every relation view written and read: the research's base, so that
+    the builds hold the views' edges and each view's ablation takes something away (the product's
+    builtin profile stores and reads none; ``docs/benchmarks.md``)."""
+    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS)
+
+
 def build_profile() -> Profile:
-    return Profile.builtin().with_(write__consolidation="inline")
+    return views_profile().with_(write__consolidation="inline")
 
 
 def build(

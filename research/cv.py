@@ -43,6 +43,7 @@ from dualmem.read.reach import Links, reach_links
 from dualmem.read.route import rrf
 from dualmem.reason.extractive import ExtractiveAnswerer
 from dualmem.types import VIEWS, Evidence, Node, Tenant
+from research.builds import views_profile
 from research.cv_reach import reach_systems
 
 __all__ = ["ABLATIONS", "CVConfig", "CVResult", "QueryPool", "fit_ranker", "run_cv"]
@@ -322,7 +323,7 @@ def _search_records(
     """The real read path (``Memory.search``) on the held-out build with this fold's scorer."""
     from dualmem.control.builtin import BuiltinController
 
-    profile = read_variant(Profile.builtin(), view_drop)
+    profile = read_variant(views_profile(), view_drop)
     return searched(system, held, path, BuiltinController(ranker=ranker), profile, test, embedder)
 
 

@@ -125,12 +125,12 @@ def _search(
     test: Sequence[QueryPool],
     embedder: str,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from dualmem.config import Profile
+    from research.builds import views_profile
 
     rows, ms, calls, rounds = [], [], [], []
     stops: dict[str, int] = {}
     with Memory.open(
-        path, embedder=_embedder(embedder), controller=controller, answerer=None, profile=Profile.builtin()
+        path, embedder=_embedder(embedder), controller=controller, answerer=None, profile=views_profile()
     ) as mem:
         for p in test:
             started = time.perf_counter()

@@ -38,7 +38,7 @@ from dualmem.control.trees import TreeRanker
 from dualmem.learn.boost import TREE_GRID, TreeSettings, choose_trees, fit_trees
 from dualmem.memory import Memory
 from dualmem.read.pool import FEATURES, POOL_VERSION
-from research.builds import any_build, embedder
+from research.builds import any_build, embedder, views_profile
 from research.corpora import CORPORA, SHUFFLED, conversations, fold_of, labels
 from research.cv import (
     K_VALUES,
@@ -125,7 +125,7 @@ SEARCH_SYSTEMS: tuple[str, ...] = (
 
 
 def _search_profile(system: str) -> Profile:
-    base = Profile.builtin()
+    base = views_profile()
     if system in ("dualmem", "random-s1"):
         return base
     if system == "dualmem no-supersession":

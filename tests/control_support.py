@@ -8,10 +8,18 @@ from typing import Any
 
 import numpy as np
 
+from dualmem.config import Profile
 from dualmem.control.builtin import BuiltinController
 from dualmem.control.questions import Batch, BatchResult
 from dualmem.memory import Memory
-from dualmem.types import JSONValue, Node, Tenant
+from dualmem.types import VIEWS, JSONValue, Node, Tenant
+
+
+def with_views(profile: Profile | None = None) -> Profile:
+    """``profile`` (the builtin one by default) opted in to every relation view, written and read:
+    for tests of the edges themselves (the builtin profile stores none)."""
+    return (profile or Profile.builtin()).with_(write__views=VIEWS, read__views=VIEWS)
+
 
 T1 = dt.datetime(2024, 5, 14, 10, tzinfo=dt.UTC)  # Mira's old bicycle broke
 T2 = dt.datetime(2024, 5, 16, 10, tzinfo=dt.UTC)  # she tells of the new one

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dualmem import Memory, Profile
+from control_support import with_views
+from dualmem import Memory
 from dualmem.control.builtin import BuiltinController
 from dualmem.conversations import load_observations
 from dualmem.embed import Embedder
@@ -60,7 +61,8 @@ def _observations() -> list[Observation]:
 
 
 def _open(path: Path, embedder: Embedder, mode: str, every: int = 20) -> Memory:
-    profile = Profile.builtin().with_(write__consolidation=mode, write__consolidate_every=every)
+    # the views on: the edges of both builds are compared too
+    profile = with_views().with_(write__consolidation=mode, write__consolidate_every=every)
     return Memory(SQLiteStore.open(path), embedder, BuiltinController(), answerer=None, profile=profile)
 
 

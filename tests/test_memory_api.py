@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from control_support import tell_the_story
+from control_support import tell_the_story, with_views
 from dualmem import InvalidInput, Memory, NotFound, Observation, TenantRequired
 from dualmem.embed import Embedder, HashingEmbedder
 from dualmem.errors import EmbedderMismatch
@@ -16,7 +16,8 @@ from dualmem.types import Tenant
 
 @pytest.fixture
 def mem(minilm: Embedder, memory_db: Callable[[str], str]) -> Iterator[Memory]:
-    with Memory.open(memory_db("m.db"), embedder=minilm) as opened:  # SQLite and PostgreSQL
+    # the views on, so that a delete has edges to leave behind; SQLite and PostgreSQL
+    with Memory.open(memory_db("m.db"), embedder=minilm, profile=with_views()) as opened:
         yield opened
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from control_support import with_views
 from dualmem import Memory, OpenOptions, Profile
 from dualmem.config import Lambdas
 from dualmem.control.builtin import BuiltinController
@@ -48,7 +49,7 @@ def _open(path: Path, embedder: Embedder, profile: Profile, controller: object =
 @pytest.fixture
 def db(hashing: Embedder, tmp_path: Path) -> Path:
     path = tmp_path / "m.db"
-    with _open(path, hashing, Profile.builtin()) as m:
+    with _open(path, hashing, with_views()) as m:  # with the views' edges, for the expansion tests
         m.add_many(
             [
                 Observation(t, at=AT + dt.timedelta(days=n // 7), speaker=p, session=f"s{n // 7}",
@@ -106,7 +107,7 @@ def test_other_relevance_answers_reorder_the_same_pool(db: Path, hashing: Embedd
 def test_expanded_nodes_are_scored_by_system_one(db: Path, hashing: Embedder) -> None:
     """A pool smaller than the memory: expansion over the views adds candidates, System One scores
     them in later rounds, and they compete on that score (kept with the edge that reached them)."""
-    profile = Profile.builtin().with_(
+    profile = with_views().with_(
         read__pool=2, read__pool_window=0, read__theta_suff=1.01, read__theta_cont=0.0
     )
     with _open(db, hashing, profile) as mem:
@@ -123,7 +124,7 @@ def test_expanded_nodes_are_scored_by_system_one(db: Path, hashing: Embedder) ->
 def test_expansion_reads_only_the_strongest_edges_per_node(db: Path, hashing: Embedder) -> None:
     counts = {}
     for per_node in (None, 2):
-        profile = Profile.builtin().with_(
+        profile = with_views().with_(
             read__pool=2, read__pool_window=0, read__edges_per_node=per_node, read__theta_suff=1.01
         )
         with _open(db, hashing, profile) as mem:

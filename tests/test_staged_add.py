@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from control_support import with_views
 from dualmem import Memory
 from dualmem.config import Profile
 from dualmem.control.builtin import BuiltinController
@@ -67,7 +68,7 @@ def _counted_ids(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _writer(store: SQLiteStore, embedder: Embedder, *, overlap: bool) -> Writer:
-    profile = Profile.builtin().write
+    profile = with_views().write  # the views' edges are compared too
     return Writer(store, embedder, Meter(BuiltinController()), profile, overlap=overlap)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from dualmem._profile_json import profile_from_json, profile_to_json, read_profile, write_profile
 from dualmem.control.calibration import Calibration
 from dualmem.errors import ConfigError
+from dualmem.types import VIEWS
 
 __all__ = ["EXTENSIONS", "Lambdas", "Limits", "Profile", "ReadProfile", "WriteProfile"]
 
@@ -43,6 +44,9 @@ EXTENSIONS: Mapping[str, str] = {
     "write.consolidation_window": "recent nodes examined per pass (the paper's 'bounded neighborhood'); "
     "paper: n/a",
     "write.consolidation_pairs": "candidate pairs per consolidation request; paper: n/a",
+    "write.views": "the relation views whose edges the write path stores (deterministic temporal/entity "
+    "edges, inferred edges, consolidation links); superseded_by and derived_from edges are stored "
+    "whatever it says (versions, history and forget follow them); paper: all four",
     "write.entities": "entity extractor of new nodes: the regex heuristic, or spaCy (the spacy extra); "
     "paper: n/a (it uses entities but does not say how they are found)",
     "read.anchors": "pool candidates (by RRF, eq. 16) System One scores in the first round; None: the whole "
@@ -101,6 +105,11 @@ class WriteProfile:
     consolidation_pairs: int = 10  # max candidate pairs per consolidation request
     #: entity extractor of new nodes: "regex" (no model), "spacy" / "spacy:MODEL" (the spacy extra)
     entities: str = "regex"
+    #: the views whose edges are stored (see EXTENSIONS); supersession and summary links always are
+    views: tuple[str, ...] = VIEWS
+
+    def __post_init__(self) -> None:
+        _check_views("write.views", self.views)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +159,7 @@ class ReadProfile:
     limits: Limits = field(default_factory=Limits)
     top_k: int = 10  # K memories passed to System Two
     controller_enabled: bool = True  # False = plain RRF top-K (ablation)
-    views: tuple[str, ...] = ("semantic", "temporal", "causal", "entity")  # views that may be used
+    views: tuple[str, ...] = VIEWS  # views that may be used
     fixed_depth: int | None = None  # ablation: ignore D(q) and stopping, run exactly this many rounds
     prefer_current: bool = True  # superseded facts rank below current ones unless the query asks history
     #: the factor a superseded fact's score is multiplied by when ``prefer_current`` (extension)
@@ -169,6 +178,15 @@ class ReadProfile:
     edges_per_node: int | None = 8
     #: read-time expansion through the views (extension when off; see EXTENSIONS)
     expansion: bool = True
+
+    def __post_init__(self) -> None:
+        _check_views("read.views", self.views)
+
+
+def _check_views(where: str, views: tuple[str, ...]) -> None:
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown views {unknown}", hint=f"use some of {', '.join(VIEWS)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,13 +239,18 @@ class Profile:
         FeatureSource) is the whole transition score, λ = (0, 1, 0, 0, 0), since it already weighs
         similarity, lexical and context evidence; scores decay by 0.8 per hop; consolidation
         supersedes a fact only at 0.85 (its contradiction cues are crude); θ_suff/θ_cont are
-        recalibrated paper thresholds (it rarely reports 0.95 sufficiency). ``docs/benchmarks.md``
-        says how each was chosen.
+        recalibrated paper thresholds (it rarely reports 0.95 sufficiency). It stores and reads no
+        relation view (``write.views=()``, ``read.views=()``: no edges written, no expansion): on the
+        four dev corpora every view, alone or all together, left search results unchanged while
+        costing write time and disk; ``superseded_by``/``derived_from`` edges are still written, and
+        ``with_(write__views=VIEWS, read__views=VIEWS)`` opts back in. ``docs/benchmarks.md`` says
+        how each was chosen.
         """
         return cls(
             name="builtin",
-            write=WriteProfile(supersede_threshold=0.85),
+            write=WriteProfile(supersede_threshold=0.85, views=()),
             read=ReadProfile(
+                views=(),
                 theta_suff=0.80,
                 theta_cont=0.25,
                 anchors=None,

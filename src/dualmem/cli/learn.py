@@ -185,6 +185,14 @@ def _fit(args: argparse.Namespace, examples: list[Any]) -> tuple[Any, dict[str, 
     return fit_examples(examples, l2=l2), {**extra, "scorer": "linear", "l2": l2}
 
 
+def _views_on() -> Any:
+    """The default profile with every relation view written and read (calibration builds)."""
+    from dualmem.config import Profile
+    from dualmem.types import VIEWS
+
+    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS)
+
+
 def _settings(args: argparse.Namespace) -> Any:
     from dualmem.read.pool import PoolSettings
 
@@ -249,7 +257,8 @@ def _from_conversations(args: argparse.Namespace, record: Any, records: list[Any
                 if q.evidence and (args.teacher or q.category != 5)
             ]
             safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in conv.id)
-            with Memory.open(work / f"{safe}.sqlite", embedder=embedder) as mem:
+            # with the views' edges: the routing heads learn from what they link (pool_records)
+            with Memory.open(work / f"{safe}.sqlite", embedder=embedder, profile=_views_on()) as mem:
                 if mem.count(user=conv.id) != len(conv.observations):
                     mem.forget_all(user=conv.id)
                     mem.add_many(conv.observations, user=conv.id)

@@ -107,7 +107,7 @@ class Consolidator:
             obsolete = res.noul(f"pair_{i}_obsolescence")
             rep = res.choice(f"pair_{i}_representation")
             labels[rep.label] += 1
-            if res.noul(f"pair_{i}_link_usefulness") >= gate.theta_rel:
+            if "semantic" in gate.views and res.noul(f"pair_{i}_link_usefulness") >= gate.theta_rel:
                 out.edges.append(
                     Edge(new.id, old.id, "semantic", "related", res.noul(f"pair_{i}_link_usefulness"))
                 )

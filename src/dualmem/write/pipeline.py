@@ -38,6 +38,7 @@ from dualmem.write.candidates import Candidate, candidate_records, discover, rec
 from dualmem.write.relations import (
     decisions_from,
     deterministic_edges,
+    in_views,
     inferred_edges,
     relation_batch,
     supersessions,
@@ -276,7 +277,7 @@ class Writer:
             if not repairing or found is None or found[i] is None:
                 unrecorded.add(i)
             previous = None if repairing else self._previous(node)
-            edges.extend(deterministic_edges(node, cands, previous))
+            edges.extend(in_views(deterministic_edges(node, cands, previous), self.profile.views))
             plans.append((node, cands))
         self.store.put_edges(edges)  # in the caller's transaction, with the nodes
         if typed is None:
@@ -363,7 +364,8 @@ class Writer:
                 )
             if r is not None:
                 batch, d = r
-                edges += inferred_edges(node, cands, batch, d.result, self.profile.theta_rel)
+                found_edges = inferred_edges(node, cands, batch, d.result, self.profile.theta_rel)
+                edges += in_views(found_edges, self.profile.views)
                 replaced = supersessions(
                     node, cands, batch, d.result, self.profile.supersede_threshold, ended
                 )

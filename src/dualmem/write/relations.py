@@ -29,6 +29,7 @@ from dualmem.write.candidates import Candidate
 __all__ = [
     "decisions_from",
     "deterministic_edges",
+    "in_views",
     "inferred_edges",
     "observed_before",
     "pair_features",
@@ -57,6 +58,16 @@ def deterministic_edges(node: Node, candidates: Sequence[Candidate], previous: N
             weight = 1.0 if salient else 0.5
             edges.append(Edge(node.id, other.id, "entity", "shared_entity", weight))
     return edges
+
+
+#: edge labels that record a memory's versions and summaries, not a relation view: stored whatever
+#: ``write.views`` says (versions, ``history`` and ``forget`` follow them)
+STRUCTURAL_LABELS: frozenset[str] = frozenset({"superseded_by", "derived_from"})
+
+
+def in_views(edges: Sequence[Edge], views: Collection[str]) -> list[Edge]:
+    """The ``edges`` to store under ``write.views``: those of a listed view, and every structural edge."""
+    return [e for e in edges if e.view in views or e.label in STRUCTURAL_LABELS]
 
 
 def _speaker_ids(a: Node, b: Node) -> set[str]:
