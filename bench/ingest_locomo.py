@@ -4,12 +4,14 @@ Ingests every conversation of --data (one tenant each) into a fresh SQLite file,
 same run so the ratios are fair on a noisy machine:
 
 - ``embed-only``: the embedder alone over the same texts (the floor);
-- ``no-control``: the full write path with the controller switched off (deterministic edges only);
+- ``no-control``: the full write path with the controller switched off (deterministic edges only,
+  of the views the profile writes: none in the builtin profile);
 - ``builtin``: the default stack (MiniLM + builtin System-One controller), with ``add_many``;
 - ``builtin_add``: the same stack, one ``add`` per turn (``--add``; the slower path an agent uses).
 
 Then runs every LoCoMo question through ``search`` (adaptive) and through plain RRF, and prints
-JSON: turns/s, controller calls per write, edges per node by view, search latency p50/p95.
+JSON: turns/s, controller calls per write, edges per node by view, bytes of the database file per
+node, search latency p50/p95.
 
     .venv/bin/python bench/ingest_locomo.py --data ../shared/data/locomo [--add] [--no-search]
 
@@ -69,6 +71,8 @@ def ingest(
             "questions_per_write": round(sum(c.questions for c in stats.by_purpose.values()) / turns, 2),
             "edges_per_node": {v: round(n / turns, 2) for v, n in sorted(edges.items())},
         }
+    files = [db, db.with_name(db.name + "-wal")]  # closed: the WAL is checkpointed (or empty)
+    out["bytes_per_node"] = round(sum(f.stat().st_size for f in files if f.exists()) / turns)
     return out
 
 

@@ -117,6 +117,11 @@ def test_views_round_trip_through_a_profile_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("section", ["write", "read"])
 def test_an_unknown_view_is_a_config_error(section: str, tmp_path: Path) -> None:
+    listed = Profile.builtin().with_(**{f"{section}__views": ["entity", "temporal"]})
+    assert getattr(listed, section).views == ("entity", "temporal")  # a list is taken as a tuple
+    hash(listed)
+    with pytest.raises(ConfigError, match="list of views"):
+        Profile.builtin().with_(**{f"{section}__views": "entity"})
     with pytest.raises(ConfigError, match="unknown views"):
         Profile.builtin().with_(**{f"{section}__views": ("semantic", "spatial")})
     doc = Profile.builtin().to_json()

@@ -10,7 +10,7 @@ System-One backend are scores, not calibrated probabilities, so thresholds are s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -109,7 +109,7 @@ class WriteProfile:
     views: tuple[str, ...] = VIEWS
 
     def __post_init__(self) -> None:
-        _check_views("write.views", self.views)
+        object.__setattr__(self, "views", _checked_views("write.views", self.views))
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,13 +180,18 @@ class ReadProfile:
     expansion: bool = True
 
     def __post_init__(self) -> None:
-        _check_views("read.views", self.views)
+        object.__setattr__(self, "views", _checked_views("read.views", self.views))
 
 
-def _check_views(where: str, views: tuple[str, ...]) -> None:
-    unknown = [v for v in views if v not in VIEWS]
+def _checked_views(where: str, views: Iterable[str]) -> tuple[str, ...]:
+    """``views`` as a tuple (a list given to ``Profile.with_`` is accepted), each a known view."""
+    if isinstance(views, str):
+        raise ConfigError(f"{where} is a list of views, got the string {views!r}")
+    out = tuple(views)
+    unknown = [v for v in out if v not in VIEWS]
     if unknown:
         raise ConfigError(f"{where}: unknown views {unknown}", hint=f"use some of {', '.join(VIEWS)}")
+    return out
 
 
 @dataclass(frozen=True, slots=True)
