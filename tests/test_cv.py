@@ -118,10 +118,11 @@ def test_heads_cv_and_the_loop_with_fold_fitted_heads(tmp_path: Path) -> None:
 
 
 def test_read_variants_change_one_setting_each() -> None:
-    from dualmem.config import Profile
+    from research.builds import views_profile
+
     from dualmem.errors import DualmemError
 
-    base = Profile.builtin()
+    base = views_profile()  # the research's base: every view on (the builtin profile reads none)
     assert read_variant(base, None) == base
     assert read_variant(base, "views").read.views == ()
     assert read_variant(base, "expansion").read.fixed_depth == 0
