@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from control_support import with_views
 from dualmem import Memory, OpenOptions, Profile
 from dualmem.cli.main import main
 from dualmem.control import create_controller
@@ -76,7 +77,8 @@ def conversation(path: Path, turns: int) -> Path:
 
 
 def open_mem(db: Path, controller: BaseController | str = "builtin", **changes: object) -> Memory:
-    prof = Profile.named("builtin").with_(**{"write__consolidation": "off", **changes})
+    # the views on: the builds' edges are compared too, and an outage keeps the deterministic ones
+    prof = with_views(Profile.named("builtin")).with_(**{"write__consolidation": "off", **changes})
     return Memory.open(db, embedder=HashingEmbedder(64), controller=controller, answerer=None, profile=prof)
 
 
