@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from control_support import with_views
+
 pytest.importorskip("fastapi")
 
-from dualmem import Memory, Profile
+from dualmem import Memory
 from dualmem.embed import HashingEmbedder
 from dualmem.read.trace import StopReason
 from dualmem.server import ServerSettings, create_app
@@ -47,7 +49,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def sample_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
     path = tmp_path_factory.mktemp("ui") / "sample.db"
-    prof = Profile.builtin().with_(write__consolidation="off")
+    prof = with_views().with_(write__consolidation="off")  # the views on: the graph and charts of edges
     with Memory.open(path, embedder=HashingEmbedder(256), profile=prof) as mem:
         sample = resources.files("dualmem.data").joinpath("sample_conversation.json")
         with resources.as_file(sample) as p:
