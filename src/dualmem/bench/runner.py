@@ -31,7 +31,7 @@ from dualmem.config import Profile
 from dualmem.control import create_controller
 from dualmem.control.questions import Controller
 from dualmem.conversations import QA, Conversation, load_conversations
-from dualmem.embed import Embedder, create_embedder
+from dualmem.embed import Embedder, create_embedder, embed_queries
 from dualmem.memory import Memory
 from dualmem.read.route import rrf
 from dualmem.reason import create_answerer
@@ -305,7 +305,7 @@ def _retrieve(
     if spec.kind == "bm25":
         ranking = mem.store.lexical_search(tenant, question, k)
     else:
-        qvec = mem.embedder.embed([question])[0]
+        qvec = embed_queries(mem.embedder, [question])[0]
         if spec.kind == "dense":
             ranking = mem.store.vector_search(tenant, qvec, k)
         else:

@@ -36,7 +36,7 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     add("--judge-model", default="gpt-4o-mini")
     add("--judge-kinds", nargs="+", default=["binary", "continuous"], choices=["binary", "continuous"])
     add("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the endpoints' API key")
-    add("--embedder", default="minilm", help="minilm (default), hashing, openai:MODEL")
+    add("--embedder", default="minilm", help="minilm (default), multilingual, hashing, openai:MODEL")
     add("--limit", type=int, default=None, help="at most N conversations")
     add("--max-questions", type=int, default=None, help="at most N questions per conversation")
     add("--top-k", type=int, default=10, help="evidence items handed to the answerer")

@@ -64,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", default=None, help="tenant agent id")
     parser.add_argument("--run", default=None, help="tenant run/session id")
     parser.add_argument(
-        "--embedder", default="minilm", help="minilm (default), hashing[:DIM] or openai:MODEL"
+        "--embedder",
+        default="minilm",
+        help="minilm (default), multilingual (any language: the multilingual extra), "
+        "hashing[:DIM] or openai:MODEL",
     )
     parser.add_argument(
         "--graph-cache",

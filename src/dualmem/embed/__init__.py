@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dualmem.embed.base import Embedder, Matrix, normalize
+from dualmem.embed.base import Embedder, Matrix, QueryEmbedder, embed_queries, normalize
 from dualmem.embed.cache import CachedEmbedder
+from dualmem.embed.e5 import MULTILINGUAL_DIM, MULTILINGUAL_NAME, MultilingualEmbedder
 from dualmem.embed.hashing import HashingEmbedder
 from dualmem.embed.onnx import MINILM_DIM, MINILM_NAME, MiniLMEmbedder
 from dualmem.embed.openai import OpenAIEmbedder
@@ -18,20 +19,34 @@ from dualmem.errors import ConfigError
 __all__ = [
     "MINILM_DIM",
     "MINILM_NAME",
+    "MULTILINGUAL_DIM",
+    "MULTILINGUAL_NAME",
     "SPECS",
     "CachedEmbedder",
     "Embedder",
     "HashingEmbedder",
     "Matrix",
     "MiniLMEmbedder",
+    "MultilingualEmbedder",
     "OpenAIEmbedder",
+    "QueryEmbedder",
     "create_embedder",
+    "embed_queries",
     "is_minilm",
+    "is_multilingual",
     "normalize",
 ]
 
 #: the spec forms :func:`create_embedder` understands
-SPECS = ("minilm", "default", "hashing", "hashing:DIM", "openai:MODEL")
+SPECS = ("minilm", "default", "multilingual", "hashing", "hashing:DIM", "openai:MODEL")
+
+#: names of :class:`MultilingualEmbedder` (multilingual-e5-small from the ``multilingual`` extra)
+MULTILINGUAL_SPECS = ("multilingual", "e5")
+
+
+def is_multilingual(spec: str) -> bool:
+    """Whether ``create_embedder(spec)`` builds the multilingual (e5) embedder."""
+    return spec.strip().lower() in MULTILINGUAL_SPECS
 
 
 def is_minilm(spec: str) -> bool:
@@ -45,6 +60,8 @@ def create_embedder(spec: str = "minilm", *, cache_size: int = 0, **options: Any
 
     ``"minilm"`` / ``"default"``: :class:`MiniLMEmbedder` (batch_size, max_length, threads, model_path,
     tokenizer_path, model_sha256, graph_cache);
+    ``"multilingual"`` (or ``"e5"``): :class:`MultilingualEmbedder`, multilingual-e5-small from the
+    ``multilingual`` extra (batch_size; a ``ConfigError`` naming the extra when it is not installed);
     ``"hashing"`` / ``"hashing:DIM"``: :class:`HashingEmbedder`;
     ``"openai:MODEL"``: :class:`OpenAIEmbedder` (base_url, api_key, dim, batch_size, timeout, retry,
     transport).
@@ -56,6 +73,8 @@ def create_embedder(spec: str = "minilm", *, cache_size: int = 0, **options: Any
     try:
         if is_minilm(spec):
             embedder = MiniLMEmbedder(**options)
+        elif is_multilingual(spec):
+            embedder = MultilingualEmbedder(**options)
         elif kind == "hashing":
             embedder = (
                 HashingEmbedder(_dimension(argument, spec), **options)

@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Matrix", "normalize"]
+__all__ = ["Embedder", "Matrix", "QueryEmbedder", "embed_queries", "normalize"]
 
 Matrix = npt.NDArray[np.float32]
 
@@ -23,6 +23,26 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Matrix:
         """A ``(len(texts), dim)`` float32 matrix, each row of unit length (zero rows stay zero)."""
         ...
+
+
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """An embedder that embeds a search query unlike a stored text (e5's ``query: `` / ``passage: ``).
+
+    ``embed`` is for stored texts (what the write path calls); ``embed_queries`` for what is searched
+    with. An embedder without it (MiniLM, hashing, OpenAI) embeds both alike.
+    """
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Like ``embed``, for search queries."""
+        ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Matrix:
+    """The vectors of search queries: ``embedder.embed_queries`` where it has one, else ``embed``."""
+    if isinstance(embedder, QueryEmbedder):
+        return embedder.embed_queries(texts)
+    return embedder.embed(texts)
 
 
 def normalize(matrix: npt.NDArray[np.floating]) -> Matrix:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from dualmem.embed.base import Embedder, Matrix
+from dualmem.embed.base import Embedder, Matrix, QueryEmbedder
 from dualmem.embed.windows import NodeVectors, Windowed, WindowEmbedder, embed_with_windows
 from dualmem.errors import ConfigError, EmbedderError
 
 __all__ = ["CachedEmbedder"]
+
+#: the key prefix of a query's row (a stored text's row has none; no text starts with a NUL and this)
+_QUERY = "\x00query\x00"
 
 
 class CachedEmbedder:
@@ -46,13 +49,23 @@ class CachedEmbedder:
         return len(self._rows)
 
     def embed(self, texts: Sequence[str]) -> Matrix:
+        return self._through(texts, "", self.inner.embed)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Search queries: the inner embedder's ``embed_queries`` (cached apart from stored texts'
+        rows) where it has one, else the same rows as :meth:`embed`."""
+        if isinstance(self.inner, QueryEmbedder):
+            return self._through(texts, _QUERY, self.inner.embed_queries)
+        return self.embed(texts)
+
+    def _through(self, texts: Sequence[str], prefix: str, embed: Callable[[Sequence[str]], Matrix]) -> Matrix:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one str")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         missing: dict[str, list[int]] = {}
         with self._lock:
             for row, text in enumerate(texts):
-                cached = self._rows.get(text)
+                cached = self._rows.get(prefix + text)
                 if cached is None:
                     missing.setdefault(text, []).append(row)
                 else:
@@ -61,7 +74,7 @@ class CachedEmbedder:
             self.hits += len(texts) - sum(map(len, missing.values()))
             self.misses += len(missing)
         if missing:
-            fresh = self.inner.embed(list(missing))
+            fresh = embed(list(missing))
             if fresh.shape != (len(missing), self.dim):
                 raise EmbedderError(
                     f"{self.name} returned shape {fresh.shape} for {len(missing)} texts of dim {self.dim}"
@@ -69,7 +82,7 @@ class CachedEmbedder:
             with self._lock:
                 for vector, (text, rows) in zip(fresh, missing.items(), strict=True):
                     out[rows] = vector
-                    self._store(text, vector)
+                    self._store(prefix + text, vector)
         return out
 
     def windows(self, texts: Sequence[str], *, size: int, stride: int) -> list[list[str]]:

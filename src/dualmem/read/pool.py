@@ -62,7 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem.control.states import QUERY, EmbeddingFeatures
-from dualmem.embed.base import Embedder
+from dualmem.embed.base import Embedder, embed_queries
 from dualmem.plane.base import Candidate, NodeContext, SearchStore
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
@@ -262,7 +262,7 @@ def build_pool(
     settings = settings or PoolSettings()
     n = settings.n
     lex_hits, rows, analysis = analyze_query(store, query, tenant, n)
-    qvec = embedder.embed([analysis.stripped])[0]
+    qvec = embed_queries(embedder, [analysis.stripped])[0]
     vec_hits = store.vector_search(tenant, qvec, n)
     stripped_hits = (
         lex_hits if analysis.stripped == query else store.lexical_search(tenant, analysis.stripped, n)

@@ -47,7 +47,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from dualmem.embed.base import Embedder
+from dualmem.embed.base import Embedder, embed_queries
 from dualmem.reason.base import ABSTAIN_TEXT, Draft
 from dualmem.text.lexical import STOPWORDS, tokenize
 from dualmem.text.query import analyze, perspective, role_of
@@ -434,7 +434,9 @@ class ExtractiveAnswerer:
         # the question as retrieval embeds it (speakers' names out): with the memory's cached
         # embedder that is usually a cache hit
         names = {ev.node.speaker.strip() for ev in evidence if ev.node.speaker}
-        q = np.asarray(self.embedder.embed([analyze(question, names=names).stripped])[0], dtype=np.float32)
+        q = np.asarray(
+            embed_queries(self.embedder, [analyze(question, names=names).stripped])[0], dtype=np.float32
+        )
         for i, ev in enumerate(evidence):
             own = ev.node.embedding
             if own is not None and len(own) == len(q):
