@@ -49,6 +49,8 @@ import numpy.typing as npt
 
 from dualmem.embed.base import Embedder, embed_queries
 from dualmem.reason.base import ABSTAIN_TEXT, Draft
+from dualmem.text._cjk_words import CJK_STOP_BIGRAMS
+from dualmem.text.cjk import CJK_CHARS, bigrams, has_cjk
 from dualmem.text.lexical import STOPWORDS, tokenize
 from dualmem.text.query import analyze, perspective, role_of
 from dualmem.text.stem import stem
@@ -68,7 +70,16 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d{1,3}[.)]\s+|>\s*)+")
 _EMPHASIS = re.compile(r"\*\*|__|`")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
-_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
+_BREAK = re.compile(
+    r"(?<=[.!?])[\"'”’)\]]*\s+"  # English: a full stop and a space
+    rf"|(?<=[!?])(?=[{CJK_CHARS}])"  # an ASCII ! or ? right before CJK text
+)
+#: a CJK full stop (no space needed after it) and the closing quotes that stay with its sentence
+_CJK_END = re.compile(r"([。！？．][\"'”’」』）)\]]*)\s*(?=\S)")
+#: CJK characters a title line has at most (a longer unfinished line goes on in the next one)
+_CJK_TITLE = 12
+#: a line that ends a sentence (or a label before a list): the next line starts another
+_ENDS = re.compile(r"[.!?:;。！？．：；…][\"'”’」』）)\]]*$")
 _ABBREVIATION = re.compile(
     r"(?:\b(?:dr|mr|mrs|ms|st|prof|sr|jr|vs|etc|approx|no|mt|ft|fig|e\.g|i\.e|a\.m|p\.m)|(?<![\w.])[A-Z])"
     r"\.[\"'”’)\]]*$",
@@ -79,24 +90,57 @@ _SPEAKER_PREFIX = re.compile(r"^[^\W\d_][\w .'-]{0,40}:\s+")
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of a memory's text: its lines (code blocks, table rules and markdown markers
-    left out), each split after ``.!?`` (not after "Dr.", "e.g." or an initial)."""
+    left out), each split after ``.!?`` (not after "Dr.", "e.g." or an initial) and after the CJK
+    full stops ``。！？．`` (no space needed). A sentence wrapped over several lines is one sentence:
+    a line that ends without a full stop, colon or semicolon goes on in the next plain line (not a
+    list item, heading, quote, table row or blank line)."""
     out: list[str] = []
-    in_code = False
-    for raw in text.splitlines():
-        if _FENCE.match(raw):
-            in_code = not in_code
-            continue
-        if in_code or _TABLE_RULE.match(raw):
-            continue
-        line = _EMPHASIS.sub("", _MARKUP.sub("", raw)).strip().strip("|").strip()
+    for line in _lines(text):
         merged: list[str] = []
-        for piece in _BREAK.split(line):
+        for piece in (p for part in _CJK_END.sub("\\1\0", line).split("\0") for p in _BREAK.split(part)):
             if merged and _ABBREVIATION.search(merged[-1]):
                 merged[-1] = f"{merged[-1]} {piece}"
             else:
                 merged.append(piece)
         out += [p.strip() for p in merged if any(ch.isalnum() for ch in p)]
     return out
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines, markup left out, each wrapped sentence joined into one line."""
+    lines: list[str] = []
+    open_line = False  # the last line goes on in the next plain one
+    in_code = False
+    for raw in text.splitlines():
+        if _FENCE.match(raw):
+            in_code = not in_code
+            open_line = False
+            continue
+        if in_code or _TABLE_RULE.match(raw):
+            open_line = False
+            continue
+        plain = not _MARKUP.match(raw) and not raw.lstrip().startswith("|")
+        line = _EMPHASIS.sub("", _MARKUP.sub("", raw)).strip().strip("|").strip()
+        if not line:
+            open_line = False
+            continue
+        if open_line and plain and _goes_on(lines[-1], line):
+            joiner = "" if has_cjk(lines[-1][-1:]) and has_cjk(line[:1]) else " "
+            lines[-1] = f"{lines[-1]}{joiner}{line}"
+        else:
+            lines.append(line)
+        open_line = _ENDS.search(lines[-1]) is None and not raw.lstrip().startswith(("#", "|"))
+    return lines
+
+
+def _goes_on(before: str, line: str) -> bool:
+    """Whether ``line`` continues the unfinished ``before``: it starts in lower case, with a digit or
+    a comma-like mark (a title line "Meeting notes" before "Alice will ..." stays apart), or both
+    are CJK and ``before`` is longer than a title."""
+    first = line[0]
+    if first.islower() or first.isdigit() or first in ",，、(（":
+        return True
+    return has_cjk(before[-1:]) and has_cjk(first) and len(before) > _CJK_TITLE
 
 
 # -- what the question asks for ---------------------------------------------------------------------
@@ -311,7 +355,10 @@ class Candidate:
 
 
 def _stems(text: str) -> list[str]:
-    return [stem(t) for t in tokenize(text) if t not in STOPWORDS]
+    """Stems of the English words and the bigrams of CJK runs (no spaces between CJK words)."""
+    return [stem(t) for t in tokenize(text) if t not in STOPWORDS and not has_cjk(t)] + [
+        b for b in bigrams(text) if b not in CJK_STOP_BIGRAMS
+    ]
 
 
 def _mentions(text: str, name: str) -> bool:
@@ -418,7 +465,7 @@ class ExtractiveAnswerer:
                         news=len(fresh) / len(words) if words else 0.0,
                         dated=dated,
                         other_party=_other_party(speaker, sentence, named, role),
-                        asks=sentence.rstrip().endswith("?"),
+                        asks=sentence.rstrip().endswith(("?", "？")),
                         covers=frozenset(words & weight.keys()),
                         retrieval=ev.score / top_score if top_score > 0 else 0.0,
                     )

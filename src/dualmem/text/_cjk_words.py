@@ -1,0 +1,102 @@
+"""Chinese, Japanese and Korean word lists for dualmem's language cues (private; see ``text/cjk``).
+
+Each list is the CJK counterpart of an English list elsewhere (``lexical.STOPWORDS``, the
+question words and tense/update cues of ``control/builtin_cues``). They are matched as
+substrings of a text (CJK has no spaces), so an entry is a whole word, never one common character
+that occurs inside unrelated words.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CJK_STOPWORDS",
+    "CJK_STOP_BIGRAMS",
+    "FUTURE_CUES",
+    "NEGATION_CUES",
+    "PAST_CUES",
+    "PRESENT_CUES",
+    "QUESTION_WORDS",
+    "UPDATE_CUES",
+    "contains_any",
+]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: function words that carry no topic (Chinese, Japanese particles, Korean particles)
+CJK_STOPWORDS: frozenset[str] = _words(
+    """
+    的 了 着 过 是 在 和 与 跟 也 都 就 还 又 很 太 吧 呢 吗 啊 呀 嘛 哦 把 被 给 对 从 向 让 这 那
+    这个 那个 这些 那些 一个 一些 我们 你们 他们 她们 我 你 他 她 它 自己 什么 怎么 哪 哪里 哪儿 谁
+    吗 呢 有 没有 不 没 の は が を に で と も へ や から まで より です ます でした ました だ った
+    て ね よ か この その あの 이 가 은 는 을 를 에 에서 와 과 도 의 로 으로 하고 그리고 입니다
+    습니다 요
+    """
+)
+
+_FUNCTION_ZH = "的了着过是在和也都就还很吧呢吗啊我你他她它这那一有不没个们"
+_FUNCTION_JA = "のはがをにでともへやかだてねよ"
+
+#: bigrams made only of function characters: no topic in them (``我的``, ``了一``)
+CJK_STOP_BIGRAMS: frozenset[str] = frozenset(a + b for a in _FUNCTION_ZH for b in _FUNCTION_ZH) | frozenset(
+    a + b for a in _FUNCTION_JA for b in _FUNCTION_JA
+)
+
+#: what/who/when/where/why/how/which ... and the question particles
+QUESTION_WORDS: frozenset[str] = _words(
+    """
+    什么 甚么 谁 哪 哪里 哪儿 哪个 哪些 哪天 哪年 几 几个 几点 几号 几月 多少 多久 多长 怎么 怎样
+    怎么样 为什么 为何 何时 什么时候 是否 是不是 有没有 吗 呢
+    何 なに なん 誰 だれ どこ いつ どう どうして なぜ なんで どの どれ どんな いくつ いくら 何時
+    何日 ですか ますか
+    무엇 뭐 누구 어디 언제 왜 어떻게 어느 몇 얼마 무슨
+    """
+)
+
+#: the present: now, currently, these days, no longer (the fact holds from now on)
+PRESENT_CUES: frozenset[str] = _words(
+    """
+    现在 目前 如今 当前 现阶段 这阵子 最近 近来 眼下 正在 不再 已经不 再也不 从此 以后都 今は 現在
+    最近 今では 今後は もう 지금 현재 요즘 이제 더이상
+    """
+)
+
+#: the past: used to, before, back then, previously
+PAST_CUES: frozenset[str] = _words(
+    """
+    以前 之前 过去 曾经 原来 本来 当时 那时 那时候 从前 以往 早先 上次 之前的 昔 以前は 前は かつて
+    当時 元々 もともと 예전 예전에 전에 과거 원래 당시
+    """
+)
+
+#: the future: will, plan to, going to
+FUTURE_CUES: frozenset[str] = _words(
+    """
+    将 将要 将会 打算 计划 准备 要去 下周 明天 明年 以后 之后 会去 想要 予定 つもり 来週 明日 来年
+    これから 예정 계획 내일 다음주 내년 앞으로
+    """
+)
+
+#: a change of an earlier fact: switched to, moved to, changed jobs, no longer, from now on
+UPDATE_CUES: frozenset[str] = _words(
+    """
+    改用 换成 换了 换到 改成 改为 换工作 跳槽 搬到 搬去 搬家 迁到 转到 转去 调到 不再 已经不 再也不
+    现在 如今 从此 改了 变成 换回 取消 戒了 辞职 离职 入职 加入了 升职 分手 结婚 离婚 退休 に変えた
+    に変更 に替えた に乗り換え 引っ越し 転職 辞めた やめた 今は もう 入社 退職 結婚 離婚 로 바꿨
+    바꿨어 이사 이직 그만뒀 이제 더이상 퇴사 입사 결혼 이혼
+    """
+)
+
+#: negation of a fact (not, no longer, never)
+NEGATION_CUES: frozenset[str] = _words(
+    """
+    不 没 没有 不再 从不 别 未 无 ない ません なかった 않 안 못 없
+    """
+)
+
+
+def contains_any(text: str, words: frozenset[str]) -> bool:
+    """Whether any of ``words`` occurs in ``text`` (as a substring: CJK has no spaces)."""
+    return any(word in text for word in words)
