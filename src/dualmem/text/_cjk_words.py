@@ -16,6 +16,7 @@ __all__ = [
     "PAST_CUES",
     "PRESENT_CUES",
     "QUESTION_WORDS",
+    "TIME_WORDS",
     "UPDATE_CUES",
     "contains_any",
 ]
@@ -66,7 +67,8 @@ PRESENT_CUES: frozenset[str] = _words(
 #: the past: used to, before, back then, previously
 PAST_CUES: frozenset[str] = _words(
     """
-    以前 之前 过去 曾经 原来 本来 当时 那时 那时候 从前 以往 早先 上次 之前的 昔 以前は 前は かつて
+    以前 之前 过去 曾经 原来 本来 一开始 最初 当初 起初 最早 当时 那时 那时候 从前 以往 早先 上次
+    之前的 昔 以前は 前は かつて
     当時 元々 もともと 예전 예전에 전에 과거 원래 당시
     """
 )
@@ -93,6 +95,18 @@ UPDATE_CUES: frozenset[str] = _words(
 NEGATION_CUES: frozenset[str] = _words(
     """
     不 没 没有 不再 从不 别 未 无 ない ません なかった 않 안 못 없
+    """
+)
+
+
+#: words of a text that speaks about time (dates, when, before, how long): ``mentions_time``
+TIME_WORDS: frozenset[str] = _words(
+    """
+    什么时候 何时 几点 几号 几月 哪天 哪年 哪一年 多久 多长时间 日期 时间 时候 以前 之前 以后 之后 后来
+    最近 刚才 刚刚 现在 目前 当时 曾经 原来 昨天 今天 明天 前天 后天 上周 下周 这周 本周 星期 礼拜 周末
+    上个月 下个月 这个月 去年 今年 明年 前年 年前 天前 周前 月前 春节 过年
+    いつ 何時 何日 何曜日 昨日 今日 明日 先週 来週 今週 先月 来月 今月 去年 昨年 来年 日前 週間前 最近 今は
+    以前 前は 언제 며칠 몇시 어제 오늘 내일 지난주 다음주 작년 올해 내년 전에 요즘 지금
     """
 )
 

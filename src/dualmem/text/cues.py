@@ -6,7 +6,9 @@ import re
 from typing import Literal
 
 from dualmem.text._calendar import SEASON_START
+from dualmem.text._cjk_words import PAST_CUES, PRESENT_CUES, TIME_WORDS, contains_any
 from dualmem.text._words import MONTHS, WEEKDAY_ABBREVIATIONS, WEEKDAYS
+from dualmem.text.cjk import has_cjk
 
 __all__ = ["may_have_time", "mentions_time", "query_time_focus"]
 
@@ -46,7 +48,9 @@ def mentions_time(text: str) -> bool:
     """A cheap check for temporal language (dates, "when", "before", "ago", weekdays, "how long")."""
     if not _MENTION_WORDS.isdisjoint(_WORDS.findall(text.lower())):
         return True
-    return _MENTION_PHRASES.search(text) is not None
+    if _MENTION_PHRASES.search(text) is not None:
+        return True
+    return has_cjk(text) and contains_any(text, TIME_WORDS)
 
 
 _PAST = re.compile(
@@ -73,4 +77,9 @@ def query_time_focus(text: str) -> Literal["past", "current", "none"]:
         return "past"
     if _CURRENT.search(text):
         return "current"
+    if has_cjk(text):  # 以前 / 原来 / 一开始 -> past; 现在 / 目前 / 最近 -> current (text/_cjk_words)
+        if contains_any(text, PAST_CUES):
+            return "past"
+        if contains_any(text, PRESENT_CUES):
+            return "current"
     return "none"

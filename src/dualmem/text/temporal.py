@@ -19,6 +19,9 @@ Conventions (documented choices, tested as golden cases):
   "last May" = the most recent May strictly before the observation month. Seasons are
   meteorological (summer = June-August), precision ``month``; winter 2023 = Dec 2023 - Feb 2024.
 - a day and month without a year take the year that puts the date nearest the observation day.
+- Chinese, Japanese and Korean expressions (2024年4月1日, 昨天, 上周三, 三天前, 去年五月, 下个月,
+  周一晚上, 今年春节, 昨日, 先週, 3日前, 来月, 어제, 지난주 ...) follow the same conventions; their
+  rules (``text/_cjk_time.py``) run only on a text holding a CJK character.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from dualmem.text._calendar import (
     weekend_span,
     year_span,
 )
+from dualmem.text._cjk_time import CJK_RULES
 from dualmem.text._words import (
     MONTH_NAMES,
     MONTH_PATTERN,
@@ -46,6 +50,7 @@ from dualmem.text._words import (
     WEEKDAY_ABBREVIATIONS,
     WEEKDAYS,
 )
+from dualmem.text.cjk import has_cjk
 from dualmem.text.cues import may_have_time, mentions_time, query_time_focus
 from dualmem.text.timeparse import format_day
 from dualmem.types import Precision, TemporalRef
@@ -68,7 +73,7 @@ _FUTURE = re.compile(
     r"|can't\s+wait|looking\s+forward)\b|'ll\b",
     _I,
 )
-_SENTENCE_END = re.compile(r"[.!?\n]")
+_SENTENCE_END = re.compile(r"[.!?\n。！？]")
 
 
 @dataclass(slots=True)
@@ -410,7 +415,8 @@ def ground(text: str, at: dt.datetime | None) -> tuple[TemporalRef, ...]:
     grounded. Never raises on any text: an expression that would fall outside the calendar
     (year 1-9999) is skipped.
     """
-    if not text or not may_have_time(text):
+    cjk = has_cjk(text)  # Chinese, Japanese and Korean expressions: their own rules (_cjk_time)
+    if not text or not (cjk or may_have_time(text)):
         return ()
     day: dt.date | None = None
     if at is not None:
@@ -422,7 +428,10 @@ def ground(text: str, at: dt.datetime | None) -> tuple[TemporalRef, ...]:
     starts: list[int] = []
     ends: list[int] = []
     refs: list[TemporalRef] = []
-    for pattern, handler in _RULES:
+    rules: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], _Ctx], Result]], ...] = (
+        (*_RULES, *CJK_RULES) if cjk else _RULES
+    )
+    for pattern, handler in rules:
         for m in pattern.finditer(text):
             start, end = m.span()
             before = bisect.bisect_left(starts, end) - 1
