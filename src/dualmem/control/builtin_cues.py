@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import MappingProxyType
 
+from dualmem.control.builtin_cues_cjk import (
+    cjk_cue_updates,
+    cjk_query_cue_updates,
+    cjk_tokens,
+    without_cjk_runs,
+)
+from dualmem.text.cjk import has_cjk
 from dualmem.text.lexical import STOPWORDS, tokenize
 from dualmem.text.stem import stemmer
 
@@ -303,8 +310,9 @@ def _content(words: list[str]) -> frozenset[str]:
 
 
 def stem_tokens(text: str) -> frozenset[str]:
-    """Stemmed content tokens of ``text`` (stopwords and filler verbs removed)."""
-    return _content(tokenize(text))
+    """Stemmed content tokens of ``text`` (stopwords and filler verbs removed; CJK runs as bigrams)."""
+    tokens = _content(tokenize(text))
+    return without_cjk_runs(tokens) | cjk_tokens(text) if has_cjk(text) else tokens
 
 
 def link(part: frozenset[str], whole: frozenset[str]) -> float:
@@ -424,7 +432,13 @@ def _preference(tokens: frozenset[str], lower: str, padded: str) -> tuple[float,
 
 @lru_cache(maxsize=16384)
 def cues(text: str) -> Cues:
-    """The cues of one memory text (cached)."""
+    """The cues of one memory text (cached); a CJK text's own cues are added (``builtin_cues_cjk``)."""
+    english = _cues(text)
+    body = text[m.end() :] if (m := _SPEAKER.match(text.translate(_APOS))) else text
+    return replace(english, **cjk_cue_updates(english, body)) if has_cjk(text) else english
+
+
+def _cues(text: str) -> Cues:
     text = text.translate(_APOS)
     m = _SPEAKER.match(text)
     speaker = m.group(1).strip().lower() if m else None
@@ -505,7 +519,12 @@ class QueryCues:
 
 @lru_cache(maxsize=4096)
 def query_cues(query: str) -> QueryCues:
-    """The cues of one query (cached)."""
+    """The cues of one query (cached); a CJK query's own cues are added (``builtin_cues_cjk``)."""
+    english = _query_cues(query)
+    return replace(english, **cjk_query_cue_updates(english, query)) if has_cjk(query) else english
+
+
+def _query_cues(query: str) -> QueryCues:
     text = query.translate(_APOS)
     names = frozenset(
         w.lower().removesuffix("'s") for w in _PROPER.findall(text) if w.lower() not in _NOT_NAMES

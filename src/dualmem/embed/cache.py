@@ -69,7 +69,7 @@ class CachedEmbedder:
                 if cached is None:
                     missing.setdefault(text, []).append(row)
                 else:
-                    self._rows.move_to_end(text)
+                    self._rows.move_to_end(prefix + text)
                     out[row] = cached
             self.hits += len(texts) - sum(map(len, missing.values()))
             self.misses += len(missing)

@@ -41,8 +41,10 @@ _FUNCTION_ZH = "的了着过是在和也都就还很吧呢吗啊我你他她它�
 _FUNCTION_JA = "のはがをにでともへやかだてねよ"
 
 #: bigrams made only of function characters: no topic in them (``我的``, ``了一``)
-CJK_STOP_BIGRAMS: frozenset[str] = frozenset(a + b for a in _FUNCTION_ZH for b in _FUNCTION_ZH) | frozenset(
-    a + b for a in _FUNCTION_JA for b in _FUNCTION_JA
+CJK_STOP_BIGRAMS: frozenset[str] = (
+    frozenset(a + b for a in _FUNCTION_ZH for b in _FUNCTION_ZH)
+    | frozenset(a + b for a in _FUNCTION_JA for b in _FUNCTION_JA)
+    | _words("什么 为什 怎么 哪里 哪儿 多少 一下 这样 那样 还是 就是 可以 应该 でしょ ですか")
 )
 
 #: what/who/when/where/why/how/which ... and the question particles
@@ -91,12 +93,87 @@ UPDATE_CUES: frozenset[str] = _words(
     """
 )
 
-#: negation of a fact (not, no longer, never)
+#: negation of a fact (not, no longer, never): whole words, never 不 alone (不错 is "good")
 NEGATION_CUES: frozenset[str] = _words(
     """
-    不 没 没有 不再 从不 别 未 无 ない ません なかった 않 안 못 없
+    不再 不是 没有 没再 从不 从来不 再也不 不吃 不喝 不用 不喜欢 不想 不会 不能 不要 别再 戒了
+    ない ません なかった やめた 않 안 못 없 그만
     """
 )
+
+#: words of a change in one's own situation (``change`` / ``self_change`` beside a first person)
+CHANGE_CUES: frozenset[str] = _words(
+    """
+    现在 如今 不再 搬到 搬去 搬家 换了 换成 改用 改成 换工作 跳槽 辞职 离职 入职 戒了 开始 新工作
+    以前 原来 从此 今は もう 引っ越 転職 辞めた やめた 始めた 지금 이제 이사 이직 그만 시작
+    """
+)
+
+#: words right before the value a text replaces: "不再用 pip", "代替了"
+REPLACING_CUES: frozenset[str] = _words(
+    """
+    不再 不用 换掉 代替 取代 而不是 以前 之前 原来 离开 辞掉 卖掉 やめ 代わり 대신 그만
+    """
+)
+
+#: the first person (I, we)
+FIRST_PERSON: frozenset[str] = _words("我 咱 私 僕 俺 わたし 나는 내가 저는 제가 우리")
+
+#: likes and dislikes
+PREF_POS: frozenset[str] = _words("喜欢 爱吃 爱喝 最爱 热爱 偏爱 超爱 好き 大好き 좋아 좋아해")
+PREF_NEG: frozenset[str] = _words("讨厌 不喜欢 受不了 不爱 嫌い 苦手 싫어")
+
+#: habits
+HABIT_CUES: frozenset[str] = _words(
+    """
+    每天 每周 每个月 每年 每次 经常 总是 通常 一般 平时 常常 习惯 毎日 毎週 いつも よく 普段
+    매일 매주 항상 자주 보통
+    """
+)
+
+#: the past tense and aspect markers
+PAST_MARKERS: frozenset[str] = _words("了 过 昨天 上周 上个月 去年 でした ました かった 었 았 했")
+
+#: people a text may be about beside its speaker ("我妹妹", "我的同事"), after a possessor
+OTHER_PEOPLE: frozenset[str] = _words(
+    """
+    妹妹 姐姐 哥哥 弟弟 妈妈 爸爸 母亲 父亲 父母 儿子 女儿 老婆 老公 妻子 丈夫 男朋友 女朋友 朋友
+    同事 老板 领导 邻居 表哥 表姐 表弟 表妹 堂哥 堂姐 舅舅 姑姑 阿姨 叔叔 爷爷 奶奶 外公 外婆 室友
+    同学 孩子 妹 姉 兄 弟 母 父 両親 息子 娘 妻 夫 彼氏 彼女 友達 友人 同僚 上司 祖母 祖父 いとこ
+    동생 언니 누나 형 오빠 엄마 아빠 어머니 아버지 부모님 아들 딸 아내 남편 친구 동료 상사 사촌
+    """
+)
+#: who owns the person named next ("我妹妹", "我的同事", "私の母", "우리 엄마")
+POSSESSORS = ("我的", "我", "咱", "他的", "她的", "他", "她", "私の", "僕の", "うちの", "우리 ", "제 ", "내 ")
+
+#: what a personal fact is about (``builtin_cues.SLOTS``), as CJK words
+SLOT_WORDS: dict[str, frozenset[str]] = {
+    "residence": _words("住在 住 搬到 搬家 搬去 公寓 房子 租房 小区 住んで 引っ越 살고 이사 아파트"),
+    "work": _words(
+        """工作 上班 公司 入职 辞职 离职 跳槽 单位 老板 职位 换工作 仕事 会社 勤め 転職 入社 退職
+        회사 직장 이직 출근"""
+    ),
+    "diet": _words("素食 吃素 吃肉 吃鱼 忌口 ベジタリアン 채식"),
+    "relationship": _words(
+        "男朋友 女朋友 对象 结婚 订婚 离婚 分手 彼氏 彼女 結婚 離婚 남자친구 여자친구 결혼"
+    ),
+    "pet": _words("狗 猫 宠物 小狗 小猫 犬 ペット 강아지 고양이"),
+    "tool": _words(
+        """改用 换成 使用 在用 平时用 一直用 都用 用的是 电脑 手机 编辑器 笔记本 自行车 パソコン スマホ
+        自転車 노트북 휴대폰"""
+    ),
+    "study": _words("学校 大学 专业 上课 读书 学习 考试 勉強 학교 대학교 공부"),
+    "fitness": _words("跑步 健身 马拉松 训练 健身房 ジム ランニング 헬스 달리기 마라톤"),
+}
+
+#: words of questions about time, causes, the present, comparisons and things
+Q_TEMPORAL: frozenset[str] = _words(
+    "什么时候 何时 几点 几号 哪天 哪年 几月 多久 多长时间 日期 之前 之后 以前 以后 いつ 何時 何日 언제 며칠"
+)
+Q_CAUSAL: frozenset[str] = _words("为什么 为何 原因 怎么会 なぜ どうして 理由 왜 이유")
+Q_RECENCY: frozenset[str] = _words("现在 目前 最近 如今 今は 現在 지금 요즘 현재")
+Q_COMPARE: frozenset[str] = _words("比较 区别 一样 两个 哪个更 違い どちら 비교 차이")
+Q_WHAT: frozenset[str] = _words("什么 哪 谁 何 なに どんな 무엇 뭐 누구 무슨")
 
 
 #: words of a text that speaks about time (dates, when, before, how long): ``mentions_time``
