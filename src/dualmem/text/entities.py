@@ -4,7 +4,9 @@ The default ``RegexEntityExtractor`` is a fast heuristic (no model): the speaker
 names and multi-word proper nouns, and salient nouns (content words that are not stopwords nor
 common verbs/adjectives, lightly singularised). ``SpacyEntityExtractor`` uses spaCy when the
 ``spacy`` extra is installed. ``create_extractor`` builds one from a spec (the write path's
-``WriteProfile.entities``: ``"regex"``, ``"spacy"`` or ``"spacy:MODEL"``).
+``WriteProfile.entities``: ``"regex"``, ``"spacy"`` or ``"spacy:MODEL"``). Chinese, Japanese and
+Korean names and nouns are cut out of their unspaced runs by ``_cjk_entities`` (never a whole run,
+never one character).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from dualmem.errors import ConfigError
+from dualmem.text._cjk_entities import cjk_entities
 from dualmem.text._lexicon import IE_WORDS, ING_NOUNS, KEEP_S, NOT_ENTITIES, PLURALS
+from dualmem.text.cjk import CJK_CHARS, has_cjk
 from dualmem.text.lexical import STOPWORDS
 
 __all__ = [
@@ -39,6 +43,7 @@ _BOUNDARY = re.compile(r"[.!?:;\"“”()\[\]\n]")
 _VOCATIVE = re.compile(r"\s*[:,!]")
 _NON_WORD = re.compile(r"[^\w\s'\-]+")
 _SPACE = re.compile(r"\s+")
+_CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
 _SKIP = STOPWORDS | NOT_ENTITIES
 _ADVERB_OK = frozenset(
     [
@@ -181,7 +186,11 @@ def extract_entities(
     The speaker comes first, then proper names, then salient nouns, in order of appearance, until
     ``limit`` is reached; the kept ones are returned sorted.
     """
-    names, nouns = _scan(text.translate(_APOSTROPHES))
+    if has_cjk(text):  # CJK runs: their own names and nouns (_cjk_entities), English words as before
+        names, nouns = _scan(_CJK_RUN.sub("\n", text.translate(_APOSTROPHES)))
+        nouns += cjk_entities(text)
+    else:
+        names, nouns = _scan(text.translate(_APOSTROPHES))
     ordered = [normalize_entity(speaker)] if speaker else []
     ordered += names
     name_words = {w for n in names for w in n.split()}
