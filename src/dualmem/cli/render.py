@@ -160,10 +160,12 @@ def render_stats(data: Mapping[str, Any]) -> str:
 
 def render_fields(data: Mapping[str, Any]) -> str:
     """A flat ``key: value`` rendering (nested values as compact JSON)."""
-    return "\n".join(
-        f"{k}: {v if isinstance(v, str | int | float) or v is None else json.dumps(v, default=str)}"
-        for k, v in data.items()
-    )
+
+    def shown(v: Any) -> Any:
+        plain = isinstance(v, str | int | float) or v is None
+        return v if plain else json.dumps(v, default=str, ensure_ascii=False)  # CJK as itself
+
+    return "\n".join(f"{k}: {shown(v)}" for k, v in data.items())
 
 
 def render_demo(data: Mapping[str, Any]) -> str:

@@ -49,8 +49,8 @@ import numpy.typing as npt
 
 from dualmem.embed.base import Embedder, embed_queries
 from dualmem.reason.base import ABSTAIN_TEXT, Draft
-from dualmem.text._cjk_words import CJK_STOP_BIGRAMS
-from dualmem.text.cjk import CJK_CHARS, bigrams, has_cjk
+from dualmem.text._cjk_words import CJK_STOP_BIGRAMS, OTHER_PEOPLE
+from dualmem.text.cjk import CJK_CHARS, bigrams, cjk_runs, has_cjk
 from dualmem.text.lexical import STOPWORDS, tokenize
 from dualmem.text.query import analyze, perspective, role_of
 from dualmem.text.stem import stem
@@ -189,7 +189,59 @@ def expected_answer(question: str) -> Expect:
     ]
     if found:
         return min(found)[2]
+    if has_cjk(question):
+        return _cjk_expected(question)
     return "yes_no" if _AUXILIARY.search(question) else "thing"
+
+
+#: CJK characters that carry no topic on their own (function words, pronouns, common verbs, numerals)
+_CJK_FUNCTION = frozenset(
+    "的了着过是在和与也都就还又很太最吧呢吗啊呀我你他她它们这那哪有没不个只一二三四五六七八九十两几"
+    "什么谁怎为叫说想要会能去来到做用看吃喝买天年月日号周上下里中前后好多少大小"
+    "のはがをにでともへやかだてねよいうくすたなりれる"
+)
+#: what a CJK question asks for, by its question words (the earliest match wins, as in English)
+_CJK_EXPECT: tuple[tuple[re.Pattern[str], Expect], ...] = (
+    (re.compile("多久|多长时间|几年了|几个月了|どのくらい|얼마나 오래"), "duration"),
+    (re.compile("多少|几个|几只|几次|几岁|いくつ|いくら|何人|몇|얼마"), "number"),
+    (re.compile("什么时候|何时|哪天|哪一天|几号|几月|哪年|哪一年|几点|いつ|何時|何日|언제"), "time"),
+    (re.compile("为什么|为何|怎么会|原因|なぜ|どうして|왜"), "reason"),
+    (re.compile("谁|哪位|誰|だれ|누구"), "person"),
+    (re.compile("哪里|哪儿|在哪|哪个城市|什么地方|どこ|어디"), "place"),
+    (re.compile("叫什么|名字|什么名|名前|이름"), "name"),
+    (re.compile("什么|哪|何|なに|どんな|무엇|뭐|무슨"), "thing"),
+    (re.compile("吗[？?]?$|ですか[？?]?$|ますか[？?]?$|까[？?]?$"), "yes_no"),
+)
+#: a sentence holds a cause
+_CJK_REASON = re.compile("因为|由于|所以|为了|因此|被|ので|から|ため|때문|해서")
+#: a sentence names a place
+_CJK_PLACE = re.compile(
+    "[市省县区镇村路街]|公园|医院|中心|学校|商场|机场|车站|公司|餐厅|饭店|东京|北京|上海|深圳|杭州"
+)
+
+
+def _cjk_expected(question: str) -> Expect:
+    found = [(m.start(), i, kind) for i, (p, kind) in enumerate(_CJK_EXPECT) if (m := p.search(question))]
+    return min(found)[2] if found else "thing"
+
+
+def _cjk_kind(expect: Expect, sentence: str, question_bigrams: frozenset[str]) -> bool:
+    """``_has_kind`` for a CJK sentence: what it holds beyond the question's own words."""
+    fresh = [b for b in bigrams(sentence) if b not in question_bigrams and b not in CJK_STOP_BIGRAMS]
+    if expect == "reason":
+        return _CJK_REASON.search(sentence) is not None
+    if expect == "place":
+        return _CJK_PLACE.search(sentence) is not None
+    if expect == "number":
+        return (
+            _DIGIT.search(sentence) is not None
+            or re.search("[一二两三四五六七八九十百千万]", sentence) is not None
+        )
+    if expect == "person":
+        return any(p in sentence for p in OTHER_PEOPLE) or "叫" in sentence or "さん" in sentence
+    if expect == "name":
+        return "叫" in sentence or "名字" in sentence or "名前" in sentence or "이름" in sentence
+    return bool(fresh) if expect in {"thing", "duration", "frequency"} else True
 
 
 def _words(text: str) -> frozenset[str]:
@@ -300,6 +352,8 @@ def _has_kind(
     topic: frozenset[str],
 ) -> bool:
     """Whether ``sentence`` holds the kind of answer ``expect`` names, beyond what the question says."""
+    if expect != "time" and has_cjk(sentence) and any(has_cjk(w) for w in q_words):
+        return _cjk_kind(expect, sentence, frozenset(w for w in q_words if has_cjk(w)))
     words = [w for w in tokenize(sentence) if w not in q_words]
     if expect == "person":
         names = _names(sentence, common) - q_words
@@ -355,10 +409,13 @@ class Candidate:
 
 
 def _stems(text: str) -> list[str]:
-    """Stems of the English words and the bigrams of CJK runs (no spaces between CJK words)."""
-    return [stem(t) for t in tokenize(text) if t not in STOPWORDS and not has_cjk(t)] + [
-        b for b in bigrams(text) if b not in CJK_STOP_BIGRAMS
-    ]
+    """Stems of the English words, and the bigrams and content characters of CJK runs (no spaces
+    between CJK words; a one-character noun such as 狗 or 猫 matches only as a character)."""
+    words = [stem(t) for t in tokenize(text) if t not in STOPWORDS and not has_cjk(t)]
+    if not has_cjk(text):
+        return words
+    grams = [b for b in bigrams(text) if b not in CJK_STOP_BIGRAMS]
+    return words + grams + [c for run in cjk_runs(text) for c in run if c not in _CJK_FUNCTION]
 
 
 def _mentions(text: str, name: str) -> bool:
@@ -416,6 +473,7 @@ class ExtractiveAnswerer:
         """Every sentence of ``evidence`` measured against ``question`` (unscored, in evidence order)."""
         speakers = {(ev.node.speaker or "").strip().lower() for ev in evidence} - {""}
         speaker_words = {stem(t) for s in speakers for t in tokenize(s)}
+        speaker_words |= {x for s in speakers if has_cjk(s) for x in _stems(s)}  # 小林: 小林 and 林
         asked = ground(question, None)  # the dates the question names (absolute ones only)
         about = question
         for ref in asked:

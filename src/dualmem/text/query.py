@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from dualmem.text.cjk import has_cjk
 from dualmem.text.temporal import ground
 from dualmem.types import TemporalRef
 
@@ -85,6 +86,8 @@ class QueryAnalysis:
 
 
 def _name_pattern(name: str) -> re.Pattern[str]:
+    if has_cjk(name):  # no spaces around a CJK name ("小林的狗"): the name and a possessive 的/の
+        return re.compile(re.escape(name) + "(?:的|の|의)?")
     return re.compile(r"(?<![\w'])" + re.escape(name) + r"(?:['\u2019]s)?(?![\w])", re.IGNORECASE)
 
 
