@@ -108,3 +108,15 @@ async def test_a_chinese_search_over_mcp(service: Service) -> None:
         assert found["evidence"][0]["node"]["content"] == WANTED
         answer = await _call(c, "answer", {"query": QUESTION})
         assert "草莓" in answer["text"]
+
+
+def test_the_readme_chinese_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if '"multilingual"' in b]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {"Memory": Memory})
+    assert "腾讯" in capsys.readouterr().out  # the current job, the older one superseded

@@ -51,6 +51,7 @@ from dualmem.embed.base import Embedder, embed_queries
 from dualmem.reason.base import ABSTAIN_TEXT, Draft
 from dualmem.text._cjk_words import CJK_STOP_BIGRAMS, OTHER_PEOPLE
 from dualmem.text.cjk import CJK_CHARS, bigrams, cjk_runs, has_cjk
+from dualmem.text.entities import extract_entities
 from dualmem.text.lexical import STOPWORDS, tokenize
 from dualmem.text.query import analyze, perspective, role_of
 from dualmem.text.stem import stem
@@ -220,6 +221,11 @@ _CJK_PLACE = re.compile(
 )
 
 
+def _new_names(sentence: str, question_bigrams: frozenset[str]) -> bool:
+    """Whether the sentence names something (an entity) none of whose bigrams the question holds."""
+    return any(not set(bigrams(e)) & question_bigrams for e in extract_entities(sentence) if has_cjk(e))
+
+
 def _cjk_expected(question: str) -> Expect:
     found = [(m.start(), i, kind) for i, (p, kind) in enumerate(_CJK_EXPECT) if (m := p.search(question))]
     return min(found)[2] if found else "thing"
@@ -230,15 +236,16 @@ def _cjk_kind(expect: Expect, sentence: str, question_bigrams: frozenset[str]) -
     fresh = [b for b in bigrams(sentence) if b not in question_bigrams and b not in CJK_STOP_BIGRAMS]
     if expect == "reason":
         return _CJK_REASON.search(sentence) is not None
-    if expect == "place":
-        return _CJK_PLACE.search(sentence) is not None
+    if expect == "place":  # a place word, or a name the question does not hold (腾讯, 杭州)
+        return _CJK_PLACE.search(sentence) is not None or _new_names(sentence, question_bigrams)
     if expect == "number":
         return (
             _DIGIT.search(sentence) is not None
             or re.search("[一二两三四五六七八九十百千万]", sentence) is not None
         )
     if expect == "person":
-        return any(p in sentence for p in OTHER_PEOPLE) or "叫" in sentence or "さん" in sentence
+        people = any(p in sentence for p in OTHER_PEOPLE) or "叫" in sentence or "さん" in sentence
+        return people or _new_names(sentence, question_bigrams)
     if expect == "name":
         return "叫" in sentence or "名字" in sentence or "名前" in sentence or "이름" in sentence
     return bool(fresh) if expect in {"thing", "duration", "frequency"} else True
