@@ -142,3 +142,14 @@ def test_a_memory_keeps_its_embedder(tmp_path: Path) -> None:
         Memory.open(path)  # the default MiniLM: never a silent switch
     with Memory.open(path, embedder="e5") as again:
         assert again.search("在哪里工作", user="u", k=1).evidence[0].node.content == "我在阿里巴巴工作"
+
+
+def test_the_engine_threads_wait_passively_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(e5_module, "_MODEL", None)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    e5_module._model()
+    assert e5_module.os.environ["OMP_WAIT_POLICY"] == "passive"
+    monkeypatch.setattr(e5_module, "_MODEL", None)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+    e5_module._model()
+    assert e5_module.os.environ["OMP_WAIT_POLICY"] == "active"  # the caller's choice is kept

