@@ -13,7 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dualmem.embed import CachedEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder, OpenAIEmbedder
+from dualmem.embed import (
+    CachedEmbedder,
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    MultilingualEmbedder,
+    OpenAIEmbedder,
+)
 from dualmem.errors import DualmemError, EmbedderError
 from dualmem.http import RetryPolicy
 from fakes.openai_server import FakeOpenAIServer
@@ -48,13 +55,19 @@ def _openai(server: FakeOpenAIServer) -> OpenAIEmbedder:
     return OpenAIEmbedder(model="fake-embed", base_url=server.base_url, dim=8, batch_size=2, retry=NO_RETRY)
 
 
-@pytest.fixture(params=["minilm", "hashing", "openai", "cached-minilm", "cached-hashing", "cached-openai"])
+@pytest.fixture(
+    params=[
+        *("minilm", "hashing", "openai", "multilingual"),
+        *("cached-minilm", "cached-hashing", "cached-openai", "cached-multilingual"),
+    ]
+)
 def embedder(request: pytest.FixtureRequest, server: FakeOpenAIServer, minilm: MiniLMEmbedder) -> Embedder:
     kind = str(request.param)
     made: dict[str, Factory] = {
         "minilm": lambda: minilm,
         "hashing": lambda: HashingEmbedder(64),
         "openai": lambda: _openai(server),
+        "multilingual": lambda: MultilingualEmbedder(batch_size=2),
     }
     if kind.startswith("cached-"):
         return CachedEmbedder(made[kind.removeprefix("cached-")](), size=3)  # small: evictions happen
