@@ -135,11 +135,12 @@ def _lines(text: str) -> list[str]:
 
 
 def _goes_on(before: str, line: str) -> bool:
-    """Whether ``line`` continues the unfinished ``before``: it starts in lower case, with a digit or
-    a comma-like mark (a title line "Meeting notes" before "Alice will ..." stays apart), or both
-    are CJK and ``before`` is longer than a title."""
+    """Whether ``line`` continues the unfinished ``before``: it starts in lower case or with a
+    comma-like mark (a title line "Meeting notes" before "Alice will ..." stays apart, as does a
+    recipe's "Salmon patties (20 min)" before "1 can salmon ..."), or both are CJK and ``before`` is
+    longer than a title."""
     first = line[0]
-    if first.islower() or first.isdigit() or first in ",，、(（":
+    if first.islower() or first in ",，、(（":
         return True
     return has_cjk(before[-1:]) and has_cjk(first) and len(before) > _CJK_TITLE
 
