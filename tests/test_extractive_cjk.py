@@ -50,6 +50,21 @@ def test_a_sentence_wrapped_over_lines_is_one_sentence() -> None:
         "Alice sends the slides.",
     ]
     assert split_sentences("- buy milk and\n  eggs\n- call mom") == ["buy milk and eggs", "call mom"]
+    # a hard-wrapped line of prose goes on in the next even when it starts with a name
+    wrapped = "We agreed that the quarterly report goes out on the first Monday, reviewed by\nAlice and Bo."
+    assert split_sentences(wrapped) == [
+        "We agreed that the quarterly report goes out on the first Monday, reviewed by Alice and Bo."
+    ]
+    # a list item does not swallow the unindented paragraph after it; a heading keeps its first item
+    listed = "- their ability to sway in the wind due to slender stems\nThey bloom from summer into autumn."
+    assert split_sentences(listed) == [
+        "their ability to sway in the wind due to slender stems",
+        "They bloom from summer into autumn.",
+    ]
+    assert split_sentences("Salmon patties (20 min)\n1 can salmon + 1 egg.") == [
+        "Salmon patties (20 min)",
+        "1 can salmon + 1 egg.",
+    ]
     assert split_sentences("我们决定下个月把整个后端服务迁移到新的\n集群上，由小王负责。") == [
         "我们决定下个月把整个后端服务迁移到新的集群上，由小王负责。"
     ]

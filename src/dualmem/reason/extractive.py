@@ -77,6 +77,8 @@ _BREAK = re.compile(
 )
 #: a CJK full stop (no space needed after it) and the closing quotes that stay with its sentence
 _CJK_END = re.compile(r"([。！？．][\"'”’」』）)\]]*)\s*(?=\S)")
+#: characters of an unfinished line from which it reads as hard-wrapped prose, not a title
+_WRAPPED = 60
 #: CJK characters a title line has at most (a longer unfinished line goes on in the next one)
 _CJK_TITLE = 12
 #: a line that ends a sentence (or a label before a list): the next line starts another
@@ -111,6 +113,7 @@ def _lines(text: str) -> list[str]:
     """The text's lines, markup left out, each wrapped sentence joined into one line."""
     lines: list[str] = []
     open_line = False  # the last line goes on in the next plain one
+    item = False  # the last line is (the continuation of) a list item
     in_code = False
     for raw in text.splitlines():
         if _FENCE.match(raw):
@@ -125,12 +128,15 @@ def _lines(text: str) -> list[str]:
         if not line:
             open_line = False
             continue
-        if open_line and plain and _goes_on(lines[-1], line):
+        # a list item goes on only in an indented line ("- buy milk and\n  eggs")
+        merged = open_line and plain and (not item or raw[:1].isspace()) and _goes_on(lines[-1], line)
+        if merged:
             joiner = "" if has_cjk(lines[-1][-1:]) and has_cjk(line[:1]) else " "
             lines[-1] = f"{lines[-1]}{joiner}{line}"
         else:
             lines.append(line)
         open_line = _ENDS.search(lines[-1]) is None and not raw.lstrip().startswith(("#", "|"))
+        item = (item and merged) or _MARKUP.match(raw) is not None
     return lines
 
 
@@ -141,6 +147,10 @@ def _goes_on(before: str, line: str) -> bool:
     longer than a title."""
     first = line[0]
     if first.islower() or first in ",，、(（":
+        return True
+    if (
+        first.isupper() and len(before) >= _WRAPPED and " " in before
+    ):  # a hard-wrapped line ("... with\nAlice")
         return True
     return has_cjk(before[-1:]) and has_cjk(first) and len(before) > _CJK_TITLE
 
