@@ -24,6 +24,10 @@ FILLER_EN = [
     ("assistant", "Cacio e pepe: pecorino, black pepper and a ladle of pasta water."),
 ]
 
+FILLER_JA = [
+    ("user", "ローマで週末を過ごすプランを考えてくれる？"),
+    ("assistant", "一日目はコロッセオ、二日目はバチカン美術館がおすすめです。"),
+]
 CASES = [
     ("我在阿里巴巴工作。", "我换工作了，现在在腾讯上班。", FILLER_ZH, "我现在在哪里上班？"),
     ("I work at Alibaba.", "I changed jobs, now I work at Tencent.", FILLER_EN, "Where do I work now?"),
@@ -39,11 +43,18 @@ CASES = [
         FILLER_ZH,
         "我现在用什么管理 Python 包？",
     ),
+    (
+        "私は楽天で働いています。",
+        "転職して、今はメルカリで働いています。",
+        FILLER_JA,
+        "今どこで働いていますか？",
+    ),
+    ("저는 삼성에서 일해요.", "저는 이직해서 이제 네이버에서 일해요.", FILLER_JA, "지금 어디에서 일해요?"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "filler", "now"), CASES, ids=["job-zh", "job-en", "home-zh", "tool-zh"]
+    ("old", "new", "filler", "now"), CASES, ids=["job-zh", "job-en", "home-zh", "tool-zh", "job-ja", "job-ko"]
 )
 def test_an_update_supersedes_the_fact_it_replaces(
     tmp_path: Path, old: str, new: str, filler: list[tuple[str, str]], now: str
