@@ -31,6 +31,7 @@ from dualmem.plane import _pg_lexical as lexical
 from dualmem.plane import _pg_sql as sql
 from dualmem.plane import _pg_vectors as vectors
 from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, check_edges
+from dualmem.plane._pg_lexical import PgLexical
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
 from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
 from dualmem.plane.check import CheckReport, Problem
@@ -75,6 +76,7 @@ class PostgresStore(StoreBase):
         self.exact_below = exact_below
         self.ef_search = ef_search
         self._local = threading.local()
+        self._lexical = PgLexical(self._conn, {"nodes": lexical.NODES, "context": pgctx.FIELD})
         self._dim: int | None = None
 
     @classmethod
@@ -558,9 +560,13 @@ class PostgresStore(StoreBase):
                     )
         return {node_id: np.stack(rows) for node_id, rows in parts.items()}
 
+    @property
+    def lexical(self) -> PgLexical:
+        """The store's lexical index (``lexindex.LexicalComponent``: BM25 over its postings)."""
+        return self._lexical
+
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        with self._conn("lexical search") as conn:
-            return lexical.search(conn, tenant, query, k)
+        return self._lexical.search("nodes", tenant, query, k)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """Write-time candidates' lexical shortlist: this store's ``lexical_search`` (not bounded here)."""
@@ -651,8 +657,7 @@ class PostgresStore(StoreBase):
         return len(ids)
 
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        with self._conn("context search") as conn:
-            return lexical.search(conn, tenant, query, k, pgctx.FIELD)
+        return self._lexical.search("context", tenant, query, k)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         if not node_ids:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, InvalidInput, NotFound
-from dualmem.plane import _chunks, ann
+from dualmem.plane import _chunks, ann, lexindex
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane import _sqlite_chunks as chunk_sql
@@ -44,7 +44,6 @@ from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
 from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, tenant_order
 from dualmem.plane.erase import EraseReport
-from dualmem.text.lexical import content_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["SQLiteStore"]
@@ -585,8 +584,13 @@ class SQLiteStore(StoreBase):
         ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"`` (see ``_sqlite_impact.state``)."""
         return self._lexical.state()
 
+    @property
+    def lexical(self) -> Lexical:
+        """The store's lexical index (``lexindex.LexicalComponent``: FTS5 and the impact-ordered index)."""
+        return self._lexical
+
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        return self._lexical.search("nodes_fts", tenant, query, k)
+        return self._lexical.search("nodes", tenant, query, k)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """``lexical_search`` bounded for write-time candidates: below ``scale.PROBE_FROM`` indexed
@@ -594,7 +598,7 @@ class SQLiteStore(StoreBase):
         ``_sqlite_scale.lexical_probe``), so one add reads a bounded number of index rows."""
         if k <= 0:
             return []
-        terms = list(dict.fromkeys(content_tokens(text)))[: codec.QUERY_MAX_TERMS]
+        terms = lexindex.query_terms(text, max_terms=codec.QUERY_MAX_TERMS)
         if not terms:
             return []
         with self._lock, self.snapshot(), sql.translated("lexical probe"):
@@ -656,7 +660,7 @@ class SQLiteStore(StoreBase):
         return len(ids)
 
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        return self._lexical.search("context_fts", tenant, query, k)
+        return self._lexical.search("context", tenant, query, k)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         """Read through a cache that each context write updates (and another connection's commit,

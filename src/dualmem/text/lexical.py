@@ -1,18 +1,45 @@
-"""Word-level text helpers: tokens, stopwords, overlap, and safe SQLite FTS5 queries.
+"""Word-level text helpers: tokens, stopwords, overlap, safe SQLite FTS5 queries, and the lexical
+index's one rule.
 
-The one tokenizer of dualmem: :func:`tokenize` (words with their inner apostrophes, possessive
-``'s`` dropped) is what BM25 queries, lexical overlap, the builtin decider's cues and the hashing
-embedder see; :func:`fts5_tokens` is the same word split as SQLite FTS5's ``unicode61`` tokenizer
-applies it to stored text (accents folded, apostrophes separate), for the in-memory store's BM25.
+:func:`tokenize` (words with their inner apostrophes, possessive ``'s`` dropped) is what queries'
+content words, lexical overlap, the builtin decider's cues and the hashing embedder see.
+
+**The index rule** (``RULE_VERSION``) decides the terms of every lexical index (SQLite FTS5, its
+impact-ordered index, PostgreSQL's postings, the in-memory store), at index and at query time:
+
+- :func:`index_words`: the text's words as SQLite FTS5's ``unicode61 remove_diacritics 2`` splits
+  and folds them (``_unicode61``: FTS5's own tables, so the split is FTS5's for every code point);
+- :func:`index_terms`: those words stemmed as FTS5's ``porter`` tokenizer stems them
+  (:func:`porter`: ``dualmem.text.stem`` mode ``fts5`` over the word's UTF-8 bytes, as FTS5 reads it);
+- :func:`query_terms`: a query's OR-ed terms, each its index words joined by a space (a phrase when
+  a content word splits into several, as ``don't`` does).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "content_tokens", "fts5_tokens", "fts_or", "fts_query", "overlap", "tokenize"]
+from dualmem.text._unicode61 import FOLDS, SEPARATORS
+from dualmem.text.stem import stemmer
+
+__all__ = [
+    "RULE_VERSION",
+    "STOPWORDS",
+    "content_tokens",
+    "fts5_tokens",
+    "fts_or",
+    "fts_query",
+    "index_terms",
+    "index_words",
+    "overlap",
+    "porter",
+    "query_terms",
+    "tokenize",
+]
+
+#: the index rule's version (module docstring): an index written by another version holds other terms
+RULE_VERSION = 1
 
 #: common English function words (and their contractions); lower case
 STOPWORDS: frozenset[str] = frozenset(
@@ -52,9 +79,19 @@ def tokenize(text: str) -> list[str]:
     return [t[:-2] if t.endswith("'s") and t[:-2] not in _KEEP_S else t for t in tokens]
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+def _separators() -> re.Pattern[str]:
+    ranges = []
+    for part in SEPARATORS.split():
+        lo, _, hi = part.partition("-")
+        ranges.append(f"\\U{int(lo, 16):08x}" + (f"-\\U{int(hi, 16):08x}" if hi else ""))
+    return re.compile(f"[^{''.join(ranges)}]+")
+
+
+_UNICODE61 = _separators()
+_FOLD: dict[int, str | None] = {}
+for _pair in FOLDS.split():
+    _code, _, _folded = _pair.partition(":")
+    _FOLD[int(_code, 16)] = chr(int(_folded, 16)) if _folded else None
 
 
 def fts5_tokens(text: str) -> list[str]:
@@ -62,7 +99,45 @@ def fts5_tokens(text: str) -> list[str]:
 
     Case- and accent-folded, and split at apostrophes: ``"Zoë's"`` gives ``["zoe", "s"]``.
     """
-    return [part for word in _TOKEN.findall(_fold(text)) for part in word.split("'")]
+    return [word for word in (run.translate(_FOLD) for run in _UNICODE61.findall(text)) if word]
+
+
+_PORTER_MAX = 64  # FTS5 leaves tokens of more bytes (or fewer than 3) as they are
+_stem_fts5 = stemmer("fts5")
+
+
+@lru_cache(maxsize=65536)
+def porter(word: str) -> str:
+    """``word`` (an index word) stemmed as FTS5's ``porter`` tokenizer stems it: over its UTF-8
+    bytes (a byte outside ASCII is a consonant; lengths are in bytes)."""
+    if word.isascii():
+        return _stem_fts5(word)
+    raw = word.encode("utf-8")
+    if len(raw) < 3 or len(raw) > _PORTER_MAX:
+        return word
+    try:
+        return _stem_fts5(raw.decode("latin-1")).encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:  # a stem that cuts a character: FTS5 would store broken UTF-8
+        return word
+
+
+def index_words(text: str) -> list[str]:
+    """The index rule's words of ``text``, unstemmed (module docstring)."""
+    return fts5_tokens(text)
+
+
+def index_terms(text: str) -> list[str]:
+    """The index rule's terms of ``text``: its words, stemmed (what every lexical index holds)."""
+    return [porter(word) for word in index_words(text)]
+
+
+def query_terms(text: str, *, max_terms: int = 32) -> list[str]:
+    """The OR-ed terms of a lexical query of ``text``: each distinct content token (at most
+    ``max_terms``) as its index words joined by a space (FTS5 reads a quoted string of several words
+    as a phrase); tokens without an index word are left out. Unstemmed: an index stems them."""
+    tokens = list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)]
+    terms = (" ".join(index_words(token)) for token in tokens)
+    return [term for term in terms if term]
 
 
 # "it's", "that's" ... are contractions, not possessives: keep them whole so they stay stopwords
