@@ -95,6 +95,9 @@ def dump(args: argparse.Namespace) -> None:
     out = []
     with Memory.open(args.db, embedder=embedder, answerer=None, profile="builtin", read_only=True) as mem:
         mem.store.use_ann(mem.profile.ann_threshold)
+        mem.search(
+            "warm up", user=args.user, k=args.k
+        )  # the model loaded: no first search hits the time limit
         for query in queries:
             out.append(record(mem.search(query, user=args.user, k=args.k)))
     args.out.parent.mkdir(parents=True, exist_ok=True)

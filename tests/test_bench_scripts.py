@@ -38,6 +38,7 @@ SCRIPTS = [
     "hook_latency.py",
     "ingest_locomo.py",
     "ingest_long.py",
+    "lexical_grams.py",
     "pg_erase_cost.py",
     "pool_latency.py",
     "postgres_vs_sqlite.py",
@@ -47,6 +48,7 @@ SCRIPTS = [
     "search_same.py",
     "serve_load.py",
     "text_throughput.py",
+    "tree_cost.py",
 ]
 SHELL = ["mutation.sh", "real_llm.sh"]
 
@@ -221,6 +223,31 @@ def test_serve_load(slice26: Path) -> None:
 def test_text_throughput(slice26: Path) -> None:
     report = _script("text_throughput.py", "--data", str(slice26), "--repeat", "1")
     assert report["turns"] == 35
+
+
+def test_lexical_grams(tmp_path: Path) -> None:
+    user = {
+        "id": "zh-01",
+        "sessions": [
+            {"date": "2025-03-03T19:00:00Z", "turns": [
+                {"id": "m1", "speaker": "user", "text": "我女儿叫朵朵，今年上小学二年级。"},
+                {"id": "m2", "speaker": "user", "text": "周末我们去了西湖边的咖啡店。"},
+            ]},
+        ],
+        "questions": [{"question": "女儿叫什么名字？", "answer": "朵朵", "evidence": ["m1"]}],
+    }  # fmt: skip
+    (tmp_path / "zh-01.json").write_text(json.dumps(user, ensure_ascii=False), encoding="utf-8")
+    report = _script("lexical_grams.py", "--corpus", str(tmp_path))
+    assert set(report) == {"zh"}
+    assert report["zh"]["bigrams"] == {"questions": 1.0, "r_at_needed": 1.0, "first_hit": 1.0}
+
+
+def test_tree_cost(slice26: Path) -> None:
+    argv = ["--trees", str(ROOT), str(ROOT), "--rounds", "1", "--turns", "3", "--questions", "2",
+            "--conversation", str(slice26 / "conv-26.json")]  # fmt: skip
+    report = _script("tree_cost.py", *argv)
+    assert report["workload"]["adds"] == 3
+    assert set(report["ratio_second_over_first"]) == {"write_cpu", "write_wall", "search_cpu", "search_wall"}
 
 
 def test_the_docs_name_only_scripts_that_exist() -> None:

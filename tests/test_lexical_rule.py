@@ -21,7 +21,16 @@ from hypothesis import strategies as st
 import dualmem.plane
 from dualmem.plane import InMemoryStore, SQLiteStore, lexindex
 from dualmem.text import _unicode61
-from dualmem.text.lexical import fts5_tokens, index_terms, porter, query_terms
+from dualmem.text.lexical import (
+    fts5_tokens,
+    fts_query,
+    has_cjk,
+    index_terms,
+    index_text,
+    index_words,
+    porter,
+    query_terms,
+)
 from dualmem.types import Node, Tenant
 
 _PLANE = Path(dualmem.plane.__file__).parent
@@ -67,14 +76,87 @@ _SCRIPTS = st.text(
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_SCRIPTS, st.text(max_size=30)), min_size=1, max_size=8))
-def test_the_rule_is_fts5s_porter_unicode61_for_any_text(texts: list[str]) -> None:
+def test_fts5_given_the_rules_text_holds_the_rules_terms(texts: list[str]) -> None:
+    """What the SQLite triggers give FTS5 (``index_text``) is tokenised by FTS5 into the rule's terms;
+    a text without CJK is given as it is, and FTS5's own split and stem are then the rule's."""
     texts = [t.replace("\x00", "") for t in texts]
-    assert [index_terms(t) for t in texts] == _fts5(texts, "porter unicode61 remove_diacritics 2")
+    given_ = [index_text(t) for t in texts]
+    assert [index_terms(t) for t in texts] == _fts5(given_, "porter unicode61 remove_diacritics 2")
+    for text, seen in zip(texts, given_, strict=True):
+        if not has_cjk(text):
+            assert seen is text
 
 
-def test_english_query_terms() -> None:
+def test_cjk_runs_are_bigrams_and_han_characters_and_the_rest_stays_words() -> None:
+    assert index_words("咖啡店") == ["咖", "咖啡", "啡", "啡店", "店"]
+    assert index_words("包") == ["包"]
+    assert index_words("にゃ") == ["にゃ"]  # kana and Hangul syllables are terms only as a run of one
+    # mixed text keeps its English words (stemmed as before), split from the CJK runs
+    mixed = ["我", "我用", "用", "uv", "管", "管理", "理", "python"]
+    assert index_terms("我用 uv 管理 Python packages") == [*mixed, "packag"]
+    assert index_terms("我用uv管理Python包") == [*mixed, "包"]
+    assert index_words("東京に行きました") == [
+        "東",
+        "東京",
+        "京",
+        "京に",
+        "に行",
+        "行",
+        "行き",
+        "きま",
+        "まし",
+        "した",
+    ]
+    assert index_words("서울에서 일해요") == ["서울", "울에", "에서", "일해", "해요"]
+    # full-width Latin is case-folded as FTS5 folds it (not to ASCII); a CJK full stop separates
+    assert index_words("ＡＢＣ。咖啡") == ["ａｂｃ", "咖", "咖啡", "啡"]
+
+
+def test_english_text_has_the_same_terms_as_rule_1() -> None:
+    text = "Zoë's café: we're running 3 marathons in 2024, don't stop! — naïve ÉCOLE ² ß"
+    assert index_text(text) is text
+    assert index_terms(text) == [porter(w) for w in fts5_tokens(text)]
     assert query_terms("What did Zoë say about running marathons?") == ["zoe", "say", "running", "marathons"]
-    assert query_terms("Zoë'd") == ["zoe d"]
+
+
+def test_a_cjk_query_is_its_terms_each_a_term() -> None:
+    assert query_terms("周三吃饭了吗？") == [
+        "周",
+        "周三",
+        "三",
+        "三吃",
+        "吃",
+        "吃饭",
+        "饭",
+        "饭了",
+        "了",
+        "了吗",
+        "吗",
+    ]
+    # an English phrase stays one term; repeated terms are asked once
+    assert query_terms("Zoë'd 咖啡 咖啡店") == ["zoe d", "咖", "咖啡", "啡", "啡店", "店"]
+    assert fts_query("周三") == '"周" OR "周三" OR "三"'
+
+
+_MIXED = st.text(
+    alphabet=st.sampled_from(
+        "abcxyz ABC'\"*():^-+NEAR OR AND 的了是我咖啡店東京にハングル서울에 。，！？「」\t0-9"
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_MIXED, st.text(max_size=40)))
+def test_lexical_queries_of_any_mixed_text_never_fail_and_cjk_is_never_empty(text: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5 (x, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute("INSERT INTO t (x) VALUES (?)", (index_text("我喜欢东京的咖啡店 and running"),))
+    expression = fts_query(text)
+    if expression:
+        conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()
+    if any(has_cjk(token) for token in fts5_tokens(text)):
+        assert expression
 
 
 def test_the_stem_counts_bytes_as_fts5s_porter_does() -> None:

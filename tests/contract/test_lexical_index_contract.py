@@ -82,3 +82,43 @@ def test_count_and_rule(store: Store) -> None:
     store.delete_nodes(["n0", "n1"])
     assert index.count("nodes", USER.user) == len(TEXTS) - 2
     assert [i for i, _ in index.search("nodes", USER, "tomatoes", 5)] == []
+
+
+CJK = [
+    ("user", "我女儿叫朵朵，今年上小学二年级。"),
+    ("user", "我用 uv 管理 Python packages，比 pip 快多了。"),
+    ("user", "来週の金曜日に東京で友達と会います。"),
+    ("user", "저는 서울에서 간호사로 일하고 있어요."),
+    ("user", "Dinner tonight: pasta with tomatoes."),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("女儿的名字你记得吗？", "c0"),  # a question in other words: its bigrams (女儿) find the memory
+        ("朵朵上几年级", "c0"),
+        ("管理包的工具", "c1"),
+        ("package manager", "c1"),  # the English words of mixed text are stemmed as before
+        ("东京见面是哪天？", "c2"),  # simplified 东 is not 東, but 京 is one character of both
+        ("東京で誰と会いますか", "c2"),
+        ("서울에서 무슨 일을 해요?", "c3"),
+        ("tomato", "c4"),
+    ],
+)
+def test_cjk_text_is_found_by_its_terms_on_every_backend(store: Store, query: str, first: str | None) -> None:
+    rng = np.random.default_rng(5)
+    nodes = []
+    for i, (speaker, text) in enumerate(CJK):
+        vector = rng.normal(size=8).astype(np.float32)
+        nodes.append(
+            Node(id=f"c{i}", tenant=USER, content=text, speaker=speaker, session="s1",
+                 at=T0 + dt.timedelta(minutes=i), embedding=vector / np.linalg.norm(vector))
+        )  # fmt: skip
+    store.put_nodes(nodes)
+    found = store.lexical_search(USER, query, 3)
+    assert (found[0][0] if found else None) == first
+    # the neighbour context field is indexed by the same rule (c0's neighbours hold c1's words)
+    if first == "c1":
+        assert "c1" not in [i for i, _ in store.context_search(USER, query, 5)]
+        assert {"c0", "c2"} <= {i for i, _ in store.context_search(USER, query, 5)}

@@ -23,10 +23,12 @@ from psycopg import sql
 from dualmem.plane import _codec as codec
 from dualmem.plane import lexindex
 from dualmem.plane._pg_sql import dec, enc, tenant_sql
+from dualmem.text.lexical import CJK_RANGES
 from dualmem.types import Tenant
 
 __all__ = [
     "NODES",
+    "V5",
     "Field",
     "PgLexical",
     "add_stats",
@@ -73,12 +75,41 @@ class PgLexical:
 
     def rule(self) -> int:
         with self._connect("read the lexical index's rule") as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = %s", (RULE_KEY,)).fetchone()
-        return 1 if row is None else int(row[0])
+            return rule_of(conn)
 
 
 #: the meta key holding the index rule's version the postings were written by (absent: 1)
 RULE_KEY = "lexical_rule"
+#: a PostgreSQL regular expression matching a CJK character (``dualmem.text.lexical.has_cjk``)
+CJK_PATTERN = "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES) + "]"
+#: schema v5: a database none of whose text the current rule indexes otherwise than rule 1 (every
+#: new one, every English one) is marked as written by it; any other keeps rule 1 until ``reindex``
+V5: tuple[str, ...] = (
+    f"INSERT INTO meta (key, value) SELECT '{RULE_KEY}', '{lexindex.RULE_VERSION}' WHERE NOT EXISTS "
+    f"(SELECT 1 FROM nodes WHERE content ~ '{CJK_PATTERN}' OR speaker ~ '{CJK_PATTERN}') "
+    "ON CONFLICT (key) DO NOTHING",
+)
+
+
+def rule_of(conn: _Conn) -> int:
+    """The rule version the postings were written by (no marker: 1)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = %s", (RULE_KEY,)).fetchone()
+    return 1 if row is None else int(row[0])
+
+
+def stale_nodes(conn: _Conn) -> list[str]:
+    """The (encoded) ids of the nodes whose terms the current rule changes (their text has CJK)."""
+    statement = "SELECT id FROM nodes WHERE content ~ %s OR speaker ~ %s ORDER BY seq"
+    return [str(row[0]) for row in conn.execute(statement, (CJK_PATTERN, CJK_PATTERN))]
+
+
+def mark_rule(conn: _Conn) -> None:
+    """Record that the postings are the current rule's."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (RULE_KEY, str(lexindex.RULE_VERSION)),
+    )
 
 
 def postings_table(name: str) -> str:

@@ -28,6 +28,7 @@ from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as term_sql
 from dualmem.plane import lexindex
+from dualmem.plane._sqlite_rule import reindex, rule_of
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.text.lexical import fts_or
 from dualmem.types import Tenant
@@ -36,8 +37,6 @@ __all__ = ["FIELDS", "Lexical"]
 
 #: the contract's fields (``lexindex.Field``) -> their FTS5 tables
 FIELDS = {"nodes": "nodes_fts", "context": "context_fts"}
-#: the meta key holding the index rule's version the FTS5 tables were written by (absent: 1)
-RULE_KEY = "lexical_rule"
 
 
 class Lexical:
@@ -208,8 +207,14 @@ class Lexical:
     def rule(self) -> int:
         """The index rule's version the FTS5 tables were written by."""
         with self._tx.lock, self._tx.read(), sql.translated("read the lexical index's rule"):
-            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (RULE_KEY,)).fetchone()
-        return 1 if row is None else int(row[0])
+            return rule_of(self._conn)
+
+    def reindex(self) -> int:
+        """Bring the FTS5 tables to the current rule (``reindex``); the rows indexed again."""
+        with self._tx.lock, self._tx.write(), sql.translated("reindex the lexical index"):
+            done = reindex(self._conn)
+        self.forget_terms()
+        return done
 
     def search(self, table: str, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         """BM25 top-k of FTS5 ``table`` (or its field, ``"nodes"`` / ``"context"``) for ``tenant``:

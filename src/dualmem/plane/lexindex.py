@@ -6,9 +6,11 @@ transaction; what they index and how they score is decided here, once:
 
 - **The rule** (``dualmem.text.lexical``, version :data:`RULE_VERSION`): :func:`terms` gives the
   terms a text is indexed under (FTS5's ``unicode61 remove_diacritics 2`` words, ``porter``-stemmed
-  as FTS5 stems them), :func:`query_terms` a query's OR-ed terms (each a phrase of index words) and
-  :func:`phrases` the same stemmed, as an index holds them. SQLite's FTS5 applies the rule in C (its
-  tokenizer *is* the rule's split and stem: ``tests/test_lexical_rule.py`` checks every code point);
+  as FTS5 stems them, CJK runs as overlapping bigrams), :func:`query_terms` a query's OR-ed terms
+  (each a phrase of index words, or one CJK bigram) and :func:`phrases` the same stemmed, as an index
+  holds them. SQLite's FTS5 is given :func:`index_text` by its triggers (the text itself when it has
+  no CJK character, else the rule's words), so its tokens are the rule's
+  (``tests/test_lexical_rule.py`` checks its split on every code point and its terms on any text);
   every Python side (queries, the impact-ordered index, PostgreSQL, the in-memory store) calls these.
 - **BM25** as SQLite FTS5's ``bm25()`` computes it: :data:`K1`, :data:`B`, :func:`idf` (floored at
   1e-6) and :func:`weight` (a term's frequency part); PostgreSQL's SQL is built from the same
@@ -25,7 +27,7 @@ import math
 from collections import defaultdict
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
-from dualmem.text.lexical import RULE_VERSION, index_terms, porter, query_terms
+from dualmem.text.lexical import RULE_VERSION, has_cjk, index_terms, index_text, porter, query_terms
 from dualmem.types import Tenant
 
 __all__ = [
@@ -35,7 +37,9 @@ __all__ = [
     "Field",
     "LexicalComponent",
     "doc_terms",
+    "has_cjk",
     "idf",
+    "index_text",
     "phrases",
     "query_terms",
     "stems",

@@ -23,7 +23,7 @@ import psycopg_pool
 from psycopg import sql as pgsql
 
 from dualmem.errors import ConfigError, InvalidInput, NotFound
-from dualmem.plane import _chunks
+from dualmem.plane import _chunks, lexindex
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane import _pg_context as pgctx
@@ -34,7 +34,7 @@ from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, che
 from dualmem.plane._pg_lexical import PgLexical
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
 from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
-from dualmem.plane.check import CheckReport, Problem
+from dualmem.plane.check import RULE_NOTICE, CheckReport, Problem
 from dualmem.plane.erase import EraseReport, erase_postgres
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -644,16 +644,48 @@ class PostgresStore(StoreBase):
     def rebuild_context(self) -> int:
         """Recompute every node's context from the nodes (the repair of a derived index)."""
         with self._write("rebuild the context") as conn:
-            conn.execute("DELETE FROM node_context")
-            conn.execute("DELETE FROM ctx_postings")
-            conn.execute("DELETE FROM ctx_stats")
-            ids = [
-                cast(str, sql.dec(row[0]))
-                for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
-            ]
-            for start in range(0, len(ids), 2000):
-                self._refresh_context(conn, ids[start : start + 2000])
-            conn.execute("DELETE FROM meta WHERE key = %s", (pgctx.STALE_KEY,))
+            return self._rebuild_context(conn)
+
+    def reindex_lexical(self) -> int:
+        """Index again, by the current rule, every node whose terms it changes (and every context),
+        then mark the postings as written by it; the nodes indexed again (0: already current)."""
+        with self._write("reindex the lexical index") as conn:
+            if lexical.rule_of(conn) >= lexindex.RULE_VERSION:
+                return 0
+            ids = [cast(str, sql.dec(i)) for i in lexical.stale_nodes(conn)]
+            nodes = self.get_nodes(ids)
+            deltas: dict[str, tuple[int, int]] = {}
+            for node in nodes.values():
+                length, terms = lexical.doc_terms(node.speaker, node.content)
+                key = (sql.enc(node.tenant.user), sql.enc(node.id))
+                old = conn.execute(
+                    "SELECT seq, lex_len FROM nodes WHERE user_id = %s AND id = %s FOR NO KEY UPDATE", key
+                ).fetchone()
+                seq, before = int(cast(tuple[int, int], old)[0]), int(cast(tuple[int, int], old)[1])
+                conn.execute("UPDATE nodes SET lex_len = %s WHERE user_id = %s AND id = %s", (length, *key))
+                conn.execute("DELETE FROM node_entities WHERE user_id = %s AND node_id = %s", key)
+                conn.execute("DELETE FROM postings WHERE user_id = %s AND node_id = %s", key)
+                self._index_text(conn, [node], [seq], [(length, terms)])
+                user = cast(str, key[0])
+                docs, tokens = deltas.get(user, (0, 0))
+                deltas[user] = (docs, tokens + length - before)
+            lexical.add_stats(conn, {u: d for u, d in deltas.items() if d != (0, 0)})
+            if ids:
+                self._rebuild_context(conn)
+            lexical.mark_rule(conn)
+        return len(ids)
+
+    def _rebuild_context(self, conn: _Conn) -> int:
+        conn.execute("DELETE FROM node_context")
+        conn.execute("DELETE FROM ctx_postings")
+        conn.execute("DELETE FROM ctx_stats")
+        ids = [
+            cast(str, sql.dec(row[0]))
+            for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
+        ]
+        for start in range(0, len(ids), 2000):
+            self._refresh_context(conn, ids[start : start + 2000])
+        conn.execute("DELETE FROM meta WHERE key = %s", (pgctx.STALE_KEY,))
         return len(ids)
 
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
@@ -758,11 +790,16 @@ class PostgresStore(StoreBase):
             return erase_postgres(conn, self.schema)
 
     def _repair(self, report: CheckReport) -> CheckReport:
-        """Foreign keys keep every link whole: a repair rebuilds the derived neighbour context."""
-        if "context" not in report.kinds():
+        """Foreign keys keep every link whole: a repair rebuilds the derived neighbour context and
+        indexes again what an older lexical rule indexed."""
+        done = tuple(kind for kind in ("lexical_rule", "context") if kind in report.kinds())
+        if not done:
             return report
-        self.rebuild_context()
-        return self._rechecked(report, ("context",))
+        if "lexical_rule" in done:
+            self.reindex_lexical()
+        if "context" in done:
+            self.rebuild_context()
+        return self._rechecked(report, done)
 
     def _check(self) -> CheckReport:
         """Pending nodes, nodes without a vector, chunk vectors of another size and a stale context."""
@@ -782,11 +819,14 @@ class PostgresStore(StoreBase):
                 for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
             ]
             bad = context.stale(self, ids, self._context_window)
+            stale = [] if lexical.rule_of(conn) >= lexindex.RULE_VERSION else lexical.stale_nodes(conn)
+        notice = RULE_NOTICE.format(rule=lexindex.RULE_VERSION, count=len(stale))
         return CheckReport.of(
             [
                 Problem("pending_nodes", int(cast(tuple[int], pending)[0]), repairable=False),
                 Problem("nodes_without_vector", int(cast(tuple[int], bare)[0]), repairable=False),
                 Problem("context", len(bad), tuple(bad[:5])),
                 Problem("chunks_bad_size", int(cast(tuple[int], bad_chunks)[0]), repairable=False),
+                Problem("lexical_rule", len(stale), (notice,) if stale else ()),
             ]
         )

@@ -14,6 +14,7 @@ it commits, and checkpoints and truncates the WAL after: see docs/storage.md for
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import sqlite3
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -30,6 +31,7 @@ from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_impact as impact
+from dualmem.plane import _sqlite_rule as lexical
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import check as checks
@@ -46,6 +48,7 @@ from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, ten
 from dualmem.plane.erase import EraseReport
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
+log = logging.getLogger("dualmem")
 __all__ = ["SQLiteStore"]
 
 #: decoded contexts ``node_context`` keeps before it starts over (one call's ids are always kept)
@@ -116,6 +119,7 @@ class SQLiteStore(StoreBase):
         store = cls(conn, target, read_only=read_only, schema=schema)
         try:
             store._load_context_window(ctx.STALE_KEY)
+            store._notice_rule()
             if not read_only and target != ":memory:":  # commits no longer pay for the checkpoint
                 with sql.translated(f"open {target}"):
                     conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
@@ -125,6 +129,18 @@ class SQLiteStore(StoreBase):
             conn.close()
             raise
         return store
+
+    def _notice_rule(self) -> None:
+        """A file whose lexical index predates the rule (CJK text kept whole) says so once, at open."""
+        with self._lock, sql.translated("read the lexical index's rule"):
+            if lexical.rule_of(self._conn) >= lexindex.RULE_VERSION:
+                return
+            nodes, context = lexical.stale_rows(self._conn)
+        log.warning(
+            "%s: %s",
+            self.path,
+            checks.RULE_NOTICE.format(rule=lexindex.RULE_VERSION, count=len(nodes) + len(context)),
+        )
 
     @property
     def _ann(self) -> ann.AnnIndex | None:
