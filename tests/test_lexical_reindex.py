@@ -19,8 +19,6 @@ import numpy as np
 import pytest
 
 from dualmem.plane import SQLiteStore, lexindex
-from dualmem.plane._sqlite_context import V6
-from dualmem.plane._sqlite_schema import _V1
 from dualmem.text.lexical import fts5_tokens, porter
 from dualmem.types import Node, Tenant
 
@@ -46,13 +44,30 @@ def _nodes(texts: list[str]) -> list[Node]:
     return out
 
 
+#: the FTS5 triggers of schema v1 (nodes) and v6 (context), as dualmem wrote them before the rule
+_NODES_DELETE = (
+    "INSERT INTO nodes_fts (nodes_fts, rowid, speaker, content) "
+    "VALUES ('delete', old.seq, old.speaker, old.content);"
+)
+_NODES_INSERT = "INSERT INTO nodes_fts (rowid, speaker, content) VALUES (new.seq, new.speaker, new.content);"
+_CONTEXT_DELETE = "INSERT INTO context_fts (context_fts, rowid, text) VALUES ('delete', old.seq, old.text);"
+_CONTEXT_INSERT = "INSERT INTO context_fts (rowid, text) VALUES (new.seq, new.text);"
+_RULE_1 = [
+    f"CREATE TRIGGER nodes_fts_insert AFTER INSERT ON nodes BEGIN {_NODES_INSERT} END",
+    f"CREATE TRIGGER nodes_fts_delete AFTER DELETE ON nodes BEGIN {_NODES_DELETE} END",
+    "CREATE TRIGGER nodes_fts_update AFTER UPDATE OF content, speaker ON nodes BEGIN "
+    f"{_NODES_DELETE} {_NODES_INSERT} END",
+    f"CREATE TRIGGER node_context_insert AFTER INSERT ON node_context BEGIN {_CONTEXT_INSERT} END",
+    f"CREATE TRIGGER node_context_delete AFTER DELETE ON node_context BEGIN {_CONTEXT_DELETE} END",
+    "CREATE TRIGGER node_context_update AFTER UPDATE ON node_context BEGIN "
+    f"{_CONTEXT_DELETE} {_CONTEXT_INSERT} END",
+]
+
+
 def _as_rule_1(path: Path) -> None:
     """The file as dualmem wrote it before the rule: raw-text triggers, FTS5 rebuilt from the tables."""
     conn = sqlite3.connect(path, isolation_level=None)
-    old = [
-        s for s in (*_V1, *V6) if s.startswith("CREATE TRIGGER") and ("_fts_" in s or "node_context_" in s)
-    ]
-    assert len(old) == 6
+    old = _RULE_1
     conn.execute("BEGIN")
     for statement in old:
         conn.execute(f"DROP TRIGGER {statement.split()[2]}")
@@ -127,7 +142,7 @@ def test_an_old_english_file_takes_the_rule_at_once_with_the_same_results(
 
 
 def test_an_old_postgres_database_is_reindexed_by_a_repair(
-    pg_store_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+    pg_store_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = pg_store_factory()
     with monkeypatch.context() as old:  # rule 1: FTS5's words and stems, CJK runs whole
@@ -135,6 +150,10 @@ def test_an_old_postgres_database_is_reindexed_by_a_repair(
         store.put_nodes(_nodes(TEXTS))
     with store.transaction(), store._conn("test") as conn:
         conn.execute("DELETE FROM meta WHERE key = 'lexical_rule'")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 5")  # migrated again at the next open
+    with caplog.at_level(logging.WARNING, logger="dualmem"):
+        pg_store_factory(schema=store.schema)  # opened again: migration 5 keeps rule 1 (CJK text), and tells
+    assert "dualmem check --repair" in caplog.text
     assert store.lexical.rule() == 1
     assert store.lexical_search(USER, "女儿叫什么名字？", 5) == []
     assert store.context_search(USER, "西湖的咖啡", 5) == []

@@ -12,6 +12,7 @@ Install with ``pip install 'dualmem[postgres]'``.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -37,6 +38,20 @@ from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
 from dualmem.plane.check import RULE_NOTICE, CheckReport, Problem
 from dualmem.plane.erase import EraseReport, erase_postgres
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
+
+log = logging.getLogger("dualmem")
+
+
+def _notice_rule(conn: _Conn, where: str) -> None:
+    """A database whose postings predate the lexical rule (CJK text kept whole) says so at open."""
+    if lexical.rule_of(conn) >= lexindex.RULE_VERSION:
+        return
+    stale = lexical.stale_nodes(conn)
+    if stale:
+        log.warning(
+            "%s: %s", where.split("@")[-1], RULE_NOTICE.format(rule=lexindex.RULE_VERSION, count=len(stale))
+        )
+
 
 __all__ = ["DEFAULT_EF_SEARCH", "DEFAULT_EXACT_BELOW", "DEFAULT_SCHEMA", "PostgresStore"]
 
@@ -109,6 +124,7 @@ class PostgresStore(StoreBase):
                     check_version(conn, schema)
                 else:
                     migrate(conn, schema)
+                    _notice_rule(conn, dsn)
                 oid = int(
                     cast(tuple[int], conn.execute("SELECT 'public.vector'::regtype::oid").fetchone())[0]
                 )
