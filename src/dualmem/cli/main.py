@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from dualmem._registry import Registry
 from dualmem.cli.check import Outcome
 from dualmem.cli.options import default_db, human_output
 from dualmem.errors import DualmemError, UserError
@@ -64,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", default=None, help="tenant agent id")
     parser.add_argument("--run", default=None, help="tenant run/session id")
     parser.add_argument(
-        "--embedder", default="minilm", help="minilm (default), hashing[:DIM] or openai:MODEL"
+        "--embedder",
+        default="minilm",
+        help="minilm (default), hashing[:DIM], openai:MODEL or an installed plug-in's name (dualmem doctor)",
     )
     parser.add_argument(
         "--graph-cache",
@@ -73,8 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder where the MiniLM embedder keeps its optimised graph, so later calls skip the "
         "optimisation (~90 MB; env DUALMEM_GRAPH_CACHE)",
     )
-    parser.add_argument("--controller", default="builtin", choices=["builtin", "jev", "llm"])
-    parser.add_argument("--answerer", default="extractive", choices=["extractive", "chat"])
+    parser.add_argument(
+        "--controller", default="builtin", help="builtin (default), jev, llm or an installed plug-in's name"
+    )
+    parser.add_argument(
+        "--answerer", default="extractive", help="extractive (default), chat or an installed plug-in's name"
+    )
     from dualmem.cli.backend import add_llm_arguments
 
     add_llm_arguments(parser)
@@ -104,12 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.register(sub)
     erase.register(sub)
     migrate_command.register(sub)
-    from dualmem.cli import hook, keys, mcp, serve
+    from dualmem.cli import doctor, hook, keys, mcp, serve
 
     serve.register(sub)
     keys.register(sub)
     mcp.register(sub)
     hook.register(sub)
+    doctor.register(sub)
     return parser
 
 
@@ -200,9 +208,29 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _check_parts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--controller``/``--answerer``/``--embedder`` name a builtin or installed part (their registry),
+    else a one-line error with the nearest name; the defaults are not looked up (nothing imported)."""
+    if args.controller != "builtin":
+        from dualmem.control import CONTROLLERS
+
+        _check_name(parser, "--controller", args.controller, CONTROLLERS)
+    if args.answerer != "extractive":
+        from dualmem.reason import ANSWERERS
+
+        _check_name(parser, "--answerer", args.answerer, ANSWERERS)
+
+
+def _check_name(parser: argparse.ArgumentParser, option: str, value: str, registry: Registry) -> None:
+    if value not in registry:
+        hint = _did_you_mean(value, registry.names(), parser.prog)
+        parser.exit(EXIT_USER, f"{parser.prog}: unknown {option} {value!r}{hint}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_parts(parser, args)
     args.argv = list(argv) if argv is not None else sys.argv[1:]  # as given, for provenance records
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
