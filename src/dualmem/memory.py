@@ -43,7 +43,7 @@ from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text, utcnow
 from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
-from dualmem.write.durable import StoreBacklog, WorkQueue
+from dualmem.write.durable import StoreBacklog, WaitingTenants, WorkQueue
 from dualmem.write.lifecycle import (
     Filter,
     check_import_tenant,
@@ -135,6 +135,8 @@ class Memory(Closing):
             every=self.profile.write.consolidate_every,
             backlog=StoreBacklog(store),
             queue=WorkQueue(store),
+            waiting=WaitingTenants(store),
+            transaction=store.transaction,
         )
         self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
         self._closed = False
@@ -478,6 +480,11 @@ class Memory(Closing):
         tenant = Tenant(user, agent, run)
         self._bind()
         return self._consolidator.run(tenant)
+
+    @property
+    def scheduler(self) -> Periodic:
+        """The one consolidation scheduler of this memory (a server drives it, see ``Periodic.drive``)."""
+        return self._periodic
 
     def wait_for_consolidation(self, timeout: float | None = None) -> None:
         """Block until background consolidation passes queued so far are done."""

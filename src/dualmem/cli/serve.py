@@ -51,7 +51,8 @@ def is_loopback(host: str) -> bool:
 
 
 def open_service_memory(args: argparse.Namespace) -> Memory:
-    """The memory as ``open_memory`` builds it, but consolidation is the service's (profile "off")."""
+    """The memory as ``open_memory`` builds it, with no passes of its own ("off") until the service
+    drives its scheduler (``Service.start``: the server's trigger, passes as the service's writes)."""
     from dualmem.cli.options import default_db
 
     path = args.db or default_db()
