@@ -35,6 +35,7 @@ from dualmem.plane import Decision, MemoryStore, open_store
 from dualmem.plane.base import ApproximateSearch
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, verify_export
 from dualmem.read.loop import Retriever
+from dualmem.read.quick import quick_search
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
@@ -449,6 +450,14 @@ class Memory(Closing):
         if where is not None and not where.empty():
             allowed = frozenset(select(self.store, tenant, where))
         return self._retriever.search(query, tenant, k=k, allowed=allowed)
+
+    def quick_search(
+        self, text: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
+    ) -> list[Node]:
+        """The current memories that share words or entities with ``text``, fused by reciprocal rank:
+        no embedding, no System One (``read/quick.py``; the coding-agent hook's search)."""
+        _check_query(text, k)
+        return quick_search(self.store, Tenant(user, agent, run), text, k)
 
     def answer(
         self,
