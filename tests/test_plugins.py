@@ -231,3 +231,29 @@ def test_http_serves_a_memory_built_from_plugins(installed: Path, tmp_path: Path
         answered = client.post("/v1/answer", json={"query": "which cat did Mira adopt"}).json()
         assert answered["answerer"] == "toy-answerer"
         assert mem.embedder.name == "toy-16"
+
+
+def test_serve_and_mcp_open_their_memory_from_plugin_names(installed: Path, tmp_path: Path) -> None:
+    """``dualmem serve`` and ``dualmem mcp`` build their memory with ``open_service_memory``."""
+    from dualmem.cli.main import build_parser
+    from dualmem.cli.serve import open_service_memory
+
+    db = str(tmp_path / "svc.db")
+    argv = [
+        "--db",
+        db,
+        "--user",
+        "u",
+        "--embedder",
+        "toy:8",
+        "--controller",
+        "toyctl",
+        "--answerer",
+        "toyans",
+    ]
+    for command in (["serve"], ["mcp"]):
+        args = build_parser().parse_args([*argv, *command])
+        with open_service_memory(args) as mem:
+            assert (mem.embedder.name, mem.controller.name) == ("toy-8", "toy-controller")
+            assert mem.answerer is not None
+            assert mem.answerer.name == "toy-answerer"
