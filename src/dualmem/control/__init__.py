@@ -95,9 +95,11 @@ def _from_config(
 ) -> Controller:
     if options:
         raise ConfigError("pass either a controller config or keyword options, not both")
+    from dualmem.control import config as configs
+
     expected = _CONFIGS.get(name)
     from_config = getattr(factory, "from_config", None)
-    if from_config is None or (expected is not None and type(config).__name__ != expected):
+    if from_config is None or (expected is not None and not isinstance(config, getattr(configs, expected))):
         raise ConfigError(
             f"controller {name!r} cannot take a {type(config).__name__}",
             hint=f"pass a {expected}"
