@@ -123,8 +123,10 @@ def test_a_trigger_is_checked() -> None:
         Trigger(5, interval_s=0)
     with pytest.raises(ConfigError, match="integer"):
         Trigger(2.5)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="needs a count"):
+        Trigger(0, interval_s=1.0)
     assert not Trigger(0).active
-    assert Trigger(0, interval_s=1.0).active
+    assert Trigger(3, interval_s=1.0).active
 
 
 def test_drive_and_release_switch_the_trigger_and_the_guard() -> None:

@@ -41,7 +41,8 @@ class Trigger:
 
     ``count``: every ``count`` successful writes, one pass over exactly those (``<= 0``: never by count).
     ``interval_s``: a tenant whose oldest waiting write is this old gets one pass over every write it
-    has waiting, however few (``None``: never by time; needs the background worker).
+    has waiting, however few (``None``: never by time; needs the background worker and a count, whose
+    backlog holds the writes waiting).
     """
 
     count: int
@@ -58,10 +59,15 @@ class Trigger:
                 f"the consolidation interval must be a number of seconds > 0, got {interval!r}",
                 hint="e.g. 30.0, or None for passes by count only",
             )
+        if interval is not None and self.count <= 0:
+            raise ConfigError(
+                "a consolidation interval needs a count cadence (the writes waiting are counted there)",
+                hint="give count > 0, or no interval",
+            )
 
     @property
     def active(self) -> bool:
-        return self.count > 0 or self.interval_s is not None
+        return self.count > 0
 
 
 def _call(fn: Callable[[], Any]) -> Any:
