@@ -23,6 +23,7 @@ from dualmem.server.service import Service
 from dualmem.types import Tenant
 from dualmem.write.background import Periodic, Trigger
 from dualmem.write.consolidate import ConsolidationReport, Consolidator
+from dualmem.write.durable import WorkQueue
 
 Passes = list[tuple[str, tuple[str, ...] | None]]
 
@@ -153,3 +154,24 @@ def test_drive_and_release_switch_the_trigger_and_the_guard() -> None:
     periodic.wrote(Tenant("a"), ["4", "5"])  # 3, 4, 5: the library's window of three, inline
     assert ran == [("1", "2"), ("3", "4", "5")]
     periodic.close()
+
+
+@pytest.mark.parametrize("own_mode", ["off", "background"])
+def test_passes_left_queued_run_once_whoever_resumes_them(
+    tmp_path: Path, passes: Passes, own_mode: str
+) -> None:
+    quiet = Profile.builtin().with_(write__consolidation="off")
+    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=quiet) as mem:
+        ids = mem.add_many(["Mira bought a bike", "Mira sold the old bike"], user="u")
+        WorkQueue(mem.store).push(Tenant("u"), ids)  # as a process that died would leave it
+    keys = KeyStore.open(":memory:")
+    profile = Profile.builtin().with_(write__consolidation=own_mode)
+    with Memory.open(tmp_path / "m.db", embedder="hashing", profile=profile) as mem:
+        service = Service(mem, keys, consolidate_every=5, consolidate_interval_s=3600)
+        service.start()  # "off": nothing resumed at open, the server does; "background": already resumed
+        service.start()  # again: a no-op
+        mem.wait_for_consolidation(timeout=30)
+        service.stop()
+        assert passes == [("u", tuple(ids))]
+        assert mem.store.get_meta("consolidation:queue") == []
+    keys.close()

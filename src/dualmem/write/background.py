@@ -225,16 +225,20 @@ class Periodic:
     ) -> None:
         """Let ``owner`` drive this scheduler: ``trigger`` replaces the profile's cadence, passes run in
         the background (none when the trigger is inactive), each one inside ``guard`` and reported to
-        ``on_pass(trigger_name)``. The tenants a previous driver left waiting get their interval.
-        A second driver while one holds it is a ``ConfigError``."""
+        ``on_pass(trigger_name)``. The tenants a previous driver left waiting get their interval, and
+        the passes left queued in the store run (if the memory's own mode, "off", did not resume them
+        at open). Driving again is a no-op; a second driver while one holds it is a ``ConfigError``."""
         with self._lock:
-            if self._driver is not None and self._driver is not owner:
+            if self._driver is owner:
+                return
+            if self._driver is not None:
                 raise ConfigError(
                     "this memory's consolidation is driven by another server already",
                     hint="serve a memory through one app (or stop the other first)",
                 )
-            if self._driver is None:
-                self._own = (self.mode, self.trigger)
+            self._own = (self.mode, self.trigger)
+            # a memory whose own mode ran passes resumed the store's queue when it opened
+            resume = self.mode == "off"
             self._driver = owner
             self.trigger = trigger
             self.cadence.every = trigger.count
@@ -248,7 +252,8 @@ class Periodic:
         if self.mode == "background":
             self._background.tick = min(trigger.interval_s, 1.0) if trigger.interval_s is not None else None
             self._background.start()
-            self.resume()
+            if resume:
+                self.resume()
 
     def release(self, owner: object) -> None:
         """``owner`` stops driving: the profile's mode and cadence again (a pass running finishes)."""
