@@ -209,9 +209,13 @@ def test_the_cli_uses_the_plugin_by_name(site: Path, tmp_path: Path) -> None:
     found = _cli(site, *common, "search", "which cat did Mira adopt")
     assert found.returncode == 0, found.stderr
     assert "Mira adopted a grey cat" in json.loads(found.stdout)["evidence"][0]["node"]["content"]
-    listed = _cli(site, "doctor")
+    listed = _cli(site, "--format", "human", "doctor")
     assert listed.returncode == 0, listed.stderr
     assert "toy  [plug-in: dualmem-toyplugin 0.1]" in listed.stdout
+    found_json = json.loads(_cli(site, "doctor").stdout)  # a pipe gets JSON
+    assert {"name": "toyctl", "origin": "dualmem-toyplugin 0.1", "target": f"{DIST}:ToyController"} in (
+        found_json["controllers"]
+    )
     wrong = _cli(site, *common[:4], "--embedder", "toyy", "search", "x")
     assert wrong.returncode == 2
     assert "unknown embedder 'toyy'" in wrong.stderr

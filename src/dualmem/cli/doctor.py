@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "doctor", help="list the installed embedders, controllers, answerers and stores (plug-ins included)"
     )
-    p.set_defaults(handler=cmd_doctor, render=render, human_default=True)
+    p.set_defaults(handler=cmd_doctor, render=render)
 
 
 def _registries() -> dict[str, Registry]:
