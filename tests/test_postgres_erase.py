@@ -146,3 +146,68 @@ def test_erase_on_sqlite_truncates_the_wal(tmp_path: Path, capsys: pytest.Captur
     assert report["complete"] is True
     assert main(["--db", str(tmp_path / "missing.db"), "erase"]) == 2  # never creates a database
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_erase_after_a_forget_that_empties_the_tables_clears_their_samples(
+    own_server: tuple[str, Path], hashing: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49 item 1a: ANALYZE of an empty table keeps its old samples in ``pg_statistic``, so an
+    erase after ``forget_all`` (or the last memory of a table) must reset the statistics itself."""
+    import psycopg
+
+    dsn, data = own_server
+    entity = f"Quorblat{secrets.token_hex(4)}"
+    url = with_schema(dsn, "erase3")
+    with Memory.open(url, embedder=hashing, profile=QUIET) as mem:
+        # the canary is every memory's entity and a word of each: a most-common value of its columns
+        mem.add_many([f"{entity} watered the plants on day {i}." for i in range(60)], user="u")
+        sql(dsn, "ANALYZE", "CHECKPOINT")
+        assert hits(data, entity.encode())
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            sampled = conn.execute(
+                "SELECT count(*) FROM pg_stats WHERE schemaname = 'erase3' "
+                "AND (most_common_vals::text ILIKE %s OR histogram_bounds::text ILIKE %s)",
+                (f"%{entity}%", f"%{entity}%"),
+            ).fetchone()
+        assert sampled is not None
+        assert sampled[0] > 0, "ANALYZE sampled the canary"
+        assert mem.forget_all(user="u") == 60
+
+    code, report = erase(dsn, capsys, "erase3")
+    assert (code, report["complete"], report["problems"]) == (0, True, [])
+    assert hits(data, entity.encode()) == {}
+    assert hits(data, entity.lower().encode()) == {}  # the stemmed postings term
+    code, report = erase(dsn, capsys, "erase3")  # a second erase of an empty schema is complete too
+    assert (code, report["complete"]) == (0, True)
+
+
+def test_a_writer_idle_in_its_transaction_keeps_erase_from_claiming_complete(
+    own_server: tuple[str, Path], hashing: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49 item 1b: a session idle inside a transaction that has written (an xid, no snapshot)
+    keeps VACUUM FULL from dropping rows deleted after it began: erase names it and is not complete;
+    once it ends, erase is complete and the forgotten text is in no file."""
+    import psycopg
+
+    dsn, data = own_server
+    token = f"zq{secrets.token_hex(6)}x"
+    url = with_schema(dsn, "erase4")
+    sql(dsn, "CREATE TABLE IF NOT EXISTS public.elsewhere (n int)")
+    with Memory.open(url, embedder=hashing, profile=QUIET) as mem:
+        mem.add_many([f"Note {i}: the bus leaves at seven." for i in range(30)], user="u")
+        secret = mem.add(f"The alarm code is {token}.", user="u")
+        holder = psycopg.connect(dsn)  # not autocommit: its INSERT opens a transaction left idle
+        try:
+            holder.execute("INSERT INTO public.elsewhere VALUES (1)")
+            pid = holder.info.backend_pid
+            assert mem.forget(secret, user="u") == 1
+            code, report = erase(dsn, capsys, "erase4")
+            assert (code, report["complete"]) == (1, False), report
+            assert any(str(pid) in p for p in report["problems"]), report
+            assert hits(data, token.encode()), "the holder kept the deleted row (why erase is not complete)"
+        finally:
+            holder.rollback()
+            holder.close()
+    code, report = erase(dsn, capsys, "erase4")
+    assert (code, report["complete"], report["problems"]) == (0, True, [])
+    assert hits(data, token.encode()) == {}
