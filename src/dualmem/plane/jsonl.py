@@ -38,7 +38,15 @@ from dualmem.plane._records import (
 from dualmem.plane.base import Decision, MemoryStore
 from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines", "verify_export"]
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "ImportReport",
+    "export_lines",
+    "import_lines",
+    "split_lines",
+    "verify_export",
+]
 
 EXPORT_FORMAT = "dualmem.export"
 EXPORT_VERSION = 2
@@ -279,8 +287,25 @@ def _check_embedder(header: HeaderRecord, *, embedder: str, dim: int) -> None:
         )
 
 
+#: what ``str.splitlines()`` splits on that ``json.dumps(ensure_ascii=False)`` leaves raw inside a
+#: string (it escapes \n, \r, \v, \f and \x1c-\x1e as control characters already)
+_RAW_SEPARATORS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\x85\u2028\u2029"}
+
+
 def _dump(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    """One record as one line by any reader's idea of a line: every separator ``str.splitlines()``
+    knows is escaped (they can only occur inside JSON strings, where the escape means the same)."""
+    line = json.dumps(doc, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    return line.translate(_RAW_SEPARATORS)
+
+
+def split_lines(text: str) -> list[str]:
+    """An export's lines: split on "\n" only (a "\r" before it is dropped), never on the other
+    separators ``str.splitlines()`` knows, which an older export may hold raw inside its strings."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _node_json(n: Node) -> dict[str, Any]:
