@@ -42,7 +42,14 @@ from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
-from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.base import (
+    Candidate,
+    Decision,
+    NodeContext,
+    StoreStats,
+    refuse_known_or_repeated,
+    tenant_order,
+)
 from dualmem.plane.erase import EraseReport
 from dualmem.text.lexical import content_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -276,8 +283,7 @@ class SQLiteStore(StoreBase):
 
     def _insert_rows(self, nodes: Sequence[Node]) -> None:
         known = self._existing([node.id for node in nodes])
-        if known or len({node.id for node in nodes}) != len(nodes):
-            raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+        refuse_known_or_repeated([node.id for node in nodes], known)
         self._conn.executemany(
             f"INSERT INTO nodes VALUES (NULL, {sql.marks(len(codec.NODE_WRITE_COLUMNS))})",
             [sql.node_row(node) for node in nodes],
