@@ -14,6 +14,7 @@ import json
 import secrets
 import shutil
 import tempfile
+import urllib.parse
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,3 +212,41 @@ def test_a_writer_idle_in_its_transaction_keeps_erase_from_claiming_complete(
     code, report = erase(dsn, capsys, "erase4")
     assert (code, report["complete"], report["problems"]) == (0, True, [])
     assert hits(data, token.encode()) == {}
+
+
+def test_the_schema_owner_clears_the_samples_of_emptied_tables_without_superuser(
+    own_server: tuple[str, Path], hashing: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PostgreSQL 18: the tables' owner (no superuser) resets their samples with
+    ``pg_clear_attribute_stats``, given the server-wide steps' grants (docs/postgres.md)."""
+    import psycopg
+
+    dsn, data = own_server
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if int(conn.execute("SHOW server_version_num").fetchone()[0]) < 180000:  # type: ignore[index]
+            pytest.skip("pg_clear_attribute_stats needs PostgreSQL 18")
+    sql(
+        dsn,
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        "DROP ROLE IF EXISTS erase_owner",
+        "CREATE ROLE erase_owner LOGIN",
+        "GRANT CREATE ON DATABASE postgres TO erase_owner",
+        "GRANT pg_checkpoint TO erase_owner",
+        "GRANT EXECUTE ON FUNCTION pg_catalog.pg_switch_wal() TO erase_owner",
+        "GRANT MAINTAIN ON pg_catalog.pg_statistic TO erase_owner",
+        "CREATE SCHEMA erase5 AUTHORIZATION erase_owner",
+    )
+    parts = urllib.parse.urlsplit(dsn)
+    owner = parts._replace(netloc="erase_owner@" + parts.netloc.rpartition("@")[2]).geturl()
+    entity = f"Quorblat{secrets.token_hex(4)}"
+    with Memory.open(with_schema(owner, "erase5"), embedder=hashing, profile=QUIET) as mem:
+        mem.add_many([f"{entity} fed the cat on day {i}." for i in range(60)], user="u")
+        sql(dsn, "ANALYZE", "CHECKPOINT")
+        assert hits(data, entity.encode())
+        assert mem.forget_all(user="u") == 60
+    code = main(["--db", with_schema(owner, "erase5"), "--format", "json", "erase"])
+    report = json.loads(capsys.readouterr().out)
+    assert (code, report["complete"], report["problems"]) == (0, True, []), report
+    assert any("statistics of" in step for step in report["done"]), report
+    assert hits(data, entity.encode()) == {}
+    assert hits(data, entity.lower().encode()) == {}
