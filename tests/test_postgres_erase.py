@@ -10,6 +10,7 @@ are 24 bytes of the memory's embedding, and the other memories are found as befo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shutil
@@ -26,6 +27,7 @@ import pytest
 from dualmem import Memory, Profile
 from dualmem.cli.main import main
 from dualmem.embed import Embedder
+from dualmem.errors import NotFound
 from pg_server import postgres_disabled, with_schema
 
 QUIET = Profile.builtin().with_(write__consolidation="off")
@@ -250,3 +252,26 @@ def test_the_schema_owner_clears_the_samples_of_emptied_tables_without_superuser
     assert any("statistics of" in step for step in report["done"]), report
     assert hits(data, entity.encode()) == {}
     assert hits(data, entity.lower().encode()) == {}
+
+
+def test_erase_after_the_last_keyed_memory_goes_clears_the_keys_samples(
+    own_server: tuple[str, Path], hashing: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49 item 1a, one table emptied among others that keep rows: the idempotency keys of the
+    user's only keyed memories (one key repeated as a most-common value) leave ``pg_statistic``."""
+    dsn, data = own_server
+    canary = f"ticket-{secrets.token_hex(5)}"
+    url = with_schema(dsn, "erase6")
+    with Memory.open(url, embedder=hashing, profile=QUIET) as mem:
+        mem.add_many([f"Note {i}: the ferry leaves at noon." for i in range(40)], user="u")
+        keyed = [mem.add(f"Keyed note {i} about lunch.", user="u", key=f"{canary}-{i}") for i in range(30)]
+        sql(dsn, "ANALYZE", "CHECKPOINT")
+        assert hits(data, canary.encode())
+        for node_id in keyed:
+            with contextlib.suppress(NotFound):  # gone with a memory it superseded
+                mem.forget(node_id, user="u")
+        assert mem.count(user="u") == 40
+    code, report = erase(dsn, capsys, "erase6")
+    assert (code, report["complete"], report["problems"]) == (0, True, []), report
+    assert hits(data, canary.encode()) == {}
+    assert any("write_keys" in step for step in report["done"]), report
