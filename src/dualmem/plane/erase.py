@@ -91,8 +91,7 @@ def erase_postgres(conn: psycopg.Connection[Any], schema: str) -> EraseReport:
         conn.execute(statement)
     done.append(f"VACUUM (FULL, ANALYZE) of {len(tables)} tables of schema {schema}")
     empty = _empty_tables(conn, schema, tables)
-    if empty and _clear_statistics(conn, schema, empty, problems):
-        done.append(f"statistics of {len(empty)} emptied table(s) reset: {', '.join(empty)}")
+    cleared = not empty or _clear_statistics(conn, schema, empty, done, problems)
     if _may_maintain_statistics(conn):
         step("VACUUM FULL pg_catalog.pg_statistic", "VACUUM FULL pg_catalog.pg_statistic", "a superuser")
     else:
@@ -105,7 +104,8 @@ def erase_postgres(conn: psycopg.Connection[Any], schema: str) -> EraseReport:
         switch = "a superuser or EXECUTE on pg_switch_wal()"
         if step("pg_switch_wal()", "SELECT pg_catalog.pg_switch_wal()", switch):
             step("CHECKPOINT after the WAL switch", "CHECKPOINT", checkpoint)
-    problems += _stale_statistics(conn, schema, _empty_tables(conn, schema, tables))
+    if cleared:  # verify: the samples of every table now empty are gone (else named above)
+        problems += _stale_statistics(conn, schema, _empty_tables(conn, schema, tables))
     return EraseReport("postgresql", tuple(done), tuple(problems), time.perf_counter() - started)
 
 
@@ -125,7 +125,7 @@ def _empty_tables(conn: psycopg.Connection[Any], schema: str, tables: list[str])
 
 
 def _clear_statistics(
-    conn: psycopg.Connection[Any], schema: str, tables: list[str], problems: list[str]
+    conn: psycopg.Connection[Any], schema: str, tables: list[str], done: list[str], problems: list[str]
 ) -> bool:
     """Drop the column samples of ``tables`` (and of their indexes) from ``pg_statistic``.
 
@@ -146,6 +146,8 @@ def _clear_statistics(
     ).fetchall()
     if not rows:
         return True
+    held = sorted({str(row[0]) for row in rows})
+    step = f"statistics of {len(held)} emptied table(s)/index(es) reset: {', '.join(held)}"
     superuser = conn.execute(
         "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user"
     ).fetchone()
@@ -159,6 +161,7 @@ def _clear_statistics(
                 "WHERE relnamespace = %s::regnamespace AND relname = ANY(%s))))",
                 (schema, tables, schema, tables),
             )
+            done.append(step)
             return True
         if _server_version(conn) >= 180000:
             for relname, attname, inherited in rows:
@@ -166,6 +169,7 @@ def _clear_statistics(
                     "SELECT pg_catalog.pg_clear_attribute_stats(%s, %s, %s, %s)",
                     (schema, relname, attname, inherited),
                 )
+            done.append(step)
             return True
     except psycopg.errors.InsufficientPrivilege:
         pass
