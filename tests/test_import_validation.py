@@ -10,11 +10,13 @@ in the message), a duplicated edge line (counted twice). Each is ``InvalidInput`
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from dualmem import Memory, Profile
@@ -82,6 +84,12 @@ CASES: dict[str, tuple[Callable[[Lines], Lines], str]] = {
     "type weight NaN": (
         lambda ls: edit(
             ls, "node", types={"episodic": float("nan"), "semantic": 0, "procedural": 0, "preference": 0}
+        ),
+        "finite",
+    ),
+    "embedding with a NaN": (
+        lambda ls: edit(
+            ls, "node", embedding=base64.b64encode(np.full(256, np.nan, "<f4").tobytes()).decode()
         ),
         "finite",
     ),

@@ -121,7 +121,10 @@ class NodeRecord(_Record):
             raise ValueError(f"node {self.id}: embedding is not base64") from exc
         if len(raw) != 4 * dim:
             raise ValueError(f"node {self.id} has a {len(raw) // 4}-dim vector, expected {dim}")
-        return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        if not np.isfinite(vector).all():
+            raise ValueError(f"node {self.id}: the embedding holds a number that is not finite")
+        return vector
 
 
 class ChunksRecord(_Record):
@@ -139,7 +142,10 @@ class ChunksRecord(_Record):
             raise ValueError(f"node {self.node_id}: chunk vectors are not base64") from exc
         if self.parts < 1 or len(raw) != 4 * dim * self.parts:
             raise ValueError(f"node {self.node_id}: chunk vectors are not {self.parts} x {dim} float32")
-        return np.frombuffer(raw, dtype="<f4").reshape(self.parts, dim).astype(np.float32)
+        rows = np.frombuffer(raw, dtype="<f4").reshape(self.parts, dim).astype(np.float32)
+        if not np.isfinite(rows).all():
+            raise ValueError(f"node {self.node_id}: a chunk vector holds a number that is not finite")
+        return rows
 
 
 class EdgeRecord(_Record):
