@@ -35,6 +35,7 @@ SCRIPTS = [
     "consolidation_locomo.py",
     "crash.py",
     "embed_throughput.py",
+    "forget_cost.py",
     "hook_latency.py",
     "ingest_locomo.py",
     "ingest_long.py",
@@ -180,6 +181,13 @@ def test_postgres_vs_sqlite(slice26: Path, tmp_path: Path, pg_dsn: str) -> None:
     report = _script("postgres_vs_sqlite.py", *argv)
     assert report["conversations"] == ["conv-26"]
     assert {"locomo", "hnsw_locomo", "scale"} <= set(report)
+
+
+def test_forget_cost() -> None:
+    report = _script("forget_cost.py", "--sizes", "300", "--forgets", "3")
+    assert report["memories"] == 300
+    assert report["entities"] > 0
+    assert {"shipped_p50_ms", "baseline_p50_ms", "ratio_p50"} <= set(report)
 
 
 def test_pg_erase_cost() -> None:

@@ -33,7 +33,7 @@ from dualmem.embed import CachedEmbedder, Embedder, create_embedder
 from dualmem.errors import ConfigError, Conflict, InvalidInput, NotFound
 from dualmem.plane import Decision, MemoryStore, open_store
 from dualmem.plane.base import ApproximateSearch
-from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, verify_export
+from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, split_lines, verify_export
 from dualmem.read.loop import Retriever
 from dualmem.read.quick import quick_search
 from dualmem.read.trace import Retrieval, Trace
@@ -646,8 +646,8 @@ class Memory(Closing):
         """
         tenant = Tenant(user, agent, run)
         try:
-            with Path(path).open(encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
+            with Path(path).open(encoding="utf-8", newline="") as fh:
+                lines = split_lines(fh.read())  # "\n" only: never U+2028 and the like
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
         except UnicodeDecodeError as exc:

@@ -23,7 +23,7 @@ from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
 from dualmem.plane._vectors import UserVectors
-from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.text.lexical import fts5_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -171,8 +171,7 @@ class InMemoryStore(StoreBase):
         stored = [self._canonical(node, vec) for node, vec in zip(nodes, vectors, strict=True)]
         with self._lock:
             known = {node.id for node in nodes if node.id in self._nodes}
-            if known or len({node.id for node in nodes}) != len(nodes):
-                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            refuse_known_or_repeated([node.id for node in nodes], known)
             self._check_dims(vectors)
             self._contexts.clear()
             for node in stored:

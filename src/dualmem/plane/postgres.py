@@ -32,7 +32,7 @@ from dualmem.plane import _pg_sql as sql
 from dualmem.plane import _pg_vectors as vectors
 from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, check_edges
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
-from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.plane.erase import EraseReport, erase_postgres
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -308,8 +308,7 @@ class PostgresStore(StoreBase):
         with self._write("store nodes") as conn:
             self._check_dims(conn, vectors)
             known = self._users_of(conn, ids)
-            if known or len(set(ids)) != len(ids):
-                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            refuse_known_or_repeated([node.id for node in nodes], set(known))
             with conn.cursor() as cur:
                 cur.executemany(sql.INSERT_NODE + " RETURNING seq", rows, returning=True)
                 seqs = []
