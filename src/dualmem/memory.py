@@ -497,6 +497,7 @@ class Memory(Closing):
         """Correct a memory: the new text becomes a new current node; the old one stays as history.
 
         The new version keeps the old one's tenant, speaker, provenance and (unless ``at`` is given) time.
+        With ``at``, the old version's validity ends at that observation time; without it, now.
         """
         tenant = Tenant(user, agent, run)
         self._bind()
@@ -514,7 +515,8 @@ class Memory(Closing):
                 metadata=dict(old.metadata),
             )
             new_id_ = self._writer.write([obs], old.tenant).ids[0]
-            supersede(self.store, old, self._find(new_id_, old.tenant))
+            new = self._find(new_id_, old.tenant)
+            supersede(self.store, old, new, at=new.at if at is not None else None)
         self.meter.clear_cache()
         self._retriever.clear_cache()
         return new_id_

@@ -21,14 +21,14 @@ from dualmem.cli.options import (
     tenant_options,
 )
 from dualmem.cli.render import node_json
-from dualmem.conversations import load_observations
 from dualmem.errors import InvalidInput
-from dualmem.memory import observed_at
-from dualmem.read.trace import render_trace
-from dualmem.server.schemas import answer_out, inspection_out, node_list, search_out
-from dualmem.text.textfile import decode_text, read_text_file
-from dualmem.text.timeparse import parse_time
-from dualmem.types import MAX_K, Observation
+
+# The memory core, its schemas (pydantic) and the embedder are imported by the commands that use them:
+# building the parser imports none of them, so ``dualmem --version`` or a typo answers at once.
+
+#: Evidence a search may return at most: ``dualmem.types.MAX_K`` (tests/test_cli_startup.py checks
+#: they agree; that module imports numpy).
+MAX_K = 100
 
 __all__ = ["add_text", "k_value", "node_json", "open_memory", "register"]
 
@@ -160,6 +160,8 @@ def add_text(args: argparse.Namespace) -> str:
             "give the text to store, '-' to read it from stdin, or --file PATH (one of them)",
             hint="e.g. dualmem add 'Mira rides a blue bike.'",
         )
+    from dualmem.text.textfile import decode_text, read_text_file
+
     hint = "add stores UTF-8 text; for a conversation file use ingest"
     if args.file is not None:
         text = read_text_file(args.file, hint=hint)
@@ -174,6 +176,10 @@ def add_text(args: argparse.Namespace) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.memory import observed_at
+    from dualmem.text.timeparse import parse_time
+    from dualmem.types import Observation
+
     text = add_text(args)
     at = parse_time(observed_at(args.at))  # the rule HTTP and MCP follow: no time given is now (UTC)
     fields = {
@@ -195,6 +201,8 @@ def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.conversations import load_observations
+
     load_observations(args.file)  # a missing, binary or malformed file is refused before a database is made
     with (
         open_memory(args, create=True, announce=True) as mem,
@@ -214,6 +222,9 @@ def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
+    from dualmem.read.trace import render_trace
+    from dualmem.server.schemas import search_out
+
     where = filter_from_args(args)
     with open_memory(args) as mem:
         found = scope_of(mem, args).search(args.query, k=args.k, where=where)
@@ -232,6 +243,8 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
 
 
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.server.schemas import answer_out
+
     where = filter_from_args(args)
     with open_memory(args) as mem:
         ans = scope_of(mem, args).answer(args.query, k=args.k, where=where)
@@ -246,6 +259,8 @@ def cmd_get(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_list(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.server.schemas import node_list
+
     where = filter_from_args(args)
     if args.limit < 1:  # one more is asked for below (it tells whether a next page exists)
         raise InvalidInput("--limit must be at least 1")
@@ -278,6 +293,8 @@ def cmd_delete(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.server.schemas import inspection_out
+
     with open_memory(args) as mem:
         return inspection_out(scope_of(mem, args).inspect(args.id)).model_dump(mode="json")
 

@@ -26,12 +26,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dualmem import _json as bounded_json
 from dualmem.cli.hook_capture import quietly
 from dualmem.errors import InvalidInput, NotFound
-from dualmem.plane.base import MemoryStore
-from dualmem.types import Node, Tenant
+
+if TYPE_CHECKING:
+    from dualmem.plane.base import MemoryStore
+    from dualmem.types import Node, Tenant
 
 __all__ = ["HookInput", "read_input", "register"]
 
@@ -184,6 +187,7 @@ def _habit(n: Node) -> float:
 
 def _tenant(args: argparse.Namespace) -> Tenant:
     from dualmem.cli.options import tenant_user
+    from dualmem.types import Tenant
 
     return Tenant(tenant_user(args), args.agent, args.run)
 

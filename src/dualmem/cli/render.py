@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dualmem.server.schemas import evidence_out, node_out
-from dualmem.types import Evidence, Node
+if TYPE_CHECKING:  # the schemas (pydantic) are imported when a command prints one
+    from dualmem.types import Evidence, Node
 
 __all__ = [
     "evidence_json",
@@ -22,6 +22,7 @@ __all__ = [
     "render_answer",
     "render_check",
     "render_demo",
+    "render_erase",
     "render_fields",
     "render_forget",
     "render_history",
@@ -36,11 +37,15 @@ __all__ = [
 
 def node_json(node: Node) -> dict[str, Any]:
     """A memory as JSON: ``GET /v1/memories/{id}``'s document."""
+    from dualmem.server.schemas import node_out
+
     return node_out(node).model_dump(mode="json")
 
 
 def evidence_json(e: Evidence) -> dict[str, Any]:
     """One piece of evidence: its memory under ``node``, with ``score``, ``view``, ``via``, ``round``."""
+    from dualmem.server.schemas import evidence_out
+
     return evidence_out(e).model_dump(mode="json")
 
 
@@ -188,6 +193,18 @@ def render_forget(data: Mapping[str, Any]) -> str:
     for n in memories:
         head = f"  {n['id']}  {_date(n)}  {_who(n)}: "
         lines.append(head + truncate(str(n["preview"]), _width() - len(head)))
+    return "\n".join(lines)
+
+
+def render_erase(data: Mapping[str, Any]) -> str:
+    """``dualmem erase``'s report: complete or not, what was done, what still keeps forgotten bytes."""
+    state = "complete" if data["complete"] else "NOT complete"
+    lines = [f"{data['db']}: erase {state} ({data['backend']}, {data['seconds']} s)"]
+    lines.append("done: " + (", ".join(map(str, data["done"])) or "nothing"))
+    problems: Sequence[str] = data["problems"]
+    if problems:
+        lines.append("still keeping forgotten bytes:")
+        lines.extend(f"  - {p}" for p in problems)
     return "\n".join(lines)
 
 

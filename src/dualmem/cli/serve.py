@@ -8,13 +8,13 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dualmem.cli.options import answerer_options, controller_options, embedder_options, tenant_user
-from dualmem.config import Profile
 from dualmem.errors import ConfigError
-from dualmem.memory import Memory, OpenOptions
-from dualmem.types import Tenant
+
+if TYPE_CHECKING:
+    from dualmem.memory import Memory
 
 __all__ = ["is_loopback", "open_service_memory", "register"]
 
@@ -53,6 +53,8 @@ def is_loopback(host: str) -> bool:
 def open_service_memory(args: argparse.Namespace) -> Memory:
     """The memory as ``open_memory`` builds it, but consolidation is the service's (profile "off")."""
     from dualmem.cli.options import default_db
+    from dualmem.config import Profile
+    from dualmem.memory import Memory, OpenOptions
 
     path = args.db or default_db()
     if path != ":memory:" and "://" not in path:
@@ -85,6 +87,8 @@ def keys_file(args: argparse.Namespace) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.types import Tenant
+
     try:
         import uvicorn
 
