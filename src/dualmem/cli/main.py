@@ -139,7 +139,6 @@ def _accept_global_options(parser: argparse.ArgumentParser) -> None:
                         copy = copy_module.copy(option)
                         copy.default = argparse.SUPPRESS
                         copy.help = argparse.SUPPRESS
-                        copy.container = child
                         child._add_action(copy)
                     visit(child)
 
