@@ -36,6 +36,7 @@ from dualmem.plane.base import ApproximateSearch
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, verify_export
 from dualmem.read.loop import Retriever
 from dualmem.read.trace import Retrieval, Trace
+from dualmem.read.versions import current_first
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
 from dualmem.reason.extractive import ExtractiveAnswerer
@@ -459,13 +460,15 @@ class Memory(Closing):
         where: Filter | None = None,
     ) -> Answer:
         """Retrieve (``where`` as in :meth:`search`), then let System Two answer from the selected
-        evidence only."""
+        evidence only, in search's order; a superseded memory that search ranked below its own later
+        version is not quotable (``read.versions.current_first``). ``Answer.evidence`` is the search's."""
         if self.answerer is None:
             raise ConfigError(
                 "this memory has no answerer", hint="open it with answerer='extractive' or 'chat'"
             )
         found = self.search(query, user=user, agent=agent, run=run, k=k, where=where)
-        draft = self.answerer.answer(query, found.evidence)
+        # the answer quotes what search ranked current: a fact ranked below its own update is not quoted
+        draft = self.answerer.answer(query, current_first(found.evidence, self.store))
         return Answer(
             draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name, used=draft.used
         )
