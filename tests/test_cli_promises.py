@@ -139,3 +139,105 @@ def test_a_progress_line_before_the_first_report_says_starting() -> None:
     assert "starting" in line
     bar(128, 512)
     assert "128/512" in buf.getvalue().splitlines()[-1]
+
+
+# -- 8. one shape per thing ---------------------------------------------------------------------------------
+def test_a_forget_preview_has_one_shape_in_the_cli_and_over_http(
+    capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from dualmem.server import ServerSettings, create_app
+    from dualmem.server.keys import KeyStore
+    from test_server import auth
+
+    code, out, _ = cli(
+        capsys, "--db", db, "--user", "mira", "forget", "--speaker", "jon", "--dry-run", "--json"
+    )
+    assert code == 0
+    from_cli = json.loads(out)
+    with Memory.open(db, embedder="hashing") as mem:
+        keys = KeyStore.open(tmp_path / "m.keys.db")
+        app = create_app(mem, keys=keys, settings=ServerSettings(rate_limit=None, consolidate_every=0))
+        with TestClient(app) as client:
+            response = client.post("/v1/forget/preview", json={"speaker": "jon"}, headers=auth(keys, "mira"))
+        keys.close()
+    assert response.status_code == 200
+    assert from_cli == response.json()
+    assert from_cli["would_forget"] == 2
+    assert {n["at"] for n in from_cli["items"]} == {"2024-05-10T10:00:00Z", "2024-05-11T10:00:00Z"}
+
+
+def test_list_tells_replaced_memories_apart_and_filters_by_status(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    base = ("--db", db, "--user", "mira")
+    _, out, _ = cli(capsys, *base, "list")
+    old = next(n["id"] for n in json.loads(out)["items"] if n["content"] == "Jon moved to Oslo.")
+    code, out, _ = cli(capsys, *base, "update", old, "Jon moved to Bergen.", "--at", "2024-06-01")
+    new = json.loads(out)["new"]
+    code, out, _ = cli(capsys, *base, "list", "--status", "superseded")
+    assert (code, [n["id"] for n in json.loads(out)["items"]]) == (0, [old])
+    code, out, _ = cli(capsys, *base, "list", "--status", "current")
+    current = [n["id"] for n in json.loads(out)["items"]]
+    assert new in current
+    assert old not in current
+    assert len(current) == 4
+    code, out, _ = cli(capsys, *base, "list", "--status", "pending")
+    assert json.loads(out)["items"] == []
+    code, out, _ = cli(capsys, *base, "list", "--format", "human")
+    line = next(x for x in out.splitlines() if x.startswith(old))
+    assert line.endswith("[superseded 2024-06-01]")
+    assert not next(x for x in out.splitlines() if x.startswith(new)).endswith("]")
+
+
+def test_list_memories_refuses_an_unknown_status(tmp_path: Path) -> None:
+    from dualmem.errors import InvalidInput
+
+    with Memory.open(tmp_path / "s.db", embedder="hashing") as mem, pytest.raises(InvalidInput):
+        mem.list_memories(user="u", status="done")  # type: ignore[arg-type]
+
+
+def test_the_answer_json_says_which_memories_it_quotes(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    code, out, _ = cli(capsys, "--db", db, "--user", "mira", "ask", "What does Mira ride?", "--json")
+    doc = json.loads(out)
+    assert code == 0
+    assert not doc["abstained"]
+    assert doc["used"]
+    assert doc["used"][0] in {e["node"]["id"] for e in doc["evidence"]}
+
+
+def test_supersession_edges_are_not_counted_as_temporal_edges(tmp_path: Path) -> None:
+    from dualmem.control import create_controller
+    from dualmem.embed import create_embedder
+    from dualmem.plane.memory import InMemoryStore
+
+    for store in ("sqlite", "memory"):
+        if store == "sqlite":
+            opened = Memory.open(tmp_path / "v.db", embedder="hashing")
+        else:
+            opened = Memory(
+                InMemoryStore(), create_embedder("hashing"), create_controller("builtin"), answerer=None
+            )
+        with opened as mem:
+            old = mem.add("Jon lives in Oslo.", user="jon", at="2024-05-01")
+            before = mem.stats(user="jon")
+            mem.update(old, "Jon lives in Bergen.", user="jon", at="2024-06-01")
+            after = mem.stats(user="jon")
+            assert after["edges_by_view"]["temporal"] == before["edges_by_view"]["temporal"], store
+            assert (before["supersessions"], after["supersessions"]) == (0, 1), store
+
+
+def test_inspect_names_the_other_memory_of_a_pair_decision(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    base = ("--db", db, "--user", "mira")
+    _, out, _ = cli(capsys, *base, "list")
+    last = json.loads(out)["items"][-1]["id"]
+    code, out, _ = cli(capsys, *base, "inspect", last, "--json")
+    pairs = [d for d in json.loads(out)["decisions"] if d["other_id"]]
+    assert code == 0
+    assert pairs, "the write judged its pairs with earlier memories"
+    code, out, _ = cli(capsys, *base, "inspect", last, "--format", "human")
+    rows = [line for line in out.splitlines() if line.startswith("  ") and pairs[0]["key"] in line]
+    assert any(f"(with {pairs[0]['other_id']})" in row for row in rows)

@@ -112,6 +112,13 @@ def _register_reads(
     )
     p.add_argument("--limit", type=int, default=100, help="memories to print at most (default 100)")
     p.add_argument("--offset", type=int, default=0, help="memories to skip first (default 0)")
+    p.add_argument(
+        "--status",
+        choices=["current", "superseded", "pending", "complete", "all"],
+        default="all",
+        help="current: not superseded by a later version; superseded: an older version (valid_to set); "
+        "pending: a write a controller outage left unfinished; complete: not pending; all (default)",
+    )
     p.set_defaults(handler=cmd_list, render=render.render_list)
 
     p = sub.add_parser("stats", help="the tenant's counts of nodes, edges by view, entities", parents=tenant)
@@ -135,9 +142,18 @@ def _register_reads(
     p.set_defaults(handler=cmd_inspect, render=render.render_inspect)
 
     p = sub.add_parser(
-        "repair", help="complete the tenant's writes left pending by a controller outage", parents=tenant
+        "repair",
+        help="complete the tenant's writes left pending by a controller outage; --views: give older "
+        "memories the edges of views turned on since",
+        parents=tenant,
     )
     p.add_argument("--all-users", action="store_true", help="admin: repair every tenant of the database")
+    p.add_argument(
+        "--views",
+        action="store_true",
+        help="also add the edges of the profile's views (e.g. --profile views) that memories written "
+        "while those views were off do not have",
+    )
     p.set_defaults(handler=cmd_repair, render=render.render_fields)
 
 
@@ -266,7 +282,8 @@ def cmd_list(args: argparse.Namespace) -> dict[str, Any]:
         raise InvalidInput("--limit must be at least 1")
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
-        nodes = scope.list_memories(where=where, limit=args.limit + 1, offset=args.offset)
+        status = None if args.status == "all" else args.status
+        nodes = scope.list_memories(where=where, limit=args.limit + 1, offset=args.offset, status=status)
         if not nodes and not args.offset:
             note_if_empty(mem, args)
         return node_list(nodes, limit=args.limit, offset=args.offset).model_dump(mode="json")
@@ -302,7 +319,19 @@ def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
         report = mem.repair_all() if args.all_users else scope_of(mem, args).repair()
-        return {"repaired": len(report.ids) - len(report.pending), "still_pending": len(report.pending)}
+        out: dict[str, Any] = {
+            "repaired": len(report.ids) - len(report.pending),
+            "still_pending": len(report.pending),
+        }
+        if args.views:
+            if not mem.profile.write.views:
+                raise InvalidInput(
+                    f"the profile {mem.profile.name!r} writes no view edges",
+                    hint="pass --profile views (the database then keeps it) or a profile with write.views",
+                )
+            filled = mem.backfill_views() if args.all_users else scope_of(mem, args).backfill_views()
+            out["views"] = filled.to_json()
+        return out
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:

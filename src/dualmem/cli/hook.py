@@ -239,19 +239,18 @@ def lexical(store: MemoryStore, tenant: Tenant, text: str, k: int) -> list[Node]
 
 def _adaptive(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
     from dualmem.cli.options import controller_options, embedder_options
-    from dualmem.config import Profile
     from dualmem.memory import Memory, OpenOptions
 
     path = _db_path(args)
-    base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
     options = OpenOptions(
         controller=controller_options(args),
         embedder=embedder_options(args),
         lock_timeout=min(1.0, args.lock_timeout),
+        profile_changes={"write__consolidation": "off"},  # the database's profile otherwise (issue 49)
     )
     with Memory.open(
         path, embedder=args.embedder, controller=args.controller, answerer=None,
-        profile=base.with_(write__consolidation="off"), options=options,
+        profile=args.profile or None, options=options,
     ) as mem:  # fmt: skip
         found = mem.search(text, user=tenant.user, agent=tenant.agent, run=tenant.run, k=k)
     return [e.node for e in found.evidence if e.node.valid_to is None]

@@ -124,9 +124,10 @@ def cmd_forget(args: argparse.Namespace) -> dict[str, Any]:
     matching = None if args.all or args.id is not None else where
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
-        if args.dry_run:
-            doomed = scope.would_forget(args.id, where=matching)
-            return {"dry_run": True, "would_forget": len(doomed), "memories": [_preview(n) for n in doomed]}
+        if args.dry_run:  # HTTP POST /v1/forget/preview's document
+            from dualmem.server.schemas import would_forget_out
+
+            return would_forget_out(scope.would_forget(args.id, where=matching)).model_dump(mode="json")
         if args.id is None and not args.yes and not _confirmed(scope.would_forget(where=matching), args):
             print("dualmem: nothing forgotten", file=sys.stderr)
             return {"forgotten": 0}
@@ -137,15 +138,6 @@ def cmd_forget(args: argparse.Namespace) -> dict[str, Any]:
         else:
             removed = scope.forget(where=where)
         return {"forgotten": removed}
-
-
-def _preview(node: Node) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "at": node.at.isoformat() if node.at else None,
-        "speaker": node.speaker,
-        "preview": truncate(node.content, 80),
-    }
 
 
 def _what(args: argparse.Namespace) -> str:

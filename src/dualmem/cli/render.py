@@ -65,6 +65,13 @@ def _date(node: Mapping[str, Any]) -> str:
     return str(at)[:10] if at else "-"
 
 
+def _state(node: Mapping[str, Any]) -> str:
+    """What a line adds after a memory that is not simply current: superseded (with when) or pending."""
+    if node.get("valid_to"):
+        return f"  [superseded {str(node['valid_to'])[:10]}]"
+    return "  [pending]" if node.get("status") == "pending" else ""
+
+
 def _who(node: Mapping[str, Any]) -> str:
     return str(node.get("speaker") or "-")
 
@@ -116,7 +123,8 @@ def render_list(data: Mapping[str, Any]) -> str:
     lines = []
     for n in nodes:
         head = f"{n['id']}  {_date(n)}  {_who(n)}: "
-        lines.append(head + truncate(str(n["content"]), _width() - len(head)))
+        mark = _state(n)
+        lines.append(head + truncate(str(n["content"]), _width() - len(head) - len(mark)) + mark)
     if data.get("next_offset") is not None:
         lines.append(f"(more: --offset {data['next_offset']})")
     return "\n".join(lines)
@@ -136,7 +144,9 @@ def render_inspect(data: Mapping[str, Any]) -> str:
     lines += [f"  {e['view']:<9} {e['label']:<12} {e['source']} -> {e['target']}" for e in data["edges"]]
     lines.append(f"decisions ({len(data['decisions'])}):")
     lines += [
-        f"  {d['purpose']:<13} {d['key']:<28} {d['value']:.3f}" + (f" {d['label']}" if d.get("label") else "")
+        f"  {d['purpose']:<13} {d['key']:<28} {d['value']:.3f}"
+        + (f" {d['label']}" if d.get("label") else "")
+        + (f" (with {d['other_id']})" if d.get("other_id") else "")  # a pair decision's other memory
         for d in data["decisions"]
     ]
     return "\n".join(lines)
@@ -185,14 +195,14 @@ def render_demo(data: Mapping[str, Any]) -> str:
 
 def render_forget(data: Mapping[str, Any]) -> str:
     """``forgotten: N``, or for ``--dry-run`` the memories that would go (nothing was forgotten)."""
-    if not data.get("dry_run"):
+    if "would_forget" not in data:
         return render_fields(data)
-    memories: Sequence[Mapping[str, Any]] = data["memories"]
+    memories: Sequence[Mapping[str, Any]] = data["items"]
     count = data["would_forget"]
     lines = [f"would forget {count} {'memory' if count == 1 else 'memories'} (dry run: nothing forgotten)"]
     for n in memories:
         head = f"  {n['id']}  {_date(n)}  {_who(n)}: "
-        lines.append(head + truncate(str(n["preview"]), _width() - len(head)))
+        lines.append(head + truncate(str(n["content"]), _width() - len(head)))
     return "\n".join(lines)
 
 

@@ -51,28 +51,28 @@ def is_loopback(host: str) -> bool:
 
 
 def open_service_memory(args: argparse.Namespace) -> Memory:
-    """The memory as ``open_memory`` builds it, but consolidation is the service's (profile "off")."""
+    """The memory as ``open_memory`` builds it (``--profile``, else the database's stored profile,
+    else the default), but consolidation is the service's (profile "off" for this open only)."""
     from dualmem.cli.options import default_db
-    from dualmem.config import Profile
     from dualmem.memory import Memory, OpenOptions
 
     path = args.db or default_db()
     if path != ":memory:" and "://" not in path:
         path = str(Path(path).expanduser())
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
     options = OpenOptions(
         controller=controller_options(args),
         answerer=answerer_options(args.answerer),
         embedder=embedder_options(args),
         lock_timeout=args.lock_timeout,
+        profile_changes={"write__consolidation": "off"},
     )
     return Memory.open(
         path,
         embedder=args.embedder,
         controller=args.controller,
         answerer=args.answerer,
-        profile=base.with_(write__consolidation="off"),
+        profile=args.profile or None,
         options=options,
     )
 
