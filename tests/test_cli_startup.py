@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,17 @@ def test_the_parsers_copies_of_core_constants_agree() -> None:
     assert commands.MAX_K == MAX_K
     assert backend.DEBIAS_MODES == DEBIAS_MODES
     assert bench.ALL_SYSTEMS == ALL_SYSTEMS
+
+
+def test_a_command_that_embeds_nothing_loads_no_model(tmp_path: Path) -> None:
+    """The MiniLM model is loaded on first use: ``list``, ``get``, ``stats`` on a MiniLM database
+    import neither onnxruntime nor tokenizers (a search or an add does)."""
+    db = str(tmp_path / "m.db")
+    run = "from dualmem.cli.main import main\nassert main([{args}]) == 0"
+    add = run.format(args=repr(["-q", "--db", db, "--user", "u", "add", "Mira rides a blue bike."])[1:-1])
+    assert "onnxruntime" in _loaded(add)  # the write embedded the text
+    for command in (["list"], ["stats"]):
+        code = run.format(args=repr(["-q", "--db", db, "--user", "u", *command])[1:-1])
+        loaded = _loaded(code)
+        assert "onnxruntime" not in loaded, command
+        assert "tokenizers" not in loaded, command
