@@ -81,7 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_llm_arguments(parser)
     parser.add_argument(
-        "--profile", default=None, help="profile preset (paper, builtin, jev, llm) or a profile .json file"
+        "--profile",
+        default=None,
+        help="profile preset (builtin: the default; views: the default with the paper's four views; "
+        "paper: Appendix B exactly, no update detection; dualmem, jev, llm) or a profile .json file; "
+        "the database keeps the first one given and later calls without --profile use it",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
     parser.add_argument(
