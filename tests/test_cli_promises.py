@@ -241,3 +241,25 @@ def test_inspect_names_the_other_memory_of_a_pair_decision(
     code, out, _ = cli(capsys, *base, "inspect", last, "--format", "human")
     rows = [line for line in out.splitlines() if line.startswith("  ") and pairs[0]["key"] in line]
     assert any(f"(with {pairs[0]['other_id']})" in row for row in rows)
+
+
+def test_postgres_counts_supersession_edges_apart_too(pg_dsn: str) -> None:
+    import os
+
+    import psycopg
+    from psycopg import sql
+
+    from pg_server import with_schema
+
+    schema = f"versions_{os.getpid()}"
+    try:
+        with Memory.open(with_schema(pg_dsn, schema), embedder="hashing", answerer=None) as mem:
+            old = mem.add("Jon lives in Oslo.", user="jon", at="2024-05-01")
+            before = mem.stats(user="jon")
+            mem.update(old, "Jon lives in Bergen.", user="jon", at="2024-06-01")
+            after = mem.stats(user="jon")
+        assert after["edges_by_view"]["temporal"] == before["edges_by_view"]["temporal"]
+        assert (before["supersessions"], after["supersessions"]) == (0, 1)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
