@@ -137,8 +137,7 @@ def _accept_global_options(parser: argparse.ArgumentParser) -> None:
             if isinstance(action, argparse._SubParsersAction):
                 for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
                     for option in globals_:
-                        taken = sub_parser_options(child)
-                        if any(name in taken for name in option.option_strings):
+                        if any(name in child._option_string_actions for name in option.option_strings):
                             continue
                         copy = copy_module.copy(option)
                         copy.default = argparse.SUPPRESS
@@ -147,10 +146,6 @@ def _accept_global_options(parser: argparse.ArgumentParser) -> None:
                     visit(child)
 
     visit(parser)
-
-
-def sub_parser_options(parser: argparse.ArgumentParser) -> set[str]:
-    return set(parser._option_string_actions)
 
 
 class Parser(argparse.ArgumentParser):
