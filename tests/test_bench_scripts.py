@@ -32,6 +32,7 @@ SCRIPTS = [
     "add_latency.py",
     "answer_quality.py",  # its tiny run: tests/test_answer_quality_bench.py
     "builtin_decisions.py",
+    "cli_startup.py",
     "consolidation_locomo.py",
     "crash.py",
     "embed_throughput.py",
@@ -114,6 +115,14 @@ def test_builtin_decisions() -> None:
     for kind in ("relations", "traversal", "stopping", "routing", "typing"):
         for temp in ("cold", "warm"):
             assert f"{kind}_{temp}" in report
+
+
+def test_cli_startup() -> None:
+    argv = ["--runs", "1", "--warmup", "0", "--notes", "2", "--embedder", "hashing"]
+    report = _script("cli_startup.py", *argv)
+    assert set(report["results"]) == {"python", "import dualmem", "dualmem --version", "dualmem search"}
+    for case in report["results"].values():
+        assert case["installed"]["wall_median_s"] > 0
 
 
 def test_consolidation_locomo(slice26: Path) -> None:

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 from dualmem import _json as bounded_json
 from dualmem.cli.hook_capture import quietly
 from dualmem.errors import ConfigError, InvalidInput, NotFound
-from dualmem.types import Node, Tenant
 
 if TYPE_CHECKING:
     from dualmem.embed.base import Matrix
     from dualmem.memory import Memory
+    from dualmem.types import Node, Tenant
 
 __all__ = ["HookInput", "read_input", "register"]
 
@@ -190,6 +190,7 @@ def _habit(n: Node) -> float:
 
 def _tenant(args: argparse.Namespace) -> Tenant:
     from dualmem.cli.options import tenant_user
+    from dualmem.types import Tenant
 
     return Tenant(tenant_user(args), args.agent, args.run)
 
@@ -245,19 +246,18 @@ def _search(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list
 
 def _adaptive(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
     from dualmem.cli.options import controller_options, embedder_options
-    from dualmem.config import Profile
     from dualmem.memory import Memory, OpenOptions
 
     path = _db_path(args)
-    base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
     options = OpenOptions(
         controller=controller_options(args),
         embedder=embedder_options(args),
         lock_timeout=min(1.0, args.lock_timeout),
+        profile_changes={"write__consolidation": "off"},  # the database's profile otherwise (issue 49)
     )
     with Memory.open(
         path, embedder=args.embedder, controller=args.controller, answerer=None,
-        profile=base.with_(write__consolidation="off"), options=options,
+        profile=args.profile or None, options=options,
     ) as mem:  # fmt: skip
         found = mem.search(text, user=tenant.user, agent=tenant.agent, run=tenant.run, k=k)
     return [e.node for e in found.evidence if e.node.valid_to is None]

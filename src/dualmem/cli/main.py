@@ -11,9 +11,11 @@ OpenAI-compatible controller (``dualmem.cli.backend``), ``DUALMEM_CHAT_URL``/``D
 from __future__ import annotations
 
 import argparse
+import copy as copy_module
 import difflib
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -86,7 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_llm_arguments(parser)
     parser.add_argument(
-        "--profile", default=None, help="profile preset (paper, builtin, jev, llm) or a profile .json file"
+        "--profile",
+        default=None,
+        help="profile preset (builtin: the default; views: the default with the paper's four views; "
+        "paper: Appendix B exactly, no update detection; dualmem, jev, llm) or a profile .json file; "
+        "the database keeps the first one given and later calls without --profile use it",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
     parser.add_argument(
@@ -118,7 +124,36 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.register(sub)
     hook.register(sub)
     doctor.register(sub)
+    _accept_global_options(parser)
     return parser
+
+
+def _accept_global_options(parser: argparse.ArgumentParser) -> None:
+    """Let every subcommand (nested ones too) take the global options after its name:
+    ``dualmem search x --db m.db`` is ``dualmem --db m.db search x``. A copy of each global option
+    is added to each subcommand that has no option of the same name (``bench locomo --embedder``
+    keeps its own), hidden from its help and defaulting to ``SUPPRESS``: given after the command it
+    overrides the value given (or defaulted) before it; not given, it changes nothing."""
+    globals_ = [
+        a
+        for a in parser._actions
+        if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))
+    ]
+
+    def visit(sub_parser: argparse.ArgumentParser) -> None:
+        for action in sub_parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                    for option in globals_:
+                        if any(name in child._option_string_actions for name in option.option_strings):
+                            continue
+                        copy = copy_module.copy(option)
+                        copy.default = argparse.SUPPRESS
+                        copy.help = argparse.SUPPRESS
+                        child._add_action(copy)
+                    visit(child)
+
+    visit(parser)
 
 
 class Parser(argparse.ArgumentParser):
@@ -258,7 +293,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = result.data
     if result is not None:
         human = render is not None and human_output(args, default=getattr(args, "human_default", None))
-        emit(render(result) if human and render is not None and isinstance(result, dict) else result)
+        try:
+            emit(render(result) if human and render is not None and isinstance(result, dict) else result)
+        except BrokenPipeError:
+            # the reader stopped reading (`dualmem search x | head -1`): not an error of this command.
+            # stdout goes to /dev/null so the interpreter's final flush does not fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
     return code
 
 

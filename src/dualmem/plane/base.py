@@ -207,10 +207,19 @@ class StoreStats:
     entities: int
     embedder: str | None
     dim: int | None
+    #: ``superseded_by`` edges (an update's link to the version it replaced): stored in the temporal
+    #: view's table, but bookkeeping of versions, not a temporal relation, so not in ``edges_by_view``
+    supersessions: int = 0
 
     @classmethod
     def of(
-        cls, nodes: int, pending: int, edges_by_view: Mapping[View, int], entities: int, bound: JSONValue
+        cls,
+        nodes: int,
+        pending: int,
+        edges_by_view: Mapping[View, int],
+        entities: int,
+        bound: JSONValue,
+        supersessions: int = 0,
     ) -> StoreStats:
         """The stats of counts and the store's ``embedder`` meta value (``bind_embedder``)."""
         info = bound if isinstance(bound, dict) else {}
@@ -222,6 +231,7 @@ class StoreStats:
             entities=int(entities),
             embedder=name if isinstance(name, str) else None,
             dim=dim if isinstance(dim, int) else None,
+            supersessions=int(supersessions),
         )
 
 

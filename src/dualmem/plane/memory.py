@@ -471,14 +471,18 @@ class InMemoryStore(StoreBase):
         nodes = self._covered(tenant)
         ids = {n.id for n in nodes}
         by_view = dict.fromkeys(VIEWS, 0)
+        supersessions = 0
         with self._lock:
             for edge in self._edges.values():
-                if edge.source in ids:
+                if edge.source in ids and edge.label == "superseded_by":
+                    supersessions += 1
+                elif edge.source in ids:
                     by_view[edge.view] += 1
         entities = {(n.tenant.user, codec.entity_key(e)) for n in nodes for e in n.entities}
         entities = {item for item in entities if item[1]}
         pending = sum(1 for n in nodes if n.status == "pending")
-        return StoreStats.of(len(nodes), pending, by_view, len(entities), self.get_meta("embedder"))
+        meta = self.get_meta("embedder")
+        return StoreStats.of(len(nodes), pending, by_view, len(entities), meta, supersessions)
 
     def users(self) -> list[str]:
         return sorted({n.tenant.user for n in self._covered(None)})

@@ -701,14 +701,18 @@ class PostgresStore(StoreBase):
                 ).fetchone(),
             )
             by_view = dict.fromkeys(VIEWS, 0)
-            for view, count in conn.execute(
+            supersessions = 0
+            for view, versions, count in conn.execute(
                 pgsql.SQL(
-                    "SELECT e.view, count(*) FROM edges e JOIN nodes n ON n.user_id = e.user_id "
-                    "AND n.id = e.source WHERE {} GROUP BY e.view"
+                    "SELECT e.view, e.label = 'superseded_by', count(*) FROM edges e JOIN nodes n "
+                    "ON n.user_id = e.user_id AND n.id = e.source WHERE {} GROUP BY 1, 2"
                 ).format(where),
                 params,
             ):
-                by_view[view] = int(count)
+                if versions:
+                    supersessions += int(count)
+                else:
+                    by_view[view] = int(count)
             entities = cast(
                 tuple[int],
                 conn.execute(
@@ -720,7 +724,7 @@ class PostgresStore(StoreBase):
                 ).fetchone(),
             )[0]
             bound = self._get_meta(conn, "embedder")
-        return StoreStats.of(nodes, pending, by_view, entities, bound)
+        return StoreStats.of(nodes, pending, by_view, entities, bound, supersessions)
 
     # -- idempotency keys -------------------------------------------------------------------
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:

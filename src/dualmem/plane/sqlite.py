@@ -731,15 +731,19 @@ class SQLiteStore(StoreBase):
                 f"SELECT COUNT(*), COALESCE(SUM(n.status = 'pending'), 0) FROM nodes n WHERE {where}", params
             ).fetchone()
             by_view = dict.fromkeys(VIEWS, 0)
-            for view, count in self._conn.execute(
-                f"SELECT e.view, COUNT(*) FROM edges e JOIN nodes n ON n.seq = e.src WHERE {where} "
-                "GROUP BY e.view",
+            supersessions = 0
+            for view, versions, count in self._conn.execute(
+                "SELECT e.view, e.label = 'superseded_by', COUNT(*) FROM edges e "
+                f"JOIN nodes n ON n.seq = e.src WHERE {where} GROUP BY 1, 2",
                 params,
             ):
-                by_view[view] = int(count)
+                if versions:
+                    supersessions += int(count)
+                else:
+                    by_view[view] = int(count)
             entities = self._conn.execute(*_entity_count(tenant)).fetchone()[0]
             bound = self.get_meta("embedder")
-        return StoreStats.of(nodes, pending, by_view, entities, bound)
+        return StoreStats.of(nodes, pending, by_view, entities, bound, supersessions)
 
     def tenant_counts(self) -> list[tuple[Tenant, int]]:
         with self._lock, self.snapshot(), sql.translated("count tenants"):
