@@ -32,9 +32,11 @@ SCRIPTS = [
     "add_latency.py",
     "answer_quality.py",  # its tiny run: tests/test_answer_quality_bench.py
     "builtin_decisions.py",
+    "cli_startup.py",
     "consolidation_locomo.py",
     "crash.py",
     "embed_throughput.py",
+    "forget_cost.py",
     "hook_latency.py",
     "ingest_locomo.py",
     "ingest_long.py",
@@ -117,6 +119,14 @@ def test_builtin_decisions() -> None:
             assert f"{kind}_{temp}" in report
 
 
+def test_cli_startup() -> None:
+    argv = ["--runs", "1", "--warmup", "0", "--notes", "2", "--embedder", "hashing"]
+    report = _script("cli_startup.py", *argv)
+    assert set(report["results"]) == {"python", "import dualmem", "dualmem --version", "dualmem search"}
+    for case in report["results"].values():
+        assert case["installed"]["wall_median_s"] > 0
+
+
 def test_consolidation_locomo(slice26: Path) -> None:
     report = _script("consolidation_locomo.py", "--data", str(slice26))
     assert report["on"]["passes"] >= 1  # 35 turns: a pass every 20 writes
@@ -182,6 +192,13 @@ def test_postgres_vs_sqlite(slice26: Path, tmp_path: Path, pg_dsn: str) -> None:
     report = _script("postgres_vs_sqlite.py", *argv)
     assert report["conversations"] == ["conv-26"]
     assert {"locomo", "hnsw_locomo", "scale"} <= set(report)
+
+
+def test_forget_cost() -> None:
+    report = _script("forget_cost.py", "--sizes", "300", "--forgets", "3")
+    assert report["memories"] == 300
+    assert report["entities"] > 0
+    assert {"shipped_p50_ms", "baseline_p50_ms", "ratio_p50"} <= set(report)
 
 
 def test_pg_erase_cost() -> None:

@@ -23,7 +23,7 @@ from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
 from dualmem.plane._vectors import UserVectors
-from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import CheckReport, Problem
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -187,8 +187,7 @@ class InMemoryStore(StoreBase):
         stored = [self._canonical(node, vec) for node, vec in zip(nodes, vectors, strict=True)]
         with self._lock:
             known = {node.id for node in nodes if node.id in self._nodes}
-            if known or len({node.id for node in nodes}) != len(nodes):
-                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            refuse_known_or_repeated([node.id for node in nodes], known)
             self._check_dims(vectors)
             self._contexts.clear()
             for node in stored:
@@ -497,14 +496,18 @@ class InMemoryStore(StoreBase):
         nodes = self._covered(tenant)
         ids = {n.id for n in nodes}
         by_view = dict.fromkeys(VIEWS, 0)
+        supersessions = 0
         with self._lock:
             for edge in self._edges.values():
-                if edge.source in ids:
+                if edge.source in ids and edge.label == "superseded_by":
+                    supersessions += 1
+                elif edge.source in ids:
                     by_view[edge.view] += 1
         entities = {(n.tenant.user, codec.entity_key(e)) for n in nodes for e in n.entities}
         entities = {item for item in entities if item[1]}
         pending = sum(1 for n in nodes if n.status == "pending")
-        return StoreStats.of(len(nodes), pending, by_view, len(entities), self.get_meta("embedder"))
+        meta = self.get_meta("embedder")
+        return StoreStats.of(len(nodes), pending, by_view, len(entities), meta, supersessions)
 
     def users(self) -> list[str]:
         return sorted({n.tenant.user for n in self._covered(None)})

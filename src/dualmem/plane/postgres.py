@@ -34,7 +34,7 @@ from dualmem.plane import _pg_vectors as vectors
 from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, check_edges
 from dualmem.plane._pg_lexical import PgLexical
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
-from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import RULE_NOTICE, CheckReport, Problem
 from dualmem.plane.erase import EraseReport, erase_postgres
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
@@ -326,8 +326,7 @@ class PostgresStore(StoreBase):
         with self._write("store nodes") as conn:
             self._check_dims(conn, vectors)
             known = self._users_of(conn, ids)
-            if known or len(set(ids)) != len(ids):
-                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            refuse_known_or_repeated([node.id for node in nodes], set(known))
             with conn.cursor() as cur:
                 cur.executemany(sql.INSERT_NODE + " RETURNING seq", rows, returning=True)
                 seqs = []
@@ -755,14 +754,18 @@ class PostgresStore(StoreBase):
                 ).fetchone(),
             )
             by_view = dict.fromkeys(VIEWS, 0)
-            for view, count in conn.execute(
+            supersessions = 0
+            for view, versions, count in conn.execute(
                 pgsql.SQL(
-                    "SELECT e.view, count(*) FROM edges e JOIN nodes n ON n.user_id = e.user_id "
-                    "AND n.id = e.source WHERE {} GROUP BY e.view"
+                    "SELECT e.view, e.label = 'superseded_by', count(*) FROM edges e JOIN nodes n "
+                    "ON n.user_id = e.user_id AND n.id = e.source WHERE {} GROUP BY 1, 2"
                 ).format(where),
                 params,
             ):
-                by_view[view] = int(count)
+                if versions:
+                    supersessions += int(count)
+                else:
+                    by_view[view] = int(count)
             entities = cast(
                 tuple[int],
                 conn.execute(
@@ -774,7 +777,7 @@ class PostgresStore(StoreBase):
                 ).fetchone(),
             )[0]
             bound = self._get_meta(conn, "embedder")
-        return StoreStats.of(nodes, pending, by_view, entities, bound)
+        return StoreStats.of(nodes, pending, by_view, entities, bound, supersessions)
 
     # -- idempotency keys -------------------------------------------------------------------
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:

@@ -44,7 +44,14 @@ from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
-from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.base import (
+    Candidate,
+    Decision,
+    NodeContext,
+    StoreStats,
+    refuse_known_or_repeated,
+    tenant_order,
+)
 from dualmem.plane.erase import EraseReport
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
@@ -246,10 +253,20 @@ class SQLiteStore(StoreBase):
         )
 
     def _prune_entities(self) -> None:
-        self._conn.execute(
+        """Delete the entities no node names any more, and rebuild the entities' indexes if any went.
+
+        ``secure_delete`` zeroes a deleted index cell where it lies, but not the copies a rebalance
+        left in the unallocated gap of a page still in use (``rebuildPage`` rewrites a page's cells
+        without clearing what the old ones left): a forgotten name could stay there (issue 49; the
+        unique ``(user_id, name)`` index takes names in random order, so its pages are rebuilt
+        often). ``REINDEX`` writes the index anew from the live names and frees every old page, which
+        ``secure_delete`` zeroes (``tests/test_forget_index_pages.py``; cost in docs/storage.md)."""
+        gone = self._conn.execute(
             "DELETE FROM entities WHERE NOT EXISTS "
             "(SELECT 1 FROM node_entities ne WHERE ne.entity_id = entities.id)"
-        )
+        ).rowcount
+        if gone > 0:
+            self._conn.execute("REINDEX entities")
 
     def put_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
@@ -291,8 +308,7 @@ class SQLiteStore(StoreBase):
 
     def _insert_rows(self, nodes: Sequence[Node]) -> None:
         known = self._existing([node.id for node in nodes])
-        if known or len({node.id for node in nodes}) != len(nodes):
-            raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+        refuse_known_or_repeated([node.id for node in nodes], known)
         self._conn.executemany(
             f"INSERT INTO nodes VALUES (NULL, {sql.marks(len(codec.NODE_WRITE_COLUMNS))})",
             [sql.node_row(node) for node in nodes],
@@ -368,10 +384,13 @@ class SQLiteStore(StoreBase):
         ]
         self._conn.execute("DELETE FROM node_entities WHERE node_id = ?", (node.id,))
         self._link_entities([node])
+        gone = 0
         for chunk in sql.chunks(old):
-            self._conn.execute(
+            gone += self._conn.execute(
                 f"DELETE FROM entities WHERE id IN ({sql.marks(len(chunk))}) AND nodes <= 0", chunk
-            )
+            ).rowcount
+        if gone > 0:
+            self._conn.execute("REINDEX entities")  # see _prune_entities
 
     def _put_vector(self, node: Node, vector: Vector) -> None:
         """Store ``node``'s vector in an update (a no-op when it is the stored one)."""
@@ -732,15 +751,19 @@ class SQLiteStore(StoreBase):
                 f"SELECT COUNT(*), COALESCE(SUM(n.status = 'pending'), 0) FROM nodes n WHERE {where}", params
             ).fetchone()
             by_view = dict.fromkeys(VIEWS, 0)
-            for view, count in self._conn.execute(
-                f"SELECT e.view, COUNT(*) FROM edges e JOIN nodes n ON n.seq = e.src WHERE {where} "
-                "GROUP BY e.view",
+            supersessions = 0
+            for view, versions, count in self._conn.execute(
+                "SELECT e.view, e.label = 'superseded_by', COUNT(*) FROM edges e "
+                f"JOIN nodes n ON n.seq = e.src WHERE {where} GROUP BY 1, 2",
                 params,
             ):
-                by_view[view] = int(count)
+                if versions:
+                    supersessions += int(count)
+                else:
+                    by_view[view] = int(count)
             entities = self._conn.execute(*_entity_count(tenant)).fetchone()[0]
             bound = self.get_meta("embedder")
-        return StoreStats.of(nodes, pending, by_view, entities, bound)
+        return StoreStats.of(nodes, pending, by_view, entities, bound, supersessions)
 
     def tenant_counts(self) -> list[tuple[Tenant, int]]:
         with self._lock, self.snapshot(), sql.translated("count tenants"):
