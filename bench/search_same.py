@@ -20,17 +20,27 @@ replaced by its turn id, creation stamps dropped, records sorted) so that two bu
 conversation by two code trees can be compared with ``compare`` or ``cmp``:
 
     python bench/search_same.py stored /tmp/x/main.jsonl --out /tmp/x/main.stored.json
+
+``build`` writes such a database (and each conversation's export) from conversation files with one
+tree's write path (``add_many`` per conversation, the builtin profile and controller, consolidation
+inline so that two runs hold the same decisions; the user id is the conversation's id), so the same
+file can then be dumped by both trees, and two trees' builds compared by ``stored``:
+
+    PYTHONPATH=/work/main/src python bench/search_same.py build --conversation <file> \
+        --embedder minilm --db /tmp/x/main.db --export /tmp/x/main.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import re
 import sys
 from pathlib import Path
 
+from dualmem import Profile
 from dualmem.conversations import load_conversations
 from dualmem.embed import create_embedder
 from dualmem.memory import Memory
@@ -85,11 +95,36 @@ def dump(args: argparse.Namespace) -> None:
     out = []
     with Memory.open(args.db, embedder=embedder, answerer=None, profile="builtin", read_only=True) as mem:
         mem.store.use_ann(mem.profile.ann_threshold)
+        mem.search(
+            "warm up", user=args.user, k=args.k
+        )  # the model loaded: no first search hits the time limit
         for query in queries:
             out.append(record(mem.search(query, user=args.user, k=args.k)))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out))
     print(f"{len(out)} searches -> {args.out}")
+
+
+def build(args: argparse.Namespace) -> None:
+    """A fresh database of every conversation of ``--conversation``; their exports, concatenated."""
+    convs = [conv for path in args.conversation for conv in load_conversations(path)]
+    embedder = create_embedder(args.embedder)
+    base = Profile.named("builtin")  # consolidation inline: its passes land where the adds put them
+    profile = dataclasses.replace(
+        base, write=dataclasses.replace(base.write, consolidation=args.consolidation)
+    )
+    with Memory.open(args.db, embedder=embedder, controller="builtin", profile=profile) as mem:
+        lines: list[str] = []
+        for conv in convs:
+            mem.add_many(conv.observations, user=conv.id)
+        if args.export is not None:
+            for conv in convs:
+                part = args.export.with_name(f"{args.export.name}.{conv.id}")
+                mem.export_jsonl(part, user=conv.id)
+                lines += part.read_text().splitlines()
+                part.unlink()
+            args.export.write_text("".join(line + "\n" for line in lines))
+    print(f"{sum(len(c.observations) for c in convs)} turns of {len(convs)} conversations -> {args.db}")
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -147,6 +182,17 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--k", type=int, default=10)
+    b = sub.add_parser("build", help="write a database of a conversation file (and its export)")
+    b.add_argument("--conversation", type=Path, nargs="+", required=True, help="conversation files")
+    b.add_argument("--db", type=Path, required=True)
+    b.add_argument("--embedder", default="minilm")
+    b.add_argument("--export", type=Path, default=None)
+    b.add_argument(
+        "--consolidation",
+        default="inline",
+        choices=["inline", "background", "off"],
+        help="inline (the default): the same passes in every run; background's depend on timing",
+    )
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
@@ -156,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "dump":
         dump(args)
+        return 0
+    if args.command == "build":
+        build(args)
         return 0
     if args.command == "stored":
         stored(args)

@@ -45,6 +45,7 @@ from dualmem.reason.extractive import ExtractiveAnswerer
 from dualmem.types import VIEWS, Evidence, Node, Tenant
 from research.builds import views_profile
 from research.cv_reach import reach_systems
+from research.pools import QueryPool
 
 __all__ = ["ABLATIONS", "CVConfig", "CVResult", "QueryPool", "fit_ranker", "run_cv"]
 
@@ -77,26 +78,6 @@ class CVConfig:
     view_ablations: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "views", "expansion")
     reach: bool = True  # the views as learned reach features of the pool (dualmem.read.reach)
     view_limit: int | None = None  # view ablations on the first N questions of each held-out fold
-
-
-@dataclass(frozen=True, slots=True)
-class QueryPool:
-    """One question's pool (features, candidates' turn ids, labels) and the baselines' rankings."""
-
-    conversation: str
-    index: int
-    category: int | str
-    evidence: tuple[str, ...]
-    turn_ids: tuple[str, ...]
-    features: npt.NDArray[np.float64]
-    labels: npt.NDArray[np.float64]
-    neighbour_only: npt.NDArray[np.bool_]
-    baselines: Mapping[str, tuple[str, ...]]
-    pool_ms: float
-    handset_ms: float | None = None
-    contents: tuple[str, ...] = ()
-    speakers: tuple[str | None, ...] = ()
-    question: str = ""
 
 
 @dataclass(slots=True)

@@ -21,7 +21,7 @@ from dualmem.read.reach import REACH_FEATURES, Links, reach_features
 from dualmem.types import VIEWS
 
 if TYPE_CHECKING:
-    from research.cv import QueryPool
+    from research.pools import QueryPool
 
 __all__ = ["REACH_ANCHORS", "fit_reach", "multi_hop_need", "multi_hop_threshold", "reach_systems"]
 

@@ -32,12 +32,15 @@ SCRIPTS = [
     "add_latency.py",
     "answer_quality.py",  # its tiny run: tests/test_answer_quality_bench.py
     "builtin_decisions.py",
+    "cli_startup.py",
     "consolidation_locomo.py",
     "crash.py",
     "embed_throughput.py",
+    "forget_cost.py",
     "hook_latency.py",
     "ingest_locomo.py",
     "ingest_long.py",
+    "lexical_grams.py",
     "pg_erase_cost.py",
     "pool_latency.py",
     "postgres_vs_sqlite.py",
@@ -47,6 +50,7 @@ SCRIPTS = [
     "search_same.py",
     "serve_load.py",
     "text_throughput.py",
+    "tree_cost.py",
 ]
 SHELL = ["mutation.sh", "real_llm.sh"]
 
@@ -113,6 +117,14 @@ def test_builtin_decisions() -> None:
     for kind in ("relations", "traversal", "stopping", "routing", "typing"):
         for temp in ("cold", "warm"):
             assert f"{kind}_{temp}" in report
+
+
+def test_cli_startup() -> None:
+    argv = ["--runs", "1", "--warmup", "0", "--notes", "2", "--embedder", "hashing"]
+    report = _script("cli_startup.py", *argv)
+    assert set(report["results"]) == {"python", "import dualmem", "dualmem --version", "dualmem search"}
+    for case in report["results"].values():
+        assert case["installed"]["wall_median_s"] > 0
 
 
 def test_consolidation_locomo(slice26: Path) -> None:
@@ -182,6 +194,13 @@ def test_postgres_vs_sqlite(slice26: Path, tmp_path: Path, pg_dsn: str) -> None:
     assert {"locomo", "hnsw_locomo", "scale"} <= set(report)
 
 
+def test_forget_cost() -> None:
+    report = _script("forget_cost.py", "--sizes", "300", "--forgets", "3")
+    assert report["memories"] == 300
+    assert report["entities"] > 0
+    assert {"shipped_p50_ms", "baseline_p50_ms", "ratio_p50"} <= set(report)
+
+
 def test_pg_erase_cost() -> None:
     """Its own pgserver in a temp dir (a data directory to scan), a schema of 200 memories."""
     if postgres_disabled():
@@ -221,6 +240,31 @@ def test_serve_load(slice26: Path) -> None:
 def test_text_throughput(slice26: Path) -> None:
     report = _script("text_throughput.py", "--data", str(slice26), "--repeat", "1")
     assert report["turns"] == 35
+
+
+def test_lexical_grams(tmp_path: Path) -> None:
+    user = {
+        "id": "zh-01",
+        "sessions": [
+            {"date": "2025-03-03T19:00:00Z", "turns": [
+                {"id": "m1", "speaker": "user", "text": "我女儿叫朵朵，今年上小学二年级。"},
+                {"id": "m2", "speaker": "user", "text": "周末我们去了西湖边的咖啡店。"},
+            ]},
+        ],
+        "questions": [{"question": "女儿叫什么名字？", "answer": "朵朵", "evidence": ["m1"]}],
+    }  # fmt: skip
+    (tmp_path / "zh-01.json").write_text(json.dumps(user, ensure_ascii=False), encoding="utf-8")
+    report = _script("lexical_grams.py", "--corpus", str(tmp_path))
+    assert set(report) == {"zh"}
+    assert report["zh"]["bigrams"] == {"questions": 1.0, "r_at_needed": 1.0, "first_hit": 1.0}
+
+
+def test_tree_cost(slice26: Path) -> None:
+    argv = ["--trees", str(ROOT), str(ROOT), "--rounds", "1", "--turns", "3", "--questions", "2",
+            "--conversation", str(slice26 / "conv-26.json")]  # fmt: skip
+    report = _script("tree_cost.py", *argv)
+    assert report["workload"]["adds"] == 3
+    assert set(report["ratio_second_over_first"]) == {"write_cpu", "write_wall", "search_cpu", "search_wall"}
 
 
 def test_the_docs_name_only_scripts_that_exist() -> None:

@@ -72,15 +72,12 @@ def _to_v10(path: Path) -> dict[int, str]:
             seq: json.dumps(neighbours_json(decode_neighbours(text)), ensure_ascii=False)
             for seq, text in rows
         }
+        trigger = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'node_context_update'").fetchone()
         conn.execute("DROP TRIGGER node_context_update")  # keep the FTS5 rows as they are
         conn.executemany(
             "UPDATE node_context SET neighbours = ? WHERE seq = ?", [(t, s) for s, t in old.items()]
         )
-        conn.execute(
-            "CREATE TRIGGER node_context_update AFTER UPDATE ON node_context BEGIN INSERT INTO context_fts "
-            "(context_fts, rowid, text) VALUES ('delete', old.seq, old.text); INSERT INTO context_fts "
-            "(rowid, text) VALUES (new.seq, new.text); END"
-        )
+        conn.execute(trigger[0])
         conn.execute("DELETE FROM schema_migrations WHERE version = 11")
     conn.close()
     return old

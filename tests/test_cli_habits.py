@@ -80,10 +80,9 @@ def test_dry_run_shows_what_would_go_and_forgets_nothing(capsys: pytest.CaptureF
     assert code == 0
     plan = json.loads(out)
     # the old version goes with its correction: the same closure the forget removes
-    assert plan["dry_run"] is True
-    assert plan["would_forget"] == 3 == len(plan["memories"])
-    assert {m["id"] for m in plan["memories"]} == {ids["Jon likes tea."], ids["Jon moved to Oslo."], newest}
-    assert {m["preview"] for m in plan["memories"]} >= {"Jon likes tea.", "Jon moved to Bergen."}
+    assert plan["would_forget"] == 3 == len(plan["items"])  # HTTP's forget preview (issue 49)
+    assert {m["id"] for m in plan["items"]} == {ids["Jon likes tea."], ids["Jon moved to Oslo."], newest}
+    assert {m["content"] for m in plan["items"]} >= {"Jon likes tea.", "Jon moved to Bergen."}
     assert count(capsys, db) == 5
     code, out, _ = cli(capsys, *base, "forget", "--all", "--dry-run", "--format", "human")
     lines = out.splitlines()

@@ -121,7 +121,7 @@ def test_early_termination_reads_less_and_keeps_the_top_k(monkeypatch: pytest.Mo
         total = int(conn.execute("SELECT SUM(LENGTH(seqs)) / 4 FROM lex_blocks WHERE tbl = 0").fetchone()[0])
         for text in ("tomato garden", "quince zucchini recipe", "hiking mountain sunset camera"):
             words = content_tokens(text)
-            query = impact.Query(A.user, tuple(terms.stems(conn, words)), fts_or(words), 3, 10**9)
+            query = impact.Query(A.user, tuple(terms.stems(words)), fts_or(words), 3, 10**9)
             upto = impact.built(conn, "nodes_fts").upto  # type: ignore[union-attr]
             ranked = impact.top(conn, "nodes_fts", query, upto=upto, changed=[])
             assert ranked.settled
@@ -426,7 +426,7 @@ def test_a_purged_user_of_a_large_store_is_ranked_by_fts5_and_the_others_by_the_
 
 def _query(store: SQLiteStore, tenant: Tenant, text: str) -> impact.Query:
     words = list(dict.fromkeys(content_tokens(text)))
-    return impact.Query(tenant.user, tuple(terms.stems(store._conn, words)), fts_or(words), 5, 10**9)
+    return impact.Query(tenant.user, tuple(terms.stems(words)), fts_or(words), 5, 10**9)
 
 
 def test_with_steps_off_no_search_builds_the_index() -> None:

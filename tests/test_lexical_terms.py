@@ -12,7 +12,7 @@ from dualmem.plane import SQLiteStore
 from dualmem.plane import _codec as codec
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as terms
-from dualmem.text.lexical import fts_or
+from dualmem.text.lexical import fts_or, query_terms
 from dualmem.types import Node, Tenant
 
 USER = Tenant("u")
@@ -162,14 +162,14 @@ def test_below_min_docs_every_term_is_kept(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_stems_match_the_index_tokenizer(store: SQLiteStore) -> None:
-    conn = store._conn
-    assert terms.stems(conn, ["gardening", "Tomatoes", "zucchini", "..."]) == [
-        "garden",
-        "tomato",
-        "zucchini",
-        "",
+    words = query_terms("gardening Tomatoes zucchini ... Zoë'd")
+    assert words == ["gardening", "tomatoes", "zucchini", "zoe d"]
+    assert terms.stems(words) == ["garden", "tomato", "zucchini", "zoe"]
+    assert terms.tokens(["zoe d", ""]) == [("zoe", "d"), ()]
+    # each is what FTS5 indexes: the counts of the stems are FTS5's own matches
+    assert terms.doc_counts(store._conn, "nodes_fts", words[:3]) == [
+        _matches(store._conn, "nodes_fts", [w]) for w in words[:3]
     ]
-    assert terms.stems(conn, ["gardening"]) == ["garden"]  # the remembered answer is the same
 
 
 def test_decoded_tenants_are_shared_values() -> None:

@@ -202,3 +202,12 @@ async def test_dualmem_mcp_over_stdio(tmp_path: Path) -> None:
         assert [e["node"]["id"] for e in found["evidence"]] == [node]
     with Memory.open(tmp_path / "stdio.db", embedder="hashing") as mem:
         assert mem.get(node, user="mira").tenant == Tenant("mira")  # the tenant came from DUALMEM_USER
+
+
+@pytest.mark.anyio
+async def test_the_server_reports_dualmem_and_its_version(client: Client) -> None:
+    import dualmem
+
+    info = client.server_info
+    assert info is not None
+    assert (info.name, info.version) == ("dualmem", dualmem.__version__)  # issue 49: was ""

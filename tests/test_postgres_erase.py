@@ -10,10 +10,12 @@ are 24 bytes of the memory's embedding, and the other memories are found as befo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shutil
 import tempfile
+import urllib.parse
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +27,7 @@ import pytest
 from dualmem import Memory, Profile
 from dualmem.cli.main import main
 from dualmem.embed import Embedder
+from dualmem.errors import NotFound
 from pg_server import postgres_disabled, with_schema
 
 QUIET = Profile.builtin().with_(write__consolidation="off")
@@ -146,3 +149,129 @@ def test_erase_on_sqlite_truncates_the_wal(tmp_path: Path, capsys: pytest.Captur
     assert report["complete"] is True
     assert main(["--db", str(tmp_path / "missing.db"), "erase"]) == 2  # never creates a database
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_erase_after_a_forget_that_empties_the_tables_clears_their_samples(
+    own_server: tuple[str, Path], hashing: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49 item 1a: ANALYZE of an empty table keeps its old samples in ``pg_statistic``, so an
+    erase after ``forget_all`` (or the last memory of a table) must reset the statistics itself."""
+    import psycopg
+
+    dsn, data = own_server
+    entity = f"Quorblat{secrets.token_hex(4)}"
+    url = with_schema(dsn, "erase3")
+    with Memory.open(url, embedder=hashing, profile=QUIET) as mem:
+        # the canary is every memory's entity and a word of each: a most-common value of its columns
+        mem.add_many([f"{entity} watered the plants on day {i}." for i in range(60)], user="u")
+        sql(dsn, "ANALYZE", "CHECKPOINT")
+        assert hits(data, entity.encode())
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            sampled = conn.execute(
+                "SELECT count(*) FROM pg_stats WHERE schemaname = 'erase3' "
+                "AND (most_common_vals::text ILIKE %s OR histogram_bounds::text ILIKE %s)",
+                (f"%{entity}%", f"%{entity}%"),
+            ).fetchone()
+        assert sampled is not None
+        assert sampled[0] > 0, "ANALYZE sampled the canary"
+        assert mem.forget_all(user="u") == 60
+
+    code, report = erase(dsn, capsys, "erase3")
+    assert (code, report["complete"], report["problems"]) == (0, True, [])
+    assert hits(data, entity.encode()) == {}
+    assert hits(data, entity.lower().encode()) == {}  # the stemmed postings term
+    code, report = erase(dsn, capsys, "erase3")  # a second erase of an empty schema is complete too
+    assert (code, report["complete"]) == (0, True)
+
+
+def test_a_writer_idle_in_its_transaction_keeps_erase_from_claiming_complete(
+    own_server: tuple[str, Path], hashing: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49 item 1b: a session idle inside a transaction that has written (an xid, no snapshot)
+    keeps VACUUM FULL from dropping rows deleted after it began: erase names it and is not complete;
+    once it ends, erase is complete and the forgotten text is in no file."""
+    import psycopg
+
+    dsn, data = own_server
+    token = f"zq{secrets.token_hex(6)}x"
+    url = with_schema(dsn, "erase4")
+    sql(dsn, "CREATE TABLE IF NOT EXISTS public.elsewhere (n int)")
+    with Memory.open(url, embedder=hashing, profile=QUIET) as mem:
+        mem.add_many([f"Note {i}: the bus leaves at seven." for i in range(30)], user="u")
+        secret = mem.add(f"The alarm code is {token}.", user="u")
+        holder = psycopg.connect(dsn)  # not autocommit: its INSERT opens a transaction left idle
+        try:
+            holder.execute("INSERT INTO public.elsewhere VALUES (1)")
+            pid = holder.info.backend_pid
+            assert mem.forget(secret, user="u") == 1
+            code, report = erase(dsn, capsys, "erase4")
+            assert (code, report["complete"]) == (1, False), report
+            assert any(str(pid) in p for p in report["problems"]), report
+            assert hits(data, token.encode()), "the holder kept the deleted row (why erase is not complete)"
+        finally:
+            holder.rollback()
+            holder.close()
+    code, report = erase(dsn, capsys, "erase4")
+    assert (code, report["complete"], report["problems"]) == (0, True, [])
+    assert hits(data, token.encode()) == {}
+
+
+def test_the_schema_owner_clears_the_samples_of_emptied_tables_without_superuser(
+    own_server: tuple[str, Path], hashing: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PostgreSQL 18: the tables' owner (no superuser) resets their samples with
+    ``pg_clear_attribute_stats``, given the server-wide steps' grants (docs/postgres.md)."""
+    import psycopg
+
+    dsn, data = own_server
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if int(conn.execute("SHOW server_version_num").fetchone()[0]) < 180000:  # type: ignore[index]
+            pytest.skip("pg_clear_attribute_stats needs PostgreSQL 18")
+    sql(
+        dsn,
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        "DROP ROLE IF EXISTS erase_owner",
+        "CREATE ROLE erase_owner LOGIN",
+        "GRANT CREATE ON DATABASE postgres TO erase_owner",
+        "GRANT pg_checkpoint TO erase_owner",
+        "GRANT EXECUTE ON FUNCTION pg_catalog.pg_switch_wal() TO erase_owner",
+        "GRANT MAINTAIN ON pg_catalog.pg_statistic TO erase_owner",
+        "CREATE SCHEMA erase5 AUTHORIZATION erase_owner",
+    )
+    parts = urllib.parse.urlsplit(dsn)
+    owner = parts._replace(netloc="erase_owner@" + parts.netloc.rpartition("@")[2]).geturl()
+    entity = f"Quorblat{secrets.token_hex(4)}"
+    with Memory.open(with_schema(owner, "erase5"), embedder=hashing, profile=QUIET) as mem:
+        mem.add_many([f"{entity} fed the cat on day {i}." for i in range(60)], user="u")
+        sql(dsn, "ANALYZE", "CHECKPOINT")
+        assert hits(data, entity.encode())
+        assert mem.forget_all(user="u") == 60
+    code = main(["--db", with_schema(owner, "erase5"), "--format", "json", "erase"])
+    report = json.loads(capsys.readouterr().out)
+    assert (code, report["complete"], report["problems"]) == (0, True, []), report
+    assert any("statistics of" in step for step in report["done"]), report
+    assert hits(data, entity.encode()) == {}
+    assert hits(data, entity.lower().encode()) == {}
+
+
+def test_erase_after_the_last_keyed_memory_goes_clears_the_keys_samples(
+    own_server: tuple[str, Path], hashing: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49 item 1a, one table emptied among others that keep rows: the idempotency keys of the
+    user's only keyed memories (one key repeated as a most-common value) leave ``pg_statistic``."""
+    dsn, data = own_server
+    canary = f"ticket-{secrets.token_hex(5)}"
+    url = with_schema(dsn, "erase6")
+    with Memory.open(url, embedder=hashing, profile=QUIET) as mem:
+        mem.add_many([f"Note {i}: the ferry leaves at noon." for i in range(40)], user="u")
+        keyed = [mem.add(f"Keyed note {i} about lunch.", user="u", key=f"{canary}-{i}") for i in range(30)]
+        sql(dsn, "ANALYZE", "CHECKPOINT")
+        assert hits(data, canary.encode())
+        for node_id in keyed:
+            with contextlib.suppress(NotFound):  # gone with a memory it superseded
+                mem.forget(node_id, user="u")
+        assert mem.count(user="u") == 40
+    code, report = erase(dsn, capsys, "erase6")
+    assert (code, report["complete"], report["problems"]) == (0, True, []), report
+    assert hits(data, canary.encode()) == {}
+    assert any("write_keys" in step for step in report["done"]), report

@@ -103,3 +103,21 @@ def test_stored_builds_of_the_same_conversation_compare_equal_and_a_change_is_fo
     (tmp_path / "b.jsonl").write_text(changed)
     assert same.main(["stored", str(tmp_path / "b.jsonl"), "--out", str(tmp_path / "c.json")]) == 0
     assert (tmp_path / "c.json").read_text() != outs[0]
+
+
+def test_build_writes_the_same_stored_bytes_twice(tmp_path: Path) -> None:
+    """``build`` (consolidation inline): two builds of one conversation file store the same records."""
+    same = _module()
+    conv = tmp_path / "mira.json"
+    conv.write_text(json.dumps(CONVERSATION))
+    outs = []
+    for name in ("a", "b"):
+        export = tmp_path / f"{name}.jsonl"
+        argv = ["build", "--conversation", str(conv), "--db", str(tmp_path / f"{name}.db"), "--embedder",
+                "hashing", "--export", str(export)]  # fmt: skip
+        assert same.main(argv) == 0
+        out = tmp_path / f"{name}.stored.json"
+        assert same.main(["stored", str(export), "--out", str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    assert "Pepper" in outs[0]

@@ -400,7 +400,9 @@ def _builtin() -> Controller:
     return create_controller("builtin")
 
 
-def test_consolidation_worker_runs_passes_and_persists_the_backlog(memory: Memory, keys: KeyStore) -> None:
+def test_consolidation_runs_on_the_memorys_scheduler_and_keeps_the_backlog(
+    memory: Memory, keys: KeyStore
+) -> None:
     service = Service(memory, keys, consolidate_every=3, consolidate_interval_s=3600)
     service.start()
     scope = service.scope(Tenant("alice"))
@@ -410,8 +412,10 @@ def test_consolidation_worker_runs_passes_and_persists_the_backlog(memory: Memor
         assert time.monotonic() < deadline, "no consolidation pass ran"
         time.sleep(0.05)
     service.add(scope, [{"text": "one more"}, {"text": "and another"}])
+    assert service.backlog() == {Tenant("alice"): 2}
     service.stop()
-    assert keys.load_backlog() == {Tenant("alice"): 2}  # queued work persisted, not lost
+    assert memory.scheduler.mode == "off"  # the memory's own profile again
+    assert memory.store.get_meta("consolidation:waiting") == [["alice", None, None]]  # in the store
     again = Service(memory, keys, consolidate_every=3, consolidate_interval_s=3600)
     again.start()
     assert again.backlog() == {Tenant("alice"): 2}

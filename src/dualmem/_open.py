@@ -31,6 +31,9 @@ class OpenOptions:
     none; e.g. ``256 << 20``), see ``dualmem.plane._sqlite_conn``; PostgreSQL takes none.
     ``repair_on_open``: a writable open with the builtin (offline) controller completes the nodes a
     controller outage left pending before it returns; a remote controller is never called at open.
+    ``profile_changes``: ``Profile.with_`` changes applied to the profile this open resolved (given,
+    stored in the database, or the default) for this open only, never stored (``dualmem serve`` turns
+    the in-process consolidation off this way).
     """
 
     embedder: Mapping[str, Any] = field(default_factory=dict)
@@ -40,6 +43,7 @@ class OpenOptions:
     synchronous: Synchronous = "normal"
     repair_on_open: bool = True
     mmap_size: int | None = None
+    profile_changes: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("embedder", "controller", "answerer"):

@@ -1,8 +1,12 @@
 """A ``Profile`` as JSON and back: every field by name, nested sections as objects, strictly checked.
 
 The file form is ``{"format": "dualmem-profile/1", "name": ..., "write": {...}, "read": {...}, ...}``.
-Fields left out keep their defaults (so a file written before a field existed still loads); an
-unknown field, or a value of the wrong kind, is a ``ConfigError`` naming it. The per-backend
+Fields left out keep the value of a base profile: the caller's (``Profile.load(path, base=...)``,
+the default profile of the memory's controller when a memory opens the file), else the dataclass
+defaults; a file may name its own with ``"base": "builtin" | "dualmem" | "paper"`` (the preset's
+name; ``Profile.named`` resolves it). So a file holding only ``write.views`` and ``read.views``
+changes those two settings of the default profile, and a file written before a field existed still
+loads. An unknown field, or a value of the wrong kind, is a ``ConfigError`` naming it. The per-backend
 calibration (``Profile.calibration``) is stored inline in its own format (``dualmem calibrate-backend``).
 """
 
@@ -42,15 +46,18 @@ def _dump(obj: object) -> Any:
     return obj
 
 
-def profile_from_json(cls: type[_P], data: object, *, source: str = "profile") -> _P:
-    """An instance of the profile dataclass ``cls`` from a file's parsed JSON."""
+def profile_from_json(cls: type[_P], data: object, *, source: str = "profile", base: _P | None = None) -> _P:
+    """An instance of the profile dataclass ``cls`` from a file's parsed JSON, its missing fields
+    taken from ``base`` (an instance of ``cls``; ``None``: the dataclass defaults). The file's own
+    ``"base"`` entry is the caller's to resolve (``Profile.from_json``); it is not a field."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: a profile is a JSON object", hint="write one with Profile.save")
     doc = dict(data)
     fmt = doc.pop("format", FORMAT)
+    doc.pop("base", None)
     if fmt != FORMAT:
         raise ConfigError(f"{source}: profile format {fmt!r}, expected {FORMAT!r}")
-    profile: _P = _load(cls, doc, source)
+    profile: _P = _load(cls, doc, source, base)
     return profile
 
 
@@ -58,8 +65,8 @@ def profile_from_json(cls: type[_P], data: object, *, source: str = "profile") -
 RETIRED: frozenset[str] = frozenset({"pool_scoring", "final_rank"})
 
 
-def _load(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
-    defaults = cls()
+def _load(cls: type[Any], data: Mapping[str, Any], where: str, base: Any = None) -> Any:
+    defaults = cls() if base is None else base
     data = {k: v for k, v in data.items() if k not in RETIRED}
     optional = {f.name: "None" in str(f.type) for f in dataclasses.fields(cls)}  # "float | None"
     unknown = sorted(set(data) - optional.keys())
@@ -72,7 +79,7 @@ def _load(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
             continue
         values[name] = _value(getattr(defaults, name), raw, f"{where}.{name}", name)
     try:
-        return cls(**values)
+        return dataclasses.replace(defaults, **values)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from exc
 
@@ -83,7 +90,7 @@ def _value(default: object, raw: object, where: str, name: str) -> object:
     if dataclasses.is_dataclass(default):
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{where} must be an object")
-        return _load(type(default), raw, where)
+        return _load(type(default), raw, where, default)
     if isinstance(default, tuple):
         if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
             raise ConfigError(f"{where} must be a list of strings")

@@ -122,7 +122,13 @@ class Progress:
         elapsed = now - self._start
         filled = min(_WIDTH, int(_WIDTH * self.done / self.total)) if self.total > 0 else 0
         bar = "#" * filled + "." * (_WIDTH - filled)
-        rate = self.done / max(elapsed, 1e-9)
-        line = f"{self.label} [{bar}] {self.done}/{self.total} {rate:.0f}/s {elapsed:6.1f}s"
+        if self.total <= 0 and self.done == 0:  # nothing known yet: no "0/0 0/s"
+            count = "starting"
+        elif self.total <= 0:
+            count = f"{self.done}"
+        else:
+            count = f"{self.done}/{self.total}"
+        rate = f" {self.done / max(elapsed, 1e-9):.0f}/s" if self.done > 0 else ""
+        line = f"{self.label} [{bar}] {count}{rate} {elapsed:6.1f}s"
         self.stream.write(f"\r{line}" if self.inline else f"{line}\n")
         self.stream.flush()

@@ -194,6 +194,10 @@ def _checked_views(where: str, views: Iterable[str]) -> tuple[str, ...]:
     return out
 
 
+#: what ``Profile.named`` takes
+PRESET_HINT = "use builtin, views, dualmem, paper, jev, llm, or a profile .json file"
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
     """All knobs of a memory. Build one with a preset and ``with_`` to change a field.
@@ -283,30 +287,54 @@ class Profile:
             return cls.dualmem()
 
     @classmethod
-    def named(cls, name: str) -> Profile:
-        """A preset by name, or a profile file (a path ending in ``.json``)."""
+    def views(cls) -> Profile:
+        """The default (:meth:`builtin`) with the paper's four relation views on: semantic, temporal,
+        causal and entity edges written and expanded at read time, update detection kept (the
+        :meth:`paper` preset has the views but turns dualmem's extensions, update detection among
+        them, off). ``--profile views`` on the command line; a database whose memories were written
+        without the views gets their edges with ``dualmem repair --views``."""
+        base = cls.builtin()
+        return base.with_(name="views", write__views=VIEWS, read__views=VIEWS)
+
+    @classmethod
+    def named(cls, name: str, *, base: Profile | None = None) -> Profile:
+        """A preset by name (``builtin``, ``views``, ``dualmem``, ``paper``, or a backend's: ``jev``,
+        ``llm``), or a profile file (a path ending in ``.json``; its missing settings from ``base``)."""
         if name.endswith(".json"):
-            return cls.load(name)
+            return cls.load(name, base=base)
         if name == "paper":
             return cls.paper()
         if name == "dualmem":
             return cls.dualmem()
-        return cls.for_backend(name)
+        if name == "views":
+            return cls.views()
+        try:
+            return cls.for_backend(name)
+        except ConfigError:
+            raise ConfigError(f"no profile preset {name!r}", hint=PRESET_HINT) from None
 
     def to_json(self) -> dict[str, Any]:
         return profile_to_json(self)
 
     @classmethod
-    def from_json(cls, data: object, *, source: str = "profile") -> Profile:
-        """Validate parsed JSON (fields left out keep their defaults); ``ConfigError`` naming a bad one."""
-        return profile_from_json(cls, data, source=source)
+    def from_json(cls, data: object, *, source: str = "profile", base: Profile | None = None) -> Profile:
+        """Validate parsed JSON; ``ConfigError`` naming a bad field. Fields left out keep the value of
+        the file's ``"base"`` preset when it names one, else of ``base``, else of :meth:`builtin` (the
+        default profile of the default controller; ``dualmem._profile_json``)."""
+        named = data.get("base") if isinstance(data, dict) else None
+        if named is not None:
+            if not isinstance(named, str) or named.endswith(".json"):
+                raise ConfigError(f"{source}: base must name a preset, got {named!r}", hint=PRESET_HINT)
+            base = cls.named(named)
+        return profile_from_json(cls, data, source=source, base=base if base is not None else cls.builtin())
 
     def save(self, path: str | Path) -> Path:
         return write_profile(self.to_json(), path)
 
     @classmethod
-    def load(cls, path: str | Path) -> Profile:
-        return cls.from_json(read_profile(path), source=str(path))
+    def load(cls, path: str | Path, *, base: Profile | None = None) -> Profile:
+        """A profile file (``save``'s); its missing settings from ``base`` (see :meth:`from_json`)."""
+        return cls.from_json(read_profile(path), source=str(path), base=base)
 
     def with_(self, **changes: Any) -> Profile:
         """A copy with fields changed; nested sections by ``write=``/``read=`` or dotted ``read__beam=``."""

@@ -16,13 +16,15 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, TypeVar
 
 from dualmem._closing import Closing
 from dualmem.errors import ConfigError, RuntimeFailure
-from dualmem.types import JSONValue
+
+if TYPE_CHECKING:  # httpx (~0.1 s to import) is loaded by the first client or request
+    import httpx
+
+    from dualmem.types import JSONValue
 
 __all__ = [
     "TRANSIENT_STATUSES",
@@ -170,6 +172,8 @@ def post_json(  # noqa: PLR0913 (keyword-only options of one request)
     a JSON object); one line, chained. ``classify(status, body)`` may turn a failing reply into a
     more specific exception (e.g. a context-length error), raised as it is.
     """
+    import httpx
+
     tries = [0]
 
     def once() -> httpx.Response:
@@ -241,6 +245,8 @@ class JSONClient(Closing):
         error: type[RuntimeFailure] = RuntimeFailure,
         timeout_error: type[RuntimeFailure] | None = None,
     ) -> None:
+        import httpx
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
@@ -276,6 +282,8 @@ class JSONClient(Closing):
 
         For optional metadata (a server's context size): a server without the route is not an error.
         """
+        import httpx
+
         try:
             response = self._http.get(url, timeout=timeout)
             body = response.json() if response.is_success else None

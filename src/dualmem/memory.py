@@ -20,7 +20,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from dualmem._closing import Closing
 from dualmem._open import OpenOptions, build, close_all
@@ -33,17 +33,20 @@ from dualmem.embed import CachedEmbedder, Embedder, create_embedder
 from dualmem.errors import ConfigError, Conflict, InvalidInput, NotFound
 from dualmem.plane import Decision, MemoryStore, open_store
 from dualmem.plane.base import ApproximateSearch
-from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, verify_export
+from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, split_lines, verify_export
 from dualmem.read.loop import Retriever
+from dualmem.read.quick import quick_search
 from dualmem.read.trace import Retrieval, Trace
+from dualmem.read.versions import current_first
 from dualmem.reason import create_answerer
 from dualmem.reason.base import Answerer
 from dualmem.reason.extractive import ExtractiveAnswerer
 from dualmem.text.timeparse import TimeInput, parse_time
 from dualmem.types import Edge, Evidence, JSONValue, Node, Observation, Tenant, check_text, utcnow
+from dualmem.write.backfill import BackfillReport, backfill_views
 from dualmem.write.background import Periodic
 from dualmem.write.consolidate import ConsolidationReport, Consolidator, Summarizer
-from dualmem.write.durable import StoreBacklog, WorkQueue
+from dualmem.write.durable import StoreBacklog, WaitingTenants, WorkQueue
 from dualmem.write.lifecycle import (
     Filter,
     check_import_tenant,
@@ -55,7 +58,54 @@ from dualmem.write.lifecycle import (
 )
 from dualmem.write.pipeline import Writer, WriteReport, natural_key
 
-__all__ = ["Answer", "Filter", "Inspection", "Memory", "OpenOptions", "Scope", "observed_at", "stamped"]
+__all__ = [
+    "LIST_STATUSES",
+    "Answer",
+    "Filter",
+    "Inspection",
+    "ListStatus",
+    "Memory",
+    "OpenOptions",
+    "Scope",
+    "observed_at",
+    "stamped",
+]
+
+#: ``list_memories(status=...)``, as ``GET /v1/memories?status=``: not superseded by a later version,
+#: superseded (``valid_to`` set), a write a controller outage left pending, or one it completed
+ListStatus = Literal["current", "superseded", "pending", "complete"]
+LIST_STATUSES: tuple[str, ...] = get_args(ListStatus)
+
+
+#: the store meta key holding the profile a database was first opened with (``Profile.to_json``)
+PROFILE_META = "profile"
+
+
+def _profile_of(
+    store: Any, given: Profile | str | None, controller: str, *, read_only: bool
+) -> Profile | None:
+    """The profile of one open, layered: the one ``given`` (a preset name or a file, its missing
+    settings from the controller's default), else the one stored in the database, else ``None`` (the
+    controller's default). A ``given`` profile is stored when the database holds none yet (its
+    first open with a profile, a new database included), so later opens without one keep it."""
+    stored = store.get_meta(PROFILE_META)
+    if given is not None:
+        prof = Profile.named(given, base=Profile.default_for(controller)) if isinstance(given, str) else given
+        if stored is None and not read_only:
+            store.set_meta(PROFILE_META, prof.to_json())
+        return prof
+    if stored is None:
+        return None
+    return Profile.from_json(stored, source="the database's stored profile")
+
+
+def _has_status(node: Node, status: str) -> bool:
+    if status == "superseded":
+        return node.valid_to is not None
+    if status in ("pending", "complete"):
+        return node.status == status
+    return node.valid_to is None
+
 
 log = logging.getLogger("dualmem")
 
@@ -135,6 +185,8 @@ class Memory(Closing):
             every=self.profile.write.consolidate_every,
             backlog=StoreBacklog(store),
             queue=WorkQueue(store),
+            waiting=WaitingTenants(store),
+            transaction=store.transaction,
         )
         self._owned: list[object] = []  # parts Memory.open built from names: closed with the memory
         self._closed = False
@@ -180,7 +232,6 @@ class Memory(Closing):
             emb = build(embedder, create_embedder, opts.embedder, what="embedder", owned=owned)
             ctl = build(controller, create_controller, opts.controller, what="controller", owned=owned)
             ans = build(answerer, create_answerer, opts.answerer, what="answerer", owned=owned)
-            prof = Profile.named(profile) if isinstance(profile, str) else profile
             store = open_store(
                 str(path),
                 timeout=opts.lock_timeout,
@@ -189,6 +240,9 @@ class Memory(Closing):
                 mmap_size=opts.mmap_size,
             )
             owned.append(store)
+            prof = _profile_of(store, profile, ctl.name, read_only=read_only)
+            if opts.profile_changes:
+                prof = (prof or Profile.default_for(ctl.name)).with_(**opts.profile_changes)
             mem = cls(store, emb, ctl, answerer=ans, profile=prof, summarizer=summarizer)
             if opts.repair_on_open and not mem.read_only:
                 # an in-process controller (``runs_inline``: no network, milliseconds a node) repairs
@@ -350,6 +404,20 @@ class Memory(Closing):
         """Admin: :meth:`repair` over every tenant of the store."""
         return self._repair(None)
 
+    def backfill_views(
+        self, *, user: str | None = None, agent: str | None = None, run: str | None = None
+    ) -> BackfillReport:
+        """Give the tenant's memories (``user=None``: every tenant's, admin) the edges of the
+        profile's ``write.views`` that their writes did not make (the views were off then):
+        ``dualmem repair --views``, see ``dualmem.write.backfill``."""
+        self._bind()
+        tenant = None if user is None else Tenant(user, agent, run)
+        with self.store.transaction():
+            report = backfill_views(self.store, self.meter, self.profile.write, tenant)
+        self.meter.clear_cache()
+        self._retriever.clear_cache()
+        return report
+
     def _repair(self, tenant: Tenant | None) -> WriteReport:
         report = self._writer.repair(tenant)
         self._bind()
@@ -410,9 +478,15 @@ class Memory(Closing):
         where: Filter | None = None,
         limit: int | None = 100,
         offset: int = 0,
+        status: ListStatus | None = None,
     ) -> list[Node]:
         """The tenant's memories in time order (observation time, then write order), those matching
-        ``where`` only, ``offset`` skipped and at most ``limit`` of them (``None``: all)."""
+        ``where`` only, ``offset`` skipped and at most ``limit`` of them (``None``: all). ``status``
+        keeps only the ``"current"`` ones (not superseded by a later version), the ``"superseded"``
+        ones (``valid_to`` set), the ``"pending"`` ones (a write a controller outage left unfinished)
+        or the ``"complete"`` ones (as ``GET /v1/memories?status=``)."""
+        if status is not None and status not in LIST_STATUSES:
+            raise InvalidInput(f"unknown status {status!r}", hint=f"use one of {', '.join(LIST_STATUSES)}")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be an integer >= 0")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -420,6 +494,8 @@ class Memory(Closing):
         found: Iterable[Node] = self.store.iter_nodes(Tenant(user, agent, run))
         if where is not None and not where.empty():
             found = filter(where.matches, found)
+        if status is not None:
+            found = (n for n in found if _has_status(n, status))
         if offset >= sys.maxsize:  # no store holds that many (and islice refuses larger bounds)
             return []
         stop = None if limit is None else min(offset + limit, sys.maxsize)
@@ -448,6 +524,14 @@ class Memory(Closing):
             allowed = frozenset(select(self.store, tenant, where))
         return self._retriever.search(query, tenant, k=k, allowed=allowed)
 
+    def quick_search(
+        self, text: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
+    ) -> list[Node]:
+        """The current memories that share words or entities with ``text``, fused by reciprocal rank:
+        no embedding, no System One (``read/quick.py``; the coding-agent hook's search)."""
+        _check_query(text, k)
+        return quick_search(self.store, Tenant(user, agent, run), text, k)
+
     def answer(
         self,
         query: str,
@@ -459,13 +543,15 @@ class Memory(Closing):
         where: Filter | None = None,
     ) -> Answer:
         """Retrieve (``where`` as in :meth:`search`), then let System Two answer from the selected
-        evidence only."""
+        evidence only, in search's order; a superseded memory that search ranked below its own later
+        version is not quotable (``read.versions.current_first``). ``Answer.evidence`` is the search's."""
         if self.answerer is None:
             raise ConfigError(
                 "this memory has no answerer", hint="open it with answerer='extractive' or 'chat'"
             )
         found = self.search(query, user=user, agent=agent, run=run, k=k, where=where)
-        draft = self.answerer.answer(query, found.evidence)
+        # the answer quotes what search ranked current: a fact ranked below its own update is not quoted
+        draft = self.answerer.answer(query, current_first(found.evidence, self.store))
         return Answer(
             draft.text, found.evidence, found.trace, draft.abstained, self.answerer.name, used=draft.used
         )
@@ -478,6 +564,11 @@ class Memory(Closing):
         tenant = Tenant(user, agent, run)
         self._bind()
         return self._consolidator.run(tenant)
+
+    @property
+    def scheduler(self) -> Periodic:
+        """The one consolidation scheduler of this memory (a server drives it, see ``Periodic.drive``)."""
+        return self._periodic
 
     def wait_for_consolidation(self, timeout: float | None = None) -> None:
         """Block until background consolidation passes queued so far are done."""
@@ -497,6 +588,7 @@ class Memory(Closing):
         """Correct a memory: the new text becomes a new current node; the old one stays as history.
 
         The new version keeps the old one's tenant, speaker, provenance and (unless ``at`` is given) time.
+        With ``at``, the old version's validity ends at that observation time; without it, now.
         """
         tenant = Tenant(user, agent, run)
         self._bind()
@@ -514,7 +606,8 @@ class Memory(Closing):
                 metadata=dict(old.metadata),
             )
             new_id_ = self._writer.write([obs], old.tenant).ids[0]
-            supersede(self.store, old, self._find(new_id_, old.tenant))
+            new = self._find(new_id_, old.tenant)
+            supersede(self.store, old, new, at=new.at if at is not None else None)
         self.meter.clear_cache()
         self._retriever.clear_cache()
         return new_id_
@@ -630,8 +723,8 @@ class Memory(Closing):
         """
         tenant = Tenant(user, agent, run)
         try:
-            with Path(path).open(encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
+            with Path(path).open(encoding="utf-8", newline="") as fh:
+                lines = split_lines(fh.read())  # "\n" only: never U+2028 and the like
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
         except UnicodeDecodeError as exc:
@@ -672,6 +765,7 @@ class Memory(Closing):
             "nodes": s.nodes,
             "pending": s.pending,
             "edges_by_view": dict(s.edges_by_view),
+            "supersessions": s.supersessions,
             "entities": s.entities,
             "embedder": s.embedder,
             "dim": s.dim,
@@ -826,11 +920,20 @@ class Scope:
         """Complete the controller decisions of this tenant's pending nodes."""
         return self.memory.repair(**self._kw)
 
+    def backfill_views(self) -> BackfillReport:
+        """Edges of views turned on after this tenant's memories were written (``Memory.backfill_views``)."""
+        return self.memory.backfill_views(**self._kw)
+
     # -- read --------------------------------------------------------------------------------
     def list_memories(
-        self, *, where: Filter | None = None, limit: int | None = 100, offset: int = 0
+        self,
+        *,
+        where: Filter | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+        status: ListStatus | None = None,
     ) -> list[Node]:
-        return self.memory.list_memories(where=where, limit=limit, offset=offset, **self._kw)
+        return self.memory.list_memories(where=where, limit=limit, offset=offset, status=status, **self._kw)
 
     def search(self, query: str, *, k: int = 10, where: Filter | None = None) -> Retrieval:
         return self.memory.search(query, k=k, where=where, **self._kw)

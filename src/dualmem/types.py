@@ -29,6 +29,7 @@ __all__ = [
     "EDGE_LABELS",
     "MAX_JSON_DEPTH",
     "MAX_K",
+    "MAX_NODE_ID_CHARS",
     "NODE_FIELDS",
     "VIEWS",
     "Edge",
@@ -44,6 +45,7 @@ __all__ = [
     "Vector",
     "View",
     "check_json",
+    "check_node_id",
     "check_text",
     "fields_json",
     "from_iso",
@@ -174,6 +176,36 @@ def normal_tenant_id(value: str) -> str:
         return value  # the usual id: already normal (ASCII is NFKC; no control, no surrounding space)
     visible = "".join(c for c in unicodedata.normalize("NFKC", value) if not _invisible(c))
     return unicodedata.normalize("NFKC", visible).strip()
+
+
+#: the longest memory id accepted from outside (an import): dualmem makes 24 hex digits
+MAX_NODE_ID_CHARS = 128
+
+
+def check_node_id(value: object, what: str = "id") -> str:
+    """``value`` if it has the form of a memory id, else ``InvalidInput``.
+
+    The rule (docs/storage.md): a string of 1 to ``MAX_NODE_ID_CHARS`` (128) characters with no
+    whitespace, no control, format, surrogate or other invisible character (what
+    :func:`normal_tenant_id` drops), no path separator ("/", "\\"), and neither "." nor "..".
+    Every id dualmem makes (:func:`new_id`, 24 lowercase hex digits) follows it; an id that breaks it
+    could not be typed, read or forgotten back (an empty one never)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
+    shown = repr(value if len(value) <= 40 else f"{value[:40]}...")
+    rule = (
+        f"a memory id is 1-{MAX_NODE_ID_CHARS} characters without spaces, control characters, "
+        "'/' or '\\' (dualmem makes 24 hex digits)"
+    )
+    if not value:
+        raise InvalidInput(f"{what} is empty: {rule}")
+    if len(value) > MAX_NODE_ID_CHARS:
+        raise InvalidInput(f"{what} {shown} is {len(value):,} characters long: {rule}")
+    if value in (".", "..") or any(
+        c in "/\\" or c.isspace() or _invisible(c) or unicodedata.category(c) == "Cs" for c in value
+    ):
+        raise InvalidInput(f"{what} {shown} is not a memory id: {rule}")
+    return value
 
 
 @functools.cache

@@ -8,10 +8,15 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from dualmem.control.config import DEBIAS_MODES, JevConfig, LLMConfig
+if TYPE_CHECKING:  # imported when a config is made: the parser is built without the controller package
+    from dualmem.control.config import JevConfig, LLMConfig
 
 __all__ = ["add_llm_arguments", "jev_config_from_args", "llm_config_from_args"]
+
+#: ``dualmem.control.config.DEBIAS_MODES`` (tests/test_cli_startup.py checks they agree).
+DEBIAS_MODES = ("none", "both_orders", "cyclic")
 
 _FLAGS: tuple[tuple[str, str, type, str], ...] = (
     (
@@ -52,6 +57,8 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, with_key: bool = True)
 
 def llm_config_from_args(ns: argparse.Namespace, env: Mapping[str, str] | None = None) -> LLMConfig:
     """An ``LLMConfig`` from the flags over the environment; ``ConfigError`` with a hint if incomplete."""
+    from dualmem.control.config import LLMConfig
+
     env = os.environ if env is None else env
     key_env = getattr(ns, "llm_key_env", "DUALMEM_LLM_KEY") or "DUALMEM_LLM_KEY"
     return LLMConfig.from_env(
@@ -70,5 +77,7 @@ def llm_config_from_args(ns: argparse.Namespace, env: Mapping[str, str] | None =
 
 def jev_config_from_args(ns: argparse.Namespace, env: Mapping[str, str] | None = None) -> JevConfig:
     """A ``JevConfig`` from ``TYPESAFE_API_KEY``/``TYPESAFE_BASE_URL``/``DUALMEM_JEV_*``."""
+    from dualmem.control.config import JevConfig
+
     del ns
     return JevConfig.from_env(os.environ if env is None else env)

@@ -6,12 +6,30 @@ import argparse
 import dataclasses
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dualmem.bench.locomo import ALL_SYSTEMS, BenchConfig, Endpoint
 from dualmem.cli.backend import add_llm_arguments, llm_config_from_args
 from dualmem.errors import ConfigError
 
+if TYPE_CHECKING:  # the bench package is imported when a bench runs
+    from dualmem.bench.locomo import BenchConfig, Endpoint
+
 __all__ = ["add_bench_arguments", "bench_from_args"]
+
+#: ``dualmem.bench.locomo.ALL_SYSTEMS`` (tests/test_cli_startup.py checks they agree).
+ALL_SYSTEMS = (
+    "dualmem",
+    "bm25",
+    "dense",
+    "hybrid",
+    "full-context",
+    "no-write-control",
+    "no-read-control",
+    "no-semantic",
+    "no-temporal",
+    "no-causal",
+    "no-entity",
+)
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +63,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
 
 def bench_from_args(ns: argparse.Namespace) -> BenchConfig:
     """A ``BenchConfig`` from parsed arguments. Reads the API key from ``--api-key-env`` (adapter side)."""
+    from dualmem.bench.locomo import BenchConfig, Endpoint
+
     key = os.environ.get(ns.api_key_env) or None
     judges = tuple(Endpoint(u, ns.judge_model, key) for u in ns.judge if u.lower() != "none")
     llm = None
@@ -76,6 +96,8 @@ def bench_from_args(ns: argparse.Namespace) -> BenchConfig:
 
 
 def _endpoint(url: str | None, model: str | None, key: str | None, what: str) -> Endpoint | None:
+    from dualmem.bench.locomo import Endpoint
+
     if what == "controller" and url is None:
         # hosted Jev: the SDK's default URL and model unless given; empty fields are not passed on
         return Endpoint("", model or "", key) if (model or key) else None

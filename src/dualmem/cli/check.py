@@ -16,11 +16,13 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
-from dualmem.plane import MemoryStore, open_store
-from dualmem.plane.base import LexicalIndexAdmin
-from dualmem.plane.check import CheckReport, Problem
+
+if TYPE_CHECKING:  # the store is imported when the command runs (a fast ``dualmem --version``)
+    from dualmem.plane import MemoryStore
+    from dualmem.plane.check import CheckReport
 
 __all__ = ["Outcome", "cmd_check", "register"]
 
@@ -60,6 +62,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _build_index(store: MemoryStore, path: str) -> Outcome:
     """``--lexical-index``: the impact-ordered index of an SQLite store, built in one write."""
+    from dualmem.plane.base import LexicalIndexAdmin
+
     if not isinstance(store, LexicalIndexAdmin):
         raise ConfigError(
             "--lexical-index is for an SQLite database", hint="PostgreSQL ranks with its own index"
@@ -70,6 +74,8 @@ def _build_index(store: MemoryStore, path: str) -> Outcome:
 
 def cmd_check(args: argparse.Namespace) -> Outcome:
     from dualmem.cli.options import default_db
+    from dualmem.plane import open_store
+    from dualmem.plane.check import CheckReport, Problem
 
     path = args.db or default_db()
     if "://" not in path and path != ":memory:" and not Path(path).is_file():
@@ -99,6 +105,7 @@ def cmd_check(args: argparse.Namespace) -> Outcome:
 def _reembed(store: MemoryStore, args: argparse.Namespace, report: CheckReport) -> CheckReport:
     """Every node's vector (and chunks) made again by the write path's rules (``write/reembed.py``)."""
     from dualmem.embed import create_embedder
+    from dualmem.plane.check import CheckReport
     from dualmem.write.reembed import reembed
 
     count = reembed(store, create_embedder(args.embedder))
@@ -113,6 +120,7 @@ def _repair_pending(store: MemoryStore, args: argparse.Namespace, report: CheckR
     from dualmem.control import create_controller
     from dualmem.embed import create_embedder
     from dualmem.memory import Memory
+    from dualmem.plane.check import CheckReport
 
     opts = controller_options(args)
     controller = (

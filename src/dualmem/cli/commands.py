@@ -21,14 +21,14 @@ from dualmem.cli.options import (
     tenant_options,
 )
 from dualmem.cli.render import node_json
-from dualmem.conversations import load_observations
 from dualmem.errors import InvalidInput
-from dualmem.memory import observed_at
-from dualmem.read.trace import render_trace
-from dualmem.server.schemas import answer_out, inspection_out, node_list, search_out
-from dualmem.text.textfile import decode_text, read_text_file
-from dualmem.text.timeparse import parse_time
-from dualmem.types import MAX_K, Observation
+
+# The memory core, its schemas (pydantic) and the embedder are imported by the commands that use them:
+# building the parser imports none of them, so ``dualmem --version`` or a typo answers at once.
+
+#: Evidence a search may return at most: ``dualmem.types.MAX_K`` (tests/test_cli_startup.py checks
+#: they agree; that module imports numpy).
+MAX_K = 100
 
 __all__ = ["add_text", "k_value", "node_json", "open_memory", "register"]
 
@@ -112,6 +112,13 @@ def _register_reads(
     )
     p.add_argument("--limit", type=int, default=100, help="memories to print at most (default 100)")
     p.add_argument("--offset", type=int, default=0, help="memories to skip first (default 0)")
+    p.add_argument(
+        "--status",
+        choices=["current", "superseded", "pending", "complete", "all"],
+        default="all",
+        help="current: not superseded by a later version; superseded: an older version (valid_to set); "
+        "pending: a write a controller outage left unfinished; complete: not pending; all (default)",
+    )
     p.set_defaults(handler=cmd_list, render=render.render_list)
 
     p = sub.add_parser("stats", help="the tenant's counts of nodes, edges by view, entities", parents=tenant)
@@ -135,9 +142,18 @@ def _register_reads(
     p.set_defaults(handler=cmd_inspect, render=render.render_inspect)
 
     p = sub.add_parser(
-        "repair", help="complete the tenant's writes left pending by a controller outage", parents=tenant
+        "repair",
+        help="complete the tenant's writes left pending by a controller outage; --views: give older "
+        "memories the edges of views turned on since",
+        parents=tenant,
     )
     p.add_argument("--all-users", action="store_true", help="admin: repair every tenant of the database")
+    p.add_argument(
+        "--views",
+        action="store_true",
+        help="also add the edges of the profile's views (e.g. --profile views) that memories written "
+        "while those views were off do not have",
+    )
     p.set_defaults(handler=cmd_repair, render=render.render_fields)
 
 
@@ -160,6 +176,8 @@ def add_text(args: argparse.Namespace) -> str:
             "give the text to store, '-' to read it from stdin, or --file PATH (one of them)",
             hint="e.g. dualmem add 'Mira rides a blue bike.'",
         )
+    from dualmem.text.textfile import decode_text, read_text_file
+
     hint = "add stores UTF-8 text; for a conversation file use ingest"
     if args.file is not None:
         text = read_text_file(args.file, hint=hint)
@@ -174,6 +192,10 @@ def add_text(args: argparse.Namespace) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.memory import observed_at
+    from dualmem.text.timeparse import parse_time
+    from dualmem.types import Observation
+
     text = add_text(args)
     at = parse_time(observed_at(args.at))  # the rule HTTP and MCP follow: no time given is now (UTC)
     fields = {
@@ -195,6 +217,8 @@ def cmd_add(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.conversations import load_observations
+
     load_observations(args.file)  # a missing, binary or malformed file is refused before a database is made
     with (
         open_memory(args, create=True, announce=True) as mem,
@@ -214,6 +238,9 @@ def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
+    from dualmem.read.trace import render_trace
+    from dualmem.server.schemas import search_out
+
     where = filter_from_args(args)
     with open_memory(args) as mem:
         found = scope_of(mem, args).search(args.query, k=args.k, where=where)
@@ -232,6 +259,8 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
 
 
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.server.schemas import answer_out
+
     where = filter_from_args(args)
     with open_memory(args) as mem:
         ans = scope_of(mem, args).answer(args.query, k=args.k, where=where)
@@ -246,12 +275,15 @@ def cmd_get(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_list(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.server.schemas import node_list
+
     where = filter_from_args(args)
     if args.limit < 1:  # one more is asked for below (it tells whether a next page exists)
         raise InvalidInput("--limit must be at least 1")
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
-        nodes = scope.list_memories(where=where, limit=args.limit + 1, offset=args.offset)
+        status = None if args.status == "all" else args.status
+        nodes = scope.list_memories(where=where, limit=args.limit + 1, offset=args.offset, status=status)
         if not nodes and not args.offset:
             note_if_empty(mem, args)
         return node_list(nodes, limit=args.limit, offset=args.offset).model_dump(mode="json")
@@ -278,6 +310,8 @@ def cmd_delete(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.server.schemas import inspection_out
+
     with open_memory(args) as mem:
         return inspection_out(scope_of(mem, args).inspect(args.id)).model_dump(mode="json")
 
@@ -285,7 +319,19 @@ def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_repair(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
         report = mem.repair_all() if args.all_users else scope_of(mem, args).repair()
-        return {"repaired": len(report.ids) - len(report.pending), "still_pending": len(report.pending)}
+        out: dict[str, Any] = {
+            "repaired": len(report.ids) - len(report.pending),
+            "still_pending": len(report.pending),
+        }
+        if args.views:
+            if not mem.profile.write.views:
+                raise InvalidInput(
+                    f"the profile {mem.profile.name!r} writes no view edges",
+                    hint="pass --profile views (the database then keeps it) or a profile with write.views",
+                )
+            filled = mem.backfill_views() if args.all_users else scope_of(mem, args).backfill_views()
+            out["views"] = filled.to_json()
+        return out
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dualmem.cli.options import open_memory, output_options, progress_for
+from dualmem.cli.options import human_output, open_memory, output_options, progress_for
 from dualmem.cli.render import evidence_json, render_demo
 from dualmem.embed import is_minilm
 
@@ -72,7 +72,8 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
             with progress_for(args, "ingest sample") as progress:
                 ids = mem.ingest(path, user=user, on_progress=progress)
             build = time.perf_counter() - started
-            print(f"dualmem demo: stored {len(ids)} turns in {build:.2f} s", file=sys.stderr)
+            if not human_output(args, default=True):  # a terminal reads it once, in the report
+                print(f"dualmem demo: stored {len(ids)} turns in {build:.2f} s", file=sys.stderr)
             answers = []
             for q in DEMO_QUESTIONS_ZH if chinese else DEMO_QUESTIONS:
                 ans = mem.answer(q, user=user)

@@ -3,8 +3,9 @@
 PostgreSQL keeps a deleted row's bytes in its table and index files, the planner's samples and the
 WAL until they are rewritten; this runs what rewrites them (``dualmem.plane.erase``, docs/postgres.md)
 and reports what it could not do. SQLite already erases on every forget (docs/storage.md); here it
-only truncates a WAL that other readers kept from being truncated then. JSON report on stdout; exit 0
-when the erase is complete, 1 when something still keeps forgotten bytes (each named in ``problems``).
+only truncates a WAL that other readers kept from being truncated then. A readable report on a
+terminal (JSON in a pipe or with ``--json``); exit 0 when the erase is complete, 1 when something
+still keeps forgotten bytes (each named in ``problems``).
 """
 
 from __future__ import annotations
@@ -15,22 +16,27 @@ from urllib.parse import urlsplit, urlunsplit
 from dualmem.cli.check import Outcome
 from dualmem.cli.options import db_path, require_database
 from dualmem.errors import ConfigError
-from dualmem.plane import open_store
-from dualmem.plane.base import Erasable
 
 __all__ = ["cmd_erase", "register"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from dualmem.cli.options import output_options
+    from dualmem.cli.render import render_erase
+
     p = sub.add_parser(
         "erase",
         help="make forgotten memories unrecoverable from the database's files (PostgreSQL: rewrite the "
         "schema's tables, checkpoint, switch the WAL; run it after forgetting, in a quiet moment)",
+        parents=[output_options()],
     )
-    p.set_defaults(handler=cmd_erase)
+    p.set_defaults(handler=cmd_erase, render=render_erase)
 
 
 def cmd_erase(args: argparse.Namespace) -> Outcome:
+    from dualmem.plane import open_store
+    from dualmem.plane.base import Erasable
+
     path = db_path(args)
     require_database(path)
     if args.read_only:

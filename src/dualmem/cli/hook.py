@@ -22,16 +22,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dualmem import _json as bounded_json
 from dualmem.cli.hook_capture import quietly
-from dualmem.errors import InvalidInput, NotFound
-from dualmem.plane.base import MemoryStore
-from dualmem.types import Node, Tenant
+from dualmem.errors import ConfigError, InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from dualmem.embed.base import Matrix
+    from dualmem.memory import Memory
+    from dualmem.types import Node, Tenant
 
 __all__ = ["HookInput", "read_input", "register"]
 
@@ -138,8 +142,10 @@ def _session_start(args: argparse.Namespace) -> str:
         about = _search(args, tenant, project, max(1, limit // 2))
         sections.append((f"On {project}", about))
         shown |= {n.id for n in about}
-    with _open_store(args) as store:
-        recent = [n for n in store.recent_nodes(tenant, 300) if n.valid_to is None and n.status == "complete"]
+    with _open_memory(args) as mem:
+        recent = [
+            n for n in mem.store.recent_nodes(tenant, 300) if n.valid_to is None and n.status == "complete"
+        ]
     habits = sorted(
         (n for n in recent if n.id not in shown and _habit(n) >= 0.5),
         key=lambda n: -_habit(n),
@@ -160,9 +166,9 @@ def _why_empty(args: argparse.Namespace, tenant: Tenant, otherwise: str) -> None
     users the database holds —, or it has some and none matched)."""
     if not args.hook_verbose:
         return
-    with _open_store(args) as store:
-        count = store.count(tenant)
-        users = list(dict.fromkeys(t.user for t, _ in store.tenant_counts())) if count == 0 else []
+    with _open_memory(args) as mem:
+        count = mem.store.count(tenant)
+        users = list(dict.fromkeys(t.user for t, _ in mem.store.tenant_counts())) if count == 0 else []
     who = f"user {tenant.user!r}" + (f" agent {tenant.agent!r}" if tenant.agent else "")
     if count == 0:
         known = f"users there: {', '.join(users[:5])}" if users else "the database is empty"
@@ -184,6 +190,7 @@ def _habit(n: Node) -> float:
 
 def _tenant(args: argparse.Namespace) -> Tenant:
     from dualmem.cli.options import tenant_user
+    from dualmem.types import Tenant
 
     return Tenant(tenant_user(args), args.agent, args.run)
 
@@ -199,55 +206,58 @@ def _db_path(args: argparse.Namespace) -> str:
     return path
 
 
+class _NoEmbedder:
+    """The quick search embeds nothing: an embedder with no declared dimension (so the store's bound
+    embedder is never checked against it) that refuses to be used."""
+
+    name = "none"
+    dim = 0
+    declared_dim: int | None = None
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        raise ConfigError(f"the hook's quick search embeds nothing ({len(texts)} texts)", hint="use --full")
+
+
 @contextmanager
-def _open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
+def _open_memory(args: argparse.Namespace) -> Iterator[Memory]:
+    """The memory, read-only, for the quick search: no embedder, the builtin controller never asked."""
+    from dualmem.config import Profile
+    from dualmem.control import create_controller
+    from dualmem.memory import Memory
     from dualmem.plane import open_store
 
-    store = open_store(_db_path(args), timeout=min(1.0, args.lock_timeout))
+    store = open_store(_db_path(args), timeout=min(1.0, args.lock_timeout), read_only=True)
     try:
-        yield store
-    finally:
+        profile = Profile.builtin().with_(write__consolidation="off")
+        memory = Memory(store, _NoEmbedder(), create_controller("builtin"), profile=profile)
+    except BaseException:
         store.close()
+        raise
+    with memory:
+        yield memory
 
 
 def _search(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
     if args.full:
         return _adaptive(args, tenant, text, k)
-    with _open_store(args) as store:
-        return lexical(store, tenant, text, k)
-
-
-def lexical(store: MemoryStore, tenant: Tenant, text: str, k: int) -> list[Node]:
-    """The current memories that share words or entities with ``text``, fused by reciprocal rank."""
-    from dualmem.read.route import rrf
-    from dualmem.text.entities import extract_entities
-
-    pool = max(1, 3 * k)
-    words = [i for i, _ in store.lexical_search(tenant, text, pool)]
-    entities = extract_entities(text)
-    need = min(2, len(entities))  # a name alone (the user's own, say) matches too much
-    things = [i for i, shared in store.entity_search(tenant, entities, pool) if shared >= need]
-    fused = [i for i, _ in rrf([r for r in (words, things) if r])]
-    nodes = store.get_nodes(fused, tenant)
-    current = [nodes[i] for i in fused if i in nodes and nodes[i].valid_to is None]
-    return current[: max(0, k)]
+    with _open_memory(args) as mem:
+        return mem.quick_search(text, user=tenant.user, agent=tenant.agent, run=tenant.run, k=k)
 
 
 def _adaptive(args: argparse.Namespace, tenant: Tenant, text: str, k: int) -> list[Node]:
     from dualmem.cli.options import controller_options, embedder_options
-    from dualmem.config import Profile
     from dualmem.memory import Memory, OpenOptions
 
     path = _db_path(args)
-    base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
     options = OpenOptions(
         controller=controller_options(args),
         embedder=embedder_options(args),
         lock_timeout=min(1.0, args.lock_timeout),
+        profile_changes={"write__consolidation": "off"},  # the database's profile otherwise (issue 49)
     )
     with Memory.open(
         path, embedder=args.embedder, controller=args.controller, answerer=None,
-        profile=base.with_(write__consolidation="off"), options=options,
+        profile=args.profile or None, options=options,
     ) as mem:  # fmt: skip
         found = mem.search(text, user=tenant.user, agent=tenant.agent, run=tenant.run, k=k)
     return [e.node for e in found.evidence if e.node.valid_to is None]

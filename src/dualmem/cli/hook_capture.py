@@ -25,11 +25,12 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dualmem.errors import InvalidInput
-from dualmem.text.timeparse import parse_time
-from dualmem.types import Observation
+
+if TYPE_CHECKING:  # imported by the capture itself: ``dualmem --version`` stays fast
+    from dualmem.types import Observation
 
 __all__ = ["Capture", "from_event", "quietly", "register", "summarise_tool", "transcript_turns"]
 
@@ -128,6 +129,8 @@ def from_event(doc: Mapping[str, Any], *, event: str | None = None, max_chars: i
         if not path:
             raise InvalidInput(f"a {name} event without transcript_path")
         turns = transcript_turns(Path(path).expanduser())
+        from dualmem.types import Observation
+
         return Capture(
             name,
             tuple(
@@ -149,6 +152,8 @@ def from_event(doc: Mapping[str, Any], *, event: str | None = None, max_chars: i
 def _tool_observation(
     doc: Mapping[str, Any], session: str | None, meta: dict[str, Any], limit: int
 ) -> Observation:
+    from dualmem.types import Observation
+
     tool = _text(doc.get("tool_name")) or "tool"
     given, result = doc.get("tool_input"), doc.get("tool_response")
     call_id = _text(doc.get("tool_use_id"))
@@ -203,6 +208,8 @@ def _clip_turn(text: str, limit: int) -> str:
 
 
 def _when(stamp: str | None) -> dt.datetime | None:
+    from dualmem.text.timeparse import parse_time
+
     if stamp is None:
         return None
     try:

@@ -8,7 +8,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dualmem.cli.options import (
     db_path,
@@ -21,7 +21,9 @@ from dualmem.cli.options import (
 )
 from dualmem.cli.render import node_json, render_fields, render_forget, render_history, truncate
 from dualmem.errors import InvalidInput, NotFound, UserError
-from dualmem.types import Node
+
+if TYPE_CHECKING:
+    from dualmem.types import Node
 
 __all__ = ["ConfirmationRequired", "register"]
 
@@ -41,6 +43,12 @@ def register(
     p = sub.add_parser("update", help="correct a memory; the old text stays as history", parents=tenant)
     p.add_argument("id")
     p.add_argument("text")
+    p.add_argument(
+        "--at",
+        help="when the correction was observed (ISO-8601, epoch seconds, '8 May 2023'...): the new "
+        "version's time and the old one's end; default: the new version keeps the old time, the old "
+        "one ends now",
+    )
     p.set_defaults(handler=cmd_update, render=lambda d: f"updated {d['old']} -> {d['new']}")
 
     p = sub.add_parser("history", help="every version of a memory, oldest first", parents=tenant)
@@ -90,7 +98,7 @@ def cmd_consolidate(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_update(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
-        new = scope.update(args.id, args.text)
+        new = scope.update(args.id, args.text, at=args.at)
         return {"old": args.id, "new": new, "node": node_json(scope.get(new))}
 
 
@@ -116,9 +124,10 @@ def cmd_forget(args: argparse.Namespace) -> dict[str, Any]:
     matching = None if args.all or args.id is not None else where
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
-        if args.dry_run:
-            doomed = scope.would_forget(args.id, where=matching)
-            return {"dry_run": True, "would_forget": len(doomed), "memories": [_preview(n) for n in doomed]}
+        if args.dry_run:  # HTTP POST /v1/forget/preview's document
+            from dualmem.server.schemas import would_forget_out
+
+            return would_forget_out(scope.would_forget(args.id, where=matching)).model_dump(mode="json")
         if args.id is None and not args.yes and not _confirmed(scope.would_forget(where=matching), args):
             print("dualmem: nothing forgotten", file=sys.stderr)
             return {"forgotten": 0}
@@ -129,15 +138,6 @@ def cmd_forget(args: argparse.Namespace) -> dict[str, Any]:
         else:
             removed = scope.forget(where=where)
         return {"forgotten": removed}
-
-
-def _preview(node: Node) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "at": node.at.isoformat() if node.at else None,
-        "speaker": node.speaker,
-        "preview": truncate(node.content, 80),
-    }
 
 
 def _what(args: argparse.Namespace) -> str:
@@ -153,14 +153,14 @@ def _what(args: argparse.Namespace) -> str:
 def _confirmed(doomed: list[Node], args: argparse.Namespace) -> bool:
     """Ask on the terminal before a forget by filter or ``--all``; without a terminal refuse
     (``ConfirmationRequired``, exit 2): a script says ``--yes``. Nothing to forget needs no answer."""
+    if not doomed:  # a filter that matches nothing forgets nothing: no question, exit 0
+        return True
     count = f"{len(doomed)} {'memory' if len(doomed) == 1 else 'memories'}"
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         raise ConfirmationRequired(
             f"{_what(args)} would remove {count} and no terminal is there to confirm it",
             hint="pass --yes to confirm, or --dry-run to see what would go",
         )
-    if not doomed:
-        return True
     shown = doomed[:5]
     lines = [f"  {n.id}  {truncate(n.content, 60)}" for n in shown]
     if len(doomed) > len(shown):

@@ -11,14 +11,17 @@ OpenAI-compatible controller (``dualmem.cli.backend``), ``DUALMEM_CHAT_URL``/``D
 from __future__ import annotations
 
 import argparse
+import copy as copy_module
 import difflib
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from dualmem._registry import Registry
 from dualmem.cli.check import Outcome
 from dualmem.cli.options import default_db, human_output
 from dualmem.errors import DualmemError, UserError
@@ -66,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedder",
         default="minilm",
-        help="minilm (default), multilingual (any language: the multilingual extra), "
-        "hashing[:DIM] or openai:MODEL",
+        help="minilm (default), multilingual (any language: the multilingual extra), hashing[:DIM], "
+        "openai:MODEL or an installed plug-in's name (dualmem doctor)",
     )
     parser.add_argument(
         "--graph-cache",
@@ -76,13 +79,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder where the MiniLM embedder keeps its optimised graph, so later calls skip the "
         "optimisation (~90 MB; env DUALMEM_GRAPH_CACHE)",
     )
-    parser.add_argument("--controller", default="builtin", choices=["builtin", "jev", "llm"])
-    parser.add_argument("--answerer", default="extractive", choices=["extractive", "chat"])
+    parser.add_argument(
+        "--controller", default="builtin", help="builtin (default), jev, llm or an installed plug-in's name"
+    )
+    parser.add_argument(
+        "--answerer", default="extractive", help="extractive (default), chat or an installed plug-in's name"
+    )
     from dualmem.cli.backend import add_llm_arguments
 
     add_llm_arguments(parser)
     parser.add_argument(
-        "--profile", default=None, help="profile preset (paper, builtin, jev, llm) or a profile .json file"
+        "--profile",
+        default=None,
+        help="profile preset (builtin: the default; views: the default with the paper's four views; "
+        "paper: Appendix B exactly, no update detection; dualmem, jev, llm) or a profile .json file; "
+        "the database keeps the first one given and later calls without --profile use it",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
     parser.add_argument(
@@ -107,13 +118,43 @@ def build_parser() -> argparse.ArgumentParser:
     check.register(sub)
     erase.register(sub)
     migrate_command.register(sub)
-    from dualmem.cli import hook, keys, mcp, serve
+    from dualmem.cli import doctor, hook, keys, mcp, serve
 
     serve.register(sub)
     keys.register(sub)
     mcp.register(sub)
     hook.register(sub)
+    doctor.register(sub)
+    _accept_global_options(parser)
     return parser
+
+
+def _accept_global_options(parser: argparse.ArgumentParser) -> None:
+    """Let every subcommand (nested ones too) take the global options after its name:
+    ``dualmem search x --db m.db`` is ``dualmem --db m.db search x``. A copy of each global option
+    is added to each subcommand that has no option of the same name (``bench locomo --embedder``
+    keeps its own), hidden from its help and defaulting to ``SUPPRESS``: given after the command it
+    overrides the value given (or defaulted) before it; not given, it changes nothing."""
+    globals_ = [
+        a
+        for a in parser._actions
+        if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))
+    ]
+
+    def visit(sub_parser: argparse.ArgumentParser) -> None:
+        for action in sub_parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                    for option in globals_:
+                        if any(name in child._option_string_actions for name in option.option_strings):
+                            continue
+                        copy = copy_module.copy(option)
+                        copy.default = argparse.SUPPRESS
+                        copy.help = argparse.SUPPRESS
+                        child._add_action(copy)
+                    visit(child)
+
+    visit(parser)
 
 
 class Parser(argparse.ArgumentParser):
@@ -203,9 +244,29 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _check_parts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--controller``/``--answerer``/``--embedder`` name a builtin or installed part (their registry),
+    else a one-line error with the nearest name; the defaults are not looked up (nothing imported)."""
+    if args.controller != "builtin":
+        from dualmem.control import CONTROLLERS
+
+        _check_name(parser, "--controller", args.controller, CONTROLLERS)
+    if args.answerer != "extractive":
+        from dualmem.reason import ANSWERERS
+
+        _check_name(parser, "--answerer", args.answerer, ANSWERERS)
+
+
+def _check_name(parser: argparse.ArgumentParser, option: str, value: str, registry: Registry) -> None:
+    if value not in registry:
+        hint = _did_you_mean(value, registry.names(), parser.prog)
+        parser.exit(EXIT_USER, f"{parser.prog}: unknown {option} {value!r}{hint}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_parts(parser, args)
     args.argv = list(argv) if argv is not None else sys.argv[1:]  # as given, for provenance records
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
@@ -233,7 +294,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = result.data
     if result is not None:
         human = render is not None and human_output(args, default=getattr(args, "human_default", None))
-        emit(render(result) if human and render is not None and isinstance(result, dict) else result)
+        try:
+            emit(render(result) if human and render is not None and isinstance(result, dict) else result)
+        except BrokenPipeError:
+            # the reader stopped reading (`dualmem search x | head -1`): not an error of this command.
+            # stdout goes to /dev/null so the interpreter's final flush does not fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
     return code
 
 

@@ -10,7 +10,6 @@ from typing import Any
 from dualmem.cli.options import tenant_user
 from dualmem.cli.serve import is_loopback, keys_file, open_service_memory
 from dualmem.errors import ConfigError
-from dualmem.types import Tenant
 
 __all__ = ["register"]
 
@@ -29,6 +28,7 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
         from dualmem.mcp_server import build_mcp
         from dualmem.server.keys import KeyStore
         from dualmem.server.service import Service
+        from dualmem.types import Tenant
     except ImportError as exc:
         raise ConfigError(f"dualmem mcp needs the mcp extra ({exc.name} is missing)",
                           hint="pip install 'dualmem[mcp]'") from exc  # fmt: skip

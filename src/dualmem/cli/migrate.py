@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dualmem.cli.options import require_database
-from dualmem.plane import open_store
-from dualmem.plane.migrate import UserReport, migrate_store
+
+if TYPE_CHECKING:
+    from dualmem.plane.migrate import UserReport
 
 __all__ = ["register"]
 
@@ -28,10 +29,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _open(where: str, timeout: float) -> Any:
+    from dualmem.plane import open_store
+
     return open_store(where if "://" in where else Path(where).expanduser(), timeout=timeout)
 
 
 def cmd_migrate(args: argparse.Namespace) -> dict[str, object]:
+    from dualmem.plane.migrate import migrate_store
+
     quiet = bool(getattr(args, "quiet", False))
 
     def progress(report: UserReport) -> None:

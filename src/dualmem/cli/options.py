@@ -7,12 +7,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dualmem._progress import Progress
 from dualmem.errors import ConfigError, InvalidInput, NotFound, TenantRequired
-from dualmem.memory import Filter, Memory, OpenOptions
-from dualmem.scope import Scope
+
+if TYPE_CHECKING:  # the memory core (numpy, pydantic) is imported by the commands that open one
+    from dualmem.memory import Filter, Memory
+    from dualmem.scope import Scope
 
 __all__ = [
     "answerer_options",
@@ -92,6 +94,8 @@ def filter_options() -> argparse.ArgumentParser:
 
 
 def filter_from_args(args: argparse.Namespace) -> Filter:
+    from dualmem.memory import Filter
+
     metadata: dict[str, Any] = {}
     for item in args.meta:
         key, sep, value = item.partition("=")
@@ -237,6 +241,8 @@ def open_memory(
     ``args.created_database``: once the command succeeded the CLI says ``created new database at
     PATH`` on stderr, even with ``-q`` (a mistyped ``--db`` otherwise goes unseen; a failed command
     keeps its one-line error)."""
+    from dualmem.memory import Memory, OpenOptions
+
     path = db_path(args, db)
     read_only = bool(getattr(args, "read_only", False))
     new = False

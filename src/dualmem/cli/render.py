@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dualmem.server.schemas import evidence_out, node_out
-from dualmem.types import Evidence, Node
+if TYPE_CHECKING:  # the schemas (pydantic) are imported when a command prints one
+    from dualmem.types import Evidence, Node
 
 __all__ = [
     "evidence_json",
@@ -22,6 +22,7 @@ __all__ = [
     "render_answer",
     "render_check",
     "render_demo",
+    "render_erase",
     "render_fields",
     "render_forget",
     "render_history",
@@ -36,11 +37,15 @@ __all__ = [
 
 def node_json(node: Node) -> dict[str, Any]:
     """A memory as JSON: ``GET /v1/memories/{id}``'s document."""
+    from dualmem.server.schemas import node_out
+
     return node_out(node).model_dump(mode="json")
 
 
 def evidence_json(e: Evidence) -> dict[str, Any]:
     """One piece of evidence: its memory under ``node``, with ``score``, ``view``, ``via``, ``round``."""
+    from dualmem.server.schemas import evidence_out
+
     return evidence_out(e).model_dump(mode="json")
 
 
@@ -58,6 +63,13 @@ def _width() -> int:
 def _date(node: Mapping[str, Any]) -> str:
     at = node.get("at")
     return str(at)[:10] if at else "-"
+
+
+def _state(node: Mapping[str, Any]) -> str:
+    """What a line adds after a memory that is not simply current: superseded (with when) or pending."""
+    if node.get("valid_to"):
+        return f"  [superseded {str(node['valid_to'])[:10]}]"
+    return "  [pending]" if node.get("status") == "pending" else ""
 
 
 def _who(node: Mapping[str, Any]) -> str:
@@ -111,7 +123,8 @@ def render_list(data: Mapping[str, Any]) -> str:
     lines = []
     for n in nodes:
         head = f"{n['id']}  {_date(n)}  {_who(n)}: "
-        lines.append(head + truncate(str(n["content"]), _width() - len(head)))
+        mark = _state(n)
+        lines.append(head + truncate(str(n["content"]), _width() - len(head) - len(mark)) + mark)
     if data.get("next_offset") is not None:
         lines.append(f"(more: --offset {data['next_offset']})")
     return "\n".join(lines)
@@ -131,7 +144,9 @@ def render_inspect(data: Mapping[str, Any]) -> str:
     lines += [f"  {e['view']:<9} {e['label']:<12} {e['source']} -> {e['target']}" for e in data["edges"]]
     lines.append(f"decisions ({len(data['decisions'])}):")
     lines += [
-        f"  {d['purpose']:<13} {d['key']:<28} {d['value']:.3f}" + (f" {d['label']}" if d.get("label") else "")
+        f"  {d['purpose']:<13} {d['key']:<28} {d['value']:.3f}"
+        + (f" {d['label']}" if d.get("label") else "")
+        + (f" (with {d['other_id']})" if d.get("other_id") else "")  # a pair decision's other memory
         for d in data["decisions"]
     ]
     return "\n".join(lines)
@@ -182,14 +197,26 @@ def render_demo(data: Mapping[str, Any]) -> str:
 
 def render_forget(data: Mapping[str, Any]) -> str:
     """``forgotten: N``, or for ``--dry-run`` the memories that would go (nothing was forgotten)."""
-    if not data.get("dry_run"):
+    if "would_forget" not in data:
         return render_fields(data)
-    memories: Sequence[Mapping[str, Any]] = data["memories"]
+    memories: Sequence[Mapping[str, Any]] = data["items"]
     count = data["would_forget"]
     lines = [f"would forget {count} {'memory' if count == 1 else 'memories'} (dry run: nothing forgotten)"]
     for n in memories:
         head = f"  {n['id']}  {_date(n)}  {_who(n)}: "
-        lines.append(head + truncate(str(n["preview"]), _width() - len(head)))
+        lines.append(head + truncate(str(n["content"]), _width() - len(head)))
+    return "\n".join(lines)
+
+
+def render_erase(data: Mapping[str, Any]) -> str:
+    """``dualmem erase``'s report: complete or not, what was done, what still keeps forgotten bytes."""
+    state = "complete" if data["complete"] else "NOT complete"
+    lines = [f"{data['db']}: erase {state} ({data['backend']}, {data['seconds']} s)"]
+    lines.append("done: " + (", ".join(map(str, data["done"])) or "nothing"))
+    problems: Sequence[str] = data["problems"]
+    if problems:
+        lines.append("still keeping forgotten bytes:")
+        lines.extend(f"  - {p}" for p in problems)
     return "\n".join(lines)
 
 

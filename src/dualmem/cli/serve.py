@@ -8,13 +8,13 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dualmem.cli.options import answerer_options, controller_options, embedder_options, tenant_user
-from dualmem.config import Profile
 from dualmem.errors import ConfigError
-from dualmem.memory import Memory, OpenOptions
-from dualmem.types import Tenant
+
+if TYPE_CHECKING:
+    from dualmem.memory import Memory
 
 __all__ = ["is_loopback", "open_service_memory", "register"]
 
@@ -51,26 +51,29 @@ def is_loopback(host: str) -> bool:
 
 
 def open_service_memory(args: argparse.Namespace) -> Memory:
-    """The memory as ``open_memory`` builds it, but consolidation is the service's (profile "off")."""
+    """The memory as ``open_memory`` builds it (``--profile``, else the database's stored profile,
+    else the default), with no passes of its own (consolidation "off" for this open only) until the
+    service drives its scheduler (``Service.start``: the server's trigger, passes as its writes)."""
     from dualmem.cli.options import default_db
+    from dualmem.memory import Memory, OpenOptions
 
     path = args.db or default_db()
     if path != ":memory:" and "://" not in path:
         path = str(Path(path).expanduser())
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    base = Profile.named(args.profile) if args.profile else Profile.default_for(args.controller)
     options = OpenOptions(
         controller=controller_options(args),
         answerer=answerer_options(args.answerer),
         embedder=embedder_options(args),
         lock_timeout=args.lock_timeout,
+        profile_changes={"write__consolidation": "off"},
     )
     return Memory.open(
         path,
         embedder=args.embedder,
         controller=args.controller,
         answerer=args.answerer,
-        profile=base.with_(write__consolidation="off"),
+        profile=args.profile or None,
         options=options,
     )
 
@@ -85,6 +88,8 @@ def keys_file(args: argparse.Namespace) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.types import Tenant
+
     try:
         import uvicorn
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dualmem._options import construct
+from dualmem._registry import Registry
 from dualmem.control.meter import ControllerStats, Meter
 from dualmem.control.questions import (
     Answer,
@@ -30,6 +31,7 @@ from dualmem.errors import ConfigError
 
 __all__ = [
     "BACKENDS",
+    "CONTROLLERS",
     "Answer",
     "Batch",
     "BatchResult",
@@ -47,6 +49,16 @@ __all__ = [
     "create_controller",
 ]
 
+#: the controllers by name: the builtin backends and those of installed packages (entry point group
+#: ``dualmem.controllers``); a factory takes keyword options, or a typed config through its
+#: ``from_config`` classmethod
+CONTROLLERS = Registry("controller", "dualmem.controllers")
+CONTROLLERS.register("builtin", "dualmem.control.builtin:BuiltinController")
+CONTROLLERS.register("jev", "dualmem.control.jev:JevController")
+CONTROLLERS.register("llm", "dualmem.control.llm:LLMController")
+CONTROLLERS.register("scripted", "dualmem.control.scripted:ScriptedController")
+
+#: the builtin backends
 BACKENDS = ("builtin", "jev", "llm", "scripted")
 
 
@@ -62,43 +74,37 @@ _HINTS = {
     ),
 }
 
+#: the typed config each builtin backend's ``from_config`` takes
+_CONFIGS = {"llm": "LLMConfig", "jev": "JevConfig"}
+
 
 def create_controller(name: str = "builtin", *, config: object = None, **options: Any) -> Controller:
     """Build a backend by name from a typed ``config`` (``LLMConfig``, ``JevConfig``) or keyword options.
 
-    A missing or unknown option raises ``ConfigError`` with a hint; no backend opens a connection here.
+    ``name`` is a builtin backend or a plug-in's (see :data:`CONTROLLERS`). A missing or unknown option
+    raises ``ConfigError`` with a hint; no backend opens a connection here.
     """
+    factory: Callable[..., Controller] = CONTROLLERS.factory(name)
     if config is not None:
-        return _from_config(name, config, options)
-    factory: Callable[..., Controller]
-    if name == "builtin":
-        from dualmem.control.builtin import BuiltinController as factory
-    elif name == "scripted":
-        from dualmem.control.scripted import ScriptedController as factory
-    elif name == "jev":
-        from dualmem.control.jev import JevController as factory
-    elif name == "llm":
-        from dualmem.control.llm import LLMController as factory
-    else:
-        raise ConfigError(f"unknown controller {name!r}", hint=f"use one of {', '.join(BACKENDS)}")
+        return _from_config(name, factory, config, options)
     return construct(factory, options, what=f"controller {name!r}", hint=_HINTS.get(name, ""))
 
 
-def _from_config(name: str, config: object, options: dict[str, Any]) -> Controller:
-    from dualmem.control.config import JevConfig, LLMConfig
-
+def _from_config(
+    name: str, factory: Callable[..., Controller], config: object, options: dict[str, Any]
+) -> Controller:
     if options:
         raise ConfigError("pass either a controller config or keyword options, not both")
-    if name == "llm" and isinstance(config, LLMConfig):
-        from dualmem.control.llm import LLMController
+    from dualmem.control import config as configs
 
-        return LLMController.from_config(config)
-    if name == "jev" and isinstance(config, JevConfig):
-        from dualmem.control.jev import JevController
-
-        return JevController.from_config(config)
-    expected = {"llm": "LLMConfig", "jev": "JevConfig"}.get(name)
-    raise ConfigError(
-        f"controller {name!r} cannot take a {type(config).__name__}",
-        hint=f"pass a {expected}" if expected else "only llm and jev take a config object",
-    )
+    expected = _CONFIGS.get(name)
+    from_config = getattr(factory, "from_config", None)
+    if from_config is None or (expected is not None and not isinstance(config, getattr(configs, expected))):
+        raise ConfigError(
+            f"controller {name!r} cannot take a {type(config).__name__}",
+            hint=f"pass a {expected}"
+            if expected
+            else "only a backend with a from_config takes a config object",
+        )
+    made: Controller = from_config(config)
+    return made

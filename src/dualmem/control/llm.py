@@ -45,7 +45,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, assert_never
 
-import httpx
 from pydantic import BaseModel, Field, ValidationError
 
 from dualmem.control.base import BaseController
@@ -70,7 +69,9 @@ from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
 from dualmem.http import JSONClient, OverJSONClient, RetryPolicy
 from dualmem.types import JSONValue
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # httpx is imported with the client (a search does not need it)
+    import httpx
+
     from dualmem.control.calibration import Calibration
 
 __all__ = [

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import httpx
 import numpy as np
 import pydantic
 
@@ -19,6 +19,9 @@ from dualmem._closing import Closing
 from dualmem.embed.base import Matrix, normalize
 from dualmem.errors import ConfigError, EmbedderError
 from dualmem.http import JSONClient, RetryPolicy
+
+if TYPE_CHECKING:  # httpx is imported with the client (a search does not need it)
+    import httpx
 
 __all__ = ["OpenAIEmbedder"]
 

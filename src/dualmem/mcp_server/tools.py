@@ -29,6 +29,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from dualmem._boundary import describe_error
+from dualmem._version import __version__
 from dualmem.errors import DualmemError, InvalidInput
 from dualmem.scope import Scope as TenantScope
 from dualmem.server.keys import KeyStore
@@ -211,7 +212,7 @@ def build_mcp(service: Service, *, tenant: Tenant | None = None, http_url: str |
     tools = [*_writes(service, call), *_reads(service, call)]
     return MCPServer(
         "dualmem", instructions=INSTRUCTIONS, token_verifier=verifier, auth=auth, log_level="WARNING",
-        tools=tools,
+        tools=tools, version=__version__,  # the initialize reply's serverInfo.version
     )  # fmt: skip
 
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
 
 from dualmem.errors import EmbedderMismatch, InvalidInput
-from dualmem.text.lexical import content_tokens, fts5_tokens
+from dualmem.plane import lexindex
 from dualmem.types import NODE_FIELDS, JSONValue, Node, TemporalRef, Tenant, TypeScores, Vector
 
 __all__ = [
@@ -41,7 +40,6 @@ __all__ = [
     "load_json",
     "node_from_row",
     "node_values",
-    "query_phrases",
     "refs_from_json",
     "refs_to_json",
     "tenant_of",
@@ -62,9 +60,9 @@ QUERY_COMMON_SHARE = 0.2
 QUERY_MIN_DOCS = 2000
 QUERY_POSTINGS = 20_000
 
-#: FTS5's ``bm25()`` defaults; the in-memory store uses the same formula.
-BM25_K1 = 1.2
-BM25_B = 0.75
+#: FTS5's ``bm25()`` defaults (``lexindex``: the one BM25 of every store)
+BM25_K1 = lexindex.K1
+BM25_B = lexindex.B
 
 
 def dump_json(value: object) -> str:
@@ -166,17 +164,7 @@ def entity_key(name: str) -> str:
     return " ".join(name.casefold().split())
 
 
-def bm25_idf(total: int, hits: int) -> float:
-    """FTS5's idf: ``log((N - n + 0.5) / (n + 0.5))``, floored at 1e-6."""
-    idf = math.log((total - hits + 0.5) / (hits + 0.5))
-    return idf if idf > 0.0 else 1e-6
-
-
-def query_phrases(text: str, *, max_terms: int = 32) -> list[tuple[str, ...]]:
-    """The phrases ``dualmem.text.lexical.fts_query`` ORs together, as FTS5 tokenises each of them."""
-    terms = list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)]
-    phrases = (tuple(fts5_tokens(term)) for term in terms)
-    return [phrase for phrase in phrases if phrase]  # repeats kept: FTS5 scores each OR-ed phrase
+bm25_idf = lexindex.idf
 
 
 def check_embedder(bound: JSONValue, name: str, dim: int) -> None:

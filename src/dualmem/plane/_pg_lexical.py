@@ -1,8 +1,8 @@
 """The PostgreSQL store's lexical index: BM25 with FTS5's formula over a postings table.
 
-A node's text (its speaker, then its content) is tokenised as FTS5 tokenises it and stemmed as its
-``porter`` tokenizer stems (``dualmem.text.stem``, mode ``fts5``), so the ranking agrees with the
-SQLite store's.
+A node's text (its speaker, then its content) is indexed under the one index rule's terms
+(``lexindex``: FTS5's split and ``porter`` stem) and ranked by its BM25, so the ranking agrees with
+the SQLite store's.
 Postings keep each term's positions (phrases are matched), and the statistics (documents and tokens)
 are kept per user. Two fields use it: the nodes (``postings``, ``lex_stats``) and their neighbour
 context (``ctx_postings``, ``ctx_stats``: ``_pg_context``).
@@ -13,24 +13,24 @@ The interface: :func:`doc_terms` (a text's postings), :func:`write_postings` and
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, cast
 
 import psycopg
 from psycopg import sql
 
 from dualmem.plane import _codec as codec
+from dualmem.plane import lexindex
 from dualmem.plane._pg_sql import dec, enc, tenant_sql
-from dualmem.text.lexical import fts5_tokens
-from dualmem.text.stem import stemmer
+from dualmem.text.lexical import CJK_RANGES
 from dualmem.types import Tenant
-
-stem_fts5 = stemmer("fts5")
 
 __all__ = [
     "NODES",
+    "V5",
     "Field",
+    "PgLexical",
     "add_stats",
     "bm25_query",
     "doc_terms",
@@ -48,6 +48,68 @@ NODES: Field = ("postings", "lex_stats")
 
 _POSTING_COLS = "user_id, term, node_id, seq, agent_id, run_id, dl, tf, positions"
 _K = 'text COLLATE "C"'
+
+
+class PgLexical:
+    """The PostgreSQL store's ``lexindex.LexicalComponent``: BM25 over its postings tables, each search on
+    the store's connection of the open transaction (``connect``: the store's ``_conn``)."""
+
+    def __init__(
+        self, connect: Callable[[str], AbstractContextManager[_Conn]], fields: dict[str, Field]
+    ) -> None:
+        self._connect = connect
+        self._fields = fields
+
+    def search(self, field: str, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        label = "lexical search" if field == "nodes" else "context search"
+        with self._connect(label) as conn:
+            return search(conn, tenant, query, k, self._fields[field])
+
+    def count(self, field: str, user: str) -> int:
+        statement = sql.SQL("SELECT docs FROM {} WHERE user_id = %s").format(
+            sql.Identifier(self._fields[field][1])
+        )
+        with self._connect("count the lexical index") as conn:
+            row = conn.execute(statement, (enc(user),)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def rule(self) -> int:
+        with self._connect("read the lexical index's rule") as conn:
+            return rule_of(conn)
+
+
+#: the meta key holding the index rule's version the postings were written by (absent: 1)
+RULE_KEY = "lexical_rule"
+#: a PostgreSQL regular expression matching a CJK character (``dualmem.text.lexical.has_cjk``)
+CJK_PATTERN = "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES) + "]"
+#: schema v5: a database none of whose text the current rule indexes otherwise than rule 1 (every
+#: new one, every English one) is marked as written by it; any other keeps rule 1 until ``reindex``
+V5: tuple[str, ...] = (
+    f"INSERT INTO meta (key, value) SELECT '{RULE_KEY}', '{lexindex.RULE_VERSION}' WHERE NOT EXISTS "
+    f"(SELECT 1 FROM nodes WHERE content ~ '{CJK_PATTERN}' OR speaker ~ '{CJK_PATTERN}') "
+    "ON CONFLICT (key) DO NOTHING",
+)
+
+
+def rule_of(conn: _Conn) -> int:
+    """The rule version the postings were written by (no marker: 1)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = %s", (RULE_KEY,)).fetchone()
+    return 1 if row is None else int(row[0])
+
+
+def stale_nodes(conn: _Conn) -> list[str]:
+    """The (encoded) ids of the nodes whose terms the current rule changes (their text has CJK)."""
+    statement = "SELECT id FROM nodes WHERE content ~ %s OR speaker ~ %s ORDER BY seq"
+    return [str(row[0]) for row in conn.execute(statement, (CJK_PATTERN, CJK_PATTERN))]
+
+
+def mark_rule(conn: _Conn) -> None:
+    """Record that the postings are the current rule's."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (RULE_KEY, str(lexindex.RULE_VERSION)),
+    )
 
 
 def postings_table(name: str) -> str:
@@ -69,25 +131,14 @@ def postings_table(name: str) -> str:
 
 
 def doc_terms(speaker: str | None, content: str) -> tuple[int, dict[str, list[int]]]:
-    """FTS5's view of a node: (token count, stemmed term -> positions) over speaker then content.
-
-    Like FTS5's two columns, a phrase never spans the speaker and the content (a position gap).
-    """
-    positions: dict[str, list[int]] = defaultdict(list)
-    length = 0
-    offset = 0
-    for text in (speaker or "", content):
-        words = [stem_fts5(token) for token in fts5_tokens(text)]
-        for i, term in enumerate(words):
-            positions[term].append(offset + i)
-        length += len(words)
-        offset += len(words) + 1
-    return length, dict(positions)
+    """The node's (token count, term -> positions) over speaker then content (``lexindex.doc_terms``:
+    like FTS5's two columns, a phrase never spans the speaker and the content)."""
+    return lexindex.doc_terms(speaker, content)
 
 
 def query_terms(query: str) -> list[tuple[str, ...]]:
-    """The query's OR-ed phrases, stemmed as the index is (see ``_codec.query_phrases``)."""
-    return [tuple(stem_fts5(token) for token in phrase) for phrase in codec.query_phrases(query)]
+    """The query's OR-ed phrases, stemmed as the index is (``lexindex.phrases``)."""
+    return lexindex.phrases(query, max_terms=codec.QUERY_MAX_TERMS)
 
 
 def write_postings(
@@ -118,7 +169,7 @@ def search(conn: _Conn, tenant: Tenant, query: str, k: int, field: Field = NODES
     phrases = query_terms(query)
     if not phrases or k <= 0:
         return []
-    statement, params = bm25_query(tenant, phrases, k, k1=codec.BM25_K1, b=codec.BM25_B, field=field)
+    statement, params = bm25_query(tenant, phrases, k, k1=lexindex.K1, b=lexindex.B, field=field)
     rows = conn.execute(statement, params).fetchall()
     return [(cast(str, dec(row[0])), float(row[1])) for row in rows]
 

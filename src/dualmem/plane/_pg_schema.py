@@ -162,7 +162,8 @@ _V4: tuple[str, ...] = (
 )
 
 # v3: write-time neighbour context (``_pg_context``)
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, V3), (4, _V4))
+# v5: the lexical index rule's marker (``_pg_lexical.V5``: CJK bigrams)
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, V3), (4, _V4), (5, lexical.V5))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _HNSW_M = 16

@@ -1,6 +1,7 @@
 """Pydantic models of the JSONL export's records (a file boundary): header, node, edge, decision, trailer.
 
-Each model checks one line's fields (names, types, ISO 8601 times, base64 vectors) and builds the
+Each model checks one line's fields (names, types, ISO 8601 times, base64 vectors, finite numbers,
+memory ids of the form :func:`dualmem.types.check_node_id` accepts) and builds the
 frozen dataclass the store takes. Unknown fields are refused. Private to ``dualmem.plane``.
 """
 
@@ -12,10 +13,11 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PlainValidator, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, FiniteFloat, PlainValidator, StrictInt
 
+from dualmem.errors import InvalidInput
 from dualmem.plane.base import Decision
-from dualmem.types import Edge, Node, NodeStatus, Precision, View
+from dualmem.types import Edge, Node, NodeStatus, Precision, View, check_node_id
 
 __all__ = ["ChunksRecord", "DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord", "TrailerRecord"]
 
@@ -32,9 +34,18 @@ def _date(value: Any) -> dt.date:
     return dt.date.fromisoformat(value)
 
 
+def _node_id(value: str) -> str:
+    try:
+        return check_node_id(value)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+
+
 #: parsed with ``fromisoformat`` (exactly what the export writes), never pydantic's looser rules
 IsoTime = Annotated[dt.datetime, PlainValidator(_time)]
 IsoDate = Annotated[dt.date, PlainValidator(_date)]
+#: a memory id of the form :func:`dualmem.types.check_node_id` accepts (a read must find it again)
+NodeId = Annotated[str, AfterValidator(_node_id)]
 
 
 class _Record(BaseModel):
@@ -68,15 +79,15 @@ class _Ref(_Record):
 
 
 class _Types(_Record):
-    episodic: float
-    semantic: float
-    procedural: float
-    preference: float
+    episodic: FiniteFloat
+    semantic: FiniteFloat
+    procedural: FiniteFloat
+    preference: FiniteFloat
 
 
 class NodeRecord(_Record):
     kind: Literal["node"]
-    id: str
+    id: NodeId
     user: str
     agent: str | None
     run: str | None
@@ -110,14 +121,17 @@ class NodeRecord(_Record):
             raise ValueError(f"node {self.id}: embedding is not base64") from exc
         if len(raw) != 4 * dim:
             raise ValueError(f"node {self.id} has a {len(raw) // 4}-dim vector, expected {dim}")
-        return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        if not np.isfinite(vector).all():
+            raise ValueError(f"node {self.id}: the embedding holds a number that is not finite")
+        return vector
 
 
 class ChunksRecord(_Record):
     """The chunk vectors of one long node: ``parts`` rows of ``dim`` float32, base64."""
 
     kind: Literal["chunks"]
-    node_id: str
+    node_id: NodeId
     parts: int
     vectors: str
 
@@ -128,16 +142,19 @@ class ChunksRecord(_Record):
             raise ValueError(f"node {self.node_id}: chunk vectors are not base64") from exc
         if self.parts < 1 or len(raw) != 4 * dim * self.parts:
             raise ValueError(f"node {self.node_id}: chunk vectors are not {self.parts} x {dim} float32")
-        return np.frombuffer(raw, dtype="<f4").reshape(self.parts, dim).astype(np.float32)
+        rows = np.frombuffer(raw, dtype="<f4").reshape(self.parts, dim).astype(np.float32)
+        if not np.isfinite(rows).all():
+            raise ValueError(f"node {self.node_id}: a chunk vector holds a number that is not finite")
+        return rows
 
 
 class EdgeRecord(_Record):
     kind: Literal["edge"]
-    source: str
-    target: str
+    source: NodeId
+    target: NodeId
     view: View
     label: str
-    weight: float
+    weight: FiniteFloat
     created_at: IsoTime
     valid_from: IsoTime | None
     valid_to: IsoTime | None
@@ -148,15 +165,15 @@ class EdgeRecord(_Record):
 
 class DecisionRecord(_Record):
     kind: Literal["decision"]
-    node_id: str
+    node_id: NodeId
     purpose: str
     name: str
     key: str
-    value: float
+    value: FiniteFloat
     label: str | None
     backend: str
-    latency_ms: float
-    other_id: str | None
+    latency_ms: FiniteFloat
+    other_id: NodeId | None
     created_at: IsoTime
 
     def to_decision(self) -> Decision:

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, DualmemError, ReadOnlyStore
 from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane._sqlite_rule import register
 
 __all__ = ["JOURNAL_SIZE_LIMIT", "MMAP_SIZE", "Synchronous", "check_mmap_size", "connect"]
 
@@ -135,6 +136,7 @@ def connect(
         conn = _read_only(target, timeout=timeout)
     else:
         conn = _writable(target, timeout=timeout, synchronous=synchronous)
+    register(conn)  # the lexical index rule's SQL functions (the FTS5 triggers call them)
     if target != ":memory:":
         try:
             with sql.translated(f"open {target}"):

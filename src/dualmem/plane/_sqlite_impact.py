@@ -13,7 +13,8 @@ store ranks from this derived, rebuildable index instead:
   not positive) is applied at query time from the user's own ``N`` and ``n`` (``lex_stats``, each
   block's ``df``). A tenant's ranking thus never depends on another user's rows; for a one-user file
   it is FTS5's ``bm25()`` (k1 1.2, b 0.75, column weights 1). Terms, counts and lengths are read
-  from FTS5 itself (fts5vocab 'instance' and the ``*_docsize`` table), so the tokenizer is FTS5's.
+  from FTS5 itself (fts5vocab 'instance' and the ``*_docsize`` table) at a build, and by the one index
+  rule (``lexindex.terms``, which is FTS5's tokenizer's split and stem) for rows merged or rescored.
 - **Query** (``top``): max-score over the blocks, highest ``idf x block maximum`` first, into a
   dense accumulator; it stops when no unread posting can lift a row into the top ``k`` (the k-th
   best partial score is at least every other row's bound: unseen rows' sum of the lists' next
@@ -24,7 +25,7 @@ store ranks from this derived, rebuildable index instead:
   written after it are ranked by FTS5 restricted to ``rowid > upto`` (FTS5 seeks by rowid) and
   merged. Triggers record every row at or below ``upto`` that is deleted, rewritten or inserted
   again (``lex_changes``): its postings are ignored and its current text, if any, is scored
-  exactly here (tokenized by a TEMP FTS5 table of the same tokenizer). Everything is in the
+  exactly here (its terms by the one index rule, ``lexindex.terms``). Everything is in the
   database file, so a rollback, another connection's commit and a repair keep it consistent; the
   store rebuilds the index when the delta and the changes pass ``REBUILD_SHARE`` of the built rows.
 
@@ -38,14 +39,16 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import json
-import math
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from dualmem.plane import lexindex
 
 __all__ = [
     "AUTO_BUILD",
@@ -67,7 +70,7 @@ __all__ = [
 
 #: the FTS5 tables the index mirrors, by the integer ``tbl`` its rows carry
 TABLES = {"nodes_fts": 0, "context_fts": 1}
-K1, B = 1.2, 0.75
+K1, B = lexindex.K1, lexindex.B
 #: a block's number is its run's number times RUN plus its place in the run (run 0: the build's)
 RUN = 1 << 16
 #: impacts (0, k1 + 1) are stored as 1..65535
@@ -324,9 +327,8 @@ def _write_batch(conn: sqlite3.Connection, shape: _Shape, terms: list[str], inde
 
 # -- query --------------------------------------------------------------------------------------
 def idf(docs: int, df: int) -> float:
-    """FTS5 bm25()'s idf (1e-6 when not positive)."""
-    value = math.log((docs - df + 0.5) / (df + 0.5))
-    return value if value > 0 else 1e-6
+    """FTS5 bm25()'s idf (1e-6 when not positive): ``lexindex.idf``."""
+    return lexindex.idf(docs, df)
 
 
 @dataclass
@@ -463,38 +465,21 @@ def top(conn: sqlite3.Connection, table: str, query: Query, *, upto: int, change
 def tokenize(
     conn: sqlite3.Connection, table: str, seqs: Sequence[int], terms: Sequence[str] | None = None
 ) -> tuple[dict[int, int], list[Any]]:
-    """The rows' token counts (by seq) and ``(seq, term, tf)`` of their current text, tokenized by a
-    TEMP FTS5 table of FTS5's tokenizer (only ``terms`` when given)."""
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lex_tok USING fts5 "
-        "(x, tokenize='porter unicode61 remove_diacritics 2')"
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lex_tokvocab USING fts5vocab (temp, lex_tok, 'instance')"
-    )
-    texts: list[tuple[int, str]] = []
+    """The rows' token counts (by seq) and ``(seq, term, tf)`` of their current text, by the one
+    index rule (``lexindex.terms`` of each column; only ``terms`` when given)."""
+    wanted = None if terms is None else set(terms)
+    length: dict[int, int] = {}
+    counts: list[Any] = []
     for start in range(0, len(seqs), 500):
         part = list(seqs[start : start + 500])
         query = _TEXT[table].format(marks=",".join("?" * len(part)))
-        texts += [
-            (int(r[0]), " ".join(str(v) for v in r[1:] if v is not None)) for r in conn.execute(query, part)
-        ]
-    conn.execute("DELETE FROM temp.lex_tok")
-    conn.executemany("INSERT INTO temp.lex_tok (rowid, x) VALUES (?, ?)", texts)
-    length = {
-        int(seq): _varints(size) for seq, size in conn.execute("SELECT id, sz FROM temp.lex_tok_docsize")
-    }
-    if terms is None:
-        counts = conn.execute(
-            "SELECT doc, term, COUNT(*) FROM temp.lex_tokvocab GROUP BY term, doc"
-        ).fetchall()
-    else:
-        counts = conn.execute(
-            f"SELECT doc, term, COUNT(*) FROM temp.lex_tokvocab WHERE term IN ({','.join('?' * len(terms))}) "
-            "GROUP BY term, doc",
-            list(terms),
-        ).fetchall()
-    conn.execute("DELETE FROM temp.lex_tok")
+        for row in conn.execute(query, part):
+            seq = int(row[0])
+            found = [term for text in row[1:] if text is not None for term in lexindex.terms(text)]
+            length[seq] = len(found)
+            held = Counter(found)
+            counts += [(seq, term, tf) for term, tf in held.items() if wanted is None or term in wanted]
+    counts.sort(key=lambda count: (count[1], count[0]))  # by term, then row: scores sum in one order
     return length, counts
 
 
@@ -508,8 +493,9 @@ def rescore(
     length, counts = tokenize(conn, table, seqs, sorted(ranked.weights))
     score: dict[int, float] = {}
     for doc, term, tf in counts:
-        weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length[doc] / ranked.avgdl))
-        score[doc] = score.get(doc, 0.0) + ranked.weights[term] * weight
+        score[doc] = score.get(doc, 0.0) + ranked.weights[term] * lexindex.weight(
+            tf, length[doc], ranked.avgdl
+        )
     return sorted(score.items())
 
 

@@ -5,7 +5,7 @@ and the index goes stale as a store grows. Instead the store merges in small ste
 
 - **Delta merge** (``merge_step``): the next ``rows`` rows written since the build (``seq > upto``,
   leaving the newest ``LAG`` alone: an add rewrites its recent neighbours' context, so merging them at
-  once would turn each into a change) are tokenized by a TEMP FTS5 table of FTS5's tokenizer and
+  once would turn each into a change) are tokenized by the one index rule (``lexindex.terms``) and
   appended to their users' posting lists as a new *run*: a list is the union of its runs, each
   sorted by impact and cut into blocks as a build's list is (a block's number is ``run x RUN`` plus
   its place; every block of a run carries the run's postings as ``df``, so a list's ``df`` is the sum

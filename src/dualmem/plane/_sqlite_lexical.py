@@ -27,15 +27,21 @@ from dualmem.plane import _sqlite_impact_merge as merge
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import _sqlite_terms as term_sql
+from dualmem.plane import lexindex
+from dualmem.plane._sqlite_rule import reindex, rule_of
 from dualmem.plane._sqlite_tx import Transactions
-from dualmem.text.lexical import content_tokens, fts_or
+from dualmem.text.lexical import fts_or
 from dualmem.types import Tenant
 
-__all__ = ["Lexical"]
+__all__ = ["FIELDS", "Lexical"]
+
+#: the contract's fields (``lexindex.Field``) -> their FTS5 tables
+FIELDS = {"nodes": "nodes_fts", "context": "context_fts"}
 
 
 class Lexical:
-    """Lexical search over the FTS5 tables of one connection (its ``Transactions`` lock guards it)."""
+    """Lexical search over the FTS5 tables of one connection (its ``Transactions`` lock guards it):
+    the SQLite store's ``lexindex.LexicalComponent``."""
 
     def __init__(self, conn: sqlite3.Connection, tx: Transactions) -> None:
         self._conn = conn
@@ -146,7 +152,7 @@ class Lexical:
     def query_split(self, table: str, query: str, share: float = 1.0) -> tuple[list[str], list[str]]:
         """The query's (rare, common) terms over FTS5 ``table`` for a tenant holding ``share`` of its
         rows (``_sqlite_terms``); call locked."""
-        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
+        terms = lexindex.query_terms(query, max_terms=codec.QUERY_MAX_TERMS)
         if not terms:
             return [], []
         return term_sql.split_terms(
@@ -176,8 +182,8 @@ class Lexical:
         self, table: str, tenant: Tenant, query: str, k: int
     ) -> list[tuple[str, float]] | None:
         """``search`` from the impact-ordered index; None where it cannot answer (call locked)."""
-        terms = list(dict.fromkeys(content_tokens(query)))[: codec.QUERY_MAX_TERMS]
-        found = term_sql.tokens(self._conn, terms)
+        terms = lexindex.query_terms(query, max_terms=codec.QUERY_MAX_TERMS)
+        found = term_sql.tokens(terms)
         if any(len(parts) > 1 for parts in found):  # a phrase: FTS5 ranks it
             return None
         kept = [term for term, parts in zip(terms, found, strict=True) if parts]
@@ -187,9 +193,33 @@ class Lexical:
         query_ = impact.Query(tenant.user, tokens, fts_or(kept), k, self.budget)
         return impact.search(self._conn, table, sql.tenant_sql(tenant), query_)
 
+    def count(self, field: str, user: str) -> int:
+        """The rows of ``field`` (``"nodes"`` or ``"context"``) the index holds for ``user``."""
+        table = FIELDS.get(field, field)
+        statement = {
+            "nodes_fts": "SELECT COUNT(*) FROM nodes WHERE user_id = ?",
+            "context_fts": "SELECT COUNT(*) FROM node_context c JOIN nodes n ON n.seq = c.seq "
+            "WHERE n.user_id = ?",
+        }[table]
+        with self._tx.lock, self._tx.read(), sql.translated("count the lexical index"):
+            return int(self._conn.execute(statement, (user,)).fetchone()[0])
+
+    def rule(self) -> int:
+        """The index rule's version the FTS5 tables were written by."""
+        with self._tx.lock, self._tx.read(), sql.translated("read the lexical index's rule"):
+            return rule_of(self._conn)
+
+    def reindex(self) -> int:
+        """Bring the FTS5 tables to the current rule (``reindex``); the rows indexed again."""
+        with self._tx.lock, self._tx.write(), sql.translated("reindex the lexical index"):
+            done = reindex(self._conn)
+        self.forget_terms()
+        return done
+
     def search(self, table: str, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 top-k of FTS5 ``table`` for ``tenant``: from the impact-ordered index for a large
-        store, else FTS5 bounded by the query's term split."""
+        """BM25 top-k of FTS5 ``table`` (or its field, ``"nodes"`` / ``"context"``) for ``tenant``:
+        from the impact-ordered index for a large store, else FTS5 bounded by the query's term split."""
+        table = FIELDS.get(table, table)
         if k <= 0:
             return []
         label = "lexical search" if table == "nodes_fts" else "context search"

@@ -13,6 +13,7 @@ from dualmem.plane._sqlite_edges import V7_EDGES, edges_table
 from dualmem.plane._sqlite_impact import V8
 from dualmem.plane._sqlite_impact_merge import V10
 from dualmem.plane._sqlite_nodes import v11
+from dualmem.plane._sqlite_rule import adopt
 from dualmem.plane._sqlite_scale import V2
 from dualmem.plane._sqlite_vectors import V7
 from dualmem.types import utcnow
@@ -144,6 +145,8 @@ Step = str | Callable[[sqlite3.Connection], None]
 #: 8: the impact-ordered, tenant-partitioned lexical index of large FTS5 tables (``_sqlite_impact``)
 #: 10: the lexical index's per-user norms and rebuild cursors (``_sqlite_impact_merge``)
 #: 11: stored neighbour lists as compact text, not JSON (``_sqlite_nodes.v11``)
+#: 12: FTS5 given the lexical index rule's text (``_sqlite_lexical.adopt``: CJK bigrams); a file
+#: holding CJK text keeps its index until ``dualmem reindex``
 MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (1, _V1),
     (2, _V2),
@@ -155,6 +158,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (8, V8),
     (10, V10),
     (11, (v11,)),
+    (12, (adopt,)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -20,7 +20,8 @@ the query's terms (idf ``log((N - df + 0.5) / (df + 0.5))``), so a row holding o
 outranks one that also holds a rare term; and it is the term that costs most rows to score. The
 budget is absolute, so the rows ``bm25()`` scores stay under ``postings`` plus one term's rows,
 whatever the index's size (the common terms' postings are only merged, ~1/20 of the cost a row).
-Document frequencies are each table's own (``nodes_vocab`` for the nodes, a TEMP
+A query's terms are ``lexindex.query_terms`` (each its index words joined by a space, stemmed by
+the one rule: ``tokens``). Document frequencies are each table's own (``nodes_vocab`` for the nodes, a TEMP
 ``fts5vocab`` over ``context_fts`` for the context), read by term (an index lookup, never a scan).
 """
 
@@ -29,46 +30,24 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from dualmem.plane import lexindex
 from dualmem.plane._sqlite_scale import node_total
 
 __all__ = ["doc_counts", "split_terms", "stems", "tokens"]
 
 #: FTS5 table -> the fts5vocab ('row') table that counts its documents per term
 _VOCAB = {"nodes_fts": "main.nodes_vocab", "context_fts": "temp.dualmem_context_vocab"}
-#: term -> its tokens as FTS5's porter tokenizer indexes them (a pure function of the tokenizer)
-_STEMS: dict[str, tuple[str, ...]] = {}
-_STEMS_MAX = 50_000
 
 
-def stems(conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
-    """Each term's first token as the porter unicode61 tokenizer indexes it (``""`` if none)."""
-    return [found[0] if found else "" for found in tokens(conn, terms)]
+def stems(terms: Sequence[str]) -> list[str]:
+    """Each query term's first index term (``""`` if none)."""
+    return [found[0] if found else "" for found in tokens(terms)]
 
 
-def tokens(conn: sqlite3.Connection, terms: Sequence[str]) -> list[tuple[str, ...]]:
-    """Each term's tokens as the porter unicode61 tokenizer indexes them, in order; the tokenizer
-    runs through a TEMP fts5 table, once per distinct term (remembered after)."""
-    missing = [t for t in dict.fromkeys(terms) if t not in _STEMS]
-    if missing:
-        conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.dualmem_qtok USING fts5 "
-            "(x, tokenize='porter unicode61 remove_diacritics 2')"
-        )
-        conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.dualmem_qvocab USING fts5vocab "
-            "(dualmem_qtok, 'instance')"
-        )
-        conn.executemany(
-            "INSERT INTO temp.dualmem_qtok (rowid, x) VALUES (?, ?)", list(enumerate(missing, 1))
-        )
-        found: dict[int, list[str]] = {}
-        for doc, term in conn.execute("SELECT doc, term FROM temp.dualmem_qvocab ORDER BY doc, offset"):
-            found.setdefault(int(doc), []).append(term)
-        conn.execute("DELETE FROM temp.dualmem_qtok")
-        if len(_STEMS) + len(missing) > _STEMS_MAX:
-            _STEMS.clear()
-        _STEMS.update((term, tuple(found.get(i, ()))) for i, term in enumerate(missing, 1))
-    return [_STEMS[t] for t in terms]
+def tokens(terms: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each query term's index terms in order (``lexindex.phrases``: the one rule's stems of the
+    term's words)."""
+    return [lexindex.stems(term) for term in terms]
 
 
 def doc_counts(conn: sqlite3.Connection, table: str, terms: Sequence[str]) -> list[int]:
@@ -76,7 +55,7 @@ def doc_counts(conn: sqlite3.Connection, table: str, terms: Sequence[str]) -> li
     vocab = _VOCAB[table]
     if vocab.startswith("temp."):
         conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab (main, {table}, 'row')")
-    stemmed = stems(conn, terms)
+    stemmed = stems(terms)
     wanted = sorted({s for s in stemmed if s})
     if not wanted:
         return [0] * len(terms)

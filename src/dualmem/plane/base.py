@@ -52,6 +52,7 @@ Semantics every backend keeps:
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -59,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from dualmem.errors import InvalidInput
 from dualmem.types import (
     Edge,
     JSONValue,
@@ -101,6 +103,7 @@ __all__ = [
     "WriteKeys",
     "WriteStore",
     "candidates_of",
+    "refuse_known_or_repeated",
     "tenant_order",
 ]
 
@@ -204,10 +207,19 @@ class StoreStats:
     entities: int
     embedder: str | None
     dim: int | None
+    #: ``superseded_by`` edges (an update's link to the version it replaced): stored in the temporal
+    #: view's table, but bookkeeping of versions, not a temporal relation, so not in ``edges_by_view``
+    supersessions: int = 0
 
     @classmethod
     def of(
-        cls, nodes: int, pending: int, edges_by_view: Mapping[View, int], entities: int, bound: JSONValue
+        cls,
+        nodes: int,
+        pending: int,
+        edges_by_view: Mapping[View, int],
+        entities: int,
+        bound: JSONValue,
+        supersessions: int = 0,
     ) -> StoreStats:
         """The stats of counts and the store's ``embedder`` meta value (``bind_embedder``)."""
         info = bound if isinstance(bound, dict) else {}
@@ -219,6 +231,7 @@ class StoreStats:
             entities=int(entities),
             embedder=name if isinstance(name, str) else None,
             dim=dim if isinstance(dim, int) else None,
+            supersessions=int(supersessions),
         )
 
 
@@ -520,3 +533,14 @@ def tenant_order(tenant: Tenant) -> tuple[str, bool, str, bool, str]:
         tenant.run is not None,
         tenant.run or "",
     )
+
+
+def refuse_known_or_repeated(ids: Sequence[str], known: Collection[str]) -> None:
+    """``InvalidInput`` naming the ids of a ``put_nodes`` batch that are ``known`` (already stored) or
+    that the batch holds more than once; nothing when there are none."""
+    counts = collections.Counter(ids)
+    repeated = sorted(i for i, n in counts.items() if n > 1)
+    if known or repeated:
+        parts = [f"already stored: {sorted(known)[:5]}"] if known else []
+        parts += [f"repeated in the batch: {repeated[:5]}"] if repeated else []
+        raise InvalidInput(f"node ids {'; '.join(parts)}")

@@ -11,6 +11,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dualmem.plane import _sqlite_rule as lexical
+from dualmem.plane import lexindex
 from dualmem.types import JSONValue
 
 __all__ = ["CheckReport", "Problem", "sqlite_check", "sqlite_repair"]
@@ -161,9 +163,18 @@ def _integrity(conn: sqlite3.Connection) -> Problem:
 
 
 def _fts(conn: sqlite3.Connection) -> Problem:
-    """FTS5's own check, comparing the index with the ``nodes`` table too (``rank = 1``)."""
+    """FTS5's own check, comparing the index with the ``nodes`` table too (``rank = 1``) where FTS5
+    was given the raw text (rule 1); else its index alone and its row count against ``nodes``."""
     try:
-        conn.execute("INSERT INTO nodes_fts (nodes_fts, rank) VALUES ('integrity-check', 1)")
+        if lexical.rule_of(conn) == 1:
+            conn.execute("INSERT INTO nodes_fts (nodes_fts, rank) VALUES ('integrity-check', 1)")
+        else:
+            conn.execute("INSERT INTO nodes_fts (nodes_fts, rank) VALUES ('integrity-check', 0)")
+            rows = conn.execute(
+                "SELECT (SELECT COUNT(*) FROM nodes_fts_docsize), (SELECT COUNT(*) FROM nodes)"
+            ).fetchone()
+            if rows[0] != rows[1]:
+                return Problem("fts", 1, (f"the FTS5 index holds {rows[0]} rows for {rows[1]} nodes",))
     except sqlite3.OperationalError as exc:
         if "readonly" in str(exc):
             return Problem("fts_unchecked", 0)
@@ -184,11 +195,31 @@ def _counted(conn: sqlite3.Connection, kind: str) -> Problem:
     return Problem(kind, len(rows), tuple(rows[:_DETAILS]), repairable=fix is not None)
 
 
+#: what a file whose lexical index predates the rule is told
+RULE_NOTICE = (
+    "the lexical index predates rule {rule} (Chinese, Japanese and Korean text as bigrams): {count} "
+    "rows of CJK text are not found by a lexical search until 'dualmem check --repair' reindexes them"
+)
+
+
+def _rule(conn: sqlite3.Connection) -> Problem:
+    """Rows whose FTS5 terms an older index rule made (``_sqlite_lexical.reindex`` makes them again)."""
+    try:
+        if lexical.rule_of(conn) >= lexindex.RULE_VERSION:
+            return Problem("lexical_rule", 0)
+        nodes, context = lexical.stale_rows(conn)
+    except sqlite3.DatabaseError as exc:
+        return Problem("lexical_rule", 1, (f"could not check: {exc}",), repairable=False)
+    count = len(nodes) + len(context)
+    return Problem("lexical_rule", count, (RULE_NOTICE.format(rule=lexindex.RULE_VERSION, count=count),))
+
+
 def sqlite_check(conn: sqlite3.Connection, *, repair: bool = False) -> CheckReport:
     """Every check over one SQLite connection (``repair`` is accepted for symmetry and ignored)."""
     del repair
     problems = [_integrity(conn), _fts(conn)]
     problems += [_counted(conn, kind) for kind in _COUNTED]
+    problems.append(_rule(conn))
     return CheckReport.of(problems)
 
 
@@ -196,7 +227,8 @@ def sqlite_repair(conn: sqlite3.Connection, report: CheckReport) -> tuple[str, .
     """Fix what ``report`` found that SQL can fix (call inside a write transaction); kinds repaired."""
     steps: dict[str, Callable[[], object]] = {
         "integrity": lambda: conn.execute("REINDEX"),
-        "fts": lambda: conn.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('rebuild')"),
+        "fts": lambda: lexical.rebuild_fts(conn),
+        "lexical_rule": lambda: lexical.reindex(conn),
     }
     done: list[str] = []
     for problem in report.problems:

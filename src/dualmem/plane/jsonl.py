@@ -38,7 +38,15 @@ from dualmem.plane._records import (
 from dualmem.plane.base import Decision, MemoryStore
 from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ImportReport", "export_lines", "import_lines", "verify_export"]
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "ImportReport",
+    "export_lines",
+    "import_lines",
+    "split_lines",
+    "verify_export",
+]
 
 EXPORT_FORMAT = "dualmem.export"
 EXPORT_VERSION = 2
@@ -180,11 +188,13 @@ def import_lines(store: MemoryStore, lines: Iterable[str], *, embedder: str, dim
     edges: list[Edge] = []
     decisions: list[Decision] = []
     chunks: dict[str, Vector] = {}
+    seen = _Repeats()
     for number, doc in verified.records:
         kind = doc.get("kind")
         try:
             if kind == "node":
                 nodes.append(_valid(_checked(NodeRecord, doc, number).to_node(dim)))
+                seen.once(("node", nodes[-1].id), number, f"node id {nodes[-1].id!r}")
             elif kind == "chunks":
                 record = _checked(ChunksRecord, doc, number)
                 if record.node_id not in {n.id for n in nodes[-1:]} or record.node_id in chunks:
@@ -192,8 +202,11 @@ def import_lines(store: MemoryStore, lines: Iterable[str], *, embedder: str, dim
                 chunks[record.node_id] = record.to_matrix(dim)
             elif kind == "edge":
                 edges.append(_checked(EdgeRecord, doc, number).to_edge())
+                e = edges[-1]
+                seen.once(("edge", e.source, e.target, e.view, e.label), number, "the edge")
             elif kind == "decision":
                 decisions.append(_checked(DecisionRecord, doc, number).to_decision())
+                seen.once(("decision", json.dumps(doc, sort_keys=True)), number, "the decision")
             else:
                 raise ValueError(f"unknown record kind {kind!r}")
         except (ValueError, InvalidInput) as exc:  # a bad vector, an edge label outside its view
@@ -212,6 +225,19 @@ def import_lines(store: MemoryStore, lines: Iterable[str], *, embedder: str, dim
         store.put_edges(edges)
         store.put_decisions(decisions)
     return ImportReport(len(nodes), len(edges), len(decisions))
+
+
+class _Repeats:
+    """Keys of the records read so far: a node id, an edge (its ends, view and label) or a decision
+    line that comes twice is refused (export writes each once; counting it twice would be a lie)."""
+
+    def __init__(self) -> None:
+        self._first: dict[tuple[str, ...], int] = {}
+
+    def once(self, key: tuple[str, ...], number: int, what: str) -> None:
+        first = self._first.setdefault(key, number)
+        if first != number:
+            raise InvalidInput(f"line {number} of the import repeats {what} of line {first}", hint=_HINT)
 
 
 def _valid(node: Node) -> Node:
@@ -279,8 +305,25 @@ def _check_embedder(header: HeaderRecord, *, embedder: str, dim: int) -> None:
         )
 
 
+#: what ``str.splitlines()`` splits on that ``json.dumps(ensure_ascii=False)`` leaves raw inside a
+#: string (it escapes \n, \r, \v, \f and \x1c-\x1e as control characters already)
+_RAW_SEPARATORS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\x85\u2028\u2029"}
+
+
 def _dump(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    """One record as one line by any reader's idea of a line: every separator ``str.splitlines()``
+    knows is escaped (they can only occur inside JSON strings, where the escape means the same)."""
+    line = json.dumps(doc, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    return line.translate(_RAW_SEPARATORS)
+
+
+def split_lines(text: str) -> list[str]:
+    """An export's lines: split on "\n" only (a "\r" before it is dropped), never on the other
+    separators ``str.splitlines()`` knows, which an older export may hold raw inside its strings."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _node_json(n: Node) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """A pure-Python ``Store`` for fast tests: dicts, a numpy matrix per user, BM25 like FTS5's.
 
-Same semantics as ``SQLiteStore`` (the contract suite runs on both), except that lexical matching
-does not stem words (SQLite uses the porter stemmer).
+Same semantics as ``SQLiteStore`` (the contract suite runs on both); its lexical index is the one
+rule and BM25 of ``lexindex`` over token lists held in memory.
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from typing import cast
 import numpy as np
 
 from dualmem.errors import InvalidInput, NotFound
-from dualmem.plane import _chunks
+from dualmem.plane import _chunks, lexindex
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
 from dualmem.plane._vectors import UserVectors
-from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import CheckReport, Problem
-from dualmem.text.lexical import fts5_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 __all__ = ["InMemoryStore"]
@@ -56,16 +55,33 @@ def _bm25(
     total = len(docs)
     avgdl = sum(len(toks) for _, toks, _ in docs) / total
     hits = [[_phrase_count(toks, counts, p) for p in phrases] for _, toks, counts in docs]
-    idf = [codec.bm25_idf(total, sum(1 for row in hits if row[j] > 0)) for j in range(len(phrases))]
+    idf = [lexindex.idf(total, sum(1 for row in hits if row[j] > 0)) for j in range(len(phrases))]
     scored: list[tuple[float, int, str]] = []
     for i, ((node, toks, _), row) in enumerate(zip(docs, hits, strict=True)):
         if not any(row) or not tenant.covers(node.tenant):
             continue
-        norm = codec.BM25_K1 * (1 - codec.BM25_B + codec.BM25_B * len(toks) / avgdl)
-        score = sum(w * tf * (codec.BM25_K1 + 1) / (tf + norm) for w, tf in zip(idf, row, strict=True) if tf)
+        score = sum(w * lexindex.weight(tf, len(toks), avgdl) for w, tf in zip(idf, row, strict=True) if tf)
         scored.append((-score, i, node.id))
     scored.sort()
     return [(node_id, -neg) for neg, _, node_id in scored[:k]]
+
+
+class MemoryLexical:
+    """The in-memory store's ``lexindex.LexicalComponent``: the rule's terms of each row, held by the
+    store (cached per node), ranked by ``lexindex``'s BM25."""
+
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+
+    def search(self, field: str, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        docs = self._store._lexical_docs(field, tenant.user)
+        return _bm25(docs, lexindex.phrases(query, max_terms=codec.QUERY_MAX_TERMS), tenant, k)
+
+    def count(self, field: str, user: str) -> int:
+        return sum(1 for node, _, _ in self._store._lexical_docs(field, user) if node.tenant.user == user)
+
+    def rule(self) -> int:
+        return lexindex.RULE_VERSION
 
 
 class InMemoryStore(StoreBase):
@@ -171,8 +187,7 @@ class InMemoryStore(StoreBase):
         stored = [self._canonical(node, vec) for node, vec in zip(nodes, vectors, strict=True)]
         with self._lock:
             known = {node.id for node in nodes if node.id in self._nodes}
-            if known or len({node.id for node in nodes}) != len(nodes):
-                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            refuse_known_or_repeated([node.id for node in nodes], known)
             self._check_dims(vectors)
             self._contexts.clear()
             for node in stored:
@@ -349,15 +364,30 @@ class InMemoryStore(StoreBase):
         text = f"{node.speaker or ''}\n{node.content}"
         cached = self._tokens.get(node.id)
         if cached is None or cached[0] != text:
-            toks = fts5_tokens(text)
+            toks = lexindex.terms(text)
             cached = self._tokens[node.id] = (text, toks, Counter(toks))
         return cached[1], cached[2]
 
+    @property
+    def lexical(self) -> MemoryLexical:
+        """The store's lexical index (``lexindex.LexicalComponent`` over token lists held here)."""
+        return MemoryLexical(self)
+
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         """BM25 with FTS5's formula, statistics over every stored node (as FTS5 computes them)."""
+        return self.lexical.search("nodes", tenant, query, k)
+
+    def _lexical_docs(self, field: str, user: str | None) -> list[tuple[Node, list[str], Counter[str]]]:
+        """The rows of ``field`` BM25 ranks: every node (FTS5's statistics are the whole table's), or
+        ``user``'s nodes that have a neighbour context."""
         with self._lock:
-            docs = [(node, *self._doc(node)) for node in self._nodes.values()]
-        return _bm25(docs, codec.query_phrases(query), tenant, k)
+            if field == "nodes":
+                return [(node, *self._doc(node)) for node in self._nodes.values()]
+            docs = []
+            for node_id, row in self._user_contexts(user or "").items():
+                toks = lexindex.terms(row.text)
+                docs.append((self._nodes[node_id], toks, Counter(toks)))
+            return docs
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """Write-time candidates' lexical shortlist: this store's ``lexical_search`` (not bounded here)."""
@@ -379,13 +409,7 @@ class InMemoryStore(StoreBase):
 
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
         """BM25 over the context fields; statistics over the user's nodes that have a context."""
-        with self._lock:
-            rows = self._user_contexts(tenant.user)
-            docs = []
-            for node_id, row in rows.items():
-                toks = fts5_tokens(row.text)
-                docs.append((self._nodes[node_id], toks, Counter(toks)))
-        return _bm25(docs, codec.query_phrases(query), tenant, k)
+        return self.lexical.search("context", tenant, query, k)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         with self._lock:
@@ -472,14 +496,18 @@ class InMemoryStore(StoreBase):
         nodes = self._covered(tenant)
         ids = {n.id for n in nodes}
         by_view = dict.fromkeys(VIEWS, 0)
+        supersessions = 0
         with self._lock:
             for edge in self._edges.values():
-                if edge.source in ids:
+                if edge.source in ids and edge.label == "superseded_by":
+                    supersessions += 1
+                elif edge.source in ids:
                     by_view[edge.view] += 1
         entities = {(n.tenant.user, codec.entity_key(e)) for n in nodes for e in n.entities}
         entities = {item for item in entities if item[1]}
         pending = sum(1 for n in nodes if n.status == "pending")
-        return StoreStats.of(len(nodes), pending, by_view, len(entities), self.get_meta("embedder"))
+        meta = self.get_meta("embedder")
+        return StoreStats.of(len(nodes), pending, by_view, len(entities), meta, supersessions)
 
     def users(self) -> list[str]:
         return sorted({n.tenant.user for n in self._covered(None)})

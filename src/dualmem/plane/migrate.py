@@ -116,6 +116,7 @@ def _verify(source: MemoryStore, target: MemoryStore, user: str) -> None:
         "nodes": (want.nodes, got.nodes),
         "pending": (want.pending, got.pending),
         "entities": (want.entities, got.entities),
+        "supersessions": (want.supersessions, got.supersessions),
         **{
             f"{view} edges": (want.edges_by_view[view], got.edges_by_view[view])
             for view in want.edges_by_view

@@ -12,6 +12,7 @@ Install with ``pip install 'dualmem[postgres]'``.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ import psycopg_pool
 from psycopg import sql as pgsql
 
 from dualmem.errors import ConfigError, InvalidInput, NotFound
-from dualmem.plane import _chunks
+from dualmem.plane import _chunks, lexindex
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane import _pg_context as pgctx
@@ -31,11 +32,26 @@ from dualmem.plane import _pg_lexical as lexical
 from dualmem.plane import _pg_sql as sql
 from dualmem.plane import _pg_vectors as vectors
 from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, check_edges
+from dualmem.plane._pg_lexical import PgLexical
 from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
-from dualmem.plane.base import Decision, NodeContext, StoreStats, tenant_order
-from dualmem.plane.check import CheckReport, Problem
+from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
+from dualmem.plane.check import RULE_NOTICE, CheckReport, Problem
 from dualmem.plane.erase import EraseReport, erase_postgres
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
+
+log = logging.getLogger("dualmem")
+
+
+def _notice_rule(conn: _Conn, where: str) -> None:
+    """A database whose postings predate the lexical rule (CJK text kept whole) says so at open."""
+    if lexical.rule_of(conn) >= lexindex.RULE_VERSION:
+        return
+    stale = lexical.stale_nodes(conn)
+    if stale:
+        log.warning(
+            "%s: %s", where.split("@")[-1], RULE_NOTICE.format(rule=lexindex.RULE_VERSION, count=len(stale))
+        )
+
 
 __all__ = ["DEFAULT_EF_SEARCH", "DEFAULT_EXACT_BELOW", "DEFAULT_SCHEMA", "PostgresStore"]
 
@@ -75,6 +91,7 @@ class PostgresStore(StoreBase):
         self.exact_below = exact_below
         self.ef_search = ef_search
         self._local = threading.local()
+        self._lexical = PgLexical(self._conn, {"nodes": lexical.NODES, "context": pgctx.FIELD})
         self._dim: int | None = None
 
     @classmethod
@@ -107,6 +124,7 @@ class PostgresStore(StoreBase):
                     check_version(conn, schema)
                 else:
                     migrate(conn, schema)
+                    _notice_rule(conn, dsn)
                 oid = int(
                     cast(tuple[int], conn.execute("SELECT 'public.vector'::regtype::oid").fetchone())[0]
                 )
@@ -308,8 +326,7 @@ class PostgresStore(StoreBase):
         with self._write("store nodes") as conn:
             self._check_dims(conn, vectors)
             known = self._users_of(conn, ids)
-            if known or len(set(ids)) != len(ids):
-                raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+            refuse_known_or_repeated([node.id for node in nodes], set(known))
             with conn.cursor() as cur:
                 cur.executemany(sql.INSERT_NODE + " RETURNING seq", rows, returning=True)
                 seqs = []
@@ -558,9 +575,13 @@ class PostgresStore(StoreBase):
                     )
         return {node_id: np.stack(rows) for node_id, rows in parts.items()}
 
+    @property
+    def lexical(self) -> PgLexical:
+        """The store's lexical index (``lexindex.LexicalComponent``: BM25 over its postings)."""
+        return self._lexical
+
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        with self._conn("lexical search") as conn:
-            return lexical.search(conn, tenant, query, k)
+        return self._lexical.search("nodes", tenant, query, k)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """Write-time candidates' lexical shortlist: this store's ``lexical_search`` (not bounded here)."""
@@ -638,21 +659,52 @@ class PostgresStore(StoreBase):
     def rebuild_context(self) -> int:
         """Recompute every node's context from the nodes (the repair of a derived index)."""
         with self._write("rebuild the context") as conn:
-            conn.execute("DELETE FROM node_context")
-            conn.execute("DELETE FROM ctx_postings")
-            conn.execute("DELETE FROM ctx_stats")
-            ids = [
-                cast(str, sql.dec(row[0]))
-                for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
-            ]
-            for start in range(0, len(ids), 2000):
-                self._refresh_context(conn, ids[start : start + 2000])
-            conn.execute("DELETE FROM meta WHERE key = %s", (pgctx.STALE_KEY,))
+            return self._rebuild_context(conn)
+
+    def reindex_lexical(self) -> int:
+        """Index again, by the current rule, every node whose terms it changes (and every context),
+        then mark the postings as written by it; the nodes indexed again (0: already current)."""
+        with self._write("reindex the lexical index") as conn:
+            if lexical.rule_of(conn) >= lexindex.RULE_VERSION:
+                return 0
+            ids = [cast(str, sql.dec(i)) for i in lexical.stale_nodes(conn)]
+            nodes = self.get_nodes(ids)
+            deltas: dict[str, tuple[int, int]] = {}
+            for node in nodes.values():
+                length, terms = lexical.doc_terms(node.speaker, node.content)
+                key = (sql.enc(node.tenant.user), sql.enc(node.id))
+                old = conn.execute(
+                    "SELECT seq, lex_len FROM nodes WHERE user_id = %s AND id = %s FOR NO KEY UPDATE", key
+                ).fetchone()
+                seq, before = int(cast(tuple[int, int], old)[0]), int(cast(tuple[int, int], old)[1])
+                conn.execute("UPDATE nodes SET lex_len = %s WHERE user_id = %s AND id = %s", (length, *key))
+                conn.execute("DELETE FROM node_entities WHERE user_id = %s AND node_id = %s", key)
+                conn.execute("DELETE FROM postings WHERE user_id = %s AND node_id = %s", key)
+                self._index_text(conn, [node], [seq], [(length, terms)])
+                user = cast(str, key[0])
+                docs, tokens = deltas.get(user, (0, 0))
+                deltas[user] = (docs, tokens + length - before)
+            lexical.add_stats(conn, {u: d for u, d in deltas.items() if d != (0, 0)})
+            if ids:
+                self._rebuild_context(conn)
+            lexical.mark_rule(conn)
+        return len(ids)
+
+    def _rebuild_context(self, conn: _Conn) -> int:
+        conn.execute("DELETE FROM node_context")
+        conn.execute("DELETE FROM ctx_postings")
+        conn.execute("DELETE FROM ctx_stats")
+        ids = [
+            cast(str, sql.dec(row[0]))
+            for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
+        ]
+        for start in range(0, len(ids), 2000):
+            self._refresh_context(conn, ids[start : start + 2000])
+        conn.execute("DELETE FROM meta WHERE key = %s", (pgctx.STALE_KEY,))
         return len(ids)
 
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        with self._conn("context search") as conn:
-            return lexical.search(conn, tenant, query, k, pgctx.FIELD)
+        return self._lexical.search("context", tenant, query, k)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         if not node_ids:
@@ -702,14 +754,18 @@ class PostgresStore(StoreBase):
                 ).fetchone(),
             )
             by_view = dict.fromkeys(VIEWS, 0)
-            for view, count in conn.execute(
+            supersessions = 0
+            for view, versions, count in conn.execute(
                 pgsql.SQL(
-                    "SELECT e.view, count(*) FROM edges e JOIN nodes n ON n.user_id = e.user_id "
-                    "AND n.id = e.source WHERE {} GROUP BY e.view"
+                    "SELECT e.view, e.label = 'superseded_by', count(*) FROM edges e JOIN nodes n "
+                    "ON n.user_id = e.user_id AND n.id = e.source WHERE {} GROUP BY 1, 2"
                 ).format(where),
                 params,
             ):
-                by_view[view] = int(count)
+                if versions:
+                    supersessions += int(count)
+                else:
+                    by_view[view] = int(count)
             entities = cast(
                 tuple[int],
                 conn.execute(
@@ -721,7 +777,7 @@ class PostgresStore(StoreBase):
                 ).fetchone(),
             )[0]
             bound = self._get_meta(conn, "embedder")
-        return StoreStats.of(nodes, pending, by_view, entities, bound)
+        return StoreStats.of(nodes, pending, by_view, entities, bound, supersessions)
 
     # -- idempotency keys -------------------------------------------------------------------
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
@@ -753,11 +809,16 @@ class PostgresStore(StoreBase):
             return erase_postgres(conn, self.schema)
 
     def _repair(self, report: CheckReport) -> CheckReport:
-        """Foreign keys keep every link whole: a repair rebuilds the derived neighbour context."""
-        if "context" not in report.kinds():
+        """Foreign keys keep every link whole: a repair rebuilds the derived neighbour context and
+        indexes again what an older lexical rule indexed."""
+        done = tuple(kind for kind in ("lexical_rule", "context") if kind in report.kinds())
+        if not done:
             return report
-        self.rebuild_context()
-        return self._rechecked(report, ("context",))
+        if "lexical_rule" in done:
+            self.reindex_lexical()
+        if "context" in done:
+            self.rebuild_context()
+        return self._rechecked(report, done)
 
     def _check(self) -> CheckReport:
         """Pending nodes, nodes without a vector, chunk vectors of another size and a stale context."""
@@ -777,11 +838,14 @@ class PostgresStore(StoreBase):
                 for row in conn.execute("SELECT id FROM nodes WHERE session IS NOT NULL ORDER BY seq")
             ]
             bad = context.stale(self, ids, self._context_window)
+            stale = [] if lexical.rule_of(conn) >= lexindex.RULE_VERSION else lexical.stale_nodes(conn)
+        notice = RULE_NOTICE.format(rule=lexindex.RULE_VERSION, count=len(stale))
         return CheckReport.of(
             [
                 Problem("pending_nodes", int(cast(tuple[int], pending)[0]), repairable=False),
                 Problem("nodes_without_vector", int(cast(tuple[int], bare)[0]), repairable=False),
                 Problem("context", len(bad), tuple(bad[:5])),
                 Problem("chunks_bad_size", int(cast(tuple[int], bad_chunks)[0]), repairable=False),
+                Problem("lexical_rule", len(stale), (notice,) if stale else ()),
             ]
         )

@@ -14,6 +14,7 @@ it commits, and checkpoints and truncates the WAL after: see docs/storage.md for
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import sqlite3
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -23,13 +24,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, InvalidInput, NotFound
-from dualmem.plane import _chunks, ann
+from dualmem.plane import _chunks, ann, lexindex
 from dualmem.plane import _codec as codec
 from dualmem.plane import _context as context
 from dualmem.plane import _sqlite_chunks as chunk_sql
 from dualmem.plane import _sqlite_context as ctx
 from dualmem.plane import _sqlite_edges as edge_sql
 from dualmem.plane import _sqlite_impact as impact
+from dualmem.plane import _sqlite_rule as lexical
 from dualmem.plane import _sqlite_scale as scale
 from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import check as checks
@@ -42,11 +44,18 @@ from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
 from dualmem.plane._sqlite_tx import Transactions
 from dualmem.plane._sqlite_vectors import VectorCache
 from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
-from dualmem.plane.base import Candidate, Decision, NodeContext, StoreStats, tenant_order
+from dualmem.plane.base import (
+    Candidate,
+    Decision,
+    NodeContext,
+    StoreStats,
+    refuse_known_or_repeated,
+    tenant_order,
+)
 from dualmem.plane.erase import EraseReport
-from dualmem.text.lexical import content_tokens
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
+log = logging.getLogger("dualmem")
 __all__ = ["SQLiteStore"]
 
 #: decoded contexts ``node_context`` keeps before it starts over (one call's ids are always kept)
@@ -117,6 +126,7 @@ class SQLiteStore(StoreBase):
         store = cls(conn, target, read_only=read_only, schema=schema)
         try:
             store._load_context_window(ctx.STALE_KEY)
+            store._notice_rule()
             if not read_only and target != ":memory:":  # commits no longer pay for the checkpoint
                 with sql.translated(f"open {target}"):
                     conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
@@ -126,6 +136,18 @@ class SQLiteStore(StoreBase):
             conn.close()
             raise
         return store
+
+    def _notice_rule(self) -> None:
+        """A file whose lexical index predates the rule (CJK text kept whole) says so once, at open."""
+        with self._lock, sql.translated("read the lexical index's rule"):
+            if lexical.rule_of(self._conn) >= lexindex.RULE_VERSION:
+                return
+            nodes, context = lexical.stale_rows(self._conn)
+        log.warning(
+            "%s: %s",
+            self.path,
+            checks.RULE_NOTICE.format(rule=lexindex.RULE_VERSION, count=len(nodes) + len(context)),
+        )
 
     @property
     def _ann(self) -> ann.AnnIndex | None:
@@ -231,10 +253,20 @@ class SQLiteStore(StoreBase):
         )
 
     def _prune_entities(self) -> None:
-        self._conn.execute(
+        """Delete the entities no node names any more, and rebuild the entities' indexes if any went.
+
+        ``secure_delete`` zeroes a deleted index cell where it lies, but not the copies a rebalance
+        left in the unallocated gap of a page still in use (``rebuildPage`` rewrites a page's cells
+        without clearing what the old ones left): a forgotten name could stay there (issue 49; the
+        unique ``(user_id, name)`` index takes names in random order, so its pages are rebuilt
+        often). ``REINDEX`` writes the index anew from the live names and frees every old page, which
+        ``secure_delete`` zeroes (``tests/test_forget_index_pages.py``; cost in docs/storage.md)."""
+        gone = self._conn.execute(
             "DELETE FROM entities WHERE NOT EXISTS "
             "(SELECT 1 FROM node_entities ne WHERE ne.entity_id = entities.id)"
-        )
+        ).rowcount
+        if gone > 0:
+            self._conn.execute("REINDEX entities")
 
     def put_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
@@ -276,8 +308,7 @@ class SQLiteStore(StoreBase):
 
     def _insert_rows(self, nodes: Sequence[Node]) -> None:
         known = self._existing([node.id for node in nodes])
-        if known or len({node.id for node in nodes}) != len(nodes):
-            raise InvalidInput(f"node ids already stored or repeated: {sorted(known)[:5]}")
+        refuse_known_or_repeated([node.id for node in nodes], known)
         self._conn.executemany(
             f"INSERT INTO nodes VALUES (NULL, {sql.marks(len(codec.NODE_WRITE_COLUMNS))})",
             [sql.node_row(node) for node in nodes],
@@ -353,10 +384,13 @@ class SQLiteStore(StoreBase):
         ]
         self._conn.execute("DELETE FROM node_entities WHERE node_id = ?", (node.id,))
         self._link_entities([node])
+        gone = 0
         for chunk in sql.chunks(old):
-            self._conn.execute(
+            gone += self._conn.execute(
                 f"DELETE FROM entities WHERE id IN ({sql.marks(len(chunk))}) AND nodes <= 0", chunk
-            )
+            ).rowcount
+        if gone > 0:
+            self._conn.execute("REINDEX entities")  # see _prune_entities
 
     def _put_vector(self, node: Node, vector: Vector) -> None:
         """Store ``node``'s vector in an update (a no-op when it is the stored one)."""
@@ -585,8 +619,13 @@ class SQLiteStore(StoreBase):
         ``"none"``, ``"stale"``, ``"purged"`` or ``"fresh"`` (see ``_sqlite_impact.state``)."""
         return self._lexical.state()
 
+    @property
+    def lexical(self) -> Lexical:
+        """The store's lexical index (``lexindex.LexicalComponent``: FTS5 and the impact-ordered index)."""
+        return self._lexical
+
     def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        return self._lexical.search("nodes_fts", tenant, query, k)
+        return self._lexical.search("nodes", tenant, query, k)
 
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """``lexical_search`` bounded for write-time candidates: below ``scale.PROBE_FROM`` indexed
@@ -594,7 +633,7 @@ class SQLiteStore(StoreBase):
         ``_sqlite_scale.lexical_probe``), so one add reads a bounded number of index rows."""
         if k <= 0:
             return []
-        terms = list(dict.fromkeys(content_tokens(text)))[: codec.QUERY_MAX_TERMS]
+        terms = lexindex.query_terms(text, max_terms=codec.QUERY_MAX_TERMS)
         if not terms:
             return []
         with self._lock, self.snapshot(), sql.translated("lexical probe"):
@@ -656,7 +695,7 @@ class SQLiteStore(StoreBase):
         return len(ids)
 
     def context_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        return self._lexical.search("context_fts", tenant, query, k)
+        return self._lexical.search("context", tenant, query, k)
 
     def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
         """Read through a cache that each context write updates (and another connection's commit,
@@ -712,15 +751,19 @@ class SQLiteStore(StoreBase):
                 f"SELECT COUNT(*), COALESCE(SUM(n.status = 'pending'), 0) FROM nodes n WHERE {where}", params
             ).fetchone()
             by_view = dict.fromkeys(VIEWS, 0)
-            for view, count in self._conn.execute(
-                f"SELECT e.view, COUNT(*) FROM edges e JOIN nodes n ON n.seq = e.src WHERE {where} "
-                "GROUP BY e.view",
+            supersessions = 0
+            for view, versions, count in self._conn.execute(
+                "SELECT e.view, e.label = 'superseded_by', COUNT(*) FROM edges e "
+                f"JOIN nodes n ON n.seq = e.src WHERE {where} GROUP BY 1, 2",
                 params,
             ):
-                by_view[view] = int(count)
+                if versions:
+                    supersessions += int(count)
+                else:
+                    by_view[view] = int(count)
             entities = self._conn.execute(*_entity_count(tenant)).fetchone()[0]
             bound = self.get_meta("embedder")
-        return StoreStats.of(nodes, pending, by_view, entities, bound)
+        return StoreStats.of(nodes, pending, by_view, entities, bound, supersessions)
 
     def tenant_counts(self) -> list[tuple[Tenant, int]]:
         with self._lock, self.snapshot(), sql.translated("count tenants"):

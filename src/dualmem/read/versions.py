@@ -21,13 +21,13 @@ supersession at read time):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from dualmem.plane.base import SearchStore
 from dualmem.types import Edge, Evidence, Node, Tenant
 
-__all__ = ["MAX_HOPS", "VersionRule", "order_versions"]
+__all__ = ["MAX_HOPS", "VersionRule", "current_first", "order_versions"]
 
 #: the longest ``superseded_by`` chain followed from a superseded candidate to its current version
 MAX_HOPS = 8
@@ -142,3 +142,32 @@ def _lift(
         node = nodes.get(node_id)
         if node is not None:  # another tenant's node is never read (get_nodes is tenant-bound)
             out[node_id] = Evidence(node, score, "temporal", edge, 0, node.temporal_refs)
+
+
+def current_first(evidence: Sequence[Evidence], store: SearchStore) -> list[Evidence]:
+    """The evidence an answer may quote: ``evidence`` in its order, less every superseded memory
+    ranked below one of its own later versions (its ``superseded_by`` chain). Search already ranked
+    the current version first (:func:`order_versions`); an answerer that weighs its own measures
+    (the extractive one's topic words) must not quote the fact it replaced. A previous version that
+    search ranked above its successor (a question about history) stays quotable."""
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for e in evidence:
+        if e.node.valid_to is None or not (_later(store, e.node.id) & seen):
+            out.append(e)
+        seen.add(e.node.id)
+    return out
+
+
+def _later(store: SearchStore, node_id: str) -> set[str]:
+    """Every later version of a node: the targets along its ``superseded_by`` chain."""
+    found: set[str] = set()
+    frontier = [node_id]
+    for _ in range(MAX_HOPS):
+        nxt = [e.target for at in frontier for e in _edges(store, at) if e.source == at]
+        nxt = [n for n in nxt if n not in found and n != node_id]
+        if not nxt:
+            break
+        found.update(nxt)
+        frontier = nxt
+    return found

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from dualmem._closing import Closing
 from dualmem.errors import AnswererError, RuntimeFailure
 from dualmem.http import JSONClient, OverJSONClient, RetryPolicy
 from dualmem.types import JSONValue
+
+if TYPE_CHECKING:  # httpx is imported with the client (a search does not need it)
+    import httpx
 
 __all__ = ["ChatClient", "ChatCompletion", "completion_text", "completion_usage"]
 

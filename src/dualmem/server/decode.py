@@ -91,7 +91,12 @@ def retrieval_from(m: SearchOut) -> Retrieval:
 
 def answer_from(m: AnswerOut) -> Answer:
     return Answer(
-        m.text, tuple(_evidence_from(e) for e in m.evidence), _full_trace(m), m.abstained, m.answerer
+        m.text,
+        tuple(_evidence_from(e) for e in m.evidence),
+        _full_trace(m),
+        m.abstained,
+        m.answerer,
+        used=tuple(m.used),
     )
 
 

@@ -31,6 +31,7 @@ from dualmem.server.schemas import (
     WouldForgetOut,
     inspection_out,
     node_out,
+    would_forget_out,
 )
 from dualmem.server.service import Service
 from dualmem.text.timeparse import parse_time
@@ -194,7 +195,7 @@ def delete_memory(node_id: NodeId, scope: Scope, request: Request) -> ForgetResp
     summary="What forgetting this memory would remove (its versions and derived summaries too)",
 )
 def forget_preview(node_id: NodeId, scope: Scope) -> WouldForgetOut:
-    return WouldForgetOut(items=[node_out(n) for n in scope.would_forget(node_id)])
+    return would_forget_out(scope.would_forget(node_id))
 
 
 @router.get(

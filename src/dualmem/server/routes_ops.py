@@ -38,8 +38,8 @@ from dualmem.server.schemas import (
     consolidation_out,
     import_out,
     node_list,
-    node_out,
     search_out,
+    would_forget_out,
 )
 from dualmem.server.service import Service
 
@@ -100,7 +100,7 @@ def forget(body: ForgetRequest, scope: Scope, request: Request) -> ForgetRespons
 def forget_preview(body: ForgetRequest, scope: Scope) -> WouldForgetOut:
     """The memories ``POST /v1/forget`` with the same body would remove now, removing nothing."""
     nodes = scope.would_forget() if body.all else scope.would_forget(where=body.where())
-    return WouldForgetOut(items=[node_out(n) for n in nodes])
+    return would_forget_out(nodes)
 
 
 @router.post(

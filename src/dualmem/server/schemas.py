@@ -77,6 +77,7 @@ __all__ = [
     "search_out",
     "summary_of",
     "trace_out",
+    "would_forget_out",
 ]
 
 MAX_TEXT = 20_000
@@ -438,8 +439,11 @@ class ForgetResponse(_Model):
 
 
 class WouldForgetOut(_Model):
-    """What a forget would remove now, in time order (versions and derived summaries included)."""
+    """What a forget would remove now, in time order (versions and derived summaries included): the
+    one shape of a forget preview (HTTP ``/forget/preview``, ``forget-preview`` and the CLI's
+    ``forget --dry-run --json``)."""
 
+    would_forget: int = Field(description="how many memories would go (len(items))")
     items: list[NodeOut]
 
 
@@ -567,6 +571,9 @@ class AnswerOut(_Model):
     text: str
     abstained: bool
     answerer: str
+    used: list[str] = Field(
+        default_factory=list, description="ids of the memories the answer quotes, first the main one"
+    )
     query: str
     evidence: list[EvidenceOut]
     summary: TraceSummary
@@ -738,7 +745,13 @@ def answer_out(query: str, ans: Answer, *, with_trace: bool) -> AnswerOut:
         text=ans.text,
         abstained=ans.abstained,
         answerer=ans.answerer,
+        used=list(ans.used),
     )
+
+
+def would_forget_out(nodes: Sequence[Node]) -> WouldForgetOut:
+    """A forget preview: the memories a forget would remove, each as ``node_out`` writes it."""
+    return WouldForgetOut(would_forget=len(nodes), items=[node_out(n) for n in nodes])
 
 
 def node_list(nodes: Sequence[Node], *, limit: int, offset: int) -> NodeList:

@@ -5,10 +5,12 @@ reads (search, answer, get, list, export) run concurrently on the caller's threa
 meets a database held by another process is retried with backoff for ``lock_wait_s`` before the
 ``DatabaseLocked`` reaches the caller. A write is acknowledged only after its transaction committed.
 
-Consolidation belongs to the service: every ``consolidate_every`` writes of a tenant (or after
-``consolidate_interval_s`` for a tenant with fewer waiting) the worker runs one pass, as a write.
-``stop()`` finishes the pass in progress and persists what is still waiting in the key database, so
-the next start picks it up.
+Consolidation: the service drives the memory's one scheduler (``Memory.scheduler``, a
+``write.background.Periodic``) rather than running its own: every ``consolidate_every`` writes of a
+tenant (or after ``consolidate_interval_s`` for a tenant with fewer waiting) the memory's worker runs
+one pass, as one of this service's writes. What is waiting lives in the store (the backlog, the queue
+of due passes, the tenants waiting), so a restart loses nothing; ``stop()`` hands the scheduler back
+to the memory's own profile. A second service over the same memory cannot start while one drives it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dualmem.scope import Scope
 from dualmem.server.keys import KeyStore, Replay
 from dualmem.server.metrics import Metrics, file_bytes
 from dualmem.types import Tenant, check_json, utcnow
+from dualmem.write.background import Trigger
 
 __all__ = ["Service", "stamped"]
 
@@ -80,11 +83,6 @@ class Service:
         self._writer = threading.RLock()  # re-entrant: a write may call service.add
         self._queue_lock = threading.Lock()
         self._queue: list[_AddJob] = []
-        self._wake = threading.Condition()
-        self._backlog: dict[Tenant, int] = {}
-        self._since: dict[Tenant, float] = {}
-        self._thread: threading.Thread | None = None
-        self._stopping = False
 
     def scope(self, tenant: Tenant) -> Scope:
         return self.memory.scope(tenant.user, tenant.agent, tenant.run)
@@ -173,9 +171,7 @@ class Service:
                     self.memory.store.update_node(dataclasses.replace(node, metadata=dict(metadata)))
             return new
 
-        new = self.write(run)
-        self.note_writes(scope.tenant, 1)
-        return new
+        return self.write(run)
 
     def _take(self) -> list[_AddJob]:
         """The queued adds, oldest first, up to ``MAX_GROUP`` observations (at least one add)."""
@@ -226,7 +222,6 @@ class Service:
 
         ids, calls = self.write(run)
         self.metrics.observe_write(len(ids), len(jobs), calls)
-        self.note_writes(scope.tenant, len(ids))
         start = 0
         for job in jobs:
             job.finish(ids=ids[start : start + len(job.observations)])
@@ -236,75 +231,36 @@ class Service:
         stats = self.memory.meter.stats
         return {p: stats.calls_for(p) for p in WRITE_PURPOSES}
 
-    # -- consolidation ------------------------------------------------------------------------
-    def note_writes(self, tenant: Tenant, count: int) -> None:
-        if self.consolidate_every <= 0 or count <= 0:
-            return
-        with self._wake:
-            self._backlog[tenant] = self._backlog.get(tenant, 0) + count
-            self._since.setdefault(tenant, time.monotonic())
-            if self._backlog[tenant] >= self.consolidate_every:
-                self._wake.notify()
-
+    # -- consolidation: the memory's scheduler, driven by this service -------------------------------
     def backlog(self) -> dict[Tenant, int]:
-        with self._wake:
-            return dict(self._backlog)
+        """Each tenant with writes waiting for a consolidation pass, and how many."""
+        return self.memory.scheduler.waiting()
 
     def start(self) -> None:
-        """Load the persisted backlog and start the consolidation worker (idempotent)."""
-        if self._thread is not None:
-            return
-        for tenant, count in self.keys.load_backlog().items():
-            self.note_writes(tenant, count)
-        self._stopping = False
-        if self.consolidate_every > 0:
-            self._thread = threading.Thread(
-                target=self._work, name="dualmem-service-consolidate", daemon=True
-            )
-            self._thread.start()
+        """Drive the memory's consolidation scheduler (idempotent; ``ConfigError`` if another service
+        drives it). Tenants an earlier version left in the key database's backlog get their interval."""
+        if self.memory.read_only:
+            return  # nothing is written, so no pass is ever due
+        interval = self.consolidate_interval_s if self.consolidate_every > 0 else None
+        scheduler = self.memory.scheduler
+        scheduler.drive(
+            self, Trigger(self.consolidate_every, interval), guard=self.write, on_pass=self._passed
+        )
+        legacy = self.keys.load_backlog()
+        if legacy:
+            for tenant in legacy:
+                scheduler.note_waiting(tenant)
+            self.keys.save_backlog({})
 
     def worker_alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self.memory.scheduler.worker_alive()
 
     def stop(self) -> None:
-        """Finish the pass in progress, then persist the backlog (no queued work is lost)."""
-        with self._wake:
-            self._stopping = True
-            self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        with self._wake:
-            self.keys.save_backlog(self._backlog)
+        """Hand the scheduler back to the memory (what is waiting stays in the store)."""
+        self.memory.scheduler.release(self)
 
-    def _due(self) -> Tenant | None:
-        now = time.monotonic()
-        for tenant, count in self._backlog.items():
-            if count >= self.consolidate_every or now - self._since[tenant] >= self.consolidate_interval_s:
-                return tenant
-        return None
-
-    def _work(self) -> None:
-        while True:
-            with self._wake:
-                tenant = self._due()
-                while tenant is None and not self._stopping:
-                    self._wake.wait(timeout=min(self.consolidate_interval_s, 1.0))
-                    tenant = self._due()
-                if self._stopping:
-                    return
-                assert tenant is not None
-                count = self._backlog.pop(tenant)
-                self._since.pop(tenant, None)
-            trigger = "count" if count >= self.consolidate_every else "interval"
-            self.consolidate(tenant, trigger=trigger)
-
-    def consolidate(self, tenant: Tenant, *, trigger: str) -> None:
-        try:
-            self.write(lambda: self.scope(tenant).consolidate())
-            self.metrics.consolidations.labels(trigger).inc()
-        except DualmemError as exc:
-            log.warning("consolidation for %s failed: %s", tenant.user, exc.one_line())
+    def _passed(self, trigger: str) -> None:
+        self.metrics.consolidations.labels(trigger).inc()
 
     # -- gauges -------------------------------------------------------------------------------
     def _gauges(self) -> dict[str, float]:

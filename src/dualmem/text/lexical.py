@@ -1,18 +1,58 @@
-"""Word-level text helpers: tokens, stopwords, overlap, and safe SQLite FTS5 queries.
+"""Word-level text helpers: tokens, stopwords, overlap, safe SQLite FTS5 queries, and the lexical
+index's one rule.
 
-The one tokenizer of dualmem: :func:`tokenize` (words with their inner apostrophes, possessive
-``'s`` dropped) is what BM25 queries, lexical overlap, the builtin decider's cues and the hashing
-embedder see; :func:`fts5_tokens` is the same word split as SQLite FTS5's ``unicode61`` tokenizer
-applies it to stored text (accents folded, apostrophes separate), for the in-memory store's BM25.
+:func:`tokenize` (words with their inner apostrophes, possessive ``'s`` dropped) is what queries'
+content words, lexical overlap, the builtin decider's cues and the hashing embedder see.
+
+**The index rule** (``RULE_VERSION``) decides the terms of every lexical index (SQLite FTS5, its
+impact-ordered index, PostgreSQL's postings, the in-memory store), at index and at query time:
+
+- :func:`index_words`: the text's words as SQLite FTS5's ``unicode61 remove_diacritics 2`` splits
+  and folds them (``_unicode61``: FTS5's own tables, so the split is FTS5's for every code point);
+- :func:`index_terms`: those words stemmed as FTS5's ``porter`` tokenizer stems them
+  (:func:`porter`: ``dualmem.text.stem`` mode ``fts5`` over the word's UTF-8 bytes, as FTS5 reads it);
+- **CJK** (version 2): inside those words, each run of Han, Hiragana, Katakana or Hangul characters
+  becomes its overlapping bigrams, and each Han character (an ideograph: a morpheme) a term of its
+  own too (``"咖啡店"``: ``"咖"``, ``"咖啡"``, ``"啡"``, ``"啡店"``, ``"店"``; a kana or Hangul
+  syllable only in a run of one); the rest of the word stays a word (``"python包"``: ``"python"``,
+  ``"包"``). ``bench/lexical_grams.py`` chose it on the CJK dev corpus (results in
+  ``bench/results/lexical-grams.json``);
+- :func:`query_terms`: a query's OR-ed terms, each its index words joined by a space (a phrase when
+  a content word splits into several, as ``don't`` does; a CJK word's bigrams are separate terms);
+- :func:`index_text`: what an index that tokenizes by itself (SQLite FTS5) is given so that its
+  tokens are the rule's: the text itself when it holds no CJK character (FTS5's split is the rule's),
+  else the rule's words joined by spaces.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "content_tokens", "fts5_tokens", "fts_or", "fts_query", "overlap", "tokenize"]
+from dualmem.text._unicode61 import FOLDS, SEPARATORS
+from dualmem.text.stem import stemmer
+
+__all__ = [
+    "CJK_RANGES",
+    "RULE_VERSION",
+    "STOPWORDS",
+    "content_tokens",
+    "fts5_tokens",
+    "fts_or",
+    "fts_query",
+    "has_cjk",
+    "index_terms",
+    "index_text",
+    "index_words",
+    "overlap",
+    "porter",
+    "query_terms",
+    "tokenize",
+]
+
+#: the index rule's version (module docstring): an index written by another version holds other terms
+#: (1: FTS5's split and stem; 2: CJK runs as bigrams)
+RULE_VERSION = 2
 
 #: common English function words (and their contractions); lower case
 STOPWORDS: frozenset[str] = frozenset(
@@ -52,9 +92,19 @@ def tokenize(text: str) -> list[str]:
     return [t[:-2] if t.endswith("'s") and t[:-2] not in _KEEP_S else t for t in tokens]
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+def _separators() -> re.Pattern[str]:
+    ranges = []
+    for part in SEPARATORS.split():
+        lo, _, hi = part.partition("-")
+        ranges.append(f"\\U{int(lo, 16):08x}" + (f"-\\U{int(hi, 16):08x}" if hi else ""))
+    return re.compile(f"[^{''.join(ranges)}]+")
+
+
+_UNICODE61 = _separators()
+_FOLD: dict[int, str | None] = {}
+for _pair in FOLDS.split():
+    _code, _, _folded = _pair.partition(":")
+    _FOLD[int(_code, 16)] = chr(int(_folded, 16)) if _folded else None
 
 
 def fts5_tokens(text: str) -> list[str]:
@@ -62,7 +112,108 @@ def fts5_tokens(text: str) -> list[str]:
 
     Case- and accent-folded, and split at apostrophes: ``"Zoë's"`` gives ``["zoe", "s"]``.
     """
-    return [part for word in _TOKEN.findall(_fold(text)) for part in word.split("'")]
+    return [word for word in (run.translate(_FOLD) for run in _UNICODE61.findall(text)) if word]
+
+
+_PORTER_MAX = 64  # FTS5 leaves tokens of more bytes (or fewer than 3) as they are
+_stem_fts5 = stemmer("fts5")
+
+
+@lru_cache(maxsize=65536)
+def porter(word: str) -> str:
+    """``word`` (an index word) stemmed as FTS5's ``porter`` tokenizer stems it: over its UTF-8
+    bytes (a byte outside ASCII is a consonant; lengths are in bytes)."""
+    if word.isascii():
+        return _stem_fts5(word)
+    raw = word.encode("utf-8")
+    if len(raw) < 3 or len(raw) > _PORTER_MAX:
+        return word
+    try:
+        return _stem_fts5(raw.decode("latin-1")).encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:  # a stem that cuts a character: FTS5 would store broken UTF-8
+        return word
+
+
+#: Hangul Jamo, CJK radicals and symbols' ideographic marks, Hiragana, Katakana (and its phonetic
+#: extensions, half-width forms), Hangul compatibility Jamo and syllables, CJK ideographs (the
+#: unified blocks, their extensions and compatibility ideographs): code point ranges, inclusive
+CJK_RANGES = (
+    (0x1100, 0x11FF), (0x2E80, 0x2FDF), (0x3005, 0x3007), (0x3021, 0x3029), (0x3031, 0x3035),
+    (0x3038, 0x303C), (0x3041, 0x30FF), (0x3130, 0x318F), (0x31F0, 0x31FF), (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF), (0xA960, 0xA97F), (0xAC00, 0xD7AF), (0xD7B0, 0xD7FF), (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9F), (0x20000, 0x3FFFF),
+)  # fmt: skip
+_CJK_CLASS = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES)
+_CJK = re.compile(f"[{_CJK_CLASS}]")
+_CJK_RUN = re.compile(f"([{_CJK_CLASS}]+)")
+#: the Han characters among them (CJK ideographs and their extensions; 々〆〇)
+_HAN = re.compile(
+    "[\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]"
+)
+#: CJK terms of one query at most (a CJK question is one content token: two terms a character)
+_CJK_QUERY_TERMS = 128
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a Han, Hiragana, Katakana or Hangul character."""
+    return _CJK.search(text) is not None
+
+
+def _grams(run: str) -> list[str]:
+    """A CJK run's terms: each Han character, and each overlapping pair (a run of one: itself)."""
+    if len(run) == 1:
+        return [run]
+    out: list[str] = []
+    for i, char in enumerate(run):
+        if _HAN.match(char):
+            out.append(char)
+        if i + 1 < len(run):
+            out.append(run[i : i + 2])
+    return out
+
+
+def index_words(text: str) -> list[str]:
+    """The index rule's words of ``text``, unstemmed (module docstring)."""
+    words = fts5_tokens(text)
+    if not has_cjk(text):
+        return words
+    out: list[str] = []
+    for word in words:
+        if not has_cjk(word):
+            out.append(word)
+            continue
+        for i, part in enumerate(_CJK_RUN.split(word)):  # odd parts are the CJK runs
+            if i % 2:
+                out += _grams(part)
+            elif part:
+                out.append(part)
+    return out
+
+
+def index_text(text: str) -> str:
+    """``text`` as a tokenizing index (FTS5 ``unicode61``) is given it: unchanged without a CJK
+    character (FTS5 splits it as the rule does), else the rule's words joined by spaces."""
+    return text if not has_cjk(text) else " ".join(index_words(text))
+
+
+def index_terms(text: str) -> list[str]:
+    """The index rule's terms of ``text``: its words, stemmed (what every lexical index holds)."""
+    return [porter(word) for word in index_words(text)]
+
+
+def query_terms(text: str, *, max_terms: int = 32) -> list[str]:
+    """The OR-ed terms of a lexical query of ``text``: each distinct content token without CJK (at
+    most ``max_terms``) as its index words joined by a space (FTS5 reads a quoted string of several
+    words as a phrase; tokens without an index word are left out), then the index words of the
+    text's words that hold CJK (at most 64), each a term. Unstemmed: an index stems them."""
+    tokens = list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)]
+    terms = [" ".join(words) for words in (index_words(t) for t in tokens if not has_cjk(t)) if words]
+    if not has_cjk(text):
+        return terms
+    # every word of the text with a CJK character gives its index words (bigrams, and the words
+    # around them), each a term of its own: a CJK question is one run, no phrase of it would match
+    grams = dict.fromkeys(part for word in fts5_tokens(text) if has_cjk(word) for part in index_words(word))
+    return terms + [gram for gram in grams if gram not in terms][:_CJK_QUERY_TERMS]
 
 
 # "it's", "that's" ... are contractions, not possessives: keep them whole so they stay stopwords
@@ -88,13 +239,13 @@ def overlap(a: str, b: str) -> float:
 
 
 def fts_query(text: str, *, max_terms: int = 32) -> str:
-    """A safe FTS5 ``MATCH`` expression: distinct content tokens, each double-quoted, OR-ed.
+    """A safe FTS5 ``MATCH`` expression: the query's terms (``query_terms``), each double-quoted, OR-ed.
 
-    ``"bicycle" OR "broke"``; an empty string when there is no content token (callers treat that
-    as "no lexical results" and must not run the query). Every term is a quoted string, so no
-    input can produce an FTS5 syntax error.
+    ``"bicycle" OR "broke"``; ``"上周" OR "周三"`` for CJK; an empty string when there is no
+    content token (callers treat that as "no lexical results" and must not run the query). Every
+    term is a quoted string, so no input can produce an FTS5 syntax error.
     """
-    return fts_or(list(dict.fromkeys(content_tokens(text)))[: max(0, max_terms)])
+    return fts_or(query_terms(text, max_terms=max_terms))
 
 
 def fts_or(terms: list[str]) -> str:

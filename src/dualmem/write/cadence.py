@@ -48,7 +48,7 @@ class Cadence:
     """
 
     def __init__(self, every: int, *, backlog: Backlog | None = None) -> None:
-        if not isinstance(every, int) or isinstance(every, bool):
+        if not isinstance(every, int) or isinstance(every, bool):  # ``every`` may change later (a server)
             raise ConfigError(f"the consolidation cadence must be an integer, got {every!r}")
         self.every = every
         self.backlog: Backlog = backlog if backlog is not None else InMemoryBacklog()
@@ -56,8 +56,12 @@ class Cadence:
 
     def record(self, tenant: Tenant, node_ids: Sequence[str]) -> list[tuple[str, ...]]:
         """Note ``node_ids`` as written by ``tenant``; return each full window of ``every`` ids now due."""
+        return self.record_left(tenant, node_ids)[0]
+
+    def record_left(self, tenant: Tenant, node_ids: Sequence[str]) -> tuple[list[tuple[str, ...]], int]:
+        """:meth:`record`, and how many ids are left waiting after it."""
         if self.every <= 0 or not node_ids:
-            return []
+            return [], 0
         with self._lock:
             waiting = self.backlog.load(tenant) + list(node_ids)
             due: list[tuple[str, ...]] = []
@@ -65,7 +69,15 @@ class Cadence:
                 due.append(tuple(waiting[: self.every]))
                 waiting = waiting[self.every :]
             self.backlog.save(tenant, waiting)
-        return due
+        return due, len(waiting)
+
+    def take(self, tenant: Tenant) -> tuple[str, ...]:
+        """Every id ``tenant`` has waiting, now out of the backlog (a pass by time, over fewer than every)."""
+        with self._lock:
+            waiting = tuple(self.backlog.load(tenant))
+            if waiting:
+                self.backlog.save(tenant, [])
+        return waiting
 
     def waiting(self, tenant: Tenant) -> tuple[str, ...]:
         """The ids written since ``tenant``'s last due window."""

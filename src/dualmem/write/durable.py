@@ -21,7 +21,7 @@ from typing import cast
 from dualmem.plane.base import WriteStore
 from dualmem.types import JSONValue, Tenant
 
-__all__ = ["QueuedPass", "StoreBacklog", "WorkQueue"]
+__all__ = ["QueuedPass", "StoreBacklog", "WaitingTenants", "WorkQueue"]
 
 _QUEUE_KEY = "consolidation:queue"
 _STALE_S = 3600.0
@@ -48,6 +48,25 @@ class StoreBacklog:
         key = "consolidation:backlog:" + _tenant_key(tenant)
         if node_ids or self._store.get_meta(key) is not None:
             self._store.set_meta(key, list(node_ids))
+
+
+class WaitingTenants:
+    """The tenants with writes waiting for a pass, listed in the store's metadata while a server
+    drives the scheduler (so its passes by time survive a restart; the library keeps no such list)."""
+
+    _KEY = "consolidation:waiting"
+
+    def __init__(self, store: WriteStore) -> None:
+        self._store = store
+
+    def load(self) -> list[Tenant]:
+        value = self._store.get_meta(self._KEY)
+        found = [_tenant({"tenant": v}) for v in value] if isinstance(value, list) else []
+        return [t for t in found if t is not None]
+
+    def save(self, tenants: Sequence[Tenant]) -> None:
+        if tenants or self._store.get_meta(self._KEY) is not None:
+            self._store.set_meta(self._KEY, [[t.user, t.agent, t.run] for t in tenants])
 
 
 def _owner() -> str:

@@ -81,6 +81,8 @@ def growth(store: Store, tenant: Tenant, *, by: Clock = "observed", buckets: int
             events.append((end, "superseded"))
         for e in edges:
             key = (e.source, e.target, e.view, e.label)
+            if e.label == "superseded_by":  # versions, counted as "superseded" above (as in stats)
+                continue
             if key not in seen_edges:
                 seen_edges.add(key)
                 when = e.created_at if by == "written" else max(clock(e.source, own), clock(e.target, own))

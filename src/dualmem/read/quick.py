@@ -1,0 +1,25 @@
+"""The quick search: current memories that share words or entities with a text, fused by reciprocal
+rank — no embedder, no System One, a few index reads. ``Memory.quick_search`` (and the coding-agent
+hook, which must answer within the agent's patience) use it; the adaptive search is ``read/loop.py``."""
+
+from __future__ import annotations
+
+from dualmem.plane.base import MemoryStore
+from dualmem.read.route import rrf
+from dualmem.text.entities import extract_entities
+from dualmem.types import Node, Tenant
+
+__all__ = ["quick_search"]
+
+
+def quick_search(store: MemoryStore, tenant: Tenant, text: str, k: int) -> list[Node]:
+    """The current memories that share words or entities with ``text``, fused by reciprocal rank."""
+    pool = max(1, 3 * k)
+    words = [i for i, _ in store.lexical_search(tenant, text, pool)]
+    entities = extract_entities(text)
+    need = min(2, len(entities))  # a name alone (the user's own, say) matches too much
+    things = [i for i, shared in store.entity_search(tenant, entities, pool) if shared >= need]
+    fused = [i for i, _ in rrf([r for r in (words, things) if r])]
+    nodes = store.get_nodes(fused, tenant)
+    current = [nodes[i] for i in fused if i in nodes and nodes[i].valid_to is None]
+    return current[: max(0, k)]
