@@ -132,6 +132,13 @@ def every_batch() -> list[Batch]:
             state=stop_state([evidence(M1, 0.73), evidence(M2, 0.73)]), questions=catalog.stopping_questions()
         ),
         Batch(state=pairs_state(M2, *mira_pair_state()["candidates"]), questions=consolidation_qs),
+        Batch(
+            state={
+                "message": "Hi! Where did I move to? Thanks!",
+                "clauses": ["Hi!", "Where did I move to?", "Thanks!"],
+            },
+            questions=catalog.message_questions(3),
+        ),
     ]
 
 
@@ -168,7 +175,8 @@ def test_answers_every_catalog_decision_with_valid_values() -> None:
 def test_default_weights_cover_every_decision_key() -> None:
     weights = default_weights()
     assert set(weights.decisions) | set(weights.choices) == catalog.DECISION_KEYS
-    assert set(weights.choices) == {"relation.time", "consolidate.representation"}
+    assert set(weights.choices) == {"relation.time", "consolidate.representation", "message.clause"}
+    assert {label for label, _ in weights.choices["message.clause"].labels} == set(catalog.CLAUSE_LABELS)
     assert {label for label, _ in weights.choices["relation.time"].labels} == set(catalog.TIME_RELATIONS)
     assert {label for label, _ in weights.choices["consolidate.representation"].labels} == set(
         catalog.REPRESENTATIONS

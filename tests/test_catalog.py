@@ -7,10 +7,12 @@ import re
 import pytest
 
 from dualmem.control.catalog import (
+    CLAUSE_LABELS,
     DECISION_KEYS,
     REPRESENTATIONS,
     TIME_RELATIONS,
     consolidation_questions,
+    message_questions,
     relation_questions,
     routing_questions,
     stopping_questions,
@@ -102,7 +104,8 @@ PAPER_REPRESENTATION = (
 
 STATE_FIELD = re.compile(
     r"\b(?:observation|query|evidence)\b|new_memory\.(?:content|timestamp|entities)|"
-    r"candidates\[\d+\]\.(?:content|timestamp|entities|view|label|source|target)"
+    r"candidates\[\d+\]\.(?:content|timestamp|entities|view|label|source|target)|"
+    r"\bmessage\b.*\bclauses\[\d+\]"
 )
 
 
@@ -114,6 +117,7 @@ def all_questions(i: int = 0) -> dict[str, Question]:
         **{f"traversal:{k}": q for k, q in traversal_questions(i).items()},
         **{f"stopping:{k}": q for k, q in stopping_questions().items()},
         **{f"consolidation:{k}": q for k, q in consolidation_questions(i).items()},
+        **{f"message:{k}": q for k, q in message_questions(i + 1).items()},
     }
 
 
@@ -215,6 +219,9 @@ def test_candidate_index_is_instantiated_in_the_wording() -> None:
         if q.target is not None and q.key.startswith("consolidate."):
             assert "pairs[4]." in q.instructions
             assert "pairs[0]" not in q.instructions
+        elif q.target is not None and q.key.startswith("message."):
+            assert "clauses[4]" in q.instructions
+            assert "clauses[0]" not in q.instructions
         elif q.target is not None:
             assert "candidates[4]" in q.instructions
             assert "candidates[0]" not in q.instructions
@@ -251,9 +258,20 @@ def test_every_instruction_names_a_state_field_and_has_criteria() -> None:
 def test_decision_keys_are_every_key_of_the_catalog() -> None:
     keys = {q.key for q in all_questions(0).values()}
     assert keys == DECISION_KEYS
-    assert len(DECISION_KEYS) == 30
+    assert len(DECISION_KEYS) == 31
     families = {k.split(".")[0] for k in DECISION_KEYS}
-    assert families == {"typing", "relation", "route", "traverse", "stop", "consolidate"}
+    assert families == {"typing", "relation", "route", "traverse", "stop", "consolidate", "message"}
+
+
+def test_message_questions_label_each_clause() -> None:
+    qs = message_questions(3)
+    assert list(qs) == ["clause_0", "clause_1", "clause_2"]
+    for i, q in enumerate(qs.values()):
+        assert isinstance(q, Choice)
+        assert (q.key, q.target, q.labels) == ("message.clause", i, CLAUSE_LABELS)
+    for bad in (0, -1, True):
+        with pytest.raises(InvalidInput):
+            message_questions(bad)
 
 
 def test_label_tuples() -> None:

@@ -141,3 +141,25 @@ def test_read_input_accepts_json_and_text() -> None:
     assert read_input("{not json") == HookInput(prompt="{not json")
     assert read_input("  plain words \n") == HookInput(prompt="plain words")
     assert read_input('["a list"]') == HookInput(prompt='["a list"]')
+
+
+def test_a_chatty_prompt_is_searched_by_its_need(db: Path) -> None:
+    """The whole prompt's words favour the small talk's memory; the hook's quick search drops the chatter
+    first (``dualmem.read.message``) and finds what the question asks."""
+    from dualmem.plane import open_store
+    from dualmem.read.quick import quick_search
+    from dualmem.types import Tenant
+
+    prompt = (
+        "Morning! We had pancakes at the tea house again on Saturday, so good. "
+        "Which host is the orbitron staging database on? Thanks!"
+    )
+    store = open_store(str(db))
+    try:
+        tenant = Tenant("dev")
+        whole = store.get_nodes([store.lexical_search(tenant, prompt, 1)[0][0]], tenant)
+        assert "pancakes" in next(iter(whole.values())).content  # the chatter wins as one text
+        found = quick_search(store, tenant, prompt, 2)
+    finally:
+        store.close()
+    assert "db-stage-3" in found[0].content

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -258,9 +258,17 @@ class Client(Closing):
         return d.import_from(self._json(w.ImportOut, "POST", "/v1/import", content=content, headers=headers))
 
     # -- read ---------------------------------------------------------------------------------
-    def search(self, query: str, *, k: int = 10, where: Filter | None = None) -> Retrieval:
-        """Adaptive retrieval on the server; ``where`` restricts the evidence as embedded."""
-        body = {"query": query, "k": _k(k), "trace": True, **_filter(where)}
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        where: Filter | None = None,
+        group: Literal["turn", "session"] = "turn",
+    ) -> Retrieval:
+        """Adaptive retrieval on the server; ``where`` restricts the evidence as embedded; ``group``
+        as ``Memory.search``'s."""
+        body = {"query": query, "k": _k(k), "trace": True, "group": group, **_filter(where)}
         return d.retrieval_from(self._json(w.SearchOut, "POST", "/v1/search", json=body))
 
     def answer(self, query: str, *, k: int = 10, where: Filter | None = None) -> Answer:

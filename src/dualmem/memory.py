@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
@@ -36,6 +36,7 @@ from dualmem.plane.base import ApproximateSearch
 from dualmem.plane.jsonl import ImportReport, export_lines, import_lines, split_lines, verify_export
 from dualmem.read.loop import Retriever
 from dualmem.read.quick import quick_search
+from dualmem.read.sessions import group_sessions
 from dualmem.read.trace import Retrieval, Trace
 from dualmem.read.versions import current_first
 from dualmem.reason import create_answerer
@@ -510,18 +511,27 @@ class Memory(Closing):
         run: str | None = None,
         k: int = 10,
         where: Filter | None = None,
+        group: Literal["turn", "session"] = "turn",
     ) -> Retrieval:
         """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found.
 
         ``where`` restricts the evidence to the memories that match a :class:`Filter` (speaker,
-        session, since/until, metadata); an empty filter restricts nothing.
+        session, since/until, metadata); an empty filter restricts nothing. ``group="session"``:
+        the ``k`` best sessions instead (``Retrieval.sessions``, each with its best turns; the
+        evidence of several turns of a session adds up, ``dualmem.read.sessions``).
         """
         tenant = Tenant(user, agent, run)
         _check_query(query, k)
+        if group not in ("turn", "session"):
+            raise InvalidInput(f"group must be 'turn' or 'session', got {group!r}")
         self._bind()
         allowed = None
         if where is not None and not where.empty():
             allowed = frozenset(select(self.store, tenant, where))
+        if group == "session":
+            found = self._retriever.search(query, tenant, k=max(3 * k, k + 20), allowed=allowed)
+            hits = group_sessions(found.evidence, k)
+            return replace(found, evidence=tuple(e for h in hits for e in h.evidence), sessions=hits)
         return self._retriever.search(query, tenant, k=k, allowed=allowed)
 
     def quick_search(
@@ -935,8 +945,15 @@ class Scope:
     ) -> list[Node]:
         return self.memory.list_memories(where=where, limit=limit, offset=offset, status=status, **self._kw)
 
-    def search(self, query: str, *, k: int = 10, where: Filter | None = None) -> Retrieval:
-        return self.memory.search(query, k=k, where=where, **self._kw)
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        where: Filter | None = None,
+        group: Literal["turn", "session"] = "turn",
+    ) -> Retrieval:
+        return self.memory.search(query, k=k, where=where, group=group, **self._kw)
 
     def answer(self, query: str, *, k: int = 10, where: Filter | None = None) -> Answer:
         return self.memory.answer(query, k=k, where=where, **self._kw)

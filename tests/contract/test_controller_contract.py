@@ -28,6 +28,7 @@ from dualmem.control.states import (
     EmbeddingFeatures,
     EvidenceItem,
     MemoryState,
+    MessageState,
     RelationCandidate,
     RelationState,
     RoutingState,
@@ -72,11 +73,14 @@ def catalog_batches() -> list[Batch]:
         Batch.of(RoutingState(Q), catalog.routing_questions(), "routing"),
         Batch.of(TraversalState(Q, ev, (cand,)), catalog.traversal_questions(0), "scoring", features=src),
         Batch.of(StoppingState(Q, ev, 1, 4), catalog.stopping_questions(), "assessment", features=src),
+        Batch.of(
+            MessageState(f"Hi! {Q} Thanks!", ("Hi!", Q, "Thanks!")), catalog.message_questions(3), "message"
+        ),
     ]
 
 
 FAST = RetryPolicy(attempts=2, backoff_s=0.0, max_backoff_s=0.0)
-SCRIPT = {"relation.time": "unknown", "consolidate.representation": "uncertain"}
+SCRIPT = {"relation.time": "unknown", "consolidate.representation": "uncertain", "message.clause": "need"}
 
 Factory = Callable[[], Iterator[Controller]]
 

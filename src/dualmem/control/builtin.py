@@ -178,7 +178,7 @@ def _linear(spec: LinearSpec, *, key: str, where: str) -> LinearWeights:
     if group is None:
         raise ConfigError(
             f"{where}: unknown decision family of {key!r}",
-            hint="keys start with typing., relation., consolidate., route., traverse. or stop.",
+            hint="keys start with typing., relation., consolidate., route., traverse., stop. or message.",
         )
     bad = sorted(set(spec.weights) - GROUPS[group])
     if bad:
@@ -345,6 +345,7 @@ _FAMILY_PURPOSE: Mapping[str, Purpose] = {
     "route": "routing",
     "traverse": "scoring",
     "stop": "assessment",
+    "message": "message",
 }
 
 

@@ -21,6 +21,7 @@ from dualmem.control.states import (
     ConsolidationState,
     FeatureSource,
     MemoryState,
+    MessageState,
     RelationCandidate,
     RelationState,
     RoutingState,
@@ -31,6 +32,7 @@ from dualmem.control.states import (
     TypingState,
 )
 from dualmem.errors import InvalidInput
+from dualmem.text.clauses import cues as clause_cues
 
 __all__ = ["GROUPS", "Features", "group_of"]
 
@@ -65,6 +67,7 @@ GROUPS: Mapping[str, frozenset[str]] = {
     "stop": _words(
         "coverage top_sim top_sim_c count has_evidence depth_frac need_gap contra q_temporal q_causal"
     ),
+    "message": _words("question request past_ref chatter named time content short first last only"),
 }
 
 _PREFIX_GROUP = {
@@ -74,8 +77,9 @@ _PREFIX_GROUP = {
     "route": "route",
     "traverse": "traverse",
     "stop": "stop",
+    "message": "message",
 }
-_PER_CANDIDATE = frozenset({"pair", "traverse"})
+_PER_CANDIDATE = frozenset({"pair", "traverse", "message"})
 
 
 def group_of(key: str) -> str | None:
@@ -465,10 +469,31 @@ class Features:
                 return _traverse(self._ev(state), _at(state.candidates, target, "candidates"))
             case "stop", StoppingState():
                 return _stop(self._ev(state), state)
+            case "message", MessageState():
+                return _clause(state, _at(state.clauses, target, "clauses"), target)
         raise InvalidInput(
             f"a {group} decision cannot be answered from a {type(state).__name__}",
             hint="ask each catalog family with the state of its purpose (dualmem.control.states)",
         )
+
+
+def _clause(state: MessageState, clause: str, target: int | None) -> dict[str, float]:
+    """The ``message`` group: a clause's cues (``dualmem.text.clauses.cues``) and its place."""
+    c = clause_cues(clause)
+    n = len(state.clauses)
+    return {
+        "question": c.question,
+        "request": c.request,
+        "past_ref": c.past_ref,
+        "chatter": c.chatter,
+        "named": c.named,
+        "time": c.time,
+        "content": c.content,
+        "short": c.short,
+        "first": float(target == 0),
+        "last": float(target == n - 1),
+        "only": float(n == 1),
+    }
 
 
 _T = TypeVar("_T")

@@ -21,10 +21,12 @@ from dualmem.control.questions import Choice, DecisionKey, Noul, Question
 from dualmem.errors import InvalidInput
 
 __all__ = [
+    "CLAUSE_LABELS",
     "DECISION_KEYS",
     "REPRESENTATIONS",
     "TIME_RELATIONS",
     "consolidation_questions",
+    "message_questions",
     "relation_questions",
     "routing_questions",
     "stopping_questions",
@@ -42,6 +44,8 @@ TIME_RELATIONS: tuple[str, ...] = (
     "same_time",
     "unknown",
 )
+#: labels of the message-clause Choice: what a clause of the user's message is to a memory search
+CLAUSE_LABELS: tuple[str, ...] = ("need", "context", "chatter")
 #: labels of the consolidation representation Choice (B.3)
 REPRESENTATIONS: tuple[str, ...] = ("keep_separate", "merge", "promote", "uncertain")
 
@@ -402,6 +406,45 @@ def _representation_question(i: int) -> Choice:
     )
 
 
+def message_questions(n: int) -> dict[str, Question]:
+    """What each of the ``n`` clauses of a long query is to the search (dualmem's extension, issue
+    47: the paper's routing reads a clean question; an agent sends the user's whole message); state
+    ``{"message", "clauses"}``. One Choice per clause: it carries a need, context the need builds
+    on, or small talk the search should not chase."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidInput(f"a message has at least one clause, got {n!r}")
+    return {f"clause_{i}": _clause_question(i) for i in range(n)}
+
+
+def _clause_question(i: int) -> Choice:
+    return Choice(
+        key="message.clause",
+        instructions=(
+            f"message is what a user just wrote to an assistant; clauses[{i}] is one of its clauses. "
+            f"What is clauses[{i}] to a search of the user's earlier conversations for what the "
+            "assistant needs to recall to reply?"
+        ),
+        options=(
+            (
+                "need",
+                "A question, a request, or a reference to something said or done before (like last "
+                "time, the one I mentioned, again, still): what the search must find.",
+            ),
+            (
+                "context",
+                "A statement naming the people, things, places or times the need is about, which the "
+                "search should match as well.",
+            ),
+            (
+                "chatter",
+                "Greetings, thanks, apologies, news of the day or other small talk that no earlier "
+                "conversation is needed for.",
+            ),
+        ),
+        target=i,
+    )
+
+
 def _all_keys() -> frozenset[str]:
     builders: list[dict[str, Question]] = [
         typing_questions(),
@@ -410,9 +453,10 @@ def _all_keys() -> frozenset[str]:
         traversal_questions(0),
         stopping_questions(),
         consolidation_questions(0),
+        message_questions(1),
     ]
     return frozenset(q.key for batch in builders for q in batch.values())
 
 
-#: every decision key of the catalog (30)
+#: every decision key of the catalog (31)
 DECISION_KEYS: frozenset[str] = _all_keys()

@@ -71,6 +71,7 @@ DecisionKey: TypeAlias = Literal[
     "consolidate.obsolescence",
     "consolidate.link_usefulness",
     "consolidate.representation",
+    "message.clause",
 ]
 
 

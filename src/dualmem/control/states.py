@@ -38,6 +38,7 @@ __all__ = [
     "EvidenceItem",
     "FeatureSource",
     "MemoryState",
+    "MessageState",
     "Purpose",
     "RelationCandidate",
     "RelationState",
@@ -54,7 +55,7 @@ __all__ = [
 #: the id under which a FeatureSource knows the query of a read-path state
 QUERY = "@query"
 
-Purpose = Literal["typing", "relations", "consolidation", "routing", "scoring", "assessment"]
+Purpose = Literal["typing", "relations", "consolidation", "routing", "scoring", "assessment", "message"]
 
 #: every wire field that is not in the paper's Appendix B, per purpose, and why it is sent
 WIRE_ADDITIONS: Mapping[str, str] = {
@@ -78,6 +79,8 @@ WIRE_ADDITIONS: Mapping[str, str] = {
     "assessment.evidence[].similarity": "as in scoring",
     "assessment.evidence[].lexical_overlap": "as in scoring",
     "assessment.max_depth": "D(q), the depth the loop may reach (eq. 15)",
+    "message": "a whole purpose of dualmem's (issue 47): a long query (the user's message) and its "
+    "clauses, each to be labelled need, context or chatter before the search",
 }
 
 _DAY_S = 86_400.0
@@ -339,6 +342,18 @@ class RoutingState:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageState:
+    """Message request (dualmem's, issue 47): the user's whole message and its clauses in order
+    (``dualmem.text.clauses.split``), each to be labelled before the search."""
+
+    message: str
+    clauses: tuple[str, ...]
+
+    def to_wire(self) -> dict[str, JSONValue]:
+        return {"message": self.message, "clauses": list(self.clauses)}
+
+
+@dataclass(frozen=True, slots=True)
 class EvidenceItem:
     """A memory of the currently selected evidence, with its query signals."""
 
@@ -432,7 +447,13 @@ class StoppingState:
 
 
 State: TypeAlias = (
-    TypingState | RelationState | ConsolidationState | RoutingState | TraversalState | StoppingState
+    TypingState
+    | RelationState
+    | ConsolidationState
+    | RoutingState
+    | TraversalState
+    | StoppingState
+    | MessageState
 )
 
 
@@ -458,6 +479,8 @@ def parse_state(purpose: Purpose, wire: Mapping[str, JSONValue]) -> State:
             )
         case "routing":
             return RoutingState(r.text("query"))
+        case "message":
+            return MessageState(r.text("message"), r.texts("clauses"))
         case "scoring":
             return _traversal(r)
         case "assessment":

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -162,6 +162,10 @@ Text = Annotated[str, Field(min_length=1, max_length=20000)]
 Short = Annotated[str | None, Field(max_length=512)]
 When = Annotated[str | None, Field(max_length=100)]
 Meta = Annotated[dict[str, Any] | None, Field(description="key == value for every pair")]
+Group = Annotated[
+    Literal["turn", "session"],
+    Field(description="session: the k best earlier sessions, each with its best turns"),
+]
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -263,14 +267,14 @@ def _writes(service: Service, call: Callable[..., Any]) -> list[Tool]:
 
 
 def _reads(service: Service, call: Callable[..., Any]) -> list[Tool]:
-    async def search(
+    async def search(  # noqa: PLR0913, PLR0917 (the tool's arguments: query, k, filters, group)
         query: Query, k: K = 10, speaker: Short = None, session: Short = None, since: When = None,
-        until: When = None, metadata: Meta = None,
+        until: When = None, metadata: Meta = None, group: Group = "turn",
     ) -> CallToolResult:  # fmt: skip
-        """Find the memories relevant to a question, best first; filters are optional. Call it before
-        answering anything that may depend on earlier conversations."""
+        """Find the memories relevant to a question or the user's whole message, best first; filters
+        are optional. Call it before answering anything that may depend on earlier conversations."""
         where = _where(speaker, session, since, until, metadata)
-        found = await call(lambda s: service.read(lambda: s.search(query, k=k, where=where)))
+        found = await call(lambda s: service.read(lambda: s.search(query, k=k, where=where, group=group)))
         t = found.trace
         service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
         return result(search_out(found, with_trace=False))

@@ -39,6 +39,7 @@ from dualmem.embed.base import Embedder
 from dualmem.errors import ControllerTimeout
 from dualmem.plane.base import SearchStore
 from dualmem.read import scoring
+from dualmem.read.message import MessagePlan, understand
 from dualmem.read.pool import (
     FEATURES,
     Pool,
@@ -133,6 +134,7 @@ class _Run:
     pool: Pool | None = None  # the query's candidate pool (expansion extends it)
     allowed: frozenset[str] | None = None  # a search filter: only these nodes may be candidates
     asks_past: bool = False  # the query asks about history (``query_time_focus``)
+    message: MessagePlan | None = None  # a long query's clauses (``read.message``)
 
 
 @dataclass(eq=False)
@@ -155,9 +157,12 @@ class Retriever:
 
         ``allowed``: when given, only these node ids may be returned (a search filter)."""
         started = self.clock()
-        pool = self.pool(query, tenant, allowed)
-        run = _Run(query, pool.qvec, tenant, started, pool=pool, allowed=allowed)
-        run.asks_past = query_time_focus(query) == "past"
+        calls: dict[str, int] = {}
+        plan = self._message(query, started, calls)
+        focus = query if plan is None else plan.focus
+        pool = self.pool(focus, tenant, allowed, extra=() if plan is None else plan.extra)
+        run = _Run(focus, pool.qvec, tenant, started, calls, pool=pool, allowed=allowed, message=plan)
+        run.asks_past = query_time_focus(focus) == "past"
         prior = self.prior_ranking(pool)
         if not prior:
             return Retrieval(query, (), self._trace(run, [], 0, "empty"))
@@ -210,11 +215,18 @@ class Retriever:
         if clear is not None:
             clear()
 
-    def pool(self, query: str, tenant: Tenant, allowed: frozenset[str] | None = None) -> Pool:
+    def pool(
+        self,
+        query: str,
+        tenant: Tenant,
+        allowed: frozenset[str] | None = None,
+        extra: Sequence[tuple[str, float]] = (),
+    ) -> Pool:
         """The query's candidate pool (``dualmem.read.pool``) at the profile's depth and window;
-        with ``allowed``, only those candidates (all of them when they are few: a narrow filter)."""
+        with ``allowed``, only those candidates (all of them when they are few: a narrow filter);
+        ``extra``: more texts whose lists are fused in (a long message's, ``read.message``)."""
         settings = PoolSettings(self.profile.pool, self.profile.pool_window)
-        pool = build_pool(self.store, self.embedder, query, tenant, settings)
+        pool = build_pool(self.store, self.embedder, query, tenant, settings, extra)
         if allowed is None:
             return pool
         missing = [i for i in sorted(allowed) if i not in pool.index]
@@ -234,6 +246,18 @@ class Retriever:
         return list(zip(map(pool.ids.__getitem__, order.tolist()), scores[order].tolist(), strict=True))
 
     # -- steps -------------------------------------------------------------------------------
+    def _message(self, query: str, started: float, calls: dict[str, int]) -> MessagePlan | None:
+        """A long query's plan (``read.message``: one System-One request); ``None`` for a query of
+        one clause, with the controller off, or when the request runs out of time (the message is
+        then searched whole)."""
+        if not self.profile.controller_enabled:
+            return None
+        run = _Run(query, np.zeros(1, dtype=np.float32), Tenant("-"), started, calls)
+        try:
+            return understand(query, lambda batch: self._ask(run, batch))
+        except _OutOfTime:
+            return None
+
     def _route(self, run: _Run) -> None:
         res = self._ask(run, Batch.of(RoutingState(run.query), catalog.routing_questions(), "routing"))
         allowed = set(self.profile.views)
@@ -483,7 +507,9 @@ class Retriever:
         self, run: _Run, anchors: list[tuple[str, float]], max_depth: int, reason: StopReason
     ) -> Trace:
         return Trace(
-            query=run.query,
+            query=run.query if run.message is None else run.message.message,
+            message=() if run.message is None else run.message.clauses,
+            focus=None if run.message is None else run.query,
             route={g: run.need[g] for g in [*VIEWS, "multi_hop_need"] if g in run.need}
             | ({"recency_importance": run.recency} if run.need else {}),
             active=tuple(run.active),

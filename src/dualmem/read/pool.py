@@ -81,6 +81,10 @@ __all__ = [
     "restrict_pool",
 ]
 
+#: a text fused into the pool at a weight below 1 (``build_pool``'s ``more``) is embedded only when
+#: it has at most this many words: a long message's whole text is matched by its words alone
+LIGHT_WORDS = 40
+
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
 POOL_VERSION = "5"
 
@@ -128,6 +132,9 @@ class _Query:
     base_count: int
     absent: int
     emb: npt.NDArray[np.float32]  # the vectors of the nodes held (the candidates), in their order
+    #: a long query's need vectors (``qvec`` first; ``build_pool``'s ``more``): ``vec`` is a
+    #: candidate's best cosine with any of them; ``None`` for a query searched as one text
+    qvecs: npt.NDArray[np.float32] | None = None
 
 
 class PoolNodes(Mapping[str, Node]):
@@ -252,22 +259,50 @@ def analyze_query(
 
 
 def build_pool(
-    store: SearchStore, embedder: Embedder, query: str, tenant: Tenant, settings: PoolSettings | None = None
+    store: SearchStore,
+    embedder: Embedder,
+    query: str,
+    tenant: Tenant,
+    settings: PoolSettings | None = None,
+    more: Sequence[tuple[str, float]] = (),
 ) -> Pool:
     """Search, analyse, expand to neighbours and compute the feature matrix of ``query``'s pool.
 
     Neighbours and context come from the store's write-time context, read with each candidate's
     projection (``Store.candidates``, one batched read per round); no full node is read here.
+
+    ``more``: more texts to search, with a weight each (a long message's whole text and need
+    clauses, ``dualmem.read.message``): each gets its own vector and lexical lists (embedded in one
+    call with ``query``), but a lighter text (weight below 1) of more than ``LIGHT_WORDS`` words (the
+    whole of a long message) only its lexical list as written, so that it costs no long embedding; all fused
+    with ``query``'s by weighted reciprocal-rank fusion, each fused list cut to ``n`` (the pool stays
+    as large as one query's); a candidate's ``vec`` is its best cosine with ``query`` or a text of
+    weight 1. Without ``more``, the pool of ``query`` alone.
     """
     settings = settings or PoolSettings()
     n = settings.n
     lex_hits, rows, analysis = analyze_query(store, query, tenant, n)
-    qvec = embed_queries(embedder, [analysis.stripped])[0]
+    qvecs: npt.NDArray[np.float32] | None = None
+    if more:
+        speakers = {c.speaker for c in rows.values() if c.speaker}
+        texts = [analyze(t, names=speakers).stripped for t, _ in more]
+        embedded = [i for i, (t, w) in enumerate(more) if w >= 1.0 or len(t.split()) <= LIGHT_WORDS]
+        vectors = embed_queries(embedder, [analysis.stripped, *(texts[i] for i in embedded)])
+        qvec = vectors[0]
+    else:
+        qvec = embed_queries(embedder, [analysis.stripped])[0]
     vec_hits = store.vector_search(tenant, qvec, n)
     stripped_hits = (
         lex_hits if analysis.stripped == query else store.lexical_search(tenant, analysis.stripped, n)
     )
     ctx_hits = store.context_search(tenant, analysis.stripped, n)
+    if more:
+        lists = (vec_hits, lex_hits, stripped_hits, ctx_hits)
+        found = {i: vectors[j + 1] for j, i in enumerate(embedded)}
+        vec_hits, lex_hits, stripped_hits, ctx_hits = _fused(store, tenant, n, more, texts, found, lists)
+        strong = [j + 1 for j, i in enumerate(embedded) if more[i][1] >= 1.0]
+        if strong:
+            qvecs = vectors[[0, *strong]]
     base = list(dict.fromkeys(map(_FIRST, chain(vec_hits, lex_hits, stripped_hits, ctx_hits))))
     rows.update(store.candidates([i for i in base if i not in rows], tenant))
     contexts = _contexts(rows, base)
@@ -283,10 +318,62 @@ def build_pool(
     near.update(_near(contexts, extra, settings.window))
     ids = tuple(filter(rows.__contains__, (*base, *extra)))
     ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits), _ranks(ctx_hits))
-    q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(rows.values(), qvec))
+    q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(rows.values(), qvec), qvecs)
     features = _features(ids, rows, near, contexts, q)
     nodes = PoolNodes(store, tenant, ids, {})
     return Pool(query, analysis, qvec, ids, nodes, features, near, q, rows)
+
+
+_Hits = list[tuple[str, float]]
+
+
+def _fused(
+    store: SearchStore,
+    tenant: Tenant,
+    n: int,
+    extra: Sequence[tuple[str, float]],
+    stripped: Sequence[str],
+    vectors: Mapping[int, Vector],
+    lists: tuple[_Hits, _Hits, _Hits, _Hits],
+) -> tuple[_Hits, _Hits, _Hits, _Hits]:
+    """The query's four lists (vector, lexical as written, name-stripped, context) each fused with
+    the same list of every extra text (weighted reciprocal-rank fusion, ``kappa`` 60), cut to ``n``.
+    A text without a vector (a long light one, see ``build_pool``) has only its lexical list as
+    written. A fused hit's score is its best score over the lists, a lexical one as a share
+    of its list's best (what the features read: ``_score_column`` divides by the fused list's best)."""
+    per_text: list[tuple[_Hits, _Hits, _Hits, _Hits]] = []
+    for i, ((text, _), plain) in enumerate(zip(extra, stripped, strict=True)):
+        lex = store.lexical_search(tenant, text, n)
+        vector = vectors.get(i)
+        if vector is None:
+            per_text.append(([], lex, lex, []))
+            continue
+        per_text.append(
+            (
+                store.vector_search(tenant, vector, n),
+                lex,
+                lex if plain == text else store.lexical_search(tenant, plain, n),
+                store.context_search(tenant, plain, n),
+            )
+        )
+    weights = [1.0, *(w for _, w in extra)]
+    out: list[_Hits] = []
+    for kind in range(4):
+        ranked = [lists[kind], *(t[kind] for t in per_text)]
+        out.append(_rrf(ranked, weights, n, share=kind > 0))
+    return out[0], out[1], out[2], out[3]
+
+
+def _rrf(ranked: Sequence[_Hits], weights: Sequence[float], n: int, *, share: bool, kappa: int = 60) -> _Hits:
+    fused: dict[str, float] = {}
+    best: dict[str, float] = {}
+    for hits, weight in zip(ranked, weights, strict=True):
+        top = (max((s for _, s in hits), default=0.0) or 1.0) if share else 1.0
+        for rank, (node_id, score) in enumerate(hits):
+            fused[node_id] = fused.get(node_id, 0.0) + weight / (kappa + rank + 1)
+            best[node_id] = max(best.get(node_id, -math.inf), score / top)
+    order = sorted(fused, key=lambda i: -fused[i])[:n]  # stable: ties keep the order of first mention
+    return [(i, best[i]) for i in order]
 
 
 def _contexts(rows: Mapping[str, Candidate], ids: Sequence[str]) -> dict[str, NodeContext]:
@@ -396,7 +483,7 @@ def _features(
     # the cosine of every node held to the stripped query (one product over them all: a node's
     # value does not depend on which batch it was first scored in)
     held = dict(zip(nodes, range(len(nodes)), strict=True))
-    sim = (q.emb @ qvec).astype(np.float64)
+    sim = (q.emb @ qvec if q.qvecs is None else (q.emb @ q.qvecs.T).max(axis=1)).astype(np.float64)
     vec = sim[np.fromiter(map(held.__getitem__, ids), np.intp, len(ids))]
     out[:, _COL["vec"]] = vec
     out[:, _COL["ctx_vec"]] = vec

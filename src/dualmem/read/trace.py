@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from dualmem.types import Evidence, JSONValue
 
-__all__ = ["Assessment", "Retrieval", "RoundTrace", "ScoredCandidate", "StopReason", "Trace", "render_trace"]
+__all__ = [
+    "Assessment",
+    "ClauseDecision",
+    "Retrieval",
+    "RoundTrace",
+    "ScoredCandidate",
+    "SessionHit",
+    "StopReason",
+    "Trace",
+    "render_trace",
+]
 
 StopReason = Literal[
     "sufficient",  # eq. 21
@@ -22,6 +33,23 @@ StopReason = Literal[
     "controller_off",  # ablation: plain RRF top-K
     "empty",  # the tenant has no memories
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ClauseDecision:
+    """One clause of a long query and System One's label for it (``need``, ``context`` or
+    ``chatter``, ``dualmem.read.message``), with the label's distribution."""
+
+    text: str
+    label: str
+    distribution: Mapping[str, float]
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "text": self.text,
+            "label": self.label,
+            "distribution": {k: round(v, 4) for k, v in self.distribution.items()},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +125,13 @@ class Trace:
     visited: int = 0
     edges_inspected: int = 0
     latency_ms: float = 0.0
+    #: a long query's clauses as System One labelled them (empty for a query of one clause), and
+    #: the text searched in its place (``dualmem.read.message``)
+    message: tuple[ClauseDecision, ...] = ()
+    focus: str | None = None
 
     def to_json(self) -> dict[str, JSONValue]:
-        return {
+        out: dict[str, JSONValue] = {
             "query": self.query,
             "route": {k: round(v, 4) for k, v in self.route.items()},
             "active_views": list(self.active),
@@ -114,15 +146,41 @@ class Trace:
             "edges_inspected": self.edges_inspected,
             "latency_ms": round(self.latency_ms, 3),
         }
+        if self.message:
+            out["message"] = [c.to_json() for c in self.message]
+            out["focus"] = self.focus
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHit:
+    """One session of a search grouped by session (``Memory.search(..., group="session")``): its
+    score (its turns' evidence added up, ``dualmem.read.sessions``) and its best turns."""
+
+    session: str
+    score: float
+    evidence: tuple[Evidence, ...]
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "session": self.session,
+            "score": round(self.score, 6),
+            "turns": [
+                {"id": e.node.id, "turn_id": e.node.turn_id, "score": round(e.score, 6)}
+                for e in self.evidence
+            ],
+        }
 
 
 @dataclass(frozen=True, slots=True)
 class Retrieval:
-    """Top-K evidence, best first, and the trace of how it was found."""
+    """Top-K evidence, best first, and the trace of how it was found. Grouped by session, ``sessions``
+    holds the K best sessions and ``evidence`` their turns, session by session."""
 
     query: str
     evidence: tuple[Evidence, ...]
     trace: Trace
+    sessions: tuple[SessionHit, ...] = ()
 
     @property
     def ids(self) -> list[str]:
@@ -132,6 +190,11 @@ class Retrieval:
 def render_trace(trace: Trace) -> str:
     """A readable, multi-line account of a retrieval for a person."""
     lines = [f"query: {trace.query}"]
+    for clause in trace.message:
+        p = clause.distribution.get(clause.label, 0.0)
+        lines.append(f"   [{clause.label} {p:.2f}] {clause.text}")
+    if trace.message:
+        lines.append(f"searched as: {trace.focus}")
     if trace.route:
         route = ", ".join(f"{k}={v:.2f}" for k, v in trace.route.items())
         lines.append(f"route: {route}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dualmem.memory import Answer, Inspection
 from dualmem.plane.base import Decision
 from dualmem.plane.jsonl import ImportReport
-from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, Trace
+from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, SessionHit, Trace
 from dualmem.server.schemas import (
     AnswerOut,
     ConsolidationOut,
@@ -86,7 +86,13 @@ def _full_trace(m: SearchOut | AnswerOut) -> Trace:
 
 
 def retrieval_from(m: SearchOut) -> Retrieval:
-    return Retrieval(m.query, tuple(_evidence_from(e) for e in m.evidence), _full_trace(m))
+    evidence = tuple(_evidence_from(e) for e in m.evidence)
+    by_id = {e.node.id: e for e in evidence}
+    sessions = tuple(
+        SessionHit(s.session, s.score, tuple(by_id[i] for i in s.turns if i in by_id))
+        for s in m.sessions or ()
+    )
+    return Retrieval(m.query, evidence, _full_trace(m), sessions)
 
 
 def answer_from(m: AnswerOut) -> Answer:

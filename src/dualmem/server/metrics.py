@@ -79,7 +79,7 @@ class Metrics:
 
     def observe_query(self, kind: str, stop_reason: str, calls_by_purpose: Mapping[str, int]) -> None:
         self.queries.labels(kind, stop_reason).inc()
-        for purpose in ("routing", "assessment", "scoring"):
+        for purpose in ("message", "routing", "assessment", "scoring"):
             self.query_calls.labels(purpose).observe(calls_by_purpose.get(purpose, 0))
 
     def observe_write(self, observations: int, requests: int, calls_by_purpose: Mapping[str, int]) -> None:

@@ -31,6 +31,7 @@ from dualmem.server.schemas import (
     QueryRequest,
     RepairOut,
     SearchOut,
+    SearchRequest,
     TenantOut,
     WhoAmI,
     WouldForgetOut,
@@ -56,12 +57,12 @@ def _service(request: Request) -> Service:
 
 
 @router.post("/search", response_model=SearchOut, responses=errors(502, 504), summary="Adaptive retrieval")
-def search(body: QueryRequest, scope: Scope, request: Request) -> SearchOut:
+def search(body: SearchRequest, scope: Scope, request: Request) -> SearchOut:
     """The top-``k`` evidence with a trace summary (stop reason, controller calls, latency);
     ``trace: true`` adds the full trace (routing, budgets, each round's assessment and scored pool)."""
     service = _service(request)
     where = body.where()
-    found = service.read(lambda: scope.search(body.query, k=body.k, where=where))
+    found = service.read(lambda: scope.search(body.query, k=body.k, where=where, group=body.group))
     t = found.trace
     service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
     return search_out(found, with_trace=body.trace)

@@ -58,6 +58,8 @@ __all__ = [
     "QueryRequest",
     "RepairOut",
     "SearchOut",
+    "SearchRequest",
+    "SessionOut",
     "Status",
     "TenantOut",
     "TraceOut",
@@ -276,6 +278,12 @@ class QueryRequest(FilterFields):
     query: QueryText
     k: Int = Field(default=10, ge=1, le=MAX_K)
     trace: Bool = Field(default=False, description="include the full retrieval trace (rounds, scored pool)")
+
+
+class SearchRequest(QueryRequest):
+    group: Literal["turn", "session"] = Field(
+        default="turn", description="session: the k best sessions, each with its best turns (in evidence)"
+    )
 
 
 class ListRequest(FilterFields):
@@ -558,11 +566,20 @@ class TraceOut(_Model):
     latency_ms: float
 
 
+class SessionOut(_Model):
+    """A session of a search grouped by session: its score and its turns' ids (in ``evidence``)."""
+
+    session: str
+    score: float
+    turns: list[str]
+
+
 class SearchOut(_Model):
     query: str
     evidence: list[EvidenceOut]
     summary: TraceSummary
     trace: TraceOut | None = None
+    sessions: list[SessionOut] | None = None
 
 
 class AnswerOut(_Model):
@@ -733,7 +750,9 @@ def search_out(found: Retrieval, *, with_trace: bool) -> SearchOut:
         evidence=[evidence_out(e) for e in found.evidence],
         summary=summary_of(found.trace),
         trace=trace_out(found.trace) if with_trace else None,
-    )
+        sessions=[SessionOut(session=h.session, score=h.score, turns=[e.node.id for e in h.evidence])
+                  for h in found.sessions] if found.sessions else None,
+    )  # fmt: skip
 
 
 def answer_out(query: str, ans: Answer, *, with_trace: bool) -> AnswerOut:
@@ -791,7 +810,9 @@ def brief(m: BaseModel) -> dict[str, Any]:
     if isinstance(m, EvidenceOut):
         return {"node": _brief_node(m.node), "score": round(m.score, 3)}
     if isinstance(m, SearchOut | AnswerOut):
-        out = m.model_dump(mode="json", exclude={"evidence", "summary", "trace"})
+        out = m.model_dump(mode="json", exclude={"evidence", "summary", "trace", "sessions"})
+        if isinstance(m, SearchOut) and m.sessions:
+            out["sessions"] = [s.model_dump(mode="json") for s in m.sessions]
         out["evidence"] = [brief(e) for e in m.evidence]
         out["summary"] = _brief_summary(m.summary)
         return out
