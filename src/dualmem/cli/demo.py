@@ -17,7 +17,6 @@ from typing import Any
 
 from dualmem.cli.options import human_output, open_memory, output_options, progress_for
 from dualmem.cli.render import evidence_json, render_demo
-from dualmem.embed import is_minilm
 
 __all__ = ["DEMO_QUESTIONS", "DEMO_QUESTIONS_ZH", "cmd_demo", "register"]
 
@@ -62,6 +61,8 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any]:
     sample = resources.files("dualmem.data").joinpath(
         "sample_conversation_zh.json" if chinese else "sample_conversation.json"
     )
+    from dualmem.embed import is_minilm
+
     if chinese and is_minilm(args.embedder):  # MiniLM reads English only: the Chinese demo's model
         args.embedder = "multilingual"
     with tempfile.TemporaryDirectory(prefix="dualmem-demo-") as tmp:
