@@ -79,6 +79,10 @@ def _date(lang: ModuleType, day: dt.date) -> str:
     return str(lang.DATE.format(y=day.year, m=day.month, d=day.day))
 
 
+def _question(text: str, answer: str, evidence: list[str], family: str, asked: str) -> dict[str, Any]:
+    return {"question": text, "answer": answer, "evidence": evidence, "category": family, "asked_at": asked}
+
+
 def build_user(code: str, index: int, facts: dict[str, str]) -> dict[str, Any]:
     """One user's conversation file (``code``: zh/ja/ko, ``index`` from 1)."""
     lang = LANGUAGES[code]
@@ -90,13 +94,15 @@ def build_user(code: str, index: int, facts: dict[str, str]) -> dict[str, Any]:
     for key, wordings in lang.MESSAGES.items():
         low, high = WHEN.get(key, (0, DAYS - 1))
         drafts.append((rng.randint(low, high), key, rng.choice(wordings)))
+    own: dict[str, Any] = getattr(lang, "OWN", [{}] * index)[index - 1]  # the user's own, written whole
+    for key, (text, (low, high)) in own.get("messages", {}).items():
+        drafts.append((rng.randint(low, high), key, text))
     for text in rng.sample(lang.FILLERS, FILLERS[code]):
         drafts.append((rng.randint(0, DAYS - 1), "filler", text))
     day_of = {key: day for day, key, _ in drafts}
     values = dict(facts)
-    for key in ("trip", "wedding", "exam", "new_job", "new_home"):
-        if key in day_of:
-            values[f"{key}_date"] = _date(lang, start + dt.timedelta(days=day_of[key]))
+    for key, day in day_of.items():  # "{trip_date}": the day a message was written, for answers
+        values[f"{key}_date"] = _date(lang, start + dt.timedelta(days=day))
     # times: each message a distinct minute of its day, 07:30-23:30; ids in time order
     stamped = []
     for day, key, text in drafts:
@@ -136,15 +142,15 @@ def build_user(code: str, index: int, facts: dict[str, str]) -> dict[str, Any]:
                 talk = rng.sample(lang.SMALLTALK, rng.choice((1, 1, 2, 2, 3)))
                 text = lang.JOIN.join([*talk, rng.choice(lang.CONNECTORS) + text])
             questions.append(
-                {
-                    "question": text,
-                    "answer": answer.format(**values),
-                    "evidence": [id_of[n] for n in needs],
-                    "category": family,
-                    "asked_at": asked,
-                }
+                _question(text, answer.format(**values), [id_of[n] for n in needs], family, asked)
             )
-    updates = [{"old": id_of[o], "new": id_of[n]} for o, n in UPDATES if o in id_of and n in id_of]
+        for fam, text, needs, answer in own.get("questions", []):
+            if fam == family:
+                questions.append(
+                    _question(text, answer.format(**values), [id_of[n] for n in needs], family, asked)
+                )
+    pairs = [*UPDATES, *own.get("updates", [])]
+    updates = [{"old": id_of[o], "new": id_of[n]} for o, n in pairs if o in id_of and n in id_of]
     return {
         "format": "dualmem.conversation/1",
         "id": cid,

@@ -9,6 +9,8 @@ Written by hand for dualmem (no benchmark was read). ``build.py`` picks one word
 
 from __future__ import annotations
 
+from typing import Any
+
 # fmt: off
 USERS: list[dict[str, str]] = [
     {
@@ -120,16 +122,16 @@ USERS: list[dict[str, str]] = [
         "dist_city": "武汉", "dist_tool": "R语言", "health2": "最近老失眠，晚上两三点才睡着",
     },
     {
-        "old_co": "一家广告公司", "new_co": "自己开的工作室", "role": "平面设计师",
+        "old_co": "一家广告公司", "new_co": "一家做文创的设计公司", "role": "平面设计师",
         "old_home": "南京新街口", "new_home": "南京仙林",
         "old_tool": "Photoshop", "new_tool": "Figma", "tool_kind": "做设计稿",
-        "old_commute": "坐地铁", "new_commute": "在家办公，不用通勤",
+        "old_commute": "坐地铁", "new_commute": "骑自行车",
         "spouse": "男朋友", "spouse_job": "摄影师", "child": "外甥", "child_name": "小石头",
         "class1": "街舞", "class2": "架子鼓", "mother_city": "扬州",
         "pet": "猫", "pet_name": "奶茶", "rest": "南京大牌档", "cuisine": "淮扬菜", "dish": "盐水鸭和鸭血粉丝汤",
         "dist_rest": "绿柳居", "coffee": "椰子拿铁", "dislike": "蒜", "sport": "攀岩",
-        "sport_place": "江宁的攀岩馆", "writer": "三毛", "stay": "有设计感的精品酒店",
-        "trip": "景德镇", "hotel": "陶溪川旁边的陶艺民宿", "doctor_dept": "颈椎科", "doctor": "孙",
+        "sport_place": "江宁的攀岩馆", "writer": "李娟", "stay": "有设计感的精品酒店",
+        "trip": "景德镇", "hotel": "陶溪川旁边的陶艺民宿", "doctor_dept": "康复科", "doctor": "孙",
         "doctor_reason": "脖子僵硬", "friend": "Coco", "outing1": "去先锋书店",
         "outing2": "在玄武湖划船", "wedding": "大学学姐", "wedding_place": "无锡",
         "exam": "日语N2", "exam_result": "差三分没过", "concert": "草东没有派对",
@@ -196,38 +198,44 @@ USERS: list[dict[str, str]] = [
 # -- messages: several wordings of each, {field} from the user ------------------------------------
 MESSAGES: dict[str, list[str]] = {
     "old_job": [
+        "部门又在调整架构了。我在{old_co}待了三年，{role}这个岗位还算稳。",
         "我在{old_co}做{role}，今年是第三年了，活儿挺多但还算稳定。",
         "今天在{old_co}又开了一下午的会，做{role}真是一半时间都在开会。",
         "说一下我的情况：我现在在{old_co}上班，岗位是{role}。",
     ],
     "new_job": [
+        "决定跳槽了。今天在{new_co}办完入职手续，{old_co}那边算是正式告别。",
         "跟你说个大事，我离职了！下周一去{new_co}报到，{old_co}的手续今天全办完了。",
         "新工作定了，在{new_co}，还是做{role}。今天是第一天入职，工牌都拿到了。",
         "终于从{old_co}出来了，换到了{new_co}，今天正式上班，感觉节奏完全不一样。",
     ],
     "dist_job": [
         "我表哥从{dist_co1}跳槽去了{dist_co2}，听说工资涨了三成，有点羡慕。",
-        "{dist_friend}说他们部门在{dist_co1}裁员了，他正在看{dist_co2}的机会。",
+        "{dist_friend}说他们部门在{dist_co1}裁员了，正在看{dist_co2}的机会。",
     ],
     "old_home": [
+        "我们家在{old_home}，楼下就是地铁站，出门挺方便的。",
         "我们家住在{old_home}，小区挺老的，但是离菜市场很近。",
         "在{old_home}住了快五年了，房东人不错，一直没涨房租。",
         "周末在家收拾阳台。{old_home}这边一到晚上就特别安静。",
     ],
     "new_home": [
+        "新家收拾得差不多了，{new_home}这边比原来安静多了，住着很舒服。",
         "搬家终于搬完了！新家在{new_home}，累得腰都直不起来。",
         "今天拿到新房子的钥匙，我们正式搬到{new_home}了，以后就住这边。",
         "跟你更新一下地址：我已经从{old_home}搬走了，现在住在{new_home}。",
     ],
     "dist_home": [
-        "{dist_friend}下个月要搬去{dist_city}了，我们打算周末给他送个行。",
+        "{dist_friend}下个月要搬去{dist_city}了，我们打算周末一起吃顿饭送个行。",
         "我姐最近在看房子，想在{dist_city}买个两居室，问我意见。",
     ],
     "old_tool": [
+        "我习惯用{old_tool}{tool_kind}，什么都往里面丢。",
         "我平时用{old_tool}{tool_kind}，用了好几年，习惯了。",
         "{tool_kind}这件事我一直靠{old_tool}，虽然有点笨但够用。",
     ],
     "new_tool": [
+        "{old_tool}越来越不好用，一气之下换成了{new_tool}，{tool_kind}效率高多了。",
         "我把{tool_kind}的东西全迁到{new_tool}了，{old_tool}以后不用了。",
         "试了一个月，决定改用{new_tool}来{tool_kind}，比以前顺手多了。",
         "从这周开始{tool_kind}换成{new_tool}，之前{old_tool}里的内容都导出来了。",
@@ -237,10 +245,12 @@ MESSAGES: dict[str, list[str]] = {
         "今天培训讲了{dist_tool}的用法，听得我昏昏欲睡。",
     ],
     "old_commute": [
+        "家离公司不算远，平时{old_commute}过去。",
         "我每天{old_commute}上班，单程差不多四十分钟。",
         "早上{old_commute}去公司，路上刚好听一集播客。",
     ],
     "new_commute": [
+        "最近上下班改成{new_commute}了，总算不用那么早起。",
         "搬家以后我改成{new_commute}了，时间省了一大半。",
         "现在上班都是{new_commute}，比以前轻松多了。",
         "通勤方式变了：以后{new_commute}，不用再像以前那样{old_commute}了。",
@@ -250,20 +260,24 @@ MESSAGES: dict[str, list[str]] = {
         "下大雨，路上堵成一片，打车软件排了八十多个人。",
     ],
     "spouse": [
+        "我{spouse}的工作是{spouse_job}，经常周末也要加班。",
         "我{spouse}是{spouse_job}，这阵子特别忙，天天很晚才回家。",
         "今天我{spouse}下班回来说累坏了，做{spouse_job}真的不容易。",
         "我{spouse}做{spouse_job}快十年了，最近在考虑要不要换个方向。",
     ],
     "child": [
+        "{child_name}今天说长大要当宇航员，我这个{child}想法真多。",
         "我{child}{child_name}今天在学校得了一朵小红花，回家一直在炫耀。",
         "{child_name}是我{child}，最近特别爱问为什么，问得我头都大了。",
         "今天带{child_name}去打了疫苗，我{child}居然一声没哭。",
     ],
     "class1": [
+        "周六上午送{child_name}去上{class1}课，我在外面等了一个半小时。",
         "给{child_name}报了{class1}班，每周六上午上课，希望能坚持下来。",
         "{child_name}开始学{class1}了，每周六上午一节课，第一节课回来特别兴奋。",
     ],
     "class2": [
+        "除了{class1}，{child_name}现在每周三晚上还上{class2}。",
         "又给{child_name}加了一门{class2}，周三晚上上，是不是报太多了？",
         "{child_name}吵着要学{class2}，试听了一次，今天交了一学期的钱。",
     ],
@@ -272,11 +286,13 @@ MESSAGES: dict[str, list[str]] = {
         "家长群里在讨论暑假夏令营，一个比一个贵。",
     ],
     "mother": [
+        "我妈在{mother_city}老家，最近总说膝盖疼，我想接她过来住一阵。",
         "我妈一个人住在{mother_city}，每周日晚上我都给她打视频。",
         "刚跟我妈打完电话，她说{mother_city}那边降温了，让我多穿点。",
         "五一打算回{mother_city}看我妈，她一直念叨我好久没回去了。",
     ],
     "pet": [
+        "给{pet_name}买了个新窝，结果它看都不看一眼。我家这只{pet}真难伺候。",
         "我家{pet}叫{pet_name}，今天又把沙发咬坏了。",
         "{pet_name}最近胃口不好，我有点担心，它是我们家的{pet}，养了三年了。",
         "带{pet_name}去打疫苗，医生说我家这只{pet}有点胖，要控制饮食。",
@@ -286,6 +302,7 @@ MESSAGES: dict[str, list[str]] = {
         "同事在朋友圈晒她新养的布偶猫，确实好看。",
     ],
     "rest": [
+        "{rest}真的是我吃过最好的{cuisine}，尤其是{dish}，推荐给所有朋友。",
         "又去了{rest}，他们家的{dish}真的百吃不厌，这家是我心里最好吃的{cuisine}。",
         "推荐你记一下：我最喜欢的{cuisine}是{rest}，每次必点{dish}。",
         "今天和家里人在{rest}吃的，{dish}还是那个味道，我隔两周就想去一次。",
@@ -295,27 +312,33 @@ MESSAGES: dict[str, list[str]] = {
         "公司聚餐定在{dist_rest}，我觉得一般般，菜有点咸。",
     ],
     "coffee": [
+        "同事问我喝什么，我说老样子，{coffee}。",
         "我喝咖啡只喝{coffee}，别的都喝不惯。",
         "早上来一杯{coffee}，这是我每天上班前的固定操作。",
     ],
     "dislike": [
+        "今天食堂的菜里放了{dislike}，我一口没动，是真受不了这个。",
         "我从小就不吃{dislike}，闻到味道都受不了。",
         "提醒一下，以后帮我点餐别放{dislike}，我真的一口都吃不了。",
     ],
     "sport": [
+        "我坚持{sport}两年了，基本都在{sport_place}。",
         "我最喜欢的运动是{sport}，一般在{sport_place}，每周至少两次。",
         "今天又去{sport_place}活动了一下，{sport}真是越玩越上瘾，出了一身汗。",
         "这两年迷上了{sport}，常去{sport_place}，感觉身体好多了。",
     ],
     "writer": [
-        "最近在重读{writer}的书，还是最喜欢他的东西。",
-        "我最爱的作家是{writer}，他的书我基本都买了。",
+        "{writer}的新版精装本出了，第一时间下单，这是我读得最多的作家。",
+        "最近在重读{writer}的书，还是最喜欢这位作家的东西。",
+        "我最爱的作家是{writer}，书架上一整排都是。",
     ],
     "stay": [
+        "每次旅行订房我都先看{stay}，住得舒服比什么都重要。",
         "我出去玩一般喜欢住{stay}，大酒店反而住不惯。",
         "订住的地方我有个习惯：优先找{stay}。",
     ],
     "trip": [
+        "落地{trip}，入住{hotel}，先睡一觉再出去逛。",
         "今天到{trip}了！住在{hotel}，风景太好了。",
         "这几天在{trip}玩，订的是{hotel}，老板人特别热情。",
         "趁着年假来了一趟{trip}，今晚住{hotel}。",
@@ -325,6 +348,7 @@ MESSAGES: dict[str, list[str]] = {
         "同事刚从新疆旅游回来，给大家带了葡萄干。",
     ],
     "doctor": [
+        "{doctor_reason}一直没好，今天挂了{doctor_dept}。{doctor}医生让我做了个检查，结果还行。",
         "今天请了半天假去医院看{doctor_dept}，{doctor_reason}，接诊的是{doctor}医生，说问题不大。",
         "因为{doctor_reason}的事，今天终于去挂了{doctor_dept}的号，{doctor}医生看得很仔细。",
         "刚从医院出来。{doctor_dept}的{doctor}大夫挺耐心的，{doctor_reason}的事让我下周复查。",
@@ -338,14 +362,17 @@ MESSAGES: dict[str, list[str]] = {
         "同事的孩子发烧住院了，她这周都请假在医院陪护。",
     ],
     "outing1": [
+        "好久没见{friend}了，今天约着{outing1}。",
         "今天跟{friend}{outing1}，好久没这么放松了。",
         "周末和{friend}约着{outing1}，玩到天黑才回来。",
     ],
     "outing2": [
+        "这周末{friend}叫我出去，我们{outing2}。",
         "又跟{friend}出去了，这次{outing2}。",
         "昨晚和{friend}{outing2}，聊了很多工作上的事。",
     ],
     "wedding": [
+        "{wedding}的婚礼办在{wedding_place}，今天起了个大早赶过去。",
         "今天去参加{wedding}的婚礼，在{wedding_place}办的，新娘特别漂亮。",
         "刚从{wedding_place}回来，{wedding}结婚，我跑前跑后忙了一整天。",
         "{wedding}今天在{wedding_place}结婚，我包了个大红包。",
@@ -355,6 +382,7 @@ MESSAGES: dict[str, list[str]] = {
         "收到一张婚礼请柬，是很久没联系的初中同学，有点纠结去不去。",
     ],
     "exam": [
+        "考完{exam}出来腿都是软的，结果{exam_result}。",
         "今天考了{exam}，{exam_result}，这几个月的准备没白费。",
         "{exam}终于考完了，{exam_result}。今天在考场里紧张得手都在抖。",
     ],
@@ -363,18 +391,22 @@ MESSAGES: dict[str, list[str]] = {
         "我{spouse}说想去考个证，还没想好考什么。",
     ],
     "concert": [
+        "终于看到了{concert}的现场，今晚全程跟着唱。",
         "今晚去看了{concert}的演唱会，嗓子都喊哑了。",
         "{concert}的现场真的太好了！今天这张票抢得值。",
     ],
     "item_buy": [
+        "家里添了个{item}，研究了一晚上说明书。",
         "网上买的{item}今天到了，装好试了一下，还行。",
         "一狠心买了个{item}，希望能用久一点。",
     ],
     "item_problem": [
+        "{item}出问题了：{item_problem}。",
         "气死了，那个{item}{item_problem}。",
         "跟你吐槽一下，我买的{item}{item_problem}。",
     ],
     "allergy": [
+        "去药店买药，又跟店员强调了一遍我对{allergy}过敏。",
         "备注一下：我对{allergy}过敏，以前差点出事。",
         "医生又提醒我，我对{allergy}过敏，开药的时候一定要说。",
     ],
@@ -445,51 +477,51 @@ CONNECTORS: list[str] = ["对了，", "话说，", "问你个事，", "突然想
 # -- questions: family -> key -> wordings; "needs" names the messages that hold the answer ---------
 QUESTIONS: dict[str, dict[str, tuple[list[str], list[str], str]]] = {
     "single": {
-        "spouse": (["我{spouse}是做什么工作的？", "你还记得我{spouse}的职业吗？"], ["spouse"], "{spouse_job}"),
-        "child": (["我{child}叫什么名字？", "我家{child}的小名是什么来着？"], ["child"], "{child_name}"),
-        "mother": (["我妈住在哪个城市？", "我老家妈妈那边是哪里？"], ["mother"], "{mother_city}"),
-        "pet": (["我家的{pet}叫什么？", "我养的那只{pet}名字是什么？"], ["pet"], "{pet_name}"),
-        "rest": (["我最喜欢的那家{cuisine}店叫什么？", "我说过哪家{cuisine}最好吃？"], ["rest"], "{rest}"),
-        "allergy": (["我对什么过敏？", "看病的时候我要提醒医生我对什么过敏？"], ["allergy"], "{allergy}"),
+        "spouse": (["我另一半是干哪一行的？", "我{spouse}是做什么工作的？", "你还记得我{spouse}的职业吗？"], ["spouse"], "{spouse_job}"),
+        "child": (["{child}的名字你记得吗？", "我{child}叫什么名字？", "我家{child}的小名是什么来着？"], ["child"], "{child_name}"),
+        "mother": (["我妈妈老家在哪儿？", "我妈住在哪个城市？", "我老家妈妈那边是哪里？"], ["mother"], "{mother_city}"),
+        "pet": (["我养的{pet}你还记得叫什么吗？", "我家的{pet}叫什么？", "我养的那只{pet}名字是什么？"], ["pet"], "{pet_name}"),
+        "rest": (["我推荐过的那家{cuisine}是哪家？", "我最喜欢的那家{cuisine}店叫什么？", "我说过哪家{cuisine}最好吃？"], ["rest"], "{rest}"),
+        "allergy": (["开药前要注意我对什么过敏？", "我对什么过敏？", "看病的时候我要提醒医生我对什么过敏？"], ["allergy"], "{allergy}"),
         "doctor": (["给我看{doctor_dept}的是哪位医生？", "上次给我看病的大夫姓什么？"], ["doctor"], "{doctor}医生"),
-        "hotel": (["我去{trip}的时候住在哪儿？", "我在{trip}订的是哪家住处？"], ["trip"], "{hotel}"),
-        "exam": (["我{exam}考得怎么样？", "{exam}的结果出来了吗？我考得如何？"], ["exam"], "{exam_result}"),
-        "concert": (["我去看了谁的演唱会？", "上次去的那场演唱会是哪个歌手的？"], ["concert"], "{concert}"),
-        "wedding_place": (["{wedding}的婚礼在哪里办的？", "我去参加婚礼是去的哪个地方？"], ["wedding"], "{wedding_place}"),
+        "hotel": (["{trip}那次我住的什么地方？", "我去{trip}的时候住在哪儿？", "我在{trip}订的是哪家住处？"], ["trip"], "{hotel}"),
+        "exam": (["{exam}最后过了没有？", "我{exam}考得怎么样？", "{exam}的结果出来了吗？我考得如何？"], ["exam"], "{exam_result}"),
+        "concert": (["我最近去看了哪个歌手的现场？", "我去看了谁的演唱会？", "上次去的那场演唱会是哪个歌手的？"], ["concert"], "{concert}"),
+        "wedding_place": (["{wedding}在哪个城市办的婚礼？", "{wedding}的婚礼在哪里办的？", "我去参加婚礼是去的哪个地方？"], ["wedding"], "{wedding_place}"),
         "sport_place": (["我{sport}一般去哪里？", "我平时运动去什么地方？"], ["sport"], "{sport_place}"),
     },
     "multi": {
-        "classes": (["我给{child_name}报了哪些兴趣班？", "{child_name}现在都在学些什么？"], ["class1", "class2"], "{class1}和{class2}"),
+        "classes": (["{child_name}每周要上哪几门课？", "我给{child_name}报了哪些兴趣班？", "{child_name}现在都在学些什么？"], ["class1", "class2"], "{class1}和{class2}"),
         "item": (["我买的{item}后来怎么样了？", "我那个{item}是什么时候买的，后来出了什么问题？"], ["item_buy", "item_problem"], "{item_problem}"),
         "friend": (["我最近和{friend}一起做过哪些事？", "这段时间我跟{friend}出去玩了几次，都干了啥？"], ["outing1", "outing2"], "{outing1}；{outing2}"),
         "health": (["我这几周身体出过哪些问题？", "最近我都有哪些看病或者不舒服的事？"], ["doctor", "health2"], "{doctor_reason}；{health2}"),
-        "homes": (["搬家前后我分别住在哪里？", "我以前和现在住的地方分别是哪儿？"], ["old_home", "new_home"], "{old_home}→{new_home}"),
+        "homes": (["我搬过一次家，是从哪儿搬到了哪儿？", "搬家前后我分别住在哪里？", "我以前和现在住的地方分别是哪儿？"], ["old_home", "new_home"], "{old_home}→{new_home}"),
     },
     "temporal": {
-        "trip": (["我是什么时候去的{trip}？", "我去{trip}旅游是几月几号？"], ["trip"], "{trip_date}"),
+        "trip": (["我哪天到的{trip}？", "我是什么时候去的{trip}？", "我去{trip}旅游是几月几号？"], ["trip"], "{trip_date}"),
         "wedding": (["{wedding}是哪天结婚的？", "我去参加婚礼是什么时候？"], ["wedding"], "{wedding_date}"),
-        "exam": (["我是哪天考的{exam}？", "{exam}我是什么时候考的？"], ["exam"], "{exam_date}"),
-        "doctor": (["我上周去医院看的哪个科？", "上周我为什么去医院？"], ["doctor"], "{doctor_dept}"),
+        "exam": (["{exam}考试是哪一天？", "我是哪天考的{exam}？", "{exam}我是什么时候考的？"], ["exam"], "{exam_date}"),
+        "doctor": (["上礼拜我看病看的什么科？", "我上周去医院看的哪个科？", "上周我为什么去医院？"], ["doctor"], "{doctor_dept}"),
         "concert": (["我上周末干什么去了？", "上个周末我去看了什么演出？"], ["concert"], "{concert}"),
-        "new_job": (["我是从哪天开始去{new_co}上班的？", "我什么时候换的工作？"], ["new_job"], "{new_job_date}"),
-        "new_home": (["我大概是什么时候搬的家？", "我们家哪天搬到{new_home}的？"], ["new_home"], "{new_home_date}"),
+        "new_job": (["我入职{new_co}是哪天？", "我是从哪天开始去{new_co}上班的？", "我什么时候换的工作？"], ["new_job"], "{new_job_date}"),
+        "new_home": (["搬新家是几月几号的事？", "我大概是什么时候搬的家？", "我们家哪天搬到{new_home}的？"], ["new_home"], "{new_home_date}"),
     },
     "update": {
-        "job_now": (["我现在在哪家公司上班？", "我目前在哪儿工作？"], ["new_job"], "{new_co}"),
-        "job_before": (["我以前在哪家公司工作？", "换工作之前我在哪儿上班？"], ["old_job"], "{old_co}"),
-        "home_now": (["我现在住在哪？", "我家目前在哪个区？"], ["new_home"], "{new_home}"),
+        "job_now": (["我跳槽以后在哪里上班？", "我现在在哪家公司上班？", "我目前在哪儿工作？"], ["new_job"], "{new_co}"),
+        "job_before": (["我的上一家公司是哪家？", "我以前在哪家公司工作？", "换工作之前我在哪儿上班？"], ["old_job"], "{old_co}"),
+        "home_now": (["我搬家以后住哪儿？", "我现在住在哪？", "我家目前在哪个区？"], ["new_home"], "{new_home}"),
         "home_before": (["搬家之前我住在哪里？", "我以前住的是哪一片？"], ["old_home"], "{old_home}"),
-        "tool_now": (["我现在用什么{tool_kind}？", "我{tool_kind}现在用的是哪个软件？"], ["new_tool"], "{new_tool}"),
+        "tool_now": (["{tool_kind}我现在用什么工具？", "我现在用什么{tool_kind}？", "我{tool_kind}现在用的是哪个软件？"], ["new_tool"], "{new_tool}"),
         "tool_before": (["我以前用什么{tool_kind}？", "换工具之前我{tool_kind}用的是什么？"], ["old_tool"], "{old_tool}"),
-        "commute_now": (["我现在每天怎么去上班？", "我最近的通勤方式是什么？"], ["new_commute"], "{new_commute}"),
-        "commute_before": (["我以前是怎么上班的？", "搬家以前我每天怎么通勤？"], ["old_commute"], "{old_commute}"),
+        "commute_now": (["我现在通勤靠什么？", "我现在每天怎么去上班？", "我最近的通勤方式是什么？"], ["new_commute"], "{new_commute}"),
+        "commute_before": (["我原来每天怎么去公司？", "我以前是怎么上班的？", "搬家以前我每天怎么通勤？"], ["old_commute"], "{old_commute}"),
     },
     "preference": {
-        "coffee": (["帮我点杯咖啡，按我平时的口味。", "我喝咖啡有什么讲究？"], ["coffee"], "{coffee}"),
-        "dislike": (["今晚点外卖，有什么我不吃的要避开吗？", "我吃饭有什么忌口？"], ["dislike"], "{dislike}"),
-        "sport": (["周末想动一动，我平时喜欢什么运动？", "我最喜欢的运动是什么？"], ["sport"], "{sport}"),
-        "writer": (["给我推荐几本书吧，照我喜欢的作家来。", "我最喜欢哪个作家？"], ["writer"], "{writer}"),
-        "stay": (["帮我订下次旅行的住处，我一般喜欢住哪种？", "出去玩我喜欢住什么样的地方？"], ["stay"], "{stay}"),
+        "coffee": (["我去咖啡店一般点什么？", "帮我点杯咖啡，按我平时的口味。", "我喝咖啡有什么讲究？"], ["coffee"], "{coffee}"),
+        "dislike": (["做饭的时候哪样东西千万别给我放？", "今晚点外卖，有什么我不吃的要避开吗？", "我吃饭有什么忌口？"], ["dislike"], "{dislike}"),
+        "sport": (["想报个运动班，按我的爱好选什么？", "周末想动一动，我平时喜欢什么运动？", "我最喜欢的运动是什么？"], ["sport"], "{sport}"),
+        "writer": (["我平时最爱读谁的书？", "给我推荐几本书吧，照我喜欢的作家来。", "我最喜欢哪个作家？"], ["writer"], "{writer}"),
+        "stay": (["订酒店还是民宿？按我的习惯来。", "帮我订下次旅行的住处，我一般喜欢住哪种？", "出去玩我喜欢住什么样的地方？"], ["stay"], "{stay}"),
     },
     # small talk first, then the real question (the key names the fact asked about)
     "chatter": {
@@ -506,6 +538,139 @@ QUESTIONS: dict[str, dict[str, tuple[list[str], list[str], str]]] = {
     },
 }
 # fmt: on
+
+# -- each user's own facts, written whole (not from the wordings above): message key -> (text, days);
+#    questions (family, text, needed keys, answer); updates (older key, newer key)
+OWN: list[dict[str, Any]] = [
+    {  # zh-01
+        "messages": {
+            "own_cake": ("我老婆十月十二号生日，今年想给她订个蛋糕，她只吃抹茶口味的。", (0, 41)),
+            "own_teacher": ("朵朵的班主任姓林，今天在家长群里通知下周开家长会。", (0, 41)),
+            "own_lang_old": ("最近在学日语，用的多邻国，每天打卡二十分钟。", (0, 12)),
+            "own_lang_new": ("多邻国的连续打卡断了，干脆不用了，改成每天跟着NHK的慢速新闻练听力。", (24, 41)),
+        },
+        "questions": [
+            ("preference", "帮我给老婆订生日蛋糕，选什么口味好？", ["own_cake"], "抹茶"),
+            ("single", "朵朵的班主任姓什么？", ["own_teacher"], "林"),
+            ("update", "我现在是怎么学日语的？", ["own_lang_new"], "跟着NHK的慢速新闻练听力"),
+        ],
+        "updates": [("own_lang_old", "own_lang_new")],
+    },
+    {  # zh-02
+        "messages": {
+            "own_school": ("豆豆今年六岁，九月份上一年级，划片到望京的一所实验小学。", (0, 41)),
+            "own_intern": ("我们组新来的实习生叫陈一帆，清华的，挺机灵。", (0, 24)),
+            "own_feature": ("这个季度我在小米负责手环上的一个新功能，叫睡眠教练，压力不小。", (31, 41)),
+        },
+        "questions": [
+            ("single", "我儿子今年多大了，九月去哪上学？", ["own_school"], "六岁，望京的一所实验小学"),
+            ("single", "组里新来的那个实习生叫什么？", ["own_intern"], "陈一帆"),
+            ("single", "我这个季度负责的是哪个功能？", ["own_feature"], "手环上的睡眠教练"),
+        ],
+    },
+    {  # zh-03
+        "messages": {
+            "own_bear": ("米粒晚上睡觉一定要抱着那只叫咕噜的小熊，不然就哭个不停。", (0, 41)),
+            "own_movie": ("我们家定了个规矩：每周五晚上是家庭电影夜，这周看的是《寻梦环游记》。", (0, 41)),
+            "own_nanny": ("婆婆从南通过来帮我们带孩子了，说好住到年底。", (10, 41)),
+        },
+        "questions": [
+            ("single", "米粒睡觉离不开的那只小熊叫什么？", ["own_bear"], "咕噜"),
+            ("single", "我们家的电影夜是星期几？", ["own_movie"], "周五晚上"),
+            ("single", "现在是谁在帮我们带孩子？", ["own_nanny"], "婆婆"),
+        ],
+    },
+    {  # zh-04
+        "messages": {
+            "own_lipid": ("办健康证做了体检，血脂有点高，医生让我少吃肥肉多走路。", (0, 41)),
+            "own_sorter": ("仓库新上了一套自动分拣线，一小时能分两万件，以后不用那么多人手了。", (0, 20)),
+            "own_bday": ("阿宝八月三号生日，答应了今年带他去长隆玩两天。", (0, 41)),
+        },
+        "questions": [
+            ("single", "体检查出我什么指标不太好？", ["own_lipid"], "血脂有点高"),
+            ("single", "仓库的新分拣线一小时能分多少件？", ["own_sorter"], "两万件"),
+            ("preference", "阿宝过生日，我答应带他去哪儿玩？", ["own_bday"], "长隆"),
+        ],
+    },
+    {  # zh-05
+        "messages": {
+            "own_class": ("我手上带一个雅思冲刺班，十二个学生，周二周四晚上上课。", (0, 41)),
+            "own_cartoon": ("小满最近迷上了《小猪佩奇》，天天学佩奇哼哼叫。", (0, 41)),
+            "own_ac_old": ("家里那台美的空调开起来嗡嗡响，凑合着用吧。", (0, 12)),
+            "own_ac_new": ("旧空调终于彻底罢工了，换了台格力的一级能效，安静多了。", (22, 41)),
+        },
+        "questions": [
+            ("single", "我带的雅思班有几个学生？", ["own_class"], "十二个"),
+            ("single", "小满最近爱看哪部动画片？", ["own_cartoon"], "《小猪佩奇》"),
+            ("update", "家里现在用的是什么牌子的空调？", ["own_ac_new"], "格力"),
+        ],
+        "updates": [("own_ac_old", "own_ac_new")],
+    },
+    {  # zh-06
+        "messages": {
+            "own_car_old": ("我们家的车是比亚迪汉，开了两年多，没出过什么毛病。", (0, 12)),
+            "own_car_new": ("把比亚迪卖了，用员工价提了一台蔚来ET5，今天刚上牌。", (31, 41)),
+            "own_coach": ("乐乐的足球教练是个巴西人，叫马科斯，中文说得比我还溜。", (0, 41)),
+        },
+        "questions": [
+            ("update", "我现在开的是什么车？", ["own_car_new"], "蔚来ET5"),
+            ("update", "换车之前我开的是哪款？", ["own_car_old"], "比亚迪汉"),
+            ("single", "乐乐的足球教练叫什么？", ["own_coach"], "马科斯"),
+        ],
+        "updates": [("own_car_old", "own_car_new")],
+    },
+    {  # zh-07
+        "messages": {
+            "own_client": (
+                "新公司给我分的第一个项目：给一个叫「山茶」的咖啡品牌做整套VI，月底交稿。",
+                (31, 41),
+            ),
+            "own_tibet": ("男朋友下个月要去西藏拍片，一走就是二十天，我有点舍不得。", (0, 41)),
+            "own_rent": ("新公司在仙林的一个创意园里，骑车一刻钟就到，办公室采光特别好。", (31, 41)),
+        },
+        "questions": [
+            ("single", "我在新公司的第一个项目是给哪个品牌做的？", ["own_client"], "山茶"),
+            ("single", "男朋友要去哪里拍片？", ["own_tibet"], "西藏"),
+            ("single", "我的新公司在哪儿？", ["own_rent"], "仙林的一个创意园里"),
+        ],
+    },
+    {  # zh-08
+        "messages": {
+            "own_kinder": ("果果的幼儿园就在我们小区对面，叫小太阳幼儿园，接送很方便。", (18, 41)),
+            "own_rotation": ("科里排班出来了，下周开始我轮转到心外科的手术室。", (30, 41)),
+            "own_husband": ("我老公考上了遴选，要调到省直机关了，全家都很高兴。", (0, 41)),
+        },
+        "questions": [
+            ("single", "果果上的是哪家幼儿园？", ["own_kinder"], "小太阳幼儿园"),
+            ("single", "我要轮转到哪个科室的手术室？", ["own_rotation"], "心外科"),
+            ("single", "我老公工作上最近有什么好消息？", ["own_husband"], "考上遴选，调到省直机关"),
+        ],
+    },
+    {  # zh-09
+        "messages": {
+            "own_shop": ("我们店主要卖宠物用品，最近的爆款是一款自动喂食器，一天出几百单。", (26, 41)),
+            "own_ukulele": ("糖糖的尤克里里老师说她节奏感特别好，建议她明年去考级。", (0, 41)),
+            "own_car_sold": ("车在宁波卖掉了，上海拍牌太难，先不买车了。", (14, 41)),
+        },
+        "questions": [
+            ("single", "我们店最近卖得最火的是什么？", ["own_shop"], "自动喂食器"),
+            ("single", "老师是怎么夸糖糖的？", ["own_ukulele"], "节奏感特别好，建议考级"),
+            ("single", "我现在还有车吗？", ["own_car_sold"], "没有，在宁波卖掉了"),
+        ],
+    },
+    {  # zh-10
+        "messages": {
+            "own_conf": ("导师让我下个月去北京参加一个空间推进的学术会议，还要做个口头报告。", (0, 41)),
+            "own_catti": ("女朋友在准备CATTI一级口译，每天练到半夜。", (0, 41)),
+            "own_paper": ("好消息！我的论文被《宇航学报》接收了，熬了一年多。", (20, 41)),
+        },
+        "questions": [
+            ("single", "我要去北京参加什么会议？", ["own_conf"], "空间推进的学术会议"),
+            ("single", "我女朋友在准备什么考试？", ["own_catti"], "CATTI一级口译"),
+            ("temporal", "我的论文是什么时候被接收的？", ["own_paper"], "{own_paper_date}"),
+        ],
+    },
+]
 
 JOIN = ""
 DATE = "{y}年{m}月{d}日"

@@ -13,6 +13,8 @@ Systems, each over every user's own messages (one memory a user; questions of th
   default profile); ``add_many`` of the messages with their speaker and time; ``search(k=10)``.
 - ``dualmem-multilingual``: the same with ``embedder="multilingual"``; skipped (and said so) where
   this dualmem has no such embedder.
+- ``dense-multilingual``: a diagnostic beside it: the multilingual embedder alone (cosine of the
+  query's embedding, ``embed_queries`` where the embedder has it, with each message's), no read path.
 
 Nothing is fitted on this corpus: dualmem's shipped settings were chosen on English corpora, so its
 figures here are held out from the whole corpus (leave-one-corpus-out in docs/benchmarks.md's sense).
@@ -36,8 +38,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dualmem import Memory
 from dualmem.conversations import load_conversations
+from dualmem.embed import create_embedder
 from dualmem.errors import DualmemError
 
 HERE = Path(__file__).resolve().parent
@@ -45,7 +50,7 @@ sys.path.insert(0, str(HERE))
 from check import FAMILIES, LANGUAGES, corpus_files  # noqa: E402 - a sibling script, not a package
 
 K = 10
-SYSTEMS = ("bm25-bigram", "dualmem", "dualmem-multilingual")
+SYSTEMS = ("bm25-bigram", "dualmem", "dualmem-multilingual", "dense-multilingual")
 METRICS = ("R@5", "R@n", "first")
 _CJK = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"([{_CJK}]+)|([A-Za-z0-9]+)")
@@ -94,7 +99,10 @@ def score(evidence: Sequence[str], ranked: Sequence[str]) -> dict[str, float]:
     }
 
 
-def _dualmem(embedder: str | None) -> Callable[[Any], Ranker]:
+def _dualmem(embedder: Any = None) -> Callable[[Any], Ranker]:
+    """``embedder``: ``None`` for the default, else a name or one embedder shared by every user's memory
+    (loaded once, not once a user)."""
+
     def build(conv: Any) -> Ranker:
         mem = Memory.open(":memory:") if embedder is None else Memory.open(":memory:", embedder=embedder)
         ids = mem.add_many(conv.observations, user=conv.id)
@@ -109,25 +117,44 @@ def _dualmem(embedder: str | None) -> Callable[[Any], Ranker]:
     return build
 
 
+def dense(embedder: Any) -> Callable[[Any], Ranker]:
+    """Cosine ranking of a user's messages by ``embedder`` alone."""
+
+    def build(conv: Any) -> Ranker:
+        ids = [str(o.turn_id) for o in conv.observations]
+        rows = np.asarray(embedder.embed([o.content for o in conv.observations]), dtype=np.float32)
+
+        def rank(query: str) -> list[str]:
+            embed_q = getattr(embedder, "embed_queries", embedder.embed)
+            q = np.asarray(embed_q([query]), dtype=np.float32)[0]
+            order = np.argsort(-(rows @ q), kind="stable")
+            return [ids[i] for i in order[:K]]
+
+        return rank
+
+    return build
+
+
 def available(system: str) -> str | None:
     """Why ``system`` cannot run here (``None``: it can)."""
-    if system != "dualmem-multilingual":
+    if system not in ("dualmem-multilingual", "dense-multilingual"):
         return None
     try:
-        with Memory.open(":memory:", embedder="multilingual"):
-            return None
+        create_embedder("multilingual")
     except (DualmemError, ImportError) as exc:
         return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def run(files: Sequence[Path], systems: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Every question's scores under each system, and each system's seconds."""
     rows: list[dict[str, Any]] = []
     seconds: dict[str, float] = defaultdict(float)
-    builders: dict[str, Callable[[Any], Ranker]] = {
-        "dualmem": _dualmem(None),
-        "dualmem-multilingual": _dualmem("multilingual"),
-    }
+    builders: dict[str, Callable[[Any], Ranker]] = {"dualmem": _dualmem()}
+    if {"dualmem-multilingual", "dense-multilingual"} & set(systems):
+        shared = create_embedder("multilingual")
+        builders["dualmem-multilingual"] = _dualmem(shared)
+        builders["dense-multilingual"] = dense(shared)
     for path in files:
         raw = json.loads(path.read_text(encoding="utf-8"))
         conv = load_conversations(path)[0]
