@@ -120,13 +120,16 @@ def _dualmem(embedder: Any = None) -> Callable[[Any], Ranker]:
 def dense(embedder: Any) -> Callable[[Any], Ranker]:
     """Cosine ranking of a user's messages by ``embedder`` alone."""
 
+    # queries straight from the model, not through a cache (the rows are: dualmem embedded them)
+    inner = getattr(embedder, "inner", embedder)
+    embed_query = getattr(inner, "embed_queries", inner.embed)
+
     def build(conv: Any) -> Ranker:
         ids = [str(o.turn_id) for o in conv.observations]
         rows = np.asarray(embedder.embed([o.content for o in conv.observations]), dtype=np.float32)
 
         def rank(query: str) -> list[str]:
-            embed_q = getattr(embedder, "embed_queries", embedder.embed)
-            q = np.asarray(embed_q([query]), dtype=np.float32)[0]
+            q = np.asarray(embed_query([query]), dtype=np.float32)[0]
             order = np.argsort(-(rows @ q), kind="stable")
             return [ids[i] for i in order[:K]]
 
@@ -152,7 +155,8 @@ def run(files: Sequence[Path], systems: Sequence[str]) -> tuple[list[dict[str, A
     seconds: dict[str, float] = defaultdict(float)
     builders: dict[str, Callable[[Any], Ranker]] = {"dualmem": _dualmem()}
     if {"dualmem-multilingual", "dense-multilingual"} & set(systems):
-        shared = create_embedder("multilingual")
+        # one model for every user; its cache lets the dense diagnostic reuse the rows dualmem embedded
+        shared = create_embedder("multilingual", cache_size=1 << 16)
         builders["dualmem-multilingual"] = _dualmem(shared)
         builders["dense-multilingual"] = dense(shared)
     for path in files:
