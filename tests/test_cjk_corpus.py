@@ -292,3 +292,30 @@ def test_a_system_whose_embedder_is_missing_is_skipped_with_the_reason(
     assert evaluate.available("dualmem") is None
     assert evaluate.available("dualmem-multilingual") == "ConfigError: unknown embedder 'multilingual'"
     assert evaluate.available("dense-multilingual") == "ConfigError: unknown embedder 'multilingual'"
+
+
+def _result(systems: list[str], commit: str = "abc") -> dict[str, Any]:
+    meta = {"dualmem": "/x", "commit": commit, "files": ["zh-01.json"], "k": 10}
+    rows = [
+        {"language": "zh", "family": "single", "system": s, "R@5": 1.0, "R@n": 1.0, "first": 1.0}
+        for s in systems
+    ]
+    return {
+        "meta": {**meta, "systems": systems, "skipped": {}, "seconds": dict.fromkeys(systems, 1.0)},
+        "questions": rows,
+    }
+
+
+def test_runs_of_different_systems_merge_into_one_table(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_result(["bm25-bigram", "dualmem"])), encoding="utf-8")
+    b.write_text(json.dumps(_result(["dualmem-multilingual"])), encoding="utf-8")
+    assert evaluate.main(["--merge", str(a), str(b), "--out", str(tmp_path / "all")]) == 0
+    merged = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    assert merged["meta"]["systems"] == ["bm25-bigram", "dualmem", "dualmem-multilingual"]
+    assert set(merged["figures"]["zh/all"]) == {"bm25-bigram", "dualmem", "dualmem-multilingual"}
+    assert "dualmem-multilingual first" in (tmp_path / "all.md").read_text(encoding="utf-8")
+    with pytest.raises(SystemExit, match="commit differ"):
+        evaluate.merge([_result(["dualmem"]), _result(["bm25-bigram"], commit="def")])
+    with pytest.raises(SystemExit, match="same system twice"):
+        evaluate.merge([_result(["dualmem"]), _result(["dualmem"])])

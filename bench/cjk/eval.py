@@ -99,9 +99,9 @@ def score(evidence: Sequence[str], ranked: Sequence[str]) -> dict[str, float]:
     }
 
 
-def _dualmem(embedder: Any = None) -> Callable[[Any], Ranker]:
-    """``embedder``: ``None`` for the default, else a name or one embedder shared by every user's memory
-    (loaded once, not once a user)."""
+def _dualmem(embedder: str | None = None) -> Callable[[Any], Ranker]:
+    """``embedder``: ``None`` for the default, else its name, as a user opens a memory (a model passed
+    as an object, shared by every user's memory, was seen to rank differently: see the README)."""
 
     def build(conv: Any) -> Ranker:
         mem = Memory.open(":memory:") if embedder is None else Memory.open(":memory:", embedder=embedder)
@@ -120,9 +120,7 @@ def _dualmem(embedder: Any = None) -> Callable[[Any], Ranker]:
 def dense(embedder: Any) -> Callable[[Any], Ranker]:
     """Cosine ranking of a user's messages by ``embedder`` alone."""
 
-    # queries straight from the model, not through a cache (the rows are: dualmem embedded them)
-    inner = getattr(embedder, "inner", embedder)
-    embed_query = getattr(inner, "embed_queries", inner.embed)
+    embed_query = getattr(embedder, "embed_queries", embedder.embed)
 
     def build(conv: Any) -> Ranker:
         ids = [str(o.turn_id) for o in conv.observations]
@@ -153,12 +151,12 @@ def run(files: Sequence[Path], systems: Sequence[str]) -> tuple[list[dict[str, A
     """Every question's scores under each system, and each system's seconds."""
     rows: list[dict[str, Any]] = []
     seconds: dict[str, float] = defaultdict(float)
-    builders: dict[str, Callable[[Any], Ranker]] = {"dualmem": _dualmem()}
-    if {"dualmem-multilingual", "dense-multilingual"} & set(systems):
-        # one model for every user; its cache lets the dense diagnostic reuse the rows dualmem embedded
-        shared = create_embedder("multilingual", cache_size=1 << 16)
-        builders["dualmem-multilingual"] = _dualmem(shared)
-        builders["dense-multilingual"] = dense(shared)
+    builders: dict[str, Callable[[Any], Ranker]] = {
+        "dualmem": _dualmem(),
+        "dualmem-multilingual": _dualmem("multilingual"),
+    }
+    if "dense-multilingual" in systems:  # a model of its own, never handed to a memory
+        builders["dense-multilingual"] = dense(create_embedder("multilingual"))
     for path in files:
         raw = json.loads(path.read_text(encoding="utf-8"))
         conv = load_conversations(path)[0]
@@ -241,7 +239,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--limit", type=int, default=None, help="only the first N files of each language")
     parser.add_argument("--out", type=Path, default=None, help="write OUT.json (every question) and OUT.md")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="no run: combine the results files of runs over the same files (e.g. one a system)",
+    )
     ns = parser.parse_args(argv)
+    if ns.merge:
+        meta, rows = merge([json.loads(p.read_text(encoding="utf-8")) for p in ns.merge])
+        return report(meta, rows, ns.out)
     files = corpus_files(ns.paths)
     if ns.limit is not None:
         files = [
@@ -261,23 +270,46 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     source = Path(dualmem.__file__).resolve().parents[2]
     rows, seconds = run(files, systems)
+    meta = {
+        "dualmem": str(source),
+        "commit": _commit(source),
+        "files": [f.name for f in files],
+        "systems": systems,
+        "skipped": skipped,
+        "seconds": {s: round(v, 1) for s, v in seconds.items()},
+        "k": K,
+    }
+    return report(meta, rows, ns.out)
+
+
+def merge(results: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One result from several runs over the same files and code, each with other systems."""
+    metas = [r["meta"] for r in results]
+    for key in ("dualmem", "commit", "files", "k"):
+        if any(m[key] != metas[0][key] for m in metas):
+            raise SystemExit(f"cannot merge runs whose {key} differ: {[m[key] for m in metas]}")
+    systems = [s for m in metas for s in m["systems"]]
+    if len(set(systems)) != len(systems):
+        raise SystemExit(f"cannot merge runs of the same system twice: {systems}")
+    meta = {
+        **metas[0],
+        "systems": systems,
+        "skipped": {k: v for m in metas for k, v in m["skipped"].items() if k not in systems},
+        "seconds": {k: v for m in metas for k, v in m["seconds"].items()},
+    }
+    return meta, [row for r in results for row in r["questions"]]
+
+
+def report(meta: dict[str, Any], rows: list[dict[str, Any]], out: Path | None) -> int:
+    systems = [s for s in SYSTEMS if s in meta["systems"]]
     figures = summary(rows)
     table = markdown(figures, systems)
     print(table)
-    print("seconds: " + ", ".join(f"{s} {v:.1f}" for s, v in seconds.items()))
-    if ns.out is not None:
-        meta = {
-            "dualmem": str(source),
-            "commit": _commit(source),
-            "files": [f.name for f in files],
-            "systems": systems,
-            "skipped": skipped,
-            "seconds": {s: round(v, 1) for s, v in seconds.items()},
-            "k": K,
-        }
-        ns.out.with_suffix(".json").write_text(as_json(meta, figures, rows), encoding="utf-8")
-        note = f"dualmem from {source} at {meta['commit']}; skipped: {skipped or 'none'}\n\n"
-        ns.out.with_suffix(".md").write_text(note + table + "\n", encoding="utf-8")
+    print("seconds: " + ", ".join(f"{s} {v:.1f}" for s, v in meta["seconds"].items()))
+    if out is not None:
+        out.with_suffix(".json").write_text(as_json(meta, figures, rows), encoding="utf-8")
+        note = f"dualmem from {meta['dualmem']} at {meta['commit']}; skipped: {meta['skipped'] or 'none'}\n\n"
+        out.with_suffix(".md").write_text(note + table + "\n", encoding="utf-8")
     return 0
 
 
