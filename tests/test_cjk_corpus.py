@@ -272,11 +272,22 @@ def test_the_dense_diagnostic_ranks_by_the_embedder_alone() -> None:
     conv = SimpleNamespace(
         observations=[SimpleNamespace(turn_id=f"m{i}", content=t) for i, t in enumerate(texts, start=1)]
     )
-    rank = evaluate.dense(_KeywordEmbedder())(conv)
+    embedder = _KeywordEmbedder()
+    rank = evaluate.dense(embedder)(conv)
     assert rank("我家的猫叫什么？")[0] == "m2"
     assert rank("喵星人叫什么？")[0] == "m2"  # the query side was embedded as a query
     assert rank("哪家涮锅好吃？")[0] == "m3"
     assert rank("天气怎么样？") == ["m1", "m2", "m3"]  # all ties: message order
+    asked = SimpleNamespace(
+        observations=conv.observations, questions=[SimpleNamespace(question="喵星人呢？")]
+    )
+    calls: list[list[str]] = []
+    embed_queries = embedder.embed_queries
+    embedder.embed_queries = lambda texts: calls.append(list(texts)) or embed_queries(texts)  # type: ignore[method-assign]
+    rank = evaluate.dense(embedder)(asked)
+    assert calls == [["喵星人呢？"]]  # the user's questions, in one batch up front
+    assert rank("喵星人呢？")[0] == "m2"
+    assert calls == [["喵星人呢？"]]
 
 
 def test_a_system_whose_embedder_is_missing_is_skipped_with_the_reason(
@@ -319,3 +330,14 @@ def test_runs_of_different_systems_merge_into_one_table(tmp_path: Path) -> None:
         evaluate.merge([_result(["dualmem"]), _result(["bm25-bigram"], commit="def")])
     with pytest.raises(SystemExit, match="same system twice"):
         evaluate.merge([_result(["dualmem"]), _result(["dualmem"])])
+
+
+def test_a_dualmem_system_searches_each_users_own_memory_and_returns_message_ids() -> None:
+    conv = load_conversations(SRC / "ko-01.json")[0]
+    rank = evaluate._dualmem("hashing")(conv)
+    ranked = rank(conv.questions[0].question)
+    turn_ids = {str(o.turn_id) for o in conv.observations}
+    assert ranked
+    assert len(ranked) <= evaluate.K
+    assert set(ranked) <= turn_ids
+    assert len(set(ranked)) == len(ranked)

@@ -10,7 +10,9 @@ Systems, each over every user's own messages (one memory a user; questions of th
   tokens: overlapping bigrams of every CJK run (hanzi/kanji, kana, hangul), the run itself when it is
   one character, and Latin words and numbers lowercased. The query is the OR of its distinct tokens.
 - ``dualmem``: ``Memory.open(":memory:")`` as a user gets it (MiniLM embedder, builtin controller,
-  default profile); ``add_many`` of the messages with their speaker and time; ``search(k=10)``.
+  default profile); ``add_many`` of the messages with their speaker and time; then, once the
+  background consolidation has finished (``wait_for_consolidation``, so that every run searches the
+  same memory), ``search(k=10)``.
 - ``dualmem-multilingual``: the same with ``embedder="multilingual"``; skipped (and said so) where
   this dualmem has no such embedder.
 - ``dense-multilingual``: a diagnostic beside it: the multilingual embedder alone (cosine of the
@@ -106,6 +108,7 @@ def _dualmem(embedder: str | None = None) -> Callable[[Any], Ranker]:
     def build(conv: Any) -> Ranker:
         mem = Memory.open(":memory:") if embedder is None else Memory.open(":memory:", embedder=embedder)
         ids = mem.add_many(conv.observations, user=conv.id)
+        mem.wait_for_consolidation()  # background passes done: every run searches the same memory
         turn_of = {n: str(o.turn_id) for n, o in zip(ids, conv.observations, strict=True)}
 
         def rank(query: str) -> list[str]:
@@ -118,16 +121,20 @@ def _dualmem(embedder: str | None = None) -> Callable[[Any], Ranker]:
 
 
 def dense(embedder: Any) -> Callable[[Any], Ranker]:
-    """Cosine ranking of a user's messages by ``embedder`` alone."""
-
+    """Cosine ranking of a user's messages by ``embedder`` alone. The user's questions are embedded in
+    one batch up front (a call of the multilingual model costs about as much for one text as for 32)."""
     embed_query = getattr(embedder, "embed_queries", embedder.embed)
 
     def build(conv: Any) -> Ranker:
         ids = [str(o.turn_id) for o in conv.observations]
         rows = np.asarray(embedder.embed([o.content for o in conv.observations]), dtype=np.float32)
+        asked = list(dict.fromkeys(q.question for q in getattr(conv, "questions", ())))
+        known = (
+            dict(zip(asked, np.asarray(embed_query(asked), dtype=np.float32), strict=True)) if asked else {}
+        )
 
         def rank(query: str) -> list[str]:
-            q = np.asarray(embed_query([query]), dtype=np.float32)[0]
+            q = known[query] if query in known else np.asarray(embed_query([query]), dtype=np.float32)[0]
             order = np.argsort(-(rows @ q), kind="stable")
             return [ids[i] for i in order[:K]]
 
