@@ -305,8 +305,10 @@ def test_a_system_whose_embedder_is_missing_is_skipped_with_the_reason(
     assert evaluate.available("dense-multilingual") == "ConfigError: unknown embedder 'multilingual'"
 
 
-def _result(systems: list[str], commit: str = "abc") -> dict[str, Any]:
-    meta = {"dualmem": "/x", "commit": commit, "files": ["zh-01.json"], "k": 10}
+def _result(
+    systems: list[str], commit: str = "abc", files: tuple[str, ...] = ("zh-01.json",)
+) -> dict[str, Any]:
+    meta = {"dualmem": "/x", "commit": commit, "files": list(files), "k": 10}
     rows = [
         {"language": "zh", "family": "single", "system": s, "R@5": 1.0, "R@n": 1.0, "first": 1.0}
         for s in systems
@@ -328,8 +330,16 @@ def test_runs_of_different_systems_merge_into_one_table(tmp_path: Path) -> None:
     assert "dualmem-multilingual first" in (tmp_path / "all.md").read_text(encoding="utf-8")
     with pytest.raises(SystemExit, match="commit differ"):
         evaluate.merge([_result(["dualmem"]), _result(["bm25-bigram"], commit="def")])
-    with pytest.raises(SystemExit, match="same system twice"):
+    with pytest.raises(SystemExit, match="same system over the same file twice"):
         evaluate.merge([_result(["dualmem"]), _result(["dualmem"])])
+    meta, rows = evaluate.merge(
+        [_result(["dualmem", "bm25-bigram"]), _result(["dualmem", "bm25-bigram"], files=("ja-01.json",))]
+    )
+    assert meta["files"] == ["ja-01.json", "zh-01.json"]
+    assert meta["seconds"] == {"dualmem": 2.0, "bm25-bigram": 2.0}
+    assert len(rows) == 4
+    with pytest.raises(SystemExit, match=r"dualmem did not run over ja-01\.json"):
+        evaluate.merge([_result(["dualmem", "bm25-bigram"]), _result(["bm25-bigram"], files=("ja-01.json",))])
 
 
 def test_a_dualmem_system_searches_each_users_own_memory_and_returns_message_ids() -> None:

@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         default=None,
         metavar="JSON",
-        help="no run: combine the results files of runs over the same files (e.g. one a system)",
+        help="no run: combine the results files of runs of the same code (some systems, some files each)",
     )
     ns = parser.parse_args(argv)
     if ns.merge:
@@ -290,19 +290,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def merge(results: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One result from several runs over the same files and code, each with other systems."""
+    """One result from several runs of the same code (each with some systems over some files)."""
     metas = [r["meta"] for r in results]
-    for key in ("dualmem", "commit", "files", "k"):
+    for key in ("dualmem", "commit", "k"):
         if any(m[key] != metas[0][key] for m in metas):
             raise SystemExit(f"cannot merge runs whose {key} differ: {[m[key] for m in metas]}")
-    systems = [s for m in metas for s in m["systems"]]
-    if len(set(systems)) != len(systems):
-        raise SystemExit(f"cannot merge runs of the same system twice: {systems}")
+    seen = [(s, f) for m in metas for s in m["systems"] for f in m["files"]]
+    if len(set(seen)) != len(seen):
+        raise SystemExit("cannot merge runs of the same system over the same file twice")
+    systems = list(dict.fromkeys(s for m in metas for s in m["systems"]))
+    files = sorted({f for m in metas for f in m["files"]})
+    for s in systems:
+        missing = [f for f in files if (s, f) not in seen]
+        if missing:
+            raise SystemExit(f"{s} did not run over {', '.join(missing)}")
+    seconds: dict[str, float] = defaultdict(float)
+    for m in metas:
+        for k, v in m["seconds"].items():
+            seconds[k] += v
     meta = {
         **metas[0],
+        "files": files,
         "systems": systems,
         "skipped": {k: v for m in metas for k, v in m["skipped"].items() if k not in systems},
-        "seconds": {k: v for m in metas for k, v in m["seconds"].items()},
+        "seconds": dict(seconds),
     }
     return meta, [row for r in results for row in r["questions"]]
 
