@@ -320,3 +320,21 @@ def test_ingesting_a_binary_file_says_why(
     assert needle in err
     assert "(hint: a conversation file is JSON text in UTF-8" in err
     assert count(capsys, db) == 4
+
+
+def test_bench_locomo_keeps_its_own_answerer_and_controller_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench locomo`` has its own ``--answerer`` (default "none") and ``--controller``: the global
+    check of plug-in names must not refuse them (it did: "unknown --answerer 'none'")."""
+    missing = tmp_path / "nowhere.json"
+    code = main(["bench", "locomo", "--data", str(missing), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert "unknown --answerer" not in err
+    assert code == 2
+    assert "nowhere.json" in err
+    code = main(["bench", "locomo", "--data", str(missing), "--controller", "llm", "--answerer", "chat"])
+    err = capsys.readouterr().err
+    assert "unknown --" not in err
+    assert code == 2
+    assert "DUALMEM_LLM_URL" in err

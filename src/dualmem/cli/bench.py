@@ -35,6 +35,8 @@ ALL_SYSTEMS = (
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``dualmem bench locomo``."""
     add = parser.add_argument
+    # its own --controller/--answerer (choices checked by argparse; "none" is no registry's name)
+    parser.set_defaults(own_part_options=("controller", "answerer"))
     add("--data", type=Path, required=True, help="conv-N.json, a directory of them, or locomo10.json")
     add(
         "--out",

@@ -246,12 +246,14 @@ def _seconds(text: str) -> float:
 
 def _check_parts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """``--controller``/``--answerer``/``--embedder`` name a builtin or installed part (their registry),
-    else a one-line error with the nearest name; the defaults are not looked up (nothing imported)."""
-    if args.controller != "builtin":
+    else a one-line error with the nearest name; the defaults are not looked up (nothing imported).
+    A subcommand with options of its own under those names (``bench locomo``) checks them itself."""
+    own = getattr(args, "own_part_options", ())
+    if args.controller != "builtin" and "controller" not in own:
         from dualmem.control import CONTROLLERS
 
         _check_name(parser, "--controller", args.controller, CONTROLLERS)
-    if args.answerer != "extractive":
+    if args.answerer != "extractive" and "answerer" not in own:
         from dualmem.reason import ANSWERERS
 
         _check_name(parser, "--answerer", args.answerer, ANSWERERS)
