@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from dualmem.plane.base import SearchStore
-from dualmem.text.slots import Slot, may_replace, slot_of
+from dualmem.text.slots import MULTI_VALUED, Slot, may_replace, slot_of
 from dualmem.types import Edge, Evidence, Node, Tenant
 
 __all__ = ["VersionRule", "node_slot", "order_versions"]
@@ -99,6 +99,7 @@ def order_versions(
         return out
     if rule.likely is not None:
         _likely_updates(out, store, rule)
+    _newest_of_slot(out, rule)
     stale = [e for e in out.values() if e.node.valid_to is not None]
     chains: list[tuple[str, list[tuple[str, Edge]]]] = []
     for e in sorted(stale, key=lambda e: (-e.score, e.node.id)):
@@ -118,6 +119,27 @@ def order_versions(
         if not any(old == e.node.id for old, _ in chains):
             out[e.node.id] = replace(out[e.node.id], score=out[e.node.id].score * rule.factor)
     return out
+
+
+#: how many of the best results the slot rule looks at
+SLOT_WINDOW = 5
+
+
+def _newest_of_slot(out: dict[str, Evidence], rule: VersionRule) -> None:
+    """A present-tense question about a known single-valued slot: of the best results stating that
+    slot, the newest comes first and the others follow it, newest first (versions the write path
+    did not link). A question whose slot is not known, or one slot's several values, move nothing."""
+    asked = rule.slot
+    if asked is None or asked.attribute is None or asked.attribute in MULTI_VALUED:
+        return
+    best = sorted(out.values(), key=lambda e: (-e.score, e.node.id))[:SLOT_WINDOW]
+    mine = [e for e in best if e.node.valid_to is None and node_slot(e.node).same(asked)]
+    if len(mine) < 2:
+        return
+    top = max(e.score for e in mine)
+    newest = sorted(mine, key=lambda e: (e.node.at or e.node.created_at, e.node.created_at), reverse=True)
+    for i, e in enumerate(newest):
+        out[e.node.id] = replace(e, score=top - _BELOW * i)
 
 
 def _likely_updates(out: dict[str, Evidence], store: SearchStore, rule: VersionRule) -> None:

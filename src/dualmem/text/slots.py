@@ -109,7 +109,8 @@ ATTRIBUTES: Mapping[str, re.Pattern[str]] = MappingProxyType(
             r"broke up|divorced|seeing \w+ now|is seeing"
         ),
         "employer": _cues(
-            r"works?|working (?:at|for|as)|employer|employed|job|hired|joined|"
+            r"works? (?:at|for|as|in)|(?:where|who) (?:does|do) [\w ]+ work|working (?:at|for|as)|"
+            r"employer|employed|job|hired|joined|"
             r"accepted (?:the|an) offer|starts there|new role|company|laid off|resigned|contract at"
         ),
         "home": _cues(
@@ -163,6 +164,17 @@ _RELATIONS = (
     "sister|brother|mother|mom|mum|father|dad|son|daughter|wife|husband|partner|boyfriend|girlfriend|"
     "friend|colleague|boss|manager|neighbour|neighbor|cousin|aunt|uncle|kid|child|roommate|flatmate"
 )
+_RELATION_WORDS = frozenset(_RELATIONS.split("|"))
+_NEXT_WORD = re.compile(r"\s+([a-zA-Z][\w\-]*)")
+#: nouns a cue word may modify, so that the phrase is about them, not the cue's attribute
+_HEADS = frozenset(
+    re.findall(
+        r"\w+",
+        "present presents idea ideas insurance walker walkers clinic clinics practice party parties card "
+        "cards fee fees readings reading allowance gift gifts cake dinner plans cover club",
+    )
+)
+_STATES = re.compile(r"(?:is|are|was|were|:)\s", re.IGNORECASE)
 _APOS = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|me)\b", re.IGNORECASE)
 _USER = re.compile(r"^(?:the\s+)?user(?:'s)?\b", re.IGNORECASE)
@@ -238,6 +250,9 @@ def slot_of(text: str, speaker: str | None = None) -> Slot:
         if named is not None:  # "Mira's sister Ola lives in Gdansk": about Ola
             subject = named.group(1).lower()
             attribute = _attribute(rest[len(named.group(1)) :])
+        elif owned.group(2).lower() in _RELATION_WORDS and not _STATES.match(rest):
+            subject = f"{owned.group(1).lower()} {owned.group(2).lower()}"  # "User's mum lives in Leeds"
+            attribute = _attribute(rest)
         else:
             noun = owned.group(2).lower()
             attribute = _attribute(noun) or _attribute(rest) or _noun(noun)
@@ -250,7 +265,7 @@ def _owner(text: str) -> re.Match[str] | None:
     """An opening possessive whose owner is one name ("St Anne's") or one lowercase phrase ("billing
     service's"), not a clause ("Mira left St Anne's")."""
     owned = _POSSESSIVE.match(text)
-    if owned is None or owned.group(1).lower() in _NOT_NAMES:
+    if owned is None or (owned.group(1).lower() in _NOT_NAMES and owned.group(1).lower() != "user"):
         return None
     words = owned.group(1).split()
     caps = [w[:1].isupper() for w in words]
@@ -277,8 +292,10 @@ def _subject(text: str, speaker: str | None) -> str | None:
 
 def _attribute(text: str) -> str | None:
     for name, cues in ATTRIBUTES.items():
-        if cues.search(text):
-            return name
+        for m in cues.finditer(text):
+            after = _NEXT_WORD.match(text, m.end())
+            if after is None or after.group(1).lower() not in _HEADS:
+                return name  # not a modifier of another noun ("birthday present", "pet insurance")
     return None
 
 
