@@ -147,3 +147,22 @@ def test_the_slot_of_a_note_is_read_from_its_structure() -> None:
     assert query_slot("What medical condition does Mira have?") == Slot("mira", "medical condition")
     assert Slot.parse(str(Slot("tom", "employer"))) == Slot("tom", "employer")
     assert Slot.parse("? · car") == Slot(None, "car")
+
+
+def test_the_slot_is_recorded_shown_by_inspect_and_kept_by_export(
+    mira: tuple[Memory, dict[str, str]], minilm: Embedder, tmp_path: Path
+) -> None:
+    from dualmem.cli.render import render_inspect
+    from dualmem.server.schemas import inspection_out
+
+    m, ids = mira
+    info = m.inspect(ids[NOTES[2]], user="u")
+    slots = [d for d in info.decisions if d.key == "write.slot"]
+    assert [d.label for d in slots] == ["mira · medical condition"]
+    assert "slot: mira · medical condition" in render_inspect(inspection_out(info).model_dump(mode="json"))
+    path = tmp_path / "mira.jsonl"
+    m.export_jsonl(path, user="u")
+    with Memory.open(tmp_path / "copy.db", embedder=minilm, answerer=None) as copy:
+        copy.import_jsonl(path, user="u")
+        again = copy.inspect(ids[NOTES[2]], user="u")
+        assert [d.label for d in again.decisions if d.key == "write.slot"] == ["mira · medical condition"]
