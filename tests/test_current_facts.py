@@ -166,3 +166,31 @@ def test_the_slot_is_recorded_shown_by_inspect_and_kept_by_export(
         copy.import_jsonl(path, user="u")
         again = copy.inspect(ids[NOTES[2]], user="u")
         assert [d.label for d in again.decisions if d.key == "write.slot"] == ["mira · medical condition"]
+
+
+def test_a_question_about_a_slot_is_not_moved_by_a_supersession_from_outside_it(
+    minilm: Embedder, tmp_path: Path
+) -> None:
+    """The write path superseded the asthma note by a later note of no known slot (a System One that
+    says "update" to every pair): the question about the medical condition still gets the asthma
+    note first, and a question about nothing in particular still gets the later note first."""
+    from dualmem import Profile
+    from dualmem.control.scripted import ScriptedController
+
+    table = {
+        "relation.supersedes": 0.95,
+        "relation.time": "unknown",
+        "consolidate.representation": "uncertain",
+    }
+    eager = ScriptedController(table, default=0.1)  # type: ignore[arg-type]
+    with Memory.open(
+        tmp_path / "e.db", embedder=minilm, controller=eager, answerer=None, profile=Profile.dualmem()
+    ) as m:
+        s = m.scope("u")
+        asthma = s.add("Jon has asthma and carries an inhaler.", speaker="agent", at="2024-03-01T10:00:00Z")
+        trip = s.add("Jon booked a trip to Oslo for May.", speaker="agent", at="2024-04-01T10:00:00Z")
+        assert s.get(asthma).valid_to is not None  # superseded at write time (wrongly)
+        found = [e.node.id for e in s.search("What medical condition does Jon have?", k=2).evidence]
+        assert found == [asthma, trip]
+        found = [e.node.id for e in s.search("What is going on with Jon?", k=2).evidence]
+        assert found == [trip, asthma]  # no slot asked: the written version rule holds

@@ -12,7 +12,10 @@ whose slot is known to be another than the one the query asks about is left as s
   edge); the superseded one is then placed **right after** its current version (the older the
   version the further down the chain, each just below the next), never dropped: it carries its
   ``valid_from`` / ``valid_to``. An update that shares no word with the question is found through
-  the version the question matched.
+  the version the question matched. When the question's slot is the superseded one's and not its
+  successor's, the supersession is taken to have crossed slots and the rule leaves both as scored.
+- a question about a known single-valued slot: of the best results stating it, the newest first
+  and the others right after it (versions the write path did not link).
 - a query about history (``text.cues.query_time_focus``: "before", "used to", "originally", ...):
   the **previous version** of a current candidate takes at least its successor's score and is placed
   just above it; nothing is demoted.
@@ -76,6 +79,24 @@ class VersionRule:
     slot: Slot | None = None
 
 
+def _asked_not_successor(
+    rule: VersionRule,
+    old: Node,
+    current_id: str,
+    out: Mapping[str, Evidence],
+    store: SearchStore,
+    tenant: Tenant,
+) -> bool:
+    """The query's known slot is ``old``'s and its current version is not known to state it: as far
+    as this question can tell the write path's supersession crossed slots; the rule stays out."""
+    asked = rule.slot
+    if asked is None or asked.attribute is None or not node_slot(old).same(asked):
+        return False
+    held = out.get(current_id)
+    current = held.node if held is not None else store.get_nodes([current_id], tenant).get(current_id)
+    return current is not None and not node_slot(current).same(asked)
+
+
 def _other_slot(rule: VersionRule, node: Node) -> bool:
     """The query asks about a known attribute and ``node`` states another one."""
     if rule.slot is None or rule.slot.attribute is None:
@@ -102,13 +123,16 @@ def order_versions(
     _newest_of_slot(out, rule)
     stale = [e for e in out.values() if e.node.valid_to is not None]
     chains: list[tuple[str, list[tuple[str, Edge]]]] = []
+    kept: set[str] = set()
     for e in sorted(stale, key=lambda e: (-e.score, e.node.id)):
         if _other_slot(rule, e.node):
             continue  # another slot's version: demoted below, its current version not lifted
         chain = _chain(store, e.node.id)
         if rule.allowed is not None:
             chain = [(i, x) for i, x in chain if i in rule.allowed]
-        if chain:
+        if chain and _asked_not_successor(rule, e.node, chain[-1][0], out, store, tenant):
+            kept.add(e.node.id)  # the question names this one's slot, not its successor's: as scored
+        elif chain:
             _lift(out, store, tenant, [chain[-1]], e.score, rule.allowed)
             chains.append((e.node.id, chain))
     for old, chain in chains:  # each replaced version right after its current one, older further down
@@ -116,7 +140,7 @@ def order_versions(
         if current in out:
             out[old] = replace(out[old], score=out[current].score - _BELOW * len(chain))
     for e in stale:  # a replaced version of another slot, or whose current one a filter hides
-        if not any(old == e.node.id for old, _ in chains):
+        if e.node.id not in kept and not any(old == e.node.id for old, _ in chains):
             out[e.node.id] = replace(out[e.node.id], score=out[e.node.id].score * rule.factor)
     return out
 
