@@ -58,7 +58,7 @@ def recall_by_category(
                 lex = [by_id.get(j) for j, _ in mem.store.lexical_search(tenant, qa.question, 10)]
                 for system, order in (("dualmem", found[:10]), ("bm25", lex)):
                     r = len(gold & set(order)) / len(gold)
-                    rows[system][qa.category].append(r)
+                    rows[system][str(qa.category)].append(r)
                     rows[system]["ALL"].append(r)
     return {
         "corpus": corpus,

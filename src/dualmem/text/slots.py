@@ -11,8 +11,8 @@ read from the text's structure:
   name (one of the note's entities, or a capitalised word) followed by a verb -> that name.
 - the **attribute**: the noun of an opening possessive ("X's Y is ...") read through
   :data:`ATTRIBUTES` when it names a known one ("line manager" -> ``manager``), else what the rest
-  of the text names, else the noun itself; or the first of :data:`ATTRIBUTES` whose cue (a verb of
-  state, "moved / switched / upgraded to", a value word such as "pip" or "Postgres") the text holds.
+  of the text names, else the noun itself; or the attribute of :data:`ATTRIBUTES` whose cue (a verb
+  of state, "moved / switched / upgraded to", a value word such as "pip" or "Postgres") comes first.
 
 The write path records each new memory's slot (a ``slot`` decision: ``inspect`` shows it), lets a
 memory supersede another only within one slot (:func:`may_replace`), and the read path applies its
@@ -91,7 +91,7 @@ def _cues(spec: str) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + spec + r")\b", re.IGNORECASE)
 
 
-#: attribute -> the cues of a text that states it; the first that matches wins (more specific first)
+#: attribute -> the cues of a text that states it; the cue that comes first in the text wins
 ATTRIBUTES: Mapping[str, re.Pattern[str]] = MappingProxyType(
     {
         "medical condition": _cues(
@@ -291,12 +291,17 @@ def _subject(text: str, speaker: str | None) -> str | None:
 
 
 def _attribute(text: str) -> str | None:
+    """The attribute whose cue comes first in ``text`` (a cue that modifies another noun, as in
+    "birthday present" or "pet insurance", does not count); ties go to the longer cue."""
+    best: tuple[int, int, str] | None = None
     for name, cues in ATTRIBUTES.items():
         for m in cues.finditer(text):
             after = _NEXT_WORD.match(text, m.end())
             if after is None or after.group(1).lower() not in _HEADS:
-                return name  # not a modifier of another noun ("birthday present", "pet insurance")
-    return None
+                key = (m.start(), -(m.end() - m.start()), name)
+                best = key if best is None or key[:2] < best[:2] else best
+                break
+    return None if best is None else best[2]
 
 
 def _noun(phrase: str) -> str | None:
