@@ -130,13 +130,13 @@ ATTRIBUTES: Mapping[str, re.Pattern[str]] = MappingProxyType(
         "ci": _cues(r"ci|github actions|jenkins|circleci|gitlab ci|buildkite|travis"),
         "orchestrator": _cues(r"orchestrat\w*|airflow|dagster|prefect|dags?|luigi|cron"),
         "editor": _cues(r"editor|ide|vim|neovim|vs ?code|emacs|pycharm|intellij|sublime|zed|cursor"),
-        "shell": _cues(r"shell|zsh|bash|fish"),
+        "shell": _cues(r"shell|zsh|bash|fish shell|(?:uses|runs|switched to) fish"),
         "bank": _cues(r"bank(?:s|ing)?"),
         "doctor": _cues(r"dentist|gp|doctor|physician|therapist"),
         "exercise": _cues(
             r"gym|trains with|workouts?|swim\w*|running|yoga|pilates|cycling|climbing|pt|personal trainer"
         ),
-        "diet": _cues(r"vegetarian|vegan|pescatarian|diet|gluten|keto|dairy"),
+        "diet": _cues(r"vegetarian|vegan|pescatarian|diet|gluten|keto|dairy|meat|eat(?:s|ing)? fish"),
         "pet": _cues(r"pets?|dogs?|cats?|puppy|kitten|adopted|rabbit|hamster|parrot"),
         "language": _cues(r"speaks?|languages?|fluent|learning (?:spanish|french|german|japanese|italian)"),
         "plan": _cues(r"plan|tier|subscription|upgraded to|downgraded to"),
