@@ -95,4 +95,6 @@ def test_a_likely_update_answers_before_what_it_probably_replaced(minilm: Embedd
             ids = [e.node.id for e in m.search(query, user="u", k=5).evidence]
         ranks[likely] = (ids.index(new), ids.index(old))
     assert ranks[0.4][0] < ranks[0.4][1]  # the likely update first
-    assert ranks[None] != ranks[0.4]  # and that is the rule's doing
+    # both notes state one slot (harvest · orchestrator): a question about it puts the newest first
+    # even without the judgement (read.versions, slot rule)
+    assert ranks[None][0] < ranks[None][1]

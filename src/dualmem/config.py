@@ -54,12 +54,15 @@ EXTENSIONS: Mapping[str, str] = {
     "read.hop_decay": "a node reached over edges scores x hop_decay per hop; paper: 1.0 (off)",
     "read.expansion_factor": "a round proposes up to expansion_factor x W neighbours, taken by the "
     "expansion prior pi_e x reach x p_g(q); paper: n/a",
-    "read.prefer_current": "superseded facts score x superseded_factor unless the query asks about the "
-    "past; paper: False (off)",
-    "read.superseded_factor": "see read.prefer_current; paper: unused",
+    "read.prefer_current": "a superseded fact follows its current version (which takes at least its "
+    "score) unless the query asks about the past, and a question about a known single-valued slot puts "
+    "that slot's newest result first (read/versions.py); paper: False (off)",
+    "read.superseded_factor": "see read.prefer_current: the factor of a superseded fact whose current "
+    "version is out of reach (a filter) or of another slot than the query's; paper: unused",
     "read.likely_update": "with prefer_current, a result that the write path judged an update of another "
     "result (relation.supersedes at least this, below the write's own threshold) is ranked as its current "
-    "version for this query; None: only written supersessions count; paper: n/a",
+    "version for this query when both state the same slot (text/slots.py); None: only written "
+    "supersessions count; paper: n/a",
     "read.k_fill": "the K passed on are every scored candidate by its final score, then unscored pool "
     "candidates by RRF (read/scoring.py anchor_fill); paper: False (only scored candidates)",
     "read.pool": "N, the depth of each search of the candidate pool (vector, lexical as written and "
@@ -161,7 +164,7 @@ class ReadProfile:
     controller_enabled: bool = True  # False = plain RRF top-K (ablation)
     views: tuple[str, ...] = VIEWS  # views that may be used
     fixed_depth: int | None = None  # ablation: ignore D(q) and stopping, run exactly this many rounds
-    prefer_current: bool = True  # superseded facts rank below current ones unless the query asks history
+    prefer_current: bool = True  # superseded facts follow current ones unless the query asks history
     #: the factor a superseded fact's score is multiplied by when ``prefer_current`` (extension)
     superseded_factor: float = 0.5
     #: see ``EXTENSIONS["read.likely_update"]`` (``read.versions``); 0.4 was chosen on the agent

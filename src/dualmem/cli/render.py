@@ -140,7 +140,8 @@ def render_history(data: Mapping[str, Any]) -> str:
 
 
 def render_inspect(data: Mapping[str, Any]) -> str:
-    lines = [render_node(data["node"]), "", f"edges ({len(data['edges'])}):"]
+    slot = next((d["label"] for d in data["decisions"] if d["key"] == "write.slot"), None)
+    lines = [render_node(data["node"]), f"slot: {slot or '-'}", "", f"edges ({len(data['edges'])}):"]
     lines += [f"  {e['view']:<9} {e['label']:<12} {e['source']} -> {e['target']}" for e in data["edges"]]
     lines.append(f"decisions ({len(data['decisions'])}):")
     lines += [

@@ -54,6 +54,7 @@ from dualmem.read.pool import (
 from dualmem.read.route import active_views, allocate, depth
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
 from dualmem.read.versions import VersionRule, order_versions
+from dualmem.text.slots import query_slot
 from dualmem.text.temporal import query_time_focus
 from dualmem.types import VIEWS, Edge, Evidence, Node, Tenant, Vector
 
@@ -207,7 +208,8 @@ class Retriever:
         p = self.profile
         if not p.prefer_current or not scored:
             return scored
-        rule = VersionRule(run.asks_past, p.superseded_factor, k, run.allowed, p.likely_update)
+        slot = query_slot(run.query)
+        rule = VersionRule(run.asks_past, p.superseded_factor, k, run.allowed, p.likely_update, slot)
         return order_versions(scored, self.store, run.tenant, rule)
 
     def clear_cache(self) -> None:

@@ -51,6 +51,7 @@ from dualmem.embed.base import Embedder, embed_queries
 from dualmem.reason.base import ABSTAIN_TEXT, Draft
 from dualmem.text._cjk_words import CJK_STOP_BIGRAMS, OTHER_PEOPLE
 from dualmem.text.cjk import CJK_CHARS, bigrams, cjk_runs, has_cjk
+from dualmem.text.cues import query_time_focus
 from dualmem.text.entities import extract_entities
 from dualmem.text.lexical import STOPWORDS, tokenize
 from dualmem.text.query import analyze, perspective, role_of
@@ -58,6 +59,9 @@ from dualmem.text.stem import stem
 from dualmem.text.temporal import describe, ground
 from dualmem.text.timeparse import format_day
 from dualmem.types import Evidence, TemporalRef
+
+#: the retrieval weight of a replaced version of a fact (``valid_to`` set) on a present-tense question
+REPLACED_WEIGHT = 0.5
 
 __all__ = ["ABSTAIN_TEXT", "Candidate", "Expect", "ExtractiveAnswerer", "expected_answer", "split_sentences"]
 
@@ -520,6 +524,9 @@ class ExtractiveAnswerer:
         contexts = [share(set().union(*node)) if node else 0.0 for node in stems]
         meaning = self._meaning(question, evidence)
         top_score = max(ev.score for ev in evidence) if evidence else 0.0
+        # a replaced version follows its current one in the evidence (``read.versions``); it answers
+        # a question about the past, and otherwise weighs as half its retrieval score
+        replaced = 1.0 if query_time_focus(question) == "past" else REPLACED_WEIGHT
         out = []
         for rank, (ev, sentences, node_stems) in enumerate(zip(evidence, split, stems, strict=True)):
             speaker = (ev.node.speaker or "").strip().lower()
@@ -543,7 +550,8 @@ class ExtractiveAnswerer:
                         other_party=_other_party(speaker, sentence, named, role),
                         asks=sentence.rstrip().endswith(("?", "？")),
                         covers=frozenset(words & weight.keys()),
-                        retrieval=ev.score / top_score if top_score > 0 else 0.0,
+                        retrieval=(ev.score / top_score if top_score > 0 else 0.0)
+                        * (replaced if ev.node.valid_to is not None else 1.0),
                     )
                 )
                 previous = here

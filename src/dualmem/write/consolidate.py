@@ -36,6 +36,7 @@ from dualmem.embed.windows import embed_texts
 from dualmem.errors import NotFound
 from dualmem.plane.base import Decision, WriteStore
 from dualmem.text.entities import extract_entities
+from dualmem.text.slots import may_replace, slot_of
 from dualmem.types import Edge, JSONValue, Node, Tenant, Vector, fields_json, new_id, utcnow
 from dualmem.write.candidates import Candidate, discover, written_candidates
 from dualmem.write.relations import decisions_from, observed_before
@@ -113,8 +114,12 @@ class Consolidator:
                 )
             # an update supersedes when it is written (relation.supersedes); only without the write
             # path's relation requests does a pass mark it (the paper's B.3 place for it)
-            superseding = not gate.relations_enabled and _supersedes(
-                gate.supersede_threshold, obsolete, contradiction
+            superseding = (
+                not gate.relations_enabled
+                and _supersedes(gate.supersede_threshold, obsolete, contradiction)
+                and may_replace(
+                    slot_of(new.content, new.speaker), slot_of(old.content, old.speaker), new.content
+                )
             )
             if superseding and all(o != old.id for o, _, _ in out.superseded):
                 out.superseded.append((old.id, new.id, new.at or utcnow()))

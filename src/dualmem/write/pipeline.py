@@ -32,6 +32,7 @@ from dualmem.embed.windows import NodeVectors, embed_texts
 from dualmem.errors import ControllerError
 from dualmem.plane.base import Decision, StagedNodes, WriteStore
 from dualmem.text.entities import EntityExtractor, create_extractor
+from dualmem.text.slots import SLOT_KEY, slot_of
 from dualmem.text.temporal import ground
 from dualmem.types import Edge, Node, Observation, Tenant, TypeScores, new_id, utcnow
 from dualmem.write.candidates import Candidate, candidate_records, discover, recorded_candidates, text_signals
@@ -56,6 +57,13 @@ def _failure(typed: object, related: object) -> ControllerError | None:
         if isinstance(outcome, ControllerError):
             return outcome
     return None
+
+
+def _slot_decision(node: Node) -> Decision:
+    """The record of a new memory's slot (``dualmem.text.slots``): its label the slot, its value 1
+    when an attribute was found; ``inspect`` and the inspector show it."""
+    slot = slot_of(node.content, node.speaker)
+    return Decision(node.id, "slot", "slot", SLOT_KEY, 1.0 if slot.known else 0.0, str(slot), "text")
 
 
 def natural_key(obs: Observation, tenant: Tenant) -> str | None:
@@ -380,6 +388,7 @@ class Writer:
                     latency_ms=d.latency_ms,
                     others=[c.node.id for c in cands],
                 )
+            decisions.append(_slot_decision(node))
             updated.append(dataclasses.replace(node, types=types, status="complete"))
         return edges, decisions, self._end(updated, ended)
 

@@ -23,6 +23,7 @@ from dualmem.control.states import (
     RelationState,
 )
 from dualmem.plane.base import Decision
+from dualmem.text.slots import may_replace, slot_of
 from dualmem.types import Edge, Node, View
 from dualmem.write.candidates import Candidate
 
@@ -178,10 +179,12 @@ def supersessions(
 ) -> list[Edge]:
     """The ``superseded_by`` edges (candidate -> ``node``) of the candidates ``node`` replaces:
     ``relation.supersedes`` reaches ``threshold`` (``None``: never, as in the paper), the candidate
-    was observed before ``node`` and is still current (not ended before, nor in ``ended``)."""
+    was observed before ``node`` and is still current (not ended before, nor in ``ended``), and the
+    two are about one slot (``dualmem.text.slots.may_replace``)."""
     if threshold is None:
         return []
     out: list[Edge] = []
+    new_slot = slot_of(node.content, node.speaker)
     for name, question in batch.questions.items():
         if question.key != "relation.supersedes" or question.target is None:
             continue
@@ -190,6 +193,8 @@ def supersessions(
         if not isinstance(answer, NoulAnswer) or answer.score < threshold:
             continue
         if old.valid_to is not None or old.derived or old.id in ended or not observed_before(old, node):
+            continue
+        if not may_replace(new_slot, slot_of(old.content, old.speaker), node.content):
             continue
         out.append(Edge(old.id, node.id, "temporal", "superseded_by", answer.score))
     return out

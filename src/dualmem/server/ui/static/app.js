@@ -256,12 +256,14 @@ async function nodePage([id]) {
   const n = info.node;
   const byId = Object.fromEntries(data.neighbours.map((b) => [b.id, b]));
   const kv = (pairs) => h("dl", { class: "kv" }, pairs.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  const slot = info.decisions.find((d) => d.key === "write.slot");  // subject · attribute (dualmem.text.slots)
   const head = h("div", { class: "card", id: "node-card" },
     h("div", {}, statusPills(n), h("span", { class: "mono muted" }, n.id)),
     h("p", { class: "content", id: "node-content" }, n.content),
     kv([["speaker", n.speaker || "–"], ["observed", when(n.at)], ["written", when(n.created_at)], ["session", n.session || "–"],
       ["turn", n.turn_id || "–"], ["source", n.source || "–"], ["valid", `${when(n.valid_from)} → ${n.valid_to ? when(n.valid_to) : "now"}`],
       ["entities", n.entities.length ? n.entities.join(", ") : "–"],
+      ["slot", slot ? h("span", { id: "node-slot" }, slot.label) : "–"],
       ["metadata", Object.keys(n.metadata).length ? h("span", { class: "mono" }, JSON.stringify(n.metadata)) : "–"]]),
     h("div", { class: "row-actions" }, h("button", { type: "button", class: "danger", id: "forget-node", onclick: async () => {
       if (!(await confirmAction("Forget this memory?", "It goes with every version in its chain, everything derived from it, its edges and recorded decisions. It cannot be undone.", "Forget"))) return;
