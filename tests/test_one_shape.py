@@ -83,7 +83,7 @@ def test_cli_json_is_the_http_document(
     code, found, _ = cli(capsys, db, "search", QUERY, "-k", "4")
     assert code == 0
     searched = client.post("/v1/search", json={"query": QUERY, "k": 4}, headers=headers).json()
-    assert set(found) == set(searched) == {"query", "evidence", "summary", "trace"}
+    assert set(found) == set(searched) == {"query", "evidence", "summary", "trace", "sessions"}
     assert found["trace"]["rounds"] is not None  # --json: the full trace, as trace=true over HTTP
     assert searched["trace"] is None
     assert _steady({**found, "trace": None}) == _steady(searched)

@@ -91,3 +91,10 @@ def test_the_client_adds_once_per_key_previews_a_forget_and_repairs_as_the_scope
             assert client.count() == 2  # a preview removes nothing
             report = client.repair()
             assert (report.ids, report.pending, report.error) == ((), (), None)
+            for status in ("current", "superseded", "complete", "pending"):
+                by_client = [n.id for n in client.list_memories(status=status)]  # type: ignore[arg-type]
+                assert by_client == [n.id for n in scope.list_memories(status=status)], status  # type: ignore[arg-type]
+            assert len(client.list_memories(status="current")) == 2
+            filled = client.backfill_views()  # the served profile stores no views: nothing to add
+            assert filled == scope.backfill_views()
+            assert (filled.memories, filled.failed) == (2, ())

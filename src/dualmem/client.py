@@ -36,6 +36,7 @@ from dualmem.server import decode as d
 from dualmem.server import schemas as w
 from dualmem.text.timeparse import TimeInput
 from dualmem.types import MAX_K, JSONValue, Node, Observation, Tenant
+from dualmem.write.backfill import BackfillReport
 from dualmem.write.consolidate import ConsolidationReport
 from dualmem.write.lifecycle import Filter
 from dualmem.write.pipeline import WriteReport
@@ -245,6 +246,11 @@ class Client(Closing):
         out = self._json(w.RepairOut, "POST", "/v1/repair")
         return WriteReport(tuple(out.ids), tuple(out.pending), out.edges, out.error)
 
+    def backfill_views(self) -> BackfillReport:
+        """Edges of views turned on after the tenant's memories were written (``POST /v1/repair/views``)."""
+        out = self._json(w.BackfillOut, "POST", "/v1/repair/views")
+        return BackfillReport(out.memories, dict(out.edges), tuple(out.failed), tuple(out.views))
+
     def consolidate(self) -> ConsolidationReport:
         return d.consolidation_from(self._json(w.ConsolidationOut, "POST", "/v1/consolidate"))
 
@@ -276,15 +282,22 @@ class Client(Closing):
         return d.answer_from(self._json(w.AnswerOut, "POST", "/v1/answer", json=body))
 
     def list_memories(
-        self, *, where: Filter | None = None, limit: int | None = 100, offset: int = 0
+        self,
+        *,
+        where: Filter | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+        status: Literal["current", "superseded", "pending", "complete"] | None = None,
     ) -> list[Node]:
-        """The tenant's memories in time order, those matching ``where``, ``offset`` skipped and at
-        most ``limit`` (``None``: all), fetched page by page."""
+        """The tenant's memories in time order, those matching ``where`` (and ``status``), ``offset``
+        skipped and at most ``limit`` (``None``: all), fetched page by page."""
         out: list[Node] = []
         at: int | None = offset
         while at is not None and (limit is None or len(out) < limit):
             size = w.MAX_LIST if limit is None else min(w.MAX_LIST, limit - len(out))
             body = {**_filter(where), "limit": size, "offset": at}
+            if status is not None:
+                body["status"] = status
             page = self._json(w.NodeList, "POST", "/v1/list", json=body)
             out += [d.node_from(n) for n in page.items]
             at = page.next_offset

@@ -60,6 +60,7 @@ NOT_TOOLS: Mapping[str, str] = {
     "add_many": "an agent remembers one statement at a time; batches go through HTTP or the library",
     "ingest": "reads a conversation file on the caller's disk",
     "repair": "an operator's remedy after a controller outage (dualmem check --repair, POST /v1/repair)",
+    "backfill_views": "an operator's step after turning views on (repair --views, POST /v1/repair/views)",
     "inspect": "edges and controller decisions: a debugging view (the inspector, GET /inspect)",
     "count": "stats holds the count",
     "nodes": "list pages through the memories",

@@ -19,6 +19,7 @@ from dualmem.server.routes_memories import errors
 from dualmem.server.schemas import (
     EXPORT_SCHEMA,
     AnswerOut,
+    BackfillOut,
     ConsolidationOut,
     ForgetRequest,
     ForgetResponse,
@@ -83,7 +84,9 @@ def answer(body: QueryRequest, scope: Scope, request: Request) -> AnswerOut:
 def list_memories(body: ListRequest, scope: Scope) -> NodeList:
     """The memories matching every given condition (speaker, session, since/until, metadata), in time
     order, ``offset`` skipped, at most ``limit``."""
-    nodes = scope.list_memories(where=body.where(), limit=body.limit + 1, offset=body.offset)
+    nodes = scope.list_memories(
+        where=body.where(), limit=body.limit + 1, offset=body.offset, status=body.status
+    )
     return node_list(nodes, limit=body.limit, offset=body.offset)
 
 
@@ -112,6 +115,24 @@ def repair(scope: Scope, request: Request) -> RepairOut:
     report = _service(request).write(scope.repair)
     return RepairOut(
         ids=list(report.ids), pending=list(report.pending), edges=report.edges, error=report.error
+    )
+
+
+@router.post(
+    "/repair/views",
+    response_model=BackfillOut,
+    responses=errors(502, 504),
+    summary="Edges of views turned on later",
+)
+def backfill_views(scope: Scope, request: Request) -> BackfillOut:
+    """Give the tenant's memories the edges of the profile's views that their writes did not make
+    (the views were off then); running it again adds nothing (``dualmem repair --views``)."""
+    report = _service(request).write(scope.backfill_views)
+    return BackfillOut(
+        memories=report.memories,
+        edges=dict(report.edges),
+        failed=list(report.failed),
+        views=list(report.views),
     )
 
 

@@ -289,6 +289,9 @@ class SearchRequest(QueryRequest):
 class ListRequest(FilterFields):
     limit: Int = Field(default=100, ge=1, le=MAX_LIST)
     offset: Int = Field(default=0, ge=0)
+    status: Literal["current", "superseded", "pending", "complete"] | None = Field(
+        default=None, description="only memories in this state (as GET /v1/memories?status=)"
+    )
 
 
 class UpdateRequest(_Model):
@@ -462,6 +465,16 @@ class RepairOut(_Model):
     pending: list[str]
     edges: int
     error: str | None = Field(description="the controller failure that left memories pending, if any")
+
+
+class BackfillOut(_Model):
+    """What ``POST /v1/repair/views`` did: memories looked at, edges added per view, memories whose
+    relation question failed (their deterministic edges were still added; run it again later)."""
+
+    memories: int
+    edges: dict[str, int]
+    failed: list[str]
+    views: list[str]
 
 
 class EdgeOut(_Model):
