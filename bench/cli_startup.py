@@ -98,19 +98,20 @@ def run(
     with tempfile.TemporaryDirectory(prefix="dualmem-startup-") as tmp:
         root = Path(tmp)
         envs = {name: _env(path, root / f"pycache-{i}") for i, (name, path) in enumerate(trees.items())}
-        db = root / "small.db"
-        _build(
-            db, next(iter(envs.values())), notes, embedder
-        )  # the first tree writes it; every tree reads it
-        cases = _cases(db, embedder)
+        # each tree writes its own database (a newer tree's schema is one an older tree cannot open)
+        dbs = {name: root / f"small-{i}.db" for i, name in enumerate(trees)}
+        for name, db in dbs.items():
+            _build(db, envs[name], notes, embedder)
+        argvs = {name: _cases(db, embedder) for name, db in dbs.items()}
+        cases = list(next(iter(argvs.values())))
         samples = {(c, t): ([], []) for c in cases for t in trees}  # type: dict[tuple[str, str], tuple[list[float], list[float]]]
-        for case, argv in cases.items():
+        for case in cases:
             for _ in range(warmup):
                 for name in trees:
-                    _timed(argv, envs[name])
+                    _timed(argvs[name][case], envs[name])
             for _ in range(runs):
                 for name in trees:
-                    wall, cpu = _timed(argv, envs[name])
+                    wall, cpu = _timed(argvs[name][case], envs[name])
                     samples[(case, name)][0].append(wall)
                     samples[(case, name)][1].append(cpu)
         return {
