@@ -16,8 +16,8 @@ from dualmem.plane import _records as records
 from dualmem.plane import _sqlite_sql
 from dualmem.plane.base import DECISION_FIELDS, Decision
 from dualmem.plane.sqlite import SQLiteStore
-from dualmem.server import decode, schemas
 from dualmem.types import EDGE_FIELDS, NODE_FIELDS, Edge, Node, TemporalRef, Tenant, TypeScores
+from dualmem.wire import decode, schemas
 
 T = dt.datetime(2023, 5, 8, 13, 56, 12, 345678, tzinfo=dt.UTC)
 OFFSET = dt.datetime(2023, 5, 9, 9, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))

@@ -1,7 +1,8 @@
-"""Wire models of the HTTP API (pydantic, the boundary only) and their mapping to dualmem's dataclasses.
+"""Wire models of the HTTP API (pydantic, the boundary only) and the value -> document direction.
 
-Used by the server (dataclass -> model here) and by :mod:`dualmem.client` (model -> dataclass in
-:mod:`dualmem.server.decode`), so both sides agree on one schema. Imports neither FastAPI nor httpx.
+Used by the server (value -> document here) and by :mod:`dualmem.client` (document -> value in
+:mod:`dualmem.wire.decode`, request bodies in :mod:`dualmem.wire.encode`), so both sides agree on one
+schema. Imports neither FastAPI nor httpx.
 """
 
 from __future__ import annotations
@@ -23,14 +24,27 @@ from pydantic import (
 )
 
 from dualmem.errors import InvalidInput
-from dualmem.memory import Answer, Inspection
-from dualmem.plane.base import Decision
-from dualmem.plane.jsonl import ImportReport
-from dualmem.read.trace import Retrieval, StopReason, Trace
-from dualmem.text.timeparse import parse_time
-from dualmem.types import MAX_K, Edge, Evidence, Node, TemporalRef, View, tenant_id_pattern
-from dualmem.write.consolidate import ConsolidationReport
-from dualmem.write.lifecycle import Filter
+from dualmem.vocab import (
+    MAX_K,
+    Answer,
+    BackfillReport,
+    ConsolidationReport,
+    Decision,
+    Edge,
+    Evidence,
+    Filter,
+    ImportReport,
+    Inspection,
+    Node,
+    Retrieval,
+    StopReason,
+    TemporalRef,
+    Trace,
+    View,
+    WriteReport,
+    parse_time,
+    tenant_id_pattern,
+)
 
 __all__ = [
     "AddRequest",
@@ -69,6 +83,7 @@ __all__ = [
     "WhoAmI",
     "WouldForgetOut",
     "answer_out",
+    "backfill_out",
     "brief",
     "consolidation_out",
     "evidence_out",
@@ -76,6 +91,7 @@ __all__ = [
     "inspection_out",
     "node_list",
     "node_out",
+    "repair_out",
     "search_out",
     "summary_of",
     "trace_out",
@@ -848,3 +864,11 @@ def consolidation_out(r: ConsolidationReport) -> ConsolidationOut:
 
 def import_out(r: ImportReport) -> ImportOut:
     return ImportOut(nodes=r.nodes, edges=r.edges, decisions=r.decisions)
+
+
+def repair_out(r: WriteReport) -> RepairOut:
+    return RepairOut(ids=list(r.ids), pending=list(r.pending), edges=r.edges, error=r.error)
+
+
+def backfill_out(r: BackfillReport) -> BackfillOut:
+    return BackfillOut(memories=r.memories, edges=dict(r.edges), failed=list(r.failed), views=list(r.views))

@@ -1,33 +1,53 @@
-"""Wire models back to dualmem's dataclasses, for :mod:`dualmem.client` (pydantic only)."""
+"""Wire documents back to dualmem's values (the document -> value direction of :mod:`dualmem.wire`),
+for :mod:`dualmem.client` (pydantic only)."""
 
 from __future__ import annotations
 
-from dualmem.memory import Answer, Inspection
-from dualmem.plane.base import Decision
-from dualmem.plane.jsonl import ImportReport
-from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, SessionHit, Trace
-from dualmem.server.schemas import (
+from dualmem._boundary import describe_error
+from dualmem.vocab import (
+    Answer,
+    Assessment,
+    BackfillReport,
+    ConsolidationReport,
+    Decision,
+    Edge,
+    Evidence,
+    ImportReport,
+    Inspection,
+    Node,
+    Retrieval,
+    RoundTrace,
+    ScoredCandidate,
+    SessionHit,
+    TemporalRef,
+    Trace,
+    WriteReport,
+)
+from dualmem.wire.schemas import (
     AnswerOut,
+    BackfillOut,
     ConsolidationOut,
     EdgeOut,
     EvidenceOut,
     ImportOut,
     InspectionOut,
     NodeOut,
+    RepairOut,
     SearchOut,
     TemporalRefOut,
     TraceOut,
 )
-from dualmem.types import Edge, Evidence, Node, TemporalRef
-from dualmem.write.consolidate import ConsolidationReport
 
 __all__ = [
     "answer_from",
+    "backfill_from",
     "consolidation_from",
+    "describe_error",
     "import_from",
     "inspection_from",
     "node_from",
     "retrieval_from",
+    "write_report_from",
 ]
 
 
@@ -116,3 +136,13 @@ def consolidation_from(m: ConsolidationOut) -> ConsolidationReport:
 
 def import_from(m: ImportOut) -> ImportReport:
     return ImportReport(m.nodes, m.edges, m.decisions)
+
+
+def write_report_from(m: RepairOut) -> WriteReport:
+    """The report of ``POST /v1/repair``."""
+    return WriteReport(tuple(m.ids), tuple(m.pending), m.edges, m.error)
+
+
+def backfill_from(m: BackfillOut) -> BackfillReport:
+    """The report of ``POST /v1/repair/views``."""
+    return BackfillReport(m.memories, dict(m.edges), tuple(m.failed), tuple(m.views))
