@@ -79,7 +79,7 @@ def views_profile() -> Profile:
     """The builtin profile with every relation view written and read: the research's base, so that
     the builds hold the views' edges and each view's ablation takes something away (the product's
     builtin profile stores and reads none; ``docs/benchmarks.md``)."""
-    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS)
+    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS, read__expansion=True)
 
 
 def build_profile() -> Profile:

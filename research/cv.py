@@ -360,9 +360,9 @@ def read_variant(profile: Profile, name: str | None) -> Profile:
     if name is None:
         return profile
     if name == "views":  # every view off: the routing finds no view, nothing is expanded
-        return profile.with_(read__views=())
+        return profile.with_(read__views=(), read__expansion=False)
     if name == "expansion":
-        return profile.with_(read__fixed_depth=0)
+        return profile.with_(read__expansion=False)
     if name == "all-edges":
         return profile.with_(read__edges_per_node=None)
     if name == "versions":

@@ -190,7 +190,7 @@ def _views_on() -> Any:
     from dualmem.config import Profile
     from dualmem.types import VIEWS
 
-    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS)
+    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS, read__expansion=True)
 
 
 def _settings(args: argparse.Namespace) -> Any:
