@@ -71,6 +71,18 @@ class _Recorder(BuiltinController):
         return super().decide(batch)
 
 
+def open_build(path: Path, profile: Profile) -> Memory:
+    """A build opened read-only to search it with ``profile`` (the builtin decider, no answerer)."""
+    return Memory.open(
+        path,
+        embedder=embedder(),
+        controller=BuiltinController(),
+        answerer=None,
+        profile=profile,
+        read_only=True,
+    )
+
+
 def _digest(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
 

@@ -29,7 +29,6 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
+    if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(where), name)
+    return getattr(importlib.import_module(_WHERE[name]), name)
