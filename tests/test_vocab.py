@@ -145,3 +145,10 @@ def test_the_wire_layer_round_trips_values_for_both_sides() -> None:
     assert (doc.text, doc.speaker, doc.session) == ("My bicycle broke.", "Mira", "s1")
     with pytest.raises(dualmem.InvalidInput):
         encode.observation_in(3)  # type: ignore[arg-type]
+
+
+def test_the_client_reads_the_wire_not_the_server() -> None:
+    text = (SRC / "client.py").read_text(encoding="utf-8")
+    modules = {m for m, _, _ in _imports(text)}
+    assert not {m for m in modules if m.startswith("dualmem.server")}
+    assert {"dualmem.wire"} <= modules  # ``from dualmem.wire import decode, encode, schemas``
