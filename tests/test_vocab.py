@@ -8,6 +8,7 @@ import ast
 import datetime as dt
 import importlib
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,28 @@ def test_the_client_reads_the_wire_not_the_server() -> None:
     modules = {m for m, _, _ in _imports(text)}
     assert not {m for m in modules if m.startswith("dualmem.server")}
     assert {"dualmem.wire"} <= modules  # ``from dualmem.wire import decode, encode, schemas``
+
+
+def _server_codes() -> set[str]:
+    """Every problem code the server's sources send as a literal (``ApiProblem``, ``BodyProblem``,
+    ``problem_response`` and the exception handlers' tables)."""
+    text = "\n".join(f.read_text(encoding="utf-8") for f in sorted((SRC / "server").glob("*.py")))
+    calls = re.findall(r'(?:Problem|problem_response)\(\s*\d+,\s*"([a-z-]+)"', text)
+    handlers = re.findall(r'\(\d+, "([a-z-]+)"\)|\d+: "([a-z-]+)"|get\(exc\.status_code, "([a-z-]+)"\)', text)
+    return set(calls) | {c for group in handlers for c in group if c}
+
+
+def test_every_problem_code_the_server_sends_is_an_error_the_client_knows() -> None:
+    from dualmem.wire import decode
+
+    codes = _server_codes()
+    assert {"unauthorized", "too-deep", "malformed-json", "invalid-input", "not-found"} <= codes
+    known = {cls.code for cls in (getattr(dualmem.errors, n) for n in dualmem.errors.__all__)}
+    assert codes - known - set(decode.HTTP_PROBLEMS) == {"http-error"}  # by its status
+    conflict = decode.error_from(409, {"code": "idempotency-conflict", "detail": "reused", "hint": "new key"})
+    assert type(conflict) is dualmem.Conflict
+    assert (str(conflict.message), conflict.hint) == ("reused", "new key")
+    assert type(decode.error_from(403, None, "Forbidden")) is dualmem.AuthError
+    assert type(decode.error_from(503, ["not", "a", "document"])) is dualmem.RuntimeFailure
+    assert type(decode.error_from(404, {"code": "not-found", "detail": "gone"})) is dualmem.NotFound
+    assert type(decode.error_from(418, {"code": "http-error"})) is dualmem.UserError

@@ -25,7 +25,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from dualmem import errors as errs
-from dualmem.errors import DualmemError, InvalidInput, RuntimeFailure, UserError
+from dualmem.errors import InvalidInput, RuntimeFailure
 from dualmem.vocab import (
     MAX_K,
     Answer,
@@ -54,34 +54,12 @@ M = TypeVar("M", bound=BaseModel)
 RETRY_STATUS = {429, 502, 503, 504}
 
 
-def _error_classes() -> dict[str, type[DualmemError]]:
-    out: dict[str, type[DualmemError]] = {}
-    for name in errs.__all__:
-        cls = getattr(errs, name)
-        out[cls.code] = cls
-    return out
-
-
-_BY_CODE = _error_classes()
-
-
 def _raise_for(response: httpx.Response) -> None:
     try:
         doc = response.json()
     except ValueError:
-        doc = {}
-    detail = str(doc.get("detail") or response.reason_phrase or f"HTTP {response.status_code}")
-    hint = doc.get("hint")
-    code = str(doc.get("code", ""))
-    cls = _BY_CODE.get(code)
-    if cls is None:
-        if code in ("malformed-json", "invalid-cursor", "too-large", "too-deep", "unsupported-media-type"):
-            cls = InvalidInput
-        elif code in ("unauthorized", "forbidden") or response.status_code in (401, 403):
-            cls = errs.AuthError
-        else:
-            cls = UserError if response.status_code < 500 and response.status_code != 429 else RuntimeFailure
-    raise cls(detail, hint=hint if isinstance(hint, str) else None)
+        doc = None
+    raise d.error_from(response.status_code, doc, response.reason_phrase)
 
 
 def _k(k: int) -> int:

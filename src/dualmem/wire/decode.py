@@ -3,6 +3,9 @@ for :mod:`dualmem.client` (pydantic only)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from dualmem import errors
 from dualmem._boundary import describe_error
 from dualmem.vocab import (
     Answer,
@@ -39,10 +42,12 @@ from dualmem.wire.schemas import (
 )
 
 __all__ = [
+    "HTTP_PROBLEMS",
     "answer_from",
     "backfill_from",
     "consolidation_from",
     "describe_error",
+    "error_from",
     "import_from",
     "inspection_from",
     "node_from",
@@ -146,3 +151,42 @@ def write_report_from(m: RepairOut) -> WriteReport:
 def backfill_from(m: BackfillOut) -> BackfillReport:
     """The report of ``POST /v1/repair/views``."""
     return BackfillReport(m.memories, dict(m.edges), tuple(m.failed), tuple(m.views))
+
+
+#: every error class by its ``code`` (what a problem document's ``code`` names)
+_BY_CODE: dict[str, type[errors.DualmemError]] = {
+    cls.code: cls for cls in (getattr(errors, name) for name in errors.__all__)
+}
+
+#: the problem codes of the HTTP layer itself, which no ``DualmemError`` has, and the error each one is
+#: to a caller; ``http-error`` (any other HTTP status) goes by its status (``tests/test_vocab.py``
+#: checks that every code the server sends is known)
+HTTP_PROBLEMS: Mapping[str, type[errors.DualmemError]] = {
+    "malformed-json": errors.InvalidInput,
+    "invalid-cursor": errors.InvalidInput,
+    "too-large": errors.InvalidInput,
+    "too-deep": errors.InvalidInput,
+    "unsupported-media-type": errors.InvalidInput,
+    "unauthorized": errors.AuthError,
+    "forbidden": errors.AuthError,
+    "idempotency-conflict": errors.Conflict,
+    "rate-limited": errors.RuntimeFailure,
+    "method-not-allowed": errors.UserError,
+}
+
+
+def error_from(status: int, doc: object, reason: str = "") -> errors.DualmemError:
+    """The error a failed reply stands for: its problem document's ``code`` (a ``DualmemError``'s, or
+    one of :data:`HTTP_PROBLEMS`), ``detail`` and ``hint``; by the status when it names neither (401/403
+    ``AuthError``, another 4xx ``UserError``, 429 and 5xx ``RuntimeFailure``)."""
+    fields = doc if isinstance(doc, Mapping) else {}
+    detail = str(fields.get("detail") or reason or f"HTTP {status}")
+    hint = fields.get("hint")
+    code = str(fields.get("code", ""))
+    cls = _BY_CODE.get(code) or HTTP_PROBLEMS.get(code)
+    if cls is None:
+        if status in (401, 403):
+            cls = errors.AuthError
+        else:
+            cls = errors.UserError if status < 500 and status != 429 else errors.RuntimeFailure
+    return cls(detail, hint=hint if isinstance(hint, str) else None)
