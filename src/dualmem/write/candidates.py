@@ -88,7 +88,26 @@ def discover(
     """Top-K_w existing nodes for ``node`` (never itself, never ids in ``exclude``). ``signals``:
     its :func:`text_signals`, when they were found already (the same candidates either way)."""
     tenant = Tenant(node.tenant.user, node.tenant.agent, node.tenant.run)
-    scores, sims = _fused(store, node, tenant, profile, set(exclude) | {node.id}, signals)
+    pool = profile.cand_pool
+    skip = set(exclude) | {node.id}
+    scores: dict[str, float] = {}
+
+    def add(node_id: str, value: float) -> None:
+        if node_id not in skip:
+            scores[node_id] = scores.get(node_id, 0.0) + value
+
+    sims: dict[str, float] = {}
+    if node.embedding is not None:
+        for node_id, sim in store.vector_search(tenant, node.embedding, pool + len(skip)):
+            sims[node_id] = sim
+            add(node_id, profile.cand_vector * max(sim, 0.0))
+    found = signals if signals is not None else text_signals(store, node, profile=profile)
+    for rank, (node_id, _) in enumerate(found.lexical):
+        add(node_id, profile.cand_lexical / (1.0 + rank) ** 0.5)
+    for node_id, shared in found.entities:
+        add(node_id, profile.cand_entity * min(shared, 3) / 3.0)
+    for node_id, delta_s in found.times:
+        add(node_id, profile.cand_time * math.exp(-delta_s / 86_400.0))
     if not scores:
         return []
     # stable: equal scores keep the order the signals found them in (store order), not random ids
@@ -106,37 +125,6 @@ def discover(
         common = tuple(sorted(own & set(other.entities)))
         out.append(Candidate(other, score, similarity, common))
     return out
-
-
-def _fused(
-    store: WriteStore,
-    node: Node,
-    tenant: Tenant,
-    profile: WriteProfile,
-    skip: set[str],
-    signals: TextSignals | None,
-) -> tuple[dict[str, float], dict[str, float]]:
-    """s_cand (eq. 8) of every node a signal found, ``skip`` left out, in the order they were found;
-    and the vector similarities the vector search gave."""
-    scores: dict[str, float] = {}
-
-    def add(node_id: str, value: float) -> None:
-        if node_id not in skip:
-            scores[node_id] = scores.get(node_id, 0.0) + value
-
-    sims: dict[str, float] = {}
-    if node.embedding is not None:
-        for node_id, sim in store.vector_search(tenant, node.embedding, profile.cand_pool + len(skip)):
-            sims[node_id] = sim
-            add(node_id, profile.cand_vector * max(sim, 0.0))
-    found = signals if signals is not None else text_signals(store, node, profile=profile)
-    for rank, (node_id, _) in enumerate(found.lexical):
-        add(node_id, profile.cand_lexical / (1.0 + rank) ** 0.5)
-    for node_id, shared in found.entities:
-        add(node_id, profile.cand_entity * min(shared, 3) / 3.0)
-    for node_id, delta_s in found.times:
-        add(node_id, profile.cand_time * math.exp(-delta_s / 86_400.0))
-    return scores, sims
 
 
 def candidate_records(node: Node, candidates: Sequence[Candidate]) -> list[Decision]:
