@@ -59,6 +59,12 @@ def table(first: str) -> dict[str, list[str]]:
 )
 def test_the_doc_tables_are_the_presets(first: str, names: list[str]) -> None:
     rows = table(first)
+    missing = [
+        f"| `{key}` | " + " | ".join(shown(setting(make(), key)) for make in PRESETS.values()) + " | ... |"
+        for key in names
+        if key not in rows
+    ]
+    assert not missing, "rows to add to docs/architecture.md:\n" + "\n".join(missing)
     assert sorted(rows) == sorted(names)
     for key, cells in rows.items():
         values = [shown(setting(make(), key)) for make in PRESETS.values()]
