@@ -17,8 +17,8 @@ from dualmem.control import builtin_features as bf
 from dualmem.control import catalog
 from dualmem.control.states import MemoryState
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_scale as scale
-from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane.sqlite import _scale as scale
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.text.lexical import fts_or, tokenize
 from dualmem.types import Node, Tenant, TypeScores
 from dualmem.write.candidates import Candidate

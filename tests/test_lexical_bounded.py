@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.text.lexical import fts_or
 from dualmem.types import Node, Tenant
 

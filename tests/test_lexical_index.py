@@ -12,10 +12,10 @@ import pytest
 
 from dualmem.errors import InvalidInput
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_impact as impact
-from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane import _sqlite_terms as terms
-from dualmem.plane._sqlite_schema import SCHEMA_VERSION
+from dualmem.plane.sqlite import _impact as impact
+from dualmem.plane.sqlite import _sql as sql
+from dualmem.plane.sqlite import _terms as terms
+from dualmem.plane.sqlite._schema import SCHEMA_VERSION
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import Node, Tenant
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from dualmem.plane import _codec as codec
 from dualmem.plane import _records as records
-from dualmem.plane import _sqlite_sql
 from dualmem.plane.base import DECISION_FIELDS, Decision
 from dualmem.plane.sqlite import SQLiteStore
+from dualmem.plane.sqlite import _sql as _sqlite_sql
 from dualmem.server import decode, schemas
 from dualmem.types import EDGE_FIELDS, NODE_FIELDS, Edge, Node, TemporalRef, Tenant, TypeScores
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dualmem.plane import SQLiteStore
-from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, EVERY, Checkpointer
+from dualmem.plane.sqlite._wal import BACKSTOP_PAGES, EVERY, Checkpointer
 
 
 def _in_file(db: Path) -> set[str]:

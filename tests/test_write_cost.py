@@ -11,8 +11,8 @@ import pytest
 
 from dualmem.errors import NotFound
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_edges as edge_sql
-from dualmem.plane import _sqlite_scale as scale
+from dualmem.plane.sqlite import _edges as edge_sql
+from dualmem.plane.sqlite import _scale as scale
 from dualmem.types import Edge, Node, Tenant
 
 USER = Tenant("u")

@@ -7,10 +7,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dualmem._registry import Registry
 from dualmem.errors import ConfigError
-from dualmem.plane._sqlite_conn import MMAP_SIZE, Synchronous
 from dualmem.plane.base import Decision, MemoryStore, Store, StoreStats
 from dualmem.plane.memory import InMemoryStore
-from dualmem.plane.sqlite import SQLiteStore
+from dualmem.plane.sqlite import MMAP_SIZE, SQLiteStore, Synchronous
 
 __all__ = [
     "STORES",

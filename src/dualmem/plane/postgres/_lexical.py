@@ -22,7 +22,7 @@ from psycopg import sql
 
 from dualmem.plane import _codec as codec
 from dualmem.plane import lexindex
-from dualmem.plane._pg_sql import dec, enc, tenant_sql
+from dualmem.plane.postgres._sql import dec, enc, tenant_sql
 from dualmem.text.lexical import CJK_RANGES
 from dualmem.types import Tenant
 

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from dualmem.plane import _codec as codec
-from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane._context import (
     Neighbours,
     decode_neighbours,
@@ -30,6 +29,7 @@ from dualmem.plane._context import (
     parse_neighbours,
 )
 from dualmem.plane.base import Candidate, NodeContext
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.types import Node, Vector
 
 __all__ = ["CANDIDATE_COLS", "NodeCache", "read_candidates", "v11"]
