@@ -15,8 +15,7 @@ from typing import cast
 
 from dualmem._closing import Closing
 from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound, ReadOnlyStore
-from dualmem.plane import _codec as codec
-from dualmem.plane import _context as context
+from dualmem.plane import codec, context
 from dualmem.plane.base import Candidate, Decision, candidates_of
 from dualmem.plane.check import CheckReport
 from dualmem.types import Edge, JSONValue, Node, Tenant, Vector

@@ -157,7 +157,7 @@ DECISION_FIELDS: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class NodeContext:
-    """A node's stored neighbour context (``plane._context``): its session neighbours within the
+    """A node's stored neighbour context (``plane.context``): its session neighbours within the
     store's context window, as (id, offset), and the normalised mean of their embeddings (unit
     length; stored quantised, so within about 1% of the exact mean)."""
 
@@ -370,7 +370,7 @@ class LexicalIndex(Protocol):
 
 @runtime_checkable
 class ContextWindow(Protocol):
-    """Each node's session neighbours and what is derived from them at write time (``plane._context``)."""
+    """Each node's session neighbours and what is derived from them at write time (``plane.context``)."""
 
     def set_context_window(self, window: int) -> None:
         """The session window of the stored context; a change rebuilds every node's context."""

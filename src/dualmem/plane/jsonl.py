@@ -41,7 +41,10 @@ from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "DecisionRecord",
+    "EdgeRecord",
     "ImportReport",
+    "NodeRecord",
     "export_lines",
     "import_lines",
     "split_lines",

@@ -24,9 +24,7 @@ import psycopg_pool
 from psycopg import sql as pgsql
 
 from dualmem.errors import ConfigError, InvalidInput, NotFound
-from dualmem.plane import _chunks, lexindex
-from dualmem.plane import _codec as codec
-from dualmem.plane import _context as context
+from dualmem.plane import _chunks, codec, context, lexindex
 from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, check_edges
 from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import RULE_NOTICE, CheckReport, Problem

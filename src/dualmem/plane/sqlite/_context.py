@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Sequence
 
-from dualmem.plane._context import ContextRow, decode_neighbours, decode_vectors, encode_neighbours
 from dualmem.plane.base import NodeContext
+from dualmem.plane.context import ContextRow, decode_neighbours, decode_vectors, encode_neighbours
 from dualmem.plane.sqlite import _sql as sql
 from dualmem.types import Tenant
 

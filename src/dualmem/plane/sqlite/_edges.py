@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 
-from dualmem.plane import _codec as codec
+from dualmem.plane import codec
 from dualmem.plane.sqlite import _sql as sql
 from dualmem.types import VIEWS, Edge, View
 

@@ -21,8 +21,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from dualmem.errors import DatabaseLocked, InvalidInput
-from dualmem.plane import _codec as codec
-from dualmem.plane import lexindex
+from dualmem.plane import codec, lexindex
 from dualmem.plane.sqlite import _impact as impact
 from dualmem.plane.sqlite import _impact_merge as merge
 from dualmem.plane.sqlite import _scale as scale

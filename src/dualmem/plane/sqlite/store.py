@@ -24,9 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, InvalidInput, NotFound
-from dualmem.plane import _chunks, ann, lexindex
-from dualmem.plane import _codec as codec
-from dualmem.plane import _context as context
+from dualmem.plane import _chunks, ann, codec, context, lexindex
 from dualmem.plane import check as checks
 from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
 from dualmem.plane.base import (
