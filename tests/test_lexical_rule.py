@@ -169,24 +169,24 @@ def test_the_stem_counts_bytes_as_fts5s_porter_does() -> None:
 
 
 # -- one implementation ---------------------------------------------------------------------------
-def _source(name: str) -> str:
-    return (_PLANE / name).read_text(encoding="utf-8")
-
-
 def test_no_store_tokenizes_stems_or_scores_on_its_own() -> None:
     """The rule and BM25 are written once (``lexindex``): no other plane module stems, splits words,
     runs a tokenizer of its own or computes an idf."""
     own = re.compile(r"stemmer\(|fts5_tokens|index_terms|index_words|math\.log\(|unicode61|K1 = 1")
-    for path in sorted(_PLANE.glob("*.py")):
-        if path.name == "lexindex.py":
+    paths = sorted(_PLANE.rglob("*.py"))
+    assert len(paths) > 30  # every backend's modules
+    assert any(p.parent.name == "postgres" for p in paths)
+    for path in paths:
+        name = path.relative_to(_PLANE).as_posix()
+        if name == "lexindex.py":
             continue
         text = path.read_text(encoding="utf-8")
         found = own.findall(text)
-        if path.name in ("_sqlite_schema.py", "_sqlite_context.py"):
+        if name in ("sqlite/_schema.py", "sqlite/_context.py"):
             # the FTS5 tables' declared tokenizer: the rule's split and stem (tests above)
-            assert found == ["unicode61"], (path.name, found)
+            assert found == ["unicode61"], (name, found)
         else:
-            assert not found, (path.name, found)
+            assert not found, (name, found)
 
 
 class _Spy:

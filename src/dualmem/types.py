@@ -410,7 +410,7 @@ class Node:
 
         Every other shape of a node derives from this pair: the JSONL export (it adds the
         embedding), the HTTP ``NodeOut`` (the tenant nested), the SQL rows of both stores
-        (``plane._codec``: JSON text columns, and epoch columns beside the times). The CLI shows a
+        (``plane.codec``: JSON text columns, and epoch columns beside the times). The CLI shows a
         projection of it. Controllers and answerers see :meth:`memory_json` instead.
         """
         return {

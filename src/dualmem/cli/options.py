@@ -161,7 +161,7 @@ def note_if_empty(mem: Memory, args: argparse.Namespace) -> None:
     scope = scope_of(mem, args)
     if scope.count() > 0:
         return
-    users = list(dict.fromkeys(t.user for t, _ in mem.store.tenant_counts()))
+    users = list(dict.fromkeys(t.user for t, _ in mem.store.meta.tenant_counts()))
     shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
     where = db_path(args)
     print(

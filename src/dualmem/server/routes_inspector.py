@@ -170,7 +170,7 @@ def _consolidation_pairs(scope: TenantScope) -> list[ConsolidationPair]:
     out: list[ConsolidationPair] = []
     for node in nodes.values():
         by_other: dict[str, list[Any]] = {}
-        for d in store.decisions_of(node.id):
+        for d in store.log.decisions_of(node.id):
             if d.purpose == "consolidation" and d.other_id in nodes:
                 by_other.setdefault(d.other_id, []).append(d)
         if not by_other:

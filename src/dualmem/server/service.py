@@ -262,7 +262,7 @@ class Service:
 
     # -- gauges -------------------------------------------------------------------------------
     def _gauges(self) -> dict[str, float]:
-        stats = self.memory.store.stats(None)
+        stats = self.memory.store.meta.stats(None)
         backlog = self.backlog()
         path = getattr(self.memory.store, "path", "")
         return {

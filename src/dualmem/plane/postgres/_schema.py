@@ -15,8 +15,8 @@ import psycopg
 from psycopg import sql
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, EmbedderMismatch
-from dualmem.plane import _pg_lexical as lexical
-from dualmem.plane._pg_context import V3
+from dualmem.plane.postgres import _lexical as lexical
+from dualmem.plane.postgres._context import V3
 from dualmem.types import utcnow
 
 __all__ = [

@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem.errors import DatabaseCorrupt
-from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane._vectors import UserVectors
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.types import Tenant
 
 __all__ = ["V7", "VectorCache"]

@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql as pgsql
 
 from dualmem.plane import _chunks
-from dualmem.plane import _pg_sql as sql
+from dualmem.plane.postgres import _sql as sql
 from dualmem.types import Tenant, Vector
 
 __all__ = ["Settings", "explain", "search"]

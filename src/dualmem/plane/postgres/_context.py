@@ -14,11 +14,11 @@ from typing import Any, cast
 import psycopg
 from psycopg import sql as pgsql
 
-from dualmem.plane import _codec as codec
-from dualmem.plane import _pg_lexical as lexical
-from dualmem.plane import _pg_sql as sql
-from dualmem.plane._context import ContextRow, decode_vector, neighbours_json, parse_neighbours
+from dualmem.plane import codec
 from dualmem.plane.base import NodeContext
+from dualmem.plane.context import ContextRow, decode_vector, neighbours_json, parse_neighbours
+from dualmem.plane.postgres import _lexical as lexical
+from dualmem.plane.postgres import _sql as sql
 from dualmem.types import Tenant
 
 __all__ = ["FIELD", "STALE_KEY", "V3", "drop", "read", "write"]

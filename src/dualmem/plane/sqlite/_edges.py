@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 
-from dualmem.plane import _codec as codec
-from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane import codec
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.types import VIEWS, Edge, View
 
 __all__ = ["V7_EDGES", "delete", "edges_table", "of", "put", "users_and_seqs"]

@@ -20,16 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from dualmem.plane import _codec as codec
-from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane._context import (
+from dualmem.plane import codec
+from dualmem.plane.base import Candidate, NodeContext
+from dualmem.plane.context import (
     Neighbours,
     decode_neighbours,
     decode_vectors,
     encode_neighbours,
     parse_neighbours,
 )
-from dualmem.plane.base import Candidate, NodeContext
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.types import Node, Vector
 
 __all__ = ["CANDIDATE_COLS", "NodeCache", "read_candidates", "v11"]

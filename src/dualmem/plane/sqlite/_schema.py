@@ -6,16 +6,16 @@ import sqlite3
 from collections.abc import Callable
 
 from dualmem.errors import ConfigError, DatabaseCorrupt
-from dualmem.plane._sqlite_chunks import SCHEMA as CHUNKS_SCHEMA
-from dualmem.plane._sqlite_chunks import V5
-from dualmem.plane._sqlite_context import V6
-from dualmem.plane._sqlite_edges import V7_EDGES, edges_table
-from dualmem.plane._sqlite_impact import V8
-from dualmem.plane._sqlite_impact_merge import V10
-from dualmem.plane._sqlite_nodes import v11
-from dualmem.plane._sqlite_rule import adopt
-from dualmem.plane._sqlite_scale import V2
-from dualmem.plane._sqlite_vectors import V7
+from dualmem.plane.sqlite._chunks import SCHEMA as CHUNKS_SCHEMA
+from dualmem.plane.sqlite._chunks import V5
+from dualmem.plane.sqlite._context import V6
+from dualmem.plane.sqlite._edges import V7_EDGES, edges_table
+from dualmem.plane.sqlite._impact import V8
+from dualmem.plane.sqlite._impact_merge import V10
+from dualmem.plane.sqlite._nodes import v11
+from dualmem.plane.sqlite._rule import adopt
+from dualmem.plane.sqlite._scale import V2
+from dualmem.plane.sqlite._vectors import V7
 from dualmem.types import utcnow
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "check_version", "migrate"]

@@ -17,7 +17,7 @@ from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
 from dualmem.errors import DatabaseCorrupt, DatabaseLocked, InvalidInput, ReadOnlyStore, StoreError
-from dualmem.plane import _codec as codec
+from dualmem.plane import codec
 from dualmem.plane.base import DECISION_FIELDS, Decision
 from dualmem.types import EDGE_FIELDS, Edge, Node, Tenant
 

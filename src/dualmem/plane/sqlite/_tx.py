@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from dualmem.errors import ReadOnlyStore, StoreError
-from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane.sqlite import _sql as sql
 
 __all__ = ["Transactions"]
 

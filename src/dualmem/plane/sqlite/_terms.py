@@ -31,7 +31,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from dualmem.plane import lexindex
-from dualmem.plane._sqlite_scale import node_total
+from dualmem.plane.sqlite._scale import node_total
 
 __all__ = ["doc_counts", "split_terms", "stems", "tokens"]
 

@@ -23,8 +23,8 @@ from typing import Literal
 from urllib.parse import quote
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, DualmemError, ReadOnlyStore
-from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane._sqlite_rule import register
+from dualmem.plane.sqlite import _sql as sql
+from dualmem.plane.sqlite._rule import register
 
 __all__ = ["JOURNAL_SIZE_LIMIT", "MMAP_SIZE", "Synchronous", "check_mmap_size", "connect"]
 

@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Collection, Mapping
 
 from dualmem.plane import _chunks
-from dualmem.plane._sqlite_sql import chunks as id_chunks
-from dualmem.plane._sqlite_sql import marks
+from dualmem.plane.sqlite._sql import chunks as id_chunks
+from dualmem.plane.sqlite._sql import marks
 from dualmem.types import Tenant, Vector
 
 __all__ = ["SCHEMA", "V5", "get", "load_user", "put", "tenants"]

@@ -24,19 +24,17 @@ import psycopg_pool
 from psycopg import sql as pgsql
 
 from dualmem.errors import ConfigError, InvalidInput, NotFound
-from dualmem.plane import _chunks, lexindex
-from dualmem.plane import _codec as codec
-from dualmem.plane import _context as context
-from dualmem.plane import _pg_context as pgctx
-from dualmem.plane import _pg_lexical as lexical
-from dualmem.plane import _pg_sql as sql
-from dualmem.plane import _pg_vectors as vectors
+from dualmem.plane import _chunks, codec, context, lexindex
 from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, check_edges
-from dualmem.plane._pg_lexical import PgLexical
-from dualmem.plane._pg_schema import check_version, fix_dimension, migrate, vector_dim
 from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import RULE_NOTICE, CheckReport, Problem
 from dualmem.plane.erase import EraseReport, erase_postgres
+from dualmem.plane.postgres import _context as pgctx
+from dualmem.plane.postgres import _lexical as lexical
+from dualmem.plane.postgres import _sql as sql
+from dualmem.plane.postgres import _vectors as vectors
+from dualmem.plane.postgres._lexical import PgLexical
+from dualmem.plane.postgres._schema import check_version, fix_dimension, migrate, vector_dim
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 log = logging.getLogger("dualmem")

@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
-from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane.base import Decision
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.text.lexical import fts_or
 from dualmem.types import Tenant
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from dualmem.plane import _sqlite_impact as impact
+from dualmem.plane.sqlite import _impact as impact
 
 __all__ = [
     "FROM",

@@ -13,9 +13,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Sequence
 
-from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane._context import ContextRow, decode_neighbours, decode_vectors, encode_neighbours
 from dualmem.plane.base import NodeContext
+from dualmem.plane.context import ContextRow, decode_neighbours, decode_vectors, encode_neighbours
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.types import Tenant
 
 __all__ = ["STALE_KEY", "V6", "all_ids", "clear", "read", "write"]

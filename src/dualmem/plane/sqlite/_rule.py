@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from dualmem.plane import _sqlite_impact as impact
 from dualmem.plane import lexindex
+from dualmem.plane.sqlite import _impact as impact
 
 __all__ = [
     "INDEX_TEXT",

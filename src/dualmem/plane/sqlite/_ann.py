@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dualmem.errors import StoreError
-from dualmem.plane import _ann_erase as ann_erase
-from dualmem.plane import _sqlite_scale as scale
-from dualmem.plane import _sqlite_sql as sql
 from dualmem.plane import ann
+from dualmem.plane.sqlite import _ann_erase as ann_erase
+from dualmem.plane.sqlite import _scale as scale
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.types import Tenant, Vector
 
 __all__ = ["Approximate"]

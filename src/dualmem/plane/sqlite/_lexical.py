@@ -21,15 +21,14 @@ import sqlite3
 from collections.abc import Sequence
 
 from dualmem.errors import DatabaseLocked, InvalidInput
-from dualmem.plane import _codec as codec
-from dualmem.plane import _sqlite_impact as impact
-from dualmem.plane import _sqlite_impact_merge as merge
-from dualmem.plane import _sqlite_scale as scale
-from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane import _sqlite_terms as term_sql
-from dualmem.plane import lexindex
-from dualmem.plane._sqlite_rule import reindex, rule_of
-from dualmem.plane._sqlite_tx import Transactions
+from dualmem.plane import codec, lexindex
+from dualmem.plane.sqlite import _impact as impact
+from dualmem.plane.sqlite import _impact_merge as merge
+from dualmem.plane.sqlite import _scale as scale
+from dualmem.plane.sqlite import _sql as sql
+from dualmem.plane.sqlite import _terms as term_sql
+from dualmem.plane.sqlite._rule import reindex, rule_of
+from dualmem.plane.sqlite._tx import Transactions
 from dualmem.text.lexical import fts_or
 from dualmem.types import Tenant
 

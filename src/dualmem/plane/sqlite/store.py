@@ -24,26 +24,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, InvalidInput, NotFound
-from dualmem.plane import _chunks, ann, lexindex
-from dualmem.plane import _codec as codec
-from dualmem.plane import _context as context
-from dualmem.plane import _sqlite_chunks as chunk_sql
-from dualmem.plane import _sqlite_context as ctx
-from dualmem.plane import _sqlite_edges as edge_sql
-from dualmem.plane import _sqlite_impact as impact
-from dualmem.plane import _sqlite_rule as lexical
-from dualmem.plane import _sqlite_scale as scale
-from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane import _chunks, ann, codec, context, lexindex
 from dualmem.plane import check as checks
 from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
-from dualmem.plane._sqlite_ann import Approximate
-from dualmem.plane._sqlite_conn import MMAP_SIZE, Synchronous, connect
-from dualmem.plane._sqlite_lexical import Lexical
-from dualmem.plane._sqlite_nodes import NodeCache, read_candidates
-from dualmem.plane._sqlite_schema import SCHEMA_VERSION, check_version, migrate
-from dualmem.plane._sqlite_tx import Transactions
-from dualmem.plane._sqlite_vectors import VectorCache
-from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, Checkpointer
 from dualmem.plane.base import (
     Candidate,
     Decision,
@@ -53,6 +36,22 @@ from dualmem.plane.base import (
     tenant_order,
 )
 from dualmem.plane.erase import EraseReport
+from dualmem.plane.sqlite import _check as sqlite_checks
+from dualmem.plane.sqlite import _chunks as chunk_sql
+from dualmem.plane.sqlite import _context as ctx
+from dualmem.plane.sqlite import _edges as edge_sql
+from dualmem.plane.sqlite import _impact as impact
+from dualmem.plane.sqlite import _rule as lexical
+from dualmem.plane.sqlite import _scale as scale
+from dualmem.plane.sqlite import _sql as sql
+from dualmem.plane.sqlite._ann import Approximate
+from dualmem.plane.sqlite._conn import MMAP_SIZE, Synchronous, connect
+from dualmem.plane.sqlite._lexical import Lexical
+from dualmem.plane.sqlite._nodes import NodeCache, read_candidates
+from dualmem.plane.sqlite._schema import SCHEMA_VERSION, check_version, migrate
+from dualmem.plane.sqlite._tx import Transactions
+from dualmem.plane.sqlite._vectors import VectorCache
+from dualmem.plane.sqlite._wal import BACKSTOP_PAGES, Checkpointer
 from dualmem.types import VIEWS, Edge, JSONValue, Node, NodeStatus, Tenant, Vector, View
 
 log = logging.getLogger("dualmem")
@@ -828,7 +827,7 @@ class SQLiteStore(StoreBase):
             built = self._lexical.build_stale()
             return replace(report, repaired=built, before=report.problems) if built else report
         with self.transaction(), sql.translated("repair the database"):
-            repaired = checks.sqlite_repair(self._conn, report)
+            repaired = sqlite_checks.sqlite_repair(self._conn, report)
         self._cache.clear()
         self._nodes.clear()
         self._contexts.clear()
@@ -847,7 +846,7 @@ class SQLiteStore(StoreBase):
         """Integrity of the file, the FTS5 index, vectors, links and the derived neighbour context."""
         self._nodes.clear()  # a check reads what is stored, not what was cached
         self._contexts.clear()
-        report = checks.sqlite_check(self._conn, repair=False)
+        report = sqlite_checks.sqlite_check(self._conn, repair=False)
         if "integrity" in report.kinds():
             return report
         with sql.translated("check the context"), self.snapshot():

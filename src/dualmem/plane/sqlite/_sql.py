@@ -20,7 +20,7 @@ from dualmem.errors import (
     ReadOnlyStore,
     StoreError,
 )
-from dualmem.plane import _codec as codec
+from dualmem.plane import codec
 from dualmem.plane.base import DECISION_FIELDS, Decision
 from dualmem.text.lexical import fts_or
 from dualmem.types import EDGE_FIELDS, Edge, Node, Tenant

@@ -20,9 +20,8 @@ from typing import Any, cast
 import psycopg
 from psycopg import sql
 
-from dualmem.plane import _codec as codec
-from dualmem.plane import lexindex
-from dualmem.plane._pg_sql import dec, enc, tenant_sql
+from dualmem.plane import codec, lexindex
+from dualmem.plane.postgres._sql import dec, enc, tenant_sql
 from dualmem.text.lexical import CJK_RANGES
 from dualmem.types import Tenant
 
