@@ -121,3 +121,26 @@ def test_the_long_message_is_about_150_words() -> None:
     text = latency.long_message("When did Caroline go to the LGBTQ support group?")
     assert 130 <= len(text.split()) <= 170
     assert "When did Caroline go to the LGBTQ support group?" in text
+
+
+def test_the_weights_are_chosen_without_the_corpus_or_fold_they_are_scored_on() -> None:
+    cv = load_bench("messages/cv.py")
+
+    def row(corpus: str, fold: str, shape: str, a: float, b: float) -> dict[str, object]:
+        return {"corpus": corpus, "fold": fold, "shape": shape, "clauses": 2,
+                "r10": {"bm25": 0.0, "off": 0.1, "A": a, "B": b}}  # fmt: skip
+
+    rows = [
+        row("x", "x/0", "wrapped", 1.0, 0.0),  # x prefers A
+        row("x", "x/1", "wrapped", 1.0, 0.0),
+        row("y", "y/0", "message", 0.0, 1.0),  # y and z prefer B
+        row("z", "z/0", "multi", 0.0, 1.0),
+        row("z", "z/0", "clean", 0.3, 0.3),  # clean rows never choose
+    ]
+    out = cv.cross_validate(rows, ["A", "B"])
+    assert out["chosen"]["loco"] == {"x": "B", "y": "A", "z": "A"}  # each by the other two
+    assert out["chosen"]["within"]["x/0"] == "B"  # x/1 (A) against y and z (B): each corpus counts once
+    assert out["table"]["x"]["wrapped"]["loco"] == 0.0
+    assert out["table"]["z"]["clean"]["n"] == 1
+    assert cv.choose([row("z", "z/0", "clean", 0.3, 0.9)], ["A", "B"]) == "A"  # nothing to choose on
+    assert "| x | wrapped | 2 (2) |" in cv.report(out)
