@@ -17,7 +17,7 @@ from dualmem.errors import InvalidInput
 from dualmem.plane import SQLiteStore
 from dualmem.read.message import WEIGHTS, MessagePlan, MessageWeights, understand
 from dualmem.read.pool import PoolSettings, build_pool
-from dualmem.read.sessions import add_up, group_sessions
+from dualmem.read.sessions import add_up, diversify, group_sessions
 from dualmem.read.trace import ClauseDecision, render_trace
 from dualmem.text.clauses import cues, split
 from dualmem.types import Evidence, Node, Observation, Tenant
@@ -292,6 +292,23 @@ def test_an_exchange_adds_up() -> None:
         add_up(found, near, -0.1)
     with pytest.raises(ValueError, match="negative"):
         MessageWeights(whole=-1.0)
+
+
+def test_one_session_cannot_fill_the_top() -> None:
+    found = [
+        _ev("a1", "A", 0.9),
+        _ev("a2", "A", 0.8),
+        _ev("a3", "A", 0.7),
+        _ev("b1", "B", 0.6),
+        _ev("x", None, 0.5),
+    ]
+    assert diversify(found, 0) == found
+    assert [e.node.id for e in diversify(found, 2)] == ["a1", "a2", "b1", "x", "a3"]
+    assert [e.node.id for e in diversify(found, 1)] == ["a1", "b1", "x", "a2", "a3"]
+    with pytest.raises(ValueError, match="negative"):
+        diversify(found, -1)
+    with pytest.raises(ValueError, match="negative"):
+        MessageWeights(per_session=-1)
 
 
 def test_the_weights_shape_the_plan() -> None:

@@ -144,3 +144,15 @@ def test_the_weights_are_chosen_without_the_corpus_or_fold_they_are_scored_on() 
     assert out["table"]["z"]["clean"]["n"] == 1
     assert cv.choose([row("z", "z/0", "clean", 0.3, 0.9)], ["A", "B"]) == "A"  # nothing to choose on
     assert "| x | wrapped | 2 (2) |" in cv.report(out)
+
+
+def test_a_choice_keeps_the_clean_questions() -> None:
+    cv = load_bench("messages/cv.py")
+    base = {"corpus": "x", "fold": "x/0", "clauses": 2}
+    rows = [
+        {**base, "shape": "message", "r10": {"off": 0.5, "A": 0.6, "B": 0.9}},
+        {**base, "shape": "clean", "r10": {"off": 0.5, "A": 0.5, "B": 0.4}},
+    ]
+    assert cv.choose(rows, ["A", "B"]) == "A"  # B does better on messages but lowers clean by 0.1
+    assert cv.clean_ok(rows, "A")
+    assert not cv.clean_ok(rows, "B")

@@ -48,7 +48,7 @@ from dualmem.memory import Memory  # noqa: E402
 from dualmem.read import loop as read_loop  # noqa: E402
 from dualmem.read import message  # noqa: E402
 from dualmem.read.message import MessageWeights  # noqa: E402
-from dualmem.read.sessions import add_up  # noqa: E402
+from dualmem.read.sessions import add_up, diversify  # noqa: E402
 from dualmem.text.clauses import split  # noqa: E402
 from dualmem.types import Tenant  # noqa: E402
 
@@ -63,18 +63,20 @@ GRID: tuple[MessageWeights, ...] = (
     MessageWeights(0.25, 0.25, 6),
 )
 ADJACENT: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5, 1.0)
+#: and at every ``per_session`` cap (``read.sessions.diversify``, applied after ``add_up``, the same way)
+CAPS: tuple[int, ...] = (0, 2, 3, 4)
 OFF = "off"
 add_up_of_run = read_loop._add_up
 
 
 def key(w: MessageWeights) -> str:
-    return f"w{w.whole:g}-c{w.context:g}-s{w.self_contained}-a{w.adjacent:g}"
+    return f"w{w.whole:g}-c{w.context:g}-s{w.self_contained}-a{w.adjacent:g}-d{w.per_session}"
 
 
 def points() -> list[MessageWeights]:
     from dataclasses import replace
 
-    return [replace(w, adjacent=a) for w in GRID for a in ADJACENT]
+    return [replace(w, adjacent=a, per_session=d) for w in GRID for a in ADJACENT for d in CAPS]
 
 
 def _copy_builds(src: Path, dst: Path, corpora: Sequence[str]) -> None:
@@ -184,14 +186,14 @@ def search_all(
                 return [turn.get(e.node.id, e.node.id) for e in mem.search(text, user=cid, k=20).evidence]  # noqa: B023
 
             def graded(text: str, w: MessageWeights, gold: Sequence[str]) -> dict[str, float]:
-                """R@10 at ``w`` and at every ``ADJACENT`` weight (one search)."""
+                """R@10 at ``w`` and at every ``ADJACENT`` weight and ``CAPS`` cap (one search)."""
                 seen: list[tuple[list[Any], Any]] = []
 
                 def capture(run: Any, scored: list[Any]) -> list[Any]:
                     seen.append((scored, run.pool.neighbours if run.pool is not None else {}))
                     return scored
 
-                message.WEIGHTS = replace(w, adjacent=0.0)
+                message.WEIGHTS = replace(w, adjacent=0.0, per_session=0)
                 read_loop._add_up = capture  # type: ignore[assignment]
                 try:
                     found = mem.search(text, user=cid, k=20).evidence  # noqa: B023
@@ -199,15 +201,15 @@ def search_all(
                     read_loop._add_up = add_up_of_run
                     message.WEIGHTS = MessageWeights()
                 out: dict[str, float] = {}
-                for a in ADJACENT:
+                for a, d in itertools.product(ADJACENT, CAPS):
                     got = list(found)
-                    if seen and a:
+                    if seen and (a or d):
                         scored, near = seen[-1]
-                        top = add_up(scored, near, a)[:20]
+                        top = diversify(add_up(scored, near, a), d)[:20]
                         ids = {e.node.id for e in top}
                         got = top + [e for e in found if e.node.id not in ids][: 20 - len(top)]
                     ids_ = [turn.get(e.node.id, e.node.id) for e in got]  # noqa: B023
-                    out[key(replace(w, adjacent=a))] = recall_at_k(ids_, gold, 10)
+                    out[key(replace(w, adjacent=a, per_session=d))] = recall_at_k(ids_, gold, 10)
                 return out
 
             for q in mine:
@@ -250,12 +252,28 @@ def objective(rows: Iterable[Mapping[str, Any]], system: str) -> float:
     return statistics.fmean(statistics.fmean(v) for v in per.values())
 
 
+#: a grid point may lower no training corpus's clean questions by more than this (the issue's bar)
+CLEAN_SLACK = 0.01
+
+
+def clean_ok(rows: Sequence[Mapping[str, Any]], system: str) -> bool:
+    """Whether ``system`` keeps every corpus's clean questions within ``CLEAN_SLACK`` of the search
+    with no plan (only clean questions of several clauses can differ)."""
+    per: dict[str, list[float]] = {}
+    for row in rows:
+        if row["shape"] == "clean":
+            per.setdefault(row["corpus"], []).append(r10(row, system) - r10(row, OFF))
+    return all(statistics.fmean(v) >= -CLEAN_SLACK for v in per.values())
+
+
 def choose(rows: Sequence[Mapping[str, Any]], grid: Sequence[str]) -> str:
-    """The grid point with the best objective on ``rows`` (ties: the earlier point; with no
-    message-shaped row to choose on, the first point)."""
+    """The grid point with the best objective on ``rows`` among those that keep the clean questions
+    (``clean_ok``; all of them when none does); ties: the earlier point. With no message-shaped row
+    to choose on, the first point."""
     if not any(r["shape"] in MESSAGE_SHAPES for r in rows):
         return grid[0]
-    return max(grid, key=lambda g: (round(objective(rows, g), 6), -grid.index(g)))
+    allowed = [g for g in grid if clean_ok(rows, g)] or list(grid)
+    return max(allowed, key=lambda g: (round(objective(rows, g), 6), -grid.index(g)))
 
 
 def cross_validate(rows: Sequence[Mapping[str, Any]], grid: Sequence[str]) -> dict[str, Any]:
@@ -277,7 +295,9 @@ def cross_validate(rows: Sequence[Mapping[str, Any]], grid: Sequence[str]) -> di
                 "multi-clause": sum(r["clauses"] > 1 for r in mine),
                 "bm25": statistics.fmean(r10(r, "bm25") for r in mine),
                 OFF: statistics.fmean(r10(r, OFF) for r in mine),
-                "hand-set": statistics.fmean(r10(r, key(MessageWeights(0.25, 0.25, 4, 0.0))) for r in mine),
+                "hand-set": statistics.fmean(
+                    r10(r, key(MessageWeights(0.25, 0.25, 4, 0.0, 0))) for r in mine
+                ),
                 "loco": statistics.fmean(r10(r, chosen["loco"][c]) for r in mine),
                 "within": statistics.fmean(r10(r, chosen["within"][r["fold"]]) for r in mine),
             }

@@ -52,7 +52,7 @@ from dualmem.read.pool import (
     restrict_pool,
 )
 from dualmem.read.route import active_views, allocate, depth
-from dualmem.read.sessions import add_up
+from dualmem.read.sessions import add_up, diversify
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
 from dualmem.read.versions import VersionRule, order_versions
 from dualmem.text.slots import query_slot
@@ -100,10 +100,12 @@ def _best_first(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
 
 
 def _add_up(run: _Run, ranked: list[Evidence]) -> list[Evidence]:
-    """A long message's turns with their exchange's evidence added up (``read.sessions.add_up``)."""
-    if run.message is None or run.pool is None or not run.message.weights.adjacent:
+    """A long message's turns with their exchange's evidence added up, one session kept from filling
+    the top (``read.sessions.add_up``, ``diversify``)."""
+    if run.message is None or run.pool is None:
         return ranked
-    return add_up(ranked, run.pool.neighbours, run.message.weights.adjacent)
+    w = run.message.weights
+    return diversify(add_up(ranked, run.pool.neighbours, w.adjacent), w.per_session)
 
 
 def _full_nodes(pool: Pool, ids: Sequence[str], run: _Run) -> Mapping[str, Node]:

@@ -49,11 +49,10 @@ class MessageWeights:
     context: float = 0.25  # each context clause left out of the focus
     self_contained: int = 4  # needs with at least this many content words are searched alone
     adjacent: float = 0.0  # a turn gains this much of its scored neighbour's score (``read.sessions.add_up``)
+    per_session: int = 0  # at most this many turns of a session before the others' (0: no cap)
 
     def __post_init__(self) -> None:
-        if not (
-            self.whole >= 0.0 and self.context >= 0.0 and self.self_contained >= 0 and self.adjacent >= 0.0
-        ):
+        if min(self.whole, self.context, self.self_contained, self.adjacent, self.per_session) < 0:
             raise ValueError(f"message weights must not be negative: {self}")
 
 

@@ -12,7 +12,8 @@ agent's next message builds on is usually an *exchange*, the user's turn and the
 which the search may find one well and the other poorly (a long reply shares few words with the
 message). Each scored turn gains ``adjacent`` times the score of its best scored neighbour one turn
 away in its session (scores taken min-max normalised over the scored turns, so the weight means the
-same for any scorer), and the list is re-sorted.
+same for any scorer), and the list is re-sorted. ``diversify`` then keeps one session from filling
+the top: past its ``cap``-th turn, a session's turns follow every other session's.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import replace
 from dualmem.read.trace import SessionHit
 from dualmem.types import Evidence
 
-__all__ = ["TURN_WEIGHTS", "add_up", "group_sessions"]
+__all__ = ["TURN_WEIGHTS", "add_up", "diversify", "group_sessions"]
 
 #: how much a session's best, second and third turn count towards its score
 TURN_WEIGHTS: tuple[float, ...] = (1.0, 0.5, 0.25)
@@ -69,3 +70,19 @@ def add_up(
         out.append(replace(e, score=norm[e.node.id] + adjacent * max(near, default=0.0)))
     out.sort(key=lambda e: (-e.score, e.node.id))
     return out
+
+
+def diversify(ranked: Sequence[Evidence], cap: int) -> list[Evidence]:
+    """``ranked`` with each session's turns past its ``cap``-th moved after every other turn (in
+    their order); ``cap`` 0 leaves it as it is. A memory without a session is a session of its own."""
+    if cap < 0:
+        raise ValueError(f"cap must not be negative, got {cap}")
+    if cap == 0:
+        return list(ranked)
+    seen: dict[str, int] = {}
+    first: list[Evidence] = []
+    rest: list[Evidence] = []
+    for e in ranked:
+        seen[_key(e)] = seen.get(_key(e), 0) + 1
+        (first if seen[_key(e)] <= cap else rest).append(e)
+    return first + rest
