@@ -127,8 +127,8 @@ def test_the_weights_are_chosen_without_the_corpus_or_fold_they_are_scored_on() 
     cv = load_bench("messages/cv.py")
 
     def row(corpus: str, fold: str, shape: str, a: float, b: float) -> dict[str, object]:
-        return {"corpus": corpus, "fold": fold, "shape": shape, "clauses": 2,
-                "r10": {"bm25": 0.0, "off": 0.1, "A": a, "B": b}}  # fmt: skip
+        return {"corpus": corpus, "fold": fold, "shape": shape, "clauses": 2, "conversation": fold,
+                "source": [0], "r10": {"bm25": 0.0, "off": 0.1, "A": a, "B": b}}  # fmt: skip
 
     rows = [
         row("x", "x/0", "wrapped", 1.0, 0.0),  # x prefers A
@@ -136,11 +136,13 @@ def test_the_weights_are_chosen_without_the_corpus_or_fold_they_are_scored_on() 
         row("y", "y/0", "message", 0.0, 1.0),  # y and z prefer B
         row("z", "z/0", "multi", 0.0, 1.0),
         row("z", "z/0", "clean", 0.3, 0.3),  # clean rows never choose
+        row("x", "x/0", "clean", 0.5, 0.7),  # x/0's wrapped question asked clean
     ]
     out = cv.cross_validate(rows, ["A", "B"])
     assert out["chosen"]["loco"] == {"x": "B", "y": "A", "z": "A"}  # each by the other two
     assert out["chosen"]["within"]["x/0"] == "B"  # x/1 (A) against y and z (B): each corpus counts once
     assert out["table"]["x"]["wrapped"]["loco"] == 0.0
+    assert out["table"]["x"]["wrapped"]["clean, same questions"] == 0.7  # under x's choice, B
     assert out["table"]["z"]["clean"]["n"] == 1
     assert cv.choose([row("z", "z/0", "clean", 0.3, 0.9)], ["A", "B"]) == "A"  # nothing to choose on
     assert "| x | wrapped | 2 (2) |" in cv.report(out)

@@ -31,6 +31,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -127,10 +128,15 @@ def fold_scorers(work: Path, corpora: Sequence[str], trees: int) -> dict[str, Tr
 
 
 def queries(corpora: Sequence[str], per_shape: int | None, clean: int | None = None) -> list[dict[str, Any]]:
-    """The derived queries of ``corpora`` (``derive.py``), at most ``per_shape`` of a shape and
-    corpus (every n-th, stable); the agent chats' message queries all."""
+    """The derived queries of ``corpora`` (``derive.py``): at most ``clean`` clean questions a corpus
+    (every n-th, stable), the wrapped and unseen forms of at most ``per_shape`` of *those same*
+    questions (so that wrapped and clean compare on one set), at most ``per_shape`` multi-request
+    messages; the agent chats' message queries all."""
     from derive import derive_conversation
     from research.corpora import conversations, fold_of
+
+    def every(items: list[dict[str, Any]], n: int | None) -> list[dict[str, Any]]:
+        return items if n is None else items[:: max(1, len(items) // n)][:n]
 
     out: list[dict[str, Any]] = []
     for name in corpora:
@@ -141,12 +147,16 @@ def queries(corpora: Sequence[str], per_shape: int | None, clean: int | None = N
             turns = {o.turn_id for o in conv.observations if o.turn_id}
             for q in derive_conversation(name, conv.id, conv.questions, turns):
                 mine.append({**q, "fold": folds[conv.id]})
-        for shape in ("clean", *MESSAGE_SHAPES):
-            these = [q for q in mine if q["shape"] == shape]
-            n = clean if shape == "clean" else per_shape
-            if n is not None and shape != "message":
-                these = these[:: max(1, len(these) // n)][:n]
-            out += these
+        picked = every([q for q in mine if q["shape"] == "clean"], clean)
+        wrapped = {(q["conversation"], q["source"][0]) for q in every(picked, per_shape)}
+        out += picked
+        out += [
+            q
+            for q in mine
+            if q["shape"] in ("wrapped", "unseen") and (q["conversation"], q["source"][0]) in wrapped
+        ]
+        out += every([q for q in mine if q["shape"] == "multi"], per_shape)
+        out += [q for q in mine if q["shape"] == "message"]
     return out
 
 
@@ -285,6 +295,8 @@ def cross_validate(rows: Sequence[Mapping[str, Any]], grid: Sequence[str]) -> di
     for f in sorted({r["fold"] for r in rows}):
         chosen["within"][f] = choose([r for r in rows if r["fold"] != f], grid)
     table: dict[str, Any] = {}
+    clean: dict[tuple[str, int], Mapping[str, Any] | None] = defaultdict(lambda: None)
+    clean.update({(r["conversation"], r["source"][0]): r for r in rows if r["shape"] == "clean"})
     for c in sorted({r["corpus"] for r in rows}):
         for shape in ("clean", *MESSAGE_SHAPES):
             mine = [r for r in rows if r["corpus"] == c and r["shape"] == shape]
@@ -301,6 +313,12 @@ def cross_validate(rows: Sequence[Mapping[str, Any]], grid: Sequence[str]) -> di
                 "loco": statistics.fmean(r10(r, chosen["loco"][c]) for r in mine),
                 "within": statistics.fmean(r10(r, chosen["within"][r["fold"]]) for r in mine),
             }
+            same = [clean[r["conversation"], r["source"][0]] for r in mine if shape in ("wrapped", "unseen")]
+            same = [r for r in same if r is not None]
+            if same:  # the same questions asked clean, under the same choice
+                table[c][shape]["clean, same questions"] = statistics.fmean(
+                    r10(r, chosen["loco"][c]) for r in same
+                )
     everywhere = choose(rows, grid)
     return {
         "chosen": chosen,
@@ -312,14 +330,16 @@ def cross_validate(rows: Sequence[Mapping[str, Any]], grid: Sequence[str]) -> di
 
 def report(cv: Mapping[str, Any]) -> str:
     lines = [
-        "| corpus | shape | n | bm25 | off | hand-set | within | LOCO | LOCO − bm25 |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| corpus | shape | n | bm25 | off | hand-set | within | LOCO | LOCO − bm25 | same, clean |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c, shapes in cv["table"].items():
         for shape, s in shapes.items():
+            same = s.get("clean, same questions")
             lines.append(
                 f"| {c} | {shape} | {s['n']} ({s['multi-clause']}) | {s['bm25']:.3f} | {s[OFF]:.3f} | "
-                f"{s['hand-set']:.3f} | {s['within']:.3f} | {s['loco']:.3f} | {s['loco'] - s['bm25']:+.3f} |"
+                f"{s['hand-set']:.3f} | {s['within']:.3f} | {s['loco']:.3f} | {s['loco'] - s['bm25']:+.3f} | "
+                + (f"{same:.3f} |" if same is not None else "|")
             )
     lines.append("")
     lines.append(f"LOCO choices: {cv['chosen']['loco']}")
