@@ -343,3 +343,13 @@ def test_a_long_message_adds_up_its_exchanges(mem: Memory, monkeypatch: pytest.M
     )
     assert seen == [0.5]
     assert found.evidence
+
+
+def test_the_whole_message_can_stay_the_focus() -> None:
+    """``whole_focus``: the message is searched as it is, each need adding its own lists."""
+    ctl = BuiltinController()
+    message = "Back from the gym, my legs are jelly. When did Caroline go to the LGBTQ support group?"
+    plan = understand(message, ctl.decide, MessageWeights(context=0.0, whole_focus=True))
+    assert plan is not None
+    assert plan.focus == message
+    assert plan.extra == (("When did Caroline go to the LGBTQ support group?", 1.0),)

@@ -62,6 +62,8 @@ GRID: tuple[MessageWeights, ...] = (
     *(MessageWeights(w, c, 4) for w, c in itertools.product((0.25, 0.5, 1.0), (0.0, 0.25, 0.5, 1.0))),
     MessageWeights(0.25, 0.25, 2),
     MessageWeights(0.25, 0.25, 6),
+    MessageWeights(0.0, 0.0, 4, whole_focus=True),
+    MessageWeights(0.0, 0.5, 4, whole_focus=True),
 )
 ADJACENT: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5, 1.0)
 #: and at every ``per_session`` cap (``read.sessions.diversify``, applied after ``add_up``, the same way)
@@ -71,7 +73,8 @@ add_up_of_run = read_loop._add_up
 
 
 def key(w: MessageWeights) -> str:
-    return f"w{w.whole:g}-c{w.context:g}-s{w.self_contained}-a{w.adjacent:g}-d{w.per_session}"
+    mode = "W" if w.whole_focus else "w"
+    return f"{mode}{w.whole:g}-c{w.context:g}-s{w.self_contained}-a{w.adjacent:g}-d{w.per_session}"
 
 
 def points() -> list[MessageWeights]:
@@ -363,18 +366,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the packaged scorer everywhere (in-sample: a quick look only)",
     )
     parser.add_argument("--trees", type=int, default=300)
-    parser.add_argument("--out", type=Path, default=None, help="write the table and rows here (JSON)")
+    parser.add_argument("--out", type=Path, default=None, help="write the table and choices here (JSON)")
+    parser.add_argument("--rows", action="store_true", help="--out holds every query's row too")
+    parser.add_argument(
+        "--candidates",
+        choices=["needs", "all"],
+        default="needs",
+        help="needs: the plan's configurations that search the needs (the cost bar: no whole-message "
+        "embedding); all: also the whole message as the focus, and no plan",
+    )
     ns = parser.parse_args(argv)
     _copy_builds(ns.builds, ns.work / "builds", ns.corpora if ns.packaged else CORPORA)
     scorers = dict.fromkeys(ns.corpora) if ns.packaged else fold_scorers(ns.work, ns.corpora, ns.trees)
     qs = queries(ns.corpora, ns.per_shape, ns.clean)
     rows = search_all(qs, ns.work, scorers, GRID)
-    cv = cross_validate(rows, [key(w) for w in points()])
+    every = [key(w) for w in points()]
+    if ns.candidates == "needs":
+        every = [key(w) for w in points() if not w.whole_focus]
+    else:
+        every.append(OFF)
+    cv = cross_validate(rows, every)
     text = report(cv)
     print(text)
     if ns.out is not None:
         ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps({**cv, "rows": rows}, indent=1) + "\n", encoding="utf-8")
+        keep = {"rows": rows} if ns.rows else {}  # rows quote LoCoMo's questions: never committed
+        ns.out.write_text(json.dumps({**cv, **keep}, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

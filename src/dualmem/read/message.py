@@ -41,15 +41,21 @@ class MessageWeights:
     """The weights of the lists fused with the focus's (weighted reciprocal-rank fusion; the focus
     counts 1, as does each of several need clauses) and the self-contained threshold.
 
-    ``WEIGHTS`` were chosen by cross-validation over the dev corpora' message-shaped queries
-    (``bench/messages/cv.py``: leave-one-corpus-out beside within-corpus; the grid and the choice of
-    each fold are in ``bench/messages/README.md``)."""
+    The defaults were chosen by cross-validation over the four dev corpora' message-shaped queries
+    (``bench/messages/cv.py``, 2026-12-06: the grid point best on all four, under the fold scorers;
+    leave-one-corpus-out beside within-corpus and what each fold chose are in
+    ``bench/messages/README.md``). The hand-set weights before were 0.25, 0.25, 4, no ``adjacent``."""
 
-    whole: float = 0.25  # the whole message, when the focus leaves something out
-    context: float = 0.25  # each context clause left out of the focus
+    whole: float = 0.5  # the whole message, when the focus leaves something out
+    context: float = 1.0  # each context clause left out of the focus
     self_contained: int = 4  # needs with at least this many content words are searched alone
-    adjacent: float = 0.0  # a turn gains this much of its scored neighbour's score (``read.sessions.add_up``)
+    adjacent: float = (
+        0.25  # a turn gains this much of its scored neighbour's score (``read.sessions.add_up``)
+    )
     per_session: int = 0  # at most this many turns of a session before the others' (0: no cap)
+    #: the search runs on the whole message (its features, routing and scoring as without a plan)
+    #: and each need clause adds its own lists at weight 1 (context clauses at ``context``)
+    whole_focus: bool = False
 
     def __post_init__(self) -> None:
         if min(self.whole, self.context, self.self_contained, self.adjacent, self.per_session) < 0:
@@ -88,20 +94,20 @@ class MessagePlan:
     @property
     def focus(self) -> str:
         """The text searched in place of the message (see the module docstring)."""
-        if not self.needs:
+        if not self.needs or self.weights.whole_focus:
             return self.message
         return " ".join(c.text for c in self.clauses if c.label == "need" or self._in_focus(c))
 
     def _in_focus(self, c: ClauseDecision) -> bool:
         """A context clause joins the focus when the needs say too little on their own."""
-        return c.label == "context" and not self.self_contained
+        return c.label == "context" and not self.self_contained and not self.weights.whole_focus
 
     @property
     def extra(self) -> tuple[tuple[str, float], ...]:
         """(text, weight) of each list fused with the focus's: the whole message, the needs, the
         context left out of the focus."""
         needs = self.needs
-        clauses = [(t, 1.0) for t in needs] if len(needs) > 1 else []
+        clauses = [(t, 1.0) for t in needs] if len(needs) > 1 or self.weights.whole_focus else []
         if needs:
             clauses += [
                 (c.text, self.weights.context)
