@@ -17,6 +17,9 @@ batched request, so a model backend can do it better than the builtin's cues) an
   clause when there are several (two or three requests in one message: each gets its own vector and
   lexical candidates, so that one need cannot crowd out the other), and each context clause left
   out of the focus; at most ``budget`` clause lists, needs first.
+
+The lists' weights, and what the search does with the turns it found (``adjacent``, ``per_session``:
+``dualmem.read.sessions``), are a :class:`MessageWeights`.
 """
 
 from __future__ import annotations
