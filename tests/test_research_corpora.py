@@ -21,3 +21,39 @@ def test_the_cjk_corpus_is_five_folds_of_whole_users() -> None:
     folds = fold_of("cjk", ids)
     assert sorted(set(folds.values())) == [f"cjk/fold{i}" for i in range(5)]
     assert all(c.questions for c in convs)
+
+
+def test_cjk_loco_recounts_lengths_and_ranks_bigrams_as_the_cjk_eval_does() -> None:
+    import numpy as np
+    from research.cjk_loco import LENGTHS, bigram_ranker, score, with_lengths
+    from research.pools import QueryPool
+
+    from dualmem.read.pool import FEATURES
+
+    texts = ("我家的猫叫年糕，今年三岁了。", "ok")
+    pool = QueryPool(
+        conversation="zh-01",
+        index=0,
+        category="single",
+        evidence=("m1",),
+        turn_ids=("m1", "m2"),
+        features=np.zeros((2, len(FEATURES))),
+        labels=np.array([1.0, 0.0]),
+        neighbour_only=np.zeros(2, dtype=bool),
+        baselines={},
+        pool_ms=0.0,
+        contents=texts,
+    )
+    spaces = with_lengths([pool], LENGTHS["spaces"])[0].features
+    chars = with_lengths([pool], LENGTHS["chars"])[0].features
+    short, log_len = FEATURES.index("short"), FEATURES.index("log_len")
+    assert spaces[0, short] == 1.0  # one whitespace word: "short", as a content-free turn
+    assert chars[0, short] == 0.0  # 12 characters: 4 + 4 words
+    assert chars[0, log_len] > spaces[0, log_len]
+    assert spaces[1].tolist() == chars[1].tolist()  # English counts alike
+    assert not pool.features.any()  # the pool itself is left as it was
+
+    ranked = bigram_ranker({"m1": texts[0], "m2": "今天天气很好", "m3": "猫粮买好了"})("我家的猫叫什么？")
+    assert ranked[0] == "m1"
+    assert "m2" not in ranked
+    assert score(("m1", "m3"), ["m1", "m2", "m3"]) == {"R@5": 1.0, "R@n": 0.0, "first": 1.0}
