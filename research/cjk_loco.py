@@ -48,7 +48,7 @@ from research.cv import QueryPool, rank, recall_at_k
 from research.cv_joint import Corpora
 from research.loco import fit, load
 
-__all__ = ["LENGTHS", "bigram_ranker", "main", "score", "with_lengths"]
+__all__ = ["LENGTHS", "MODES", "bigram_ranker", "main", "score", "with_lengths"]
 
 _LEN, _SHORT = FEATURES.index("log_len"), FEATURES.index("short")
 _CJK = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -148,7 +148,12 @@ def _train(data: Corpora, keep: Callable[[str], bool]) -> dict[str, list[QueryPo
     return out
 
 
-def run_cjk(data: Corpora, settings: TreeSettings, lengths: Sequence[str]) -> list[dict[str, Any]]:
+MODES = ("loco", "within", "cjk-only")
+
+
+def run_cjk(
+    data: Corpora, settings: TreeSettings, lengths: Sequence[str], modes: Sequence[str] = MODES
+) -> list[dict[str, Any]]:
     cjk = [c for c, name in data.corpus_of.items() if name == "cjk"]
     folds = sorted({data.fold_of[c] for c in cjk})
     bigram = {
@@ -172,7 +177,7 @@ def run_cjk(data: Corpora, settings: TreeSettings, lengths: Sequence[str]) -> li
                     lambda c, fold=fold: data.corpus_of[c] == "cjk" and data.fold_of[c] != fold,
                 )
             )
-        for mode, held, keep in plans:
+        for mode, held, keep in [plan for plan in plans if plan[0] in modes]:
             started = time.perf_counter()
             ranker, _ = fit(_train(data, keep), settings, choose=False)
             rows += _cjk_rows(data, held, ranker, mode, name, bigram)
@@ -253,12 +258,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trees", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--lengths", nargs="+", default=list(LENGTHS), choices=list(LENGTHS))
+    parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES, help="CJK held out how")
     parser.add_argument("--english", action="store_true", help="also each English corpus held out ± CJK")
     parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
     ns = parser.parse_args(argv)
     data = load(ns.builds, [*ns.english_corpora, "cjk"], limit=ns.limit, augment=ns.augment)
     settings = TreeSettings(trees=ns.trees, threads=ns.threads)
-    rows = run_cjk(data, settings, ns.lengths)
+    rows = run_cjk(data, settings, ns.lengths, ns.modes)
     english = run_english(data, settings) if ns.english else []
     figures, eng = summary(rows), english_summary(english)
     ns.out.mkdir(parents=True, exist_ok=True)
