@@ -42,20 +42,39 @@ from typing import Any
 import numpy as np
 
 from dualmem.learn.boost import TreeSettings
-from dualmem.read.pool import FEATURES, cjk_words
+from dualmem.read.pool import FEATURES
 from research.corpora import ENGLISH, SHUFFLED, conversations
 from research.cv import QueryPool, rank, recall_at_k
 from research.cv_joint import Corpora
 from research.loco import fit, load
 
-__all__ = ["LENGTHS", "MODES", "bigram_ranker", "main", "score", "with_lengths"]
+__all__ = ["LENGTHS", "MODES", "bigram_ranker", "cjk_words", "main", "score", "with_lengths"]
 
 _LEN, _SHORT = FEATURES.index("log_len"), FEATURES.index("short")
 _CJK = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"([{_CJK}]+)|([A-Za-z0-9]+)")
 
-#: how a candidate's length in words is counted: whitespace words (the English rule, as before
-#: issue 44), or the pool's rule (``dualmem.read.pool.cjk_words``)
+#: Han and kana: scripts written without spaces (Hangul is spaced by words, and counted as English)
+_UNSPACED = re.compile(
+    "[\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff]+"
+)
+#: characters of a Chinese or Japanese word on average (a-priori, not fitted)
+CHARS_PER_WORD = 1.5
+
+
+def cjk_words(text: str) -> int:
+    """``text``'s length in words: its whitespace words (English, Korean); with Han or kana, each
+    run counts ``ceil(len / CHARS_PER_WORD)`` and the punctuation between runs nothing. (The pool
+    counts whitespace words: a Chinese message is one. This count lost under the CV here.)"""
+    if _UNSPACED.search(text) is None:
+        return len(text.split())
+    runs = _UNSPACED.findall(text)
+    rest = [w for w in _UNSPACED.sub(" ", text).split() if any(map(str.isalnum, w))]  # not "，" alone
+    return len(rest) + sum(math.ceil(len(r) / CHARS_PER_WORD) for r in runs)
+
+
+#: how a candidate's length in words is counted: whitespace words (the pool's rule), or Han and
+#: kana runs by their characters (``cjk_words``)
 LENGTHS: Mapping[str, Callable[[str], int]] = {
     "spaces": lambda text: len(text.split()),
     "chars": cjk_words,

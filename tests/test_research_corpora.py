@@ -57,3 +57,14 @@ def test_cjk_loco_recounts_lengths_and_ranks_bigrams_as_the_cjk_eval_does() -> N
     assert ranked[0] == "m1"
     assert "m2" not in ranked
     assert score(("m1", "m3"), ["m1", "m2", "m3"]) == {"R@5": 1.0, "R@n": 0.0, "first": 1.0}
+
+
+def test_cjk_words_counts_han_and_kana_runs_by_characters_and_the_rest_by_spaces() -> None:
+    from research.cjk_loco import cjk_words
+
+    assert cjk_words("我已经从杭州滨江搬走了，现在住在深圳南山的科技园附近。") == 18  # 11 + 14 characters
+    assert cjk_words("你还记得我家的猫叫什么吗？") == 8
+    assert cjk_words("我用 uv 管理 Python 包") == 7
+    assert cjk_words("東京に引っ越しました") == 7
+    assert cjk_words("지금은 서울 강남에 살고 있어요") == 5  # Hangul is spaced: its words
+    assert cjk_words("I moved - to Shenzhen") == 5  # English: every whitespace word, as the pool counts

@@ -26,8 +26,8 @@ speaker         the node's speaker is a person the query names, or (speakers tha
                 role it asks about: the assistant for "what did you suggest", the user for "where
                 do I live" (``text.query.perspective``)
 other_speaker   the query names persons (or a role) and the node's speaker is none of them
-log_len         log(1 + words) / 5 (words: ``cjk_words``, whitespace words of text without Han or
-                kana, whose runs count a word per 1.5 characters)
+log_len         log(1 + words) / 5 (whitespace words: a Chinese message is one; counting its
+                characters was tried and lost under cross-validation, ``research.cjk_loco``)
 short           at most 8 words
 time            the query's grounded time overlaps the node's day or its grounded references
 neighbour       the node is in the pool only as a neighbour
@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -78,7 +77,6 @@ __all__ = [
     "PoolSettings",
     "analyze_query",
     "build_pool",
-    "cjk_words",
     "extend_pool",
     "pool_prior",
     "restrict_pool",
@@ -629,7 +627,7 @@ def _node_columns(out: npt.NDArray[np.float64], nodes: Sequence[Candidate], anal
         speaker = np.fromiter(map(named.__getitem__, speakers), np.float64, len(nodes))
         out[:, _COL["speaker"]] = speaker
         out[:, _COL["other_speaker"]] = 1.0 - speaker
-    words = np.fromiter(map(cjk_words, map(attrgetter("content"), nodes)), np.intp, len(nodes))
+    words = np.fromiter(map(len, map(str.split, map(attrgetter("content"), nodes))), np.intp, len(nodes))
     out[:, _COL["log_len"]] = _log_len(1 << max(8, int(words.max()).bit_length()))[words]
     out[:, _COL["short"]] = words <= 8
     out[:, _COL["question"]] = [_asks(n.content) for n in nodes]
@@ -647,27 +645,6 @@ def _log_len(size: int) -> npt.NDArray[np.float64]:
     table = np.array([math.log1p(w) / 5.0 for w in range(size)], dtype=np.float64)
     table.flags.writeable = False
     return table
-
-
-#: Han and kana: scripts written without spaces (Hangul is spaced by words, and counted as English)
-_UNSPACED = re.compile(
-    "[\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff]+"
-)
-#: characters of a Chinese or Japanese word on average: a run of them counts a word per this many (an
-#: a-priori figure, not fitted: ``research.cjk_loco`` compares it with whitespace words)
-CHARS_PER_WORD = 1.5
-
-
-def cjk_words(text: str) -> int:
-    """``text``'s length in words: its whitespace words (English, Korean); with Han or kana, each
-    run counts ``ceil(len / CHARS_PER_WORD)`` and the punctuation between runs nothing. Chinese
-    and Japanese leave no space between words: a 25-character message is one whitespace word,
-    which a scorer fitted on English reads as a content-free turn."""
-    if _UNSPACED.search(text) is None:
-        return len(text.split())
-    runs = _UNSPACED.findall(text)
-    rest = [w for w in _UNSPACED.sub(" ", text).split() if any(map(str.isalnum, w))]  # not "，" alone
-    return len(rest) + sum(math.ceil(len(r) / CHARS_PER_WORD) for r in runs)
 
 
 def _asks(text: str) -> bool:
