@@ -26,11 +26,12 @@ speaker         the node's speaker is a person the query names, or (speakers tha
                 role it asks about: the assistant for "what did you suggest", the user for "where
                 do I live" (``text.query.perspective``)
 other_speaker   the query names persons (or a role) and the node's speaker is none of them
-log_len         log(1 + words) / 5
+log_len         log(1 + words) / 5 (whitespace words: a Chinese message is one; counting its
+                characters was tried and lost under cross-validation, ``research.cjk_loco``)
 short           at most 8 words
 time            the query's grounded time overlaps the node's day or its grounded references
 neighbour       the node is in the pool only as a neighbour
-question        the node's text is itself a question (it ends with "?"): asking is not answering
+question        the node's text is itself a question (it ends with "?" or "？"): asking is not answering
 pref            the write path's preference type score of the node (eq. 7), when the query asks what
                 someone would like (``text.query.asks_preference``); 0 otherwise
 coherence       the best cosine of the node with a turn just before or after it in its session (when
@@ -649,8 +650,8 @@ def _log_len(size: int) -> npt.NDArray[np.float64]:
 
 
 def _asks(text: str) -> bool:
-    """The text ends as a question (closing quotes, brackets and emphasis aside)."""
-    return text.rstrip().rstrip("\"')]*_ \u201d\u2019").endswith("?")
+    """The text ends as a question (closing quotes, brackets and emphasis aside; "？" in CJK)."""
+    return text.rstrip().rstrip("\"')]*_ \u201d\u2019\u300d\u300f").endswith(("?", "\uff1f"))
 
 
 def _time_match(node: Candidate, analysis: QueryAnalysis) -> bool:
