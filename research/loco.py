@@ -134,6 +134,9 @@ def _search_profile(system: str) -> Profile:
     if system.startswith("dualmem likely="):  # read.likely_update at another value ("off": None)
         value = system.removeprefix("dualmem likely=")
         return base.with_(read__likely_update=None if value == "off" else float(value))
+    if system.startswith("dualmem pair="):  # read.pair_cosine at another value ("off": None)
+        value = system.removeprefix("dualmem pair=")
+        return base.with_(read__pair_cosine=None if value == "off" else float(value))
     what = system.removeprefix("dualmem no-")
     return read_variant(base, what)
 
@@ -288,7 +291,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trees", type=int, default=300, help="tree count when not chosen by inner CV")
     parser.add_argument("--no-choose", action="store_true", help="fixed --trees (no inner CV)")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--increasing", nargs="*", default=[], help="monotone (increasing) features")
+    parser.add_argument(
+        "--increasing",
+        nargs="*",
+        default=None,
+        help="monotone (increasing) features; default: dualmem.learn.boost.RELEVANCE; none given: none",
+    )
     parser.add_argument("--drop", nargs="*", default=[], help="features left out (set to 0)")
     parser.add_argument("--augment", nargs="*", default=[], help="corpora whose shuffled copies train too")
     parser.add_argument("--search", type=Path, default=None, help="LOCO builds to run Memory.search on")
@@ -296,12 +304,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--systems",
         nargs="*",
         default=list(SEARCH_SYSTEMS),
-        help="read-path systems (--search); also 'dualmem likely=X' (read.likely_update X, or off)",
+        help="read-path systems (--search); also 'dualmem likely=X' / 'dualmem pair=X' "
+        "(read.likely_update / read.pair_cosine X, or off)",
     )
     parser.add_argument("--search-corpora", nargs="*", default=None, help="search these only (default: all)")
     ns = parser.parse_args(argv)
     data = load(ns.builds, ns.corpora, limit=ns.limit, augment=ns.augment)
-    settings = TreeSettings(trees=ns.trees, threads=1, increasing=tuple(ns.increasing))
+    increasing = None if ns.increasing is None else tuple(ns.increasing)
+    settings = TreeSettings(trees=ns.trees, threads=1, increasing=increasing)
     if ns.drop:
         cols = [FEATURES.index(f) for f in ns.drop]
         for ps in data.pools.values():

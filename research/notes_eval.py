@@ -139,7 +139,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cv", choices=["within", "loco"], default=None)
     parser.add_argument("--builds", type=Path, default=Path("research-out/builds"), help="recorded builds")
     parser.add_argument("--corpora", nargs="+", default=["notes", "agentchat", "locomo", "memgallery"])
+    parser.add_argument(
+        "--pair-cosine",
+        default=None,
+        help="read.pair_cosine for the reads ('off': None); default: the profile's",
+    )
     ns = parser.parse_args(argv)
+    read = Profile.builtin()
+    if ns.pair_cosine is not None:
+        read = read.with_(read__pair_cosine=None if ns.pair_cosine == "off" else float(ns.pair_cosine))
     convs = conversations("notes", ns.limit)
     weights_of: dict[str, BuiltinWeights | None] = {}
     if ns.cv is not None:
@@ -147,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         weights = None if ns.heads is None else overlay(json.loads(ns.heads.read_text())["decisions"])
         weights_of = {c.id: weights for c in convs}
-    result = evaluate(ns.out, weights_of, limit=ns.limit)
+    result = evaluate(ns.out, weights_of, profile=read, limit=ns.limit)
     print(json.dumps(result, indent=1))
     return 0
 

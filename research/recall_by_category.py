@@ -1,6 +1,7 @@
 """R@10 by question category on one dev corpus: ``Memory.search`` (builtin read profile) beside BM25
 over the same builds, with written supersession on (the builtin write path) or off (``--mode nosup``:
-no supersession at write time, no ``read.likely_update``).
+no supersession at write time, no ``read.likely_update``, no ``read.pair_cosine``; ``--mode
+nopair``: supersession on, ``read.pair_cosine`` off, the read rule before issue 46's second pass).
 
 Builds use the builtin write profile with consolidation inline (``research.builds.build`` caches
 them by conversation, profile and weights; the packaged weights, so the agent chats are in-sample
@@ -34,7 +35,9 @@ def recall_by_category(
     read = Profile.builtin()
     if mode == "nosup":
         write = write.with_(write__supersede_threshold=None)
-        read = read.with_(read__likely_update=None)
+        read = read.with_(read__likely_update=None, read__pair_cosine=None)
+    if mode == "nopair":
+        read = read.with_(read__pair_cosine=None)
     rows: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for conv in conversations(corpus, limit):
         path = build(conv, out, profile=write)
@@ -65,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpus", choices=["notes", "agentchat", "locomo", "memgallery"])
     parser.add_argument("--out", type=Path, required=True, help="the builds' folder (cached)")
-    parser.add_argument("--mode", choices=["sup", "nosup"], default="sup")
+    parser.add_argument("--mode", choices=["sup", "nosup", "nopair"], default="sup")
     parser.add_argument("--limit", type=int, default=None, help="the first N conversations")
     ns = parser.parse_args(argv)
     print(json.dumps(recall_by_category(ns.corpus, ns.out, ns.mode, ns.limit), indent=1))

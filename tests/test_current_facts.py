@@ -194,3 +194,62 @@ def test_a_question_about_a_slot_is_not_moved_by_a_supersession_from_outside_it(
         assert found == [asthma, trip]
         found = [e.node.id for e in s.search("What is going on with Jon?", k=2).evidence]
         assert found == [trip, asthma]  # no slot asked: the written version rule holds
+
+
+def test_two_notes_state_one_fact_when_close_and_the_newer_says_it_changed() -> None:
+    from dualmem.errors import InvalidInput
+    from dualmem.text.slots import same_fact, slot_of, states_update
+
+    old, new = "Daily step goal: 8,000.", "Step target bumped to 10k now the knee has settled."
+    a, b = slot_of(old), slot_of(new)
+    assert not a.same(b)  # neither text names a slot the cues know
+    assert states_update(new)
+    assert not states_update(old)
+    assert same_fact(a, b, new, 0.52)
+    assert not same_fact(a, b, new, 0.45)  # not close enough
+    assert not same_fact(a, b, "Step target: 10k.", 0.9)  # nothing says it changed
+    assert not same_fact(a, b, new, 0.9, speakers=("assistant", "user"))  # a suggestion is no fact
+    phone, plan = slot_of("Mira's phone is a Pixel 7."), slot_of("Mira moved to the family plan now.")
+    assert not same_fact(phone, plan, "Mira moved to the family plan now.", 0.9)  # two known attributes
+    with pytest.raises(InvalidInput):
+        same_fact(a, b, new, float("nan"))
+
+
+def test_versions_the_write_path_did_not_link_answer_newest_first(minilm: Embedder, tmp_path: Path) -> None:
+    """``read.pair_cosine``: a present-tense question whose best results hold an older and a newer
+    note of one fact (nothing superseded at write time) gets the newer first, the older right after;
+    a question about another note is untouched, and a question about the past is not reordered."""
+    from dualmem import Profile
+    from dualmem.control.scripted import ScriptedController
+
+    path = tmp_path / "p.db"
+    table = {
+        "relation.supersedes": 0.0,
+        "relation.time": "unknown",
+        "consolidate.representation": "uncertain",
+    }
+    writer = ScriptedController(table, default=0.1)  # type: ignore[arg-type]
+    old, new = "Daily step goal: 8,000.", "Step target bumped to 10k now the knee has settled."
+    with Memory.open(path, embedder=minilm, controller=writer, answerer=None) as m:
+        s = m.scope("u")
+        for i, t in enumerate(NOTES[:6]):
+            s.add(t, speaker="agent", at=f"2024-03-{i + 1:02d}T10:00:00Z")
+        ids = {
+            t: s.add(t, speaker="agent", at=at)
+            for t, at in ((old, "2024-03-10T10:00:00Z"), (new, "2024-05-01T10:00:00Z"))
+        }
+        assert s.get(ids[old]).valid_to is None  # the write path linked nothing
+    orders = {}
+    for cosine in (None, 0.5):
+        profile = Profile.builtin().with_(read__pair_cosine=cosine, read__likely_update=None)
+        with Memory.open(path, embedder=minilm, answerer=None, profile=profile) as m:
+            orders[cosine] = [
+                e.node.content for e in m.search("What is the daily step goal?", user="u", k=10).evidence
+            ]
+            other = [
+                e.node.content for e in m.search("What instrument does Mira play?", user="u", k=10).evidence
+            ]
+            assert other[0] == NOTES[4]
+    assert orders[None].index(old) < orders[None].index(new)  # as scored: the old text matches better
+    assert orders[0.5][0] == new
+    assert orders[0.5][1] == old  # the older version stays, right after

@@ -68,6 +68,9 @@ EXTENSIONS: Mapping[str, str] = {
     "result (relation.supersedes at least this, below the write's own threshold) is ranked as its current "
     "version for this query when both state the same slot (text/slots.py); None: only written "
     "supersessions count; paper: n/a",
+    "read.pair_cosine": "with prefer_current, two of a present-tense query's best results that state one "
+    "fact (no known slot apart, embeddings at least this close, the newer saying that something changed: "
+    "text/slots.py same_fact) are ranked newer first, the older right after; None: off; paper: n/a",
     "read.k_fill": "the K passed on are every scored candidate by its final score, then unscored pool "
     "candidates by RRF (read/scoring.py anchor_fill); paper: False (only scored candidates)",
     "read.pool": "N, the depth of each search of the candidate pool (vector, lexical as written and "
@@ -184,6 +187,9 @@ class ReadProfile:
     #: see ``EXTENSIONS["read.likely_update"]`` (``read.versions``); 0.4 was chosen on the agent
     #: chats' update questions with the notes held out (docs/benchmarks.md)
     likely_update: float | None = 0.4
+    #: see ``EXTENSIONS["read.pair_cosine"]`` (``read.versions``); 0.5 chosen on the notes corpus's
+    #: labelled pairs (``research.slot_agreement``), docs/current-facts.md
+    pair_cosine: float | None = 0.5
     #: a round may propose up to ``expansion_factor`` x W neighbours for scoring (extension)
     expansion_factor: int = 2
     #: when the loop admitted fewer than K, fill the K with scored runners-up, then RRF anchors
@@ -273,6 +279,7 @@ class Profile:
                 edges_per_node=None,
                 anchors=10,
                 likely_update=None,
+                pair_cosine=None,
             ),
         )
 

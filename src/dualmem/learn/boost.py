@@ -8,6 +8,12 @@ scorer answers. The number of trees is chosen by leave-one-group-out recall@10
 (``choose_trees``); the other settings are fixed: 7 leaves a tree, at least 50 candidates a leaf,
 learning rate 0.05.
 
+No recency prior (issue 46): the score may only rise with the features that say how well a
+candidate matches the query (:data:`RELEVANCE`, LightGBM's monotone constraints, the default), and
+no pool feature says how old a memory is (``dualmem.read.pool``: a memory written later scores
+exactly as one written earlier); only a version relation (``read.versions``) puts a newer memory
+first.
+
 LightGBM is needed to fit only: ``pip install 'dualmem[learn]'``.
 """
 
@@ -24,13 +30,38 @@ from dualmem.control.trees import MAX_LEAVES, Tree, TreeRanker
 from dualmem.errors import ConfigError, InvalidInput
 from dualmem.learn.fit import fit_logistic
 
-__all__ = ["TREE_GRID", "Group", "TreeSettings", "choose_trees", "fit_trees", "recall10"]
+__all__ = [
+    "RELEVANCE",
+    "TREE_GRID",
+    "Group",
+    "TreeSettings",
+    "choose_trees",
+    "fit_trees",
+    "monotone",
+    "recall10",
+]
 
 FloatArray = npt.NDArray[np.float64]
 #: one query's pool: its feature rows and their 0/1 (or soft, thresholded at 0.5) relevance targets
 Group = tuple[FloatArray, FloatArray]
 #: the tree counts ``choose_trees`` compares
 TREE_GRID: tuple[int, ...] = (100, 200, 300, 400)
+#: the pool features that measure how well a candidate matches the query (its text, its context, its
+#: neighbours', the speaker and the time the query names): the score never falls as one rises
+RELEVANCE: tuple[str, ...] = (
+    "vec",
+    "vec_rank",
+    "ctx_vec",
+    "nb_vec",
+    "lex",
+    "lex_rank",
+    "lex_q",
+    "lex_q_rank",
+    "nb_lex",
+    "ctx_lex",
+    "speaker",
+    "time",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +76,9 @@ class TreeSettings:
     seed: int = 0
     threads: int = 0  # LightGBM's default (OpenMP's); results are reproducible for one thread count
     #: features the score may only rise with (LightGBM's monotone constraints): a candidate more like
-    #: the query never scores lower for it, whatever memory the trees were fitted on
-    increasing: tuple[str, ...] = ()
+    #: the query never scores lower for it, whatever memory the trees were fitted on; ``None``: those
+    #: of :data:`RELEVANCE` among the features fitted, ``()``: none
+    increasing: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.trees < 1 or not 2 <= self.leaves <= MAX_LEAVES or self.min_rows < 1:
@@ -86,7 +118,8 @@ def _booster(
     x: FloatArray, y: npt.NDArray[np.int64], sizes: Sequence[int], s: TreeSettings, names: Sequence[str]
 ) -> Any:
     lgb = require_lightgbm()
-    unknown = sorted(set(s.increasing) - set(names))
+    increasing = monotone(s, names)
+    unknown = sorted(set(increasing) - set(names))
     if unknown:
         raise InvalidInput(f"monotone features {unknown} are not among the features")
     params: dict[str, Any] = {
@@ -101,10 +134,17 @@ def _booster(
         "num_threads": s.threads,
         "verbosity": -1,
     }
-    if s.increasing:
-        params["monotone_constraints"] = [1 if n in s.increasing else 0 for n in names]
+    if increasing:
+        params["monotone_constraints"] = [1 if n in increasing else 0 for n in names]
     data = lgb.Dataset(x, label=y, group=sizes, params={"verbosity": -1})
     return lgb.train(params, data, num_boost_round=s.trees)
+
+
+def monotone(settings: TreeSettings, names: Sequence[str]) -> tuple[str, ...]:
+    """The features ``settings`` constrains to rise (``None``: :data:`RELEVANCE` among ``names``)."""
+    if settings.increasing is None:
+        return tuple(n for n in names if n in RELEVANCE)
+    return settings.increasing
 
 
 def _tree(node: Mapping[str, Any]) -> Tree:
@@ -161,7 +201,7 @@ def fit_trees(
         "leaves": s.leaves,
         "rate": s.rate,
         "min_rows": s.min_rows,
-        **({"increasing": list(s.increasing)} if s.increasing else {}),
+        **({"increasing": list(monotone(s, names))} if monotone(s, names) else {}),
     }
     return _calibrated(ranker, x, y, prov)
 

@@ -219,7 +219,9 @@ class Retriever:
         if not p.prefer_current or not scored:
             return scored
         slot = query_slot(run.query)
-        rule = VersionRule(run.asks_past, p.superseded_factor, k, run.allowed, p.likely_update, slot)
+        rule = VersionRule(
+            run.asks_past, p.superseded_factor, k, run.allowed, p.likely_update, slot, p.pair_cosine
+        )
         return order_versions(scored, self.store, run.tenant, rule)
 
     def clear_cache(self) -> None:

@@ -30,8 +30,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from dualmem.plane.base import SearchStore
-from dualmem.text.slots import MULTI_VALUED, Slot, may_replace, slot_of
+from dualmem.text.slots import MULTI_VALUED, Slot, may_replace, same_fact, slot_of
 from dualmem.types import Edge, Evidence, Node, Tenant
 
 __all__ = ["VersionRule", "current_first", "node_slot", "order_versions"]
@@ -77,6 +79,7 @@ class VersionRule:
     allowed: frozenset[str] | None = None
     likely: float | None = None
     slot: Slot | None = None
+    pair_cosine: float | None = None
 
 
 def _asked_not_successor(
@@ -120,6 +123,8 @@ def order_versions(
         return out
     if rule.likely is not None:
         _likely_updates(out, store, rule)
+    if rule.pair_cosine is not None:
+        _pair_versions(out, rule)
     _newest_of_slot(out, rule)
     stale = [e for e in out.values() if e.node.valid_to is not None]
     chains: list[tuple[str, list[tuple[str, Edge]]]] = []
@@ -164,6 +169,52 @@ def _newest_of_slot(out: dict[str, Evidence], rule: VersionRule) -> None:
     newest = sorted(mine, key=lambda e: (e.node.at or e.node.created_at, e.node.created_at), reverse=True)
     for i, e in enumerate(newest):
         out[e.node.id] = replace(e, score=top - _BELOW * i)
+
+
+def _pair_versions(out: dict[str, Evidence], rule: VersionRule) -> None:
+    """A present-tense question: of the best results, two current ones that state one fact
+    (``dualmem.text.slots.same_fact``: no known slot apart, close embeddings, the newer saying that
+    something changed) are versions the write path did not link; the newer comes first, the older
+    right after it. Never another slot's memory than the question's, nor a second value of a slot
+    that holds several."""
+    assert rule.pair_cosine is not None
+    best = sorted(out.values(), key=lambda e: (-e.score, e.node.id))[:SLOT_WINDOW]
+    held = [
+        e
+        for e in best
+        if e.node.valid_to is None
+        and e.node.embedding is not None
+        and e.node.at is not None
+        and not _other_slot(rule, e.node)
+    ]
+    held.sort(key=lambda e: (e.node.at, e.node.created_at, e.node.id))  # oldest first
+    newer_of: dict[str, str] = {}
+    for i, old in enumerate(held):
+        for new in held[i + 1 :]:
+            a, b = node_slot(old.node), node_slot(new.node)
+            cosine = float(np.dot(old.node.embedding, new.node.embedding))  # type: ignore[arg-type]
+            if (
+                old.node.at is not None
+                and new.node.at is not None
+                and old.node.at < new.node.at
+                and may_replace(b, a, new.node.content)
+                and same_fact(
+                    a,
+                    b,
+                    new.node.content,
+                    cosine,
+                    threshold=rule.pair_cosine,
+                    speakers=(old.node.speaker, new.node.speaker),
+                )
+            ):
+                newer_of[old.node.id] = new.node.id
+    for old_id in sorted(newer_of, key=lambda i: -out[i].score):
+        current = newer_of[old_id]
+        while current in newer_of:  # the newest of a chain
+            current = newer_of[current]
+        lifted = max(out[current].score, out[old_id].score)
+        out[current] = replace(out[current], score=lifted)
+        out[old_id] = replace(out[old_id], score=lifted - _BELOW)
 
 
 def _likely_updates(out: dict[str, Evidence], store: SearchStore, rule: VersionRule) -> None:

@@ -24,6 +24,7 @@ to it unless the text says it replaces one. No model is needed; most notes' attr
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,13 +36,16 @@ from dualmem.errors import InvalidInput
 __all__ = [
     "ATTRIBUTES",
     "MULTI_VALUED",
+    "PAIR_COSINE",
     "SLOT_KEY",
     "Slot",
     "may_replace",
     "query_slot",
     "question_subject",
     "replaces_value",
+    "same_fact",
     "slot_of",
+    "states_update",
 ]
 
 #: the decision key a node's slot is recorded under (its label is the slot, ``str(Slot)``)
@@ -334,6 +338,55 @@ def may_replace(new: Slot, old: Slot, text: str) -> bool:
 def replaces_value(text: str) -> bool:
     """The text says a value ends or is replaced ("instead of", "no longer", "gave up", ...)."""
     return _REPLACES.search(text.translate(_APOS)) is not None
+
+
+#: the cosine (unit embeddings) at and above which two memories, the newer saying that something
+#: changed, are taken to state one fact (:func:`same_fact`); 0.5 on the notes corpus's labelled
+#: pairs (``research.slot_agreement --cosine``)
+PAIR_COSINE = 0.5
+
+#: the language of a value that changed: switching, moving, replacing, raising or lowering, starting
+#: or ending, correcting, "from now on", "now"
+_UPDATE = re.compile(
+    r"\b(?:switched|switching|switch to|moved|moving|migrated|migrating|ported|replaced|replacing|"
+    r"replace|instead|no longer|not anymore|anymore|any more|no more|now|nowadays|from now on|"
+    r"from here|from today|from next|upgraded|downgraded|dropped|stopped|started|starting|changed|"
+    r"corrected|correction|actually|turns out|turned out|bumped|raised|lowered|increased|decreased|"
+    r"reduced|extended|shortened|as of|renamed|promoted|promotion|relocated|deprecated|swapped|"
+    r"retired|reassigned|transferred|cancelled|canceled|postponed|rescheduled|deferred|rebooked|"
+    r"became|updated|back to|went back|went up|went down|reverted|discontinued|ended|quit|left|"
+    r"took over|handed over|in favour of|in favor of|new|latest|since|going forward|effective|"
+    r"after all|is out|gone|over|renewal|renewed|phased out|handed back|sold|signed|accepted)\b",
+    re.IGNORECASE,
+)
+
+
+def states_update(text: str) -> bool:
+    """The text says a value changed ("switched to", "now", "moved", "went up", "rebooked", ...)."""
+    return _UPDATE.search(text.translate(_APOS)) is not None
+
+
+def same_fact(
+    old: Slot,
+    new: Slot,
+    new_text: str,
+    cosine: float,
+    *,
+    threshold: float = PAIR_COSINE,
+    speakers: tuple[str | None, str | None] = (None, None),
+) -> bool:
+    """Whether an older memory (slot ``old``) and a newer one (slot ``new``, text ``new_text``)
+    state one fact: never two known attributes, nor an assistant's suggestion; the same slot, or
+    texts whose embeddings are close (``cosine`` at least ``threshold``) when the newer one says
+    that something changed (the slot read from two memories, where one text alone does not name it:
+    "Daily step goal: 8,000." and "Step target bumped to 10k now the knee has settled.")."""
+    if not isinstance(cosine, (int, float)) or math.isnan(cosine):
+        raise InvalidInput(f"a cosine is a number, got {cosine!r}")
+    if "assistant" in speakers:
+        return False
+    if old.attribute is not None and new.attribute is not None and old.attribute != new.attribute:
+        return False
+    return old.same(new) or (cosine >= threshold and states_update(new_text))
 
 
 def query_slot(question: str) -> Slot:
