@@ -99,10 +99,13 @@ def test_the_store_answers_a_filter_as_the_python_scan_does(
 ) -> None:
     assert isinstance(store, MemoryStore)
     tenant = Tenant(f"u{next(_tenants)}")
+    agent = Tenant(tenant.user, "a1")
     _put(store, tenant, rows)
+    _put(store, agent, rows[::2])  # the user's view covers its agent's nodes, the agent's its own only
     _put(store, Tenant(f"other{next(_tenants)}"), rows)  # another tenant's equal nodes stay out
     for flt in flts:
         assert store.links.select(tenant, flt) == scan(store, tenant, flt)
+        assert store.links.select(agent, flt) == scan(store, agent, flt)
 
 
 def test_select_is_the_store_query_and_refuses_an_empty_filter(store: Store) -> None:
