@@ -37,6 +37,7 @@ SCRIPTS = [
     "consolidation_locomo.py",
     "crash.py",
     "embed_throughput.py",
+    "filter_cost.py",
     "forget_cost.py",
     "hook_latency.py",
     "ingest_locomo.py",
@@ -200,6 +201,19 @@ def test_forget_cost() -> None:
     assert report["memories"] == 300
     assert report["entities"] > 0
     assert {"shipped_p50_ms", "baseline_p50_ms", "ratio_p50"} <= set(report)
+
+
+def test_filter_cost() -> None:
+    """Both ways answer every filter alike (the script asserts it) and each row has its ratio."""
+    out = _run([sys.executable, str(BENCH / "filter_cost.py"), "--sizes", "300", "--reps", "1"])
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert {(r["store"], r["op"]) for r in rows} == {
+        ("memory", "select"),
+        ("sqlite", "select"),
+        ("sqlite", "search"),
+    }
+    assert all(r["memories"] == 300 and r["ratio_p50"] > 0 for r in rows)
+    assert {r["matches"] for r in rows if r["filter"] == "session" and r["op"] == "select"} == {20}
 
 
 def test_pg_erase_cost() -> None:

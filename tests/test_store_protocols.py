@@ -57,6 +57,9 @@ def test_the_memory_store_is_a_record_store_of_at_most_20_members() -> None:
         base.MetaComponent, lexindex.LexicalComponent,
     ]  # fmt: skip
     assert all(len(_members(c)) <= 7 for c in components)
+    # a filter is answered by the store's index, on the links component (not a 21st member)
+    assert "select" in _members(base.LinkComponent)
+    assert "select_nodes" in _methods(base.LinkIndex)
     assert base.SearchStore is base.MemoryStore
     assert base.WriteStore is base.MemoryStore
 

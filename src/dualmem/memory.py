@@ -100,6 +100,14 @@ def _profile_of(
     return Profile.from_json(stored, source="the database's stored profile")
 
 
+def _in_order(store: MemoryStore, tenant: Tenant, ids: list[str]) -> Iterator[Node]:
+    """The nodes of ``ids`` in that order, read a batch at a time (as far as the caller reads)."""
+    for start in range(0, len(ids), 512):
+        batch = ids[start : start + 512]
+        nodes = store.get_nodes(batch, tenant)
+        yield from (nodes[i] for i in batch if i in nodes)
+
+
 def _has_status(node: Node, status: str) -> bool:
     if status == "superseded":
         return node.valid_to is not None
@@ -492,9 +500,10 @@ class Memory(Closing):
             raise InvalidInput("offset must be an integer >= 0")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise InvalidInput("limit must be an integer >= 1 (or None for all)")
-        found: Iterable[Node] = self.store.iter_nodes(Tenant(user, agent, run))
-        if where is not None and not where.empty():
-            found = filter(where.matches, found)
+        tenant = Tenant(user, agent, run)
+        found: Iterable[Node] = self.store.iter_nodes(tenant)
+        if where is not None and not where.empty():  # the store's query, in the same time order
+            found = _in_order(self.store, tenant, self.store.links.select(tenant, where))
         if status is not None:
             found = (n for n in found if _has_status(n, status))
         if offset >= sys.maxsize:  # no store holds that many (and islice refuses larger bounds)

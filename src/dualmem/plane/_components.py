@@ -18,6 +18,7 @@ from dualmem.plane.base import Backend, Candidate, Decision, NodeContext, StoreS
 from dualmem.types import JSONValue, Tenant, Vector
 
 if TYPE_CHECKING:
+    from dualmem.plane._select import Selection
     from dualmem.plane.check import CheckReport
 
 __all__ = ["Context", "Links", "Log", "Meta", "Vectors"]
@@ -64,6 +65,9 @@ class Links(_Part):
 
     def probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         return self._store.lexical_probe(tenant, text, k)
+
+    def select(self, tenant: Tenant, where: Selection) -> list[str]:
+        return self._store.select_nodes(tenant, where)
 
 
 class Context(_Part):

@@ -15,7 +15,8 @@ component                  methods
 ``vectors``                :class:`VectorComponent`: ``search``, ``put_chunks``, ``get_chunks`` (exact,
                            above a size the ANN segments of ``plane/ann.py``)
 ``links``                  :class:`LinkComponent`: ``entity_search``, ``entity_counts``, ``entities_of``,
-                           ``time_search``, ``probe`` (write-time candidate discovery)
+                           ``time_search``, ``probe`` (write-time candidate discovery), ``select``
+                           (the nodes a ``Filter`` matches, answered by the store's index)
 ``context``                :class:`ContextComponent`: ``set_window``, ``node_context``, ``candidates``,
                            ``session_neighbours``
 ``log``                    :class:`LogComponent`: ``put_decisions``, ``decisions_of``, ``find_keys``,
@@ -39,7 +40,8 @@ capability               methods
 :class:`LexicalIndex`    ``lexical_search``, ``lexical_probe``
 :class:`ContextWindow`   ``set_context_window``, ``context_search``, ``node_context``,
                          ``candidates``, ``session_neighbours``
-:class:`LinkIndex`       ``entity_search``, ``entity_counts``, ``entities_of``, ``time_search``
+:class:`LinkIndex`       ``entity_search``, ``entity_counts``, ``entities_of``, ``time_search``,
+                         ``select_nodes``
 :class:`DecisionLog`     ``put_decisions``, ``decisions_of``
 :class:`WriteKeys`       ``find_keys``, ``put_keys``
 :class:`TenantAdmin`     ``stats``, ``tenant_counts``, ``users``
@@ -102,6 +104,7 @@ from dualmem.types import (
 )
 
 if TYPE_CHECKING:
+    from dualmem.plane._select import Selection
     from dualmem.plane.check import CheckReport
     from dualmem.plane.erase import EraseReport
 
@@ -450,6 +453,11 @@ class LinkIndex(Protocol):
         """Nodes with a timestamp nearest ``at``: (node id, |delta| in seconds), nearest first."""
         ...
 
+    def select_nodes(self, tenant: Tenant, where: Selection) -> list[str]:
+        """The ids of ``tenant``'s nodes that ``where`` matches (exactly ``where.matches``), in
+        ``iter_nodes`` order, answered by the store's own index (``plane/_select.py``)."""
+        ...
+
 
 @runtime_checkable
 class DecisionLog(Protocol):
@@ -590,6 +598,10 @@ class LinkComponent(Protocol):
 
     def probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """``LexicalIndex.lexical_probe``."""
+        ...
+
+    def select(self, tenant: Tenant, where: Selection) -> list[str]:
+        """``LinkIndex.select_nodes``: the ids a filter (``dualmem.vocab.Filter``) matches."""
         ...
 
 

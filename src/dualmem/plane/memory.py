@@ -20,6 +20,7 @@ import numpy as np
 from dualmem.errors import InvalidInput, NotFound
 from dualmem.plane import _chunks, codec, context, lexindex
 from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
+from dualmem.plane._select import Selection
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import CheckReport, Problem
@@ -452,6 +453,19 @@ class InMemoryStore(StoreBase):
         found = [(n.id, abs(codec.epoch(n.at) - when)) for n in self._covered(tenant) if n.at is not None]
         found.sort(key=lambda item: item[1])  # stable: ties stay in write order
         return found[:k]
+
+    def select_nodes(self, tenant: Tenant, where: Selection) -> list[str]:
+        # no index to ask: the nodes held, checked in place (no copies), in ``iter_nodes`` order
+        nodes = [n for n in self._covered(tenant) if where.matches(n)]
+        order = sorted(
+            range(len(nodes)),
+            key=lambda i: (
+                codec.epoch(nodes[i].at or nodes[i].created_at),
+                codec.epoch(nodes[i].created_at),
+                i,
+            ),
+        )
+        return [nodes[i].id for i in order]
 
     def _session_neighbours(
         self, tenant: Tenant, node_ids: list[str], window: int

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from dualmem import _json as bounded_json
 from dualmem.errors import DatabaseLocked, DualmemError, InvalidInput
-from dualmem.plane.base import Store
+from dualmem.plane.base import MemoryStore, Store
 from dualmem.text.timeparse import parse_time
 from dualmem.types import Edge, JSONValue, Node, Tenant, check_json, check_text, utcnow
 
@@ -20,6 +20,7 @@ __all__ = [
     "forget_closure",
     "history",
     "repair_at_open",
+    "scan",
     "select",
     "supersede",
 ]
@@ -72,11 +73,19 @@ class Filter:
         return not self.metadata or all(node.metadata.get(k) == v for k, v in self.metadata.items())
 
 
-def select(store: Store, tenant: Tenant, flt: Filter) -> list[str]:
+def select(store: MemoryStore, tenant: Tenant, flt: Filter) -> list[str]:
+    """The ids of ``tenant``'s memories that ``flt`` matches, in time order, answered by the store's
+    index (``MemoryStore.links.select``, ``plane/_select.py``): exactly :func:`scan`'s answer."""
     if flt.empty():
         raise InvalidInput(
             "an empty filter would select every memory", hint="use forget_all(user=...) for that"
         )
+    return store.links.select(tenant, flt)
+
+
+def scan(store: Store, tenant: Tenant, flt: Filter) -> list[str]:
+    """What :func:`select` answers, by reading every node of ``tenant`` and checking
+    ``Filter.matches`` in Python: the reference its store query is tested and measured against."""
     return [n.id for n in store.iter_nodes(tenant) if flt.matches(n)]
 
 

@@ -26,6 +26,7 @@ from psycopg import sql as pgsql
 from dualmem.errors import ConfigError, InvalidInput, NotFound
 from dualmem.plane import _chunks, codec, context, lexindex
 from dualmem.plane._lifecycle import StoreBase, check_decisions, check_dims, check_edges
+from dualmem.plane._select import Selection, compile_selection, finish
 from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order
 from dualmem.plane.check import RULE_NOTICE, CheckReport, Problem
 from dualmem.plane.erase import EraseReport, erase_postgres
@@ -626,6 +627,20 @@ class PostgresStore(StoreBase):
             found += [(row[0], when - row[1], row[2]) for row in conn.execute(before, [*params, when, k])]
         found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
         return [(cast(str, sql.dec(node_id)), float(delta)) for node_id, delta, _ in found[:k]]
+
+    def select_nodes(self, tenant: Tenant, where: Selection) -> list[str]:
+        tenant_where, params = sql.tenant_sql(tenant)
+        q = compile_selection(where, "postgres", sql.enc)
+        statement = pgsql.SQL(
+            "SELECT n.id, {} FROM nodes n WHERE {} AND {} "
+            "ORDER BY COALESCE(n.at_ts, n.created_ts), n.created_ts, n.seq"
+        ).format(pgsql.SQL(q.sure()), tenant_where, pgsql.SQL(q.where()))
+        with self.snapshot(), self._conn("select nodes") as conn:
+            rows = [
+                (cast(str, sql.dec(node_id)), sure)
+                for node_id, sure in conn.execute(statement, [*q.exact_params, *params, *q.candidate_params])
+            ]
+            return finish(rows, where, lambda ids: self.get_nodes(ids, tenant))
 
     def _session_neighbours(
         self, tenant: Tenant, node_ids: list[str], window: int

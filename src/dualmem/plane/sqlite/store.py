@@ -27,6 +27,7 @@ from dualmem.errors import ConfigError, DatabaseCorrupt, InvalidInput, NotFound
 from dualmem.plane import _chunks, ann, codec, context, lexindex
 from dualmem.plane import check as checks
 from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
+from dualmem.plane._select import Selection, compile_selection, finish
 from dualmem.plane.base import (
     Candidate,
     Decision,
@@ -666,6 +667,17 @@ class SQLiteStore(StoreBase):
             found += [(row[0], when - row[1], row[2]) for row in before]
         found.sort(key=lambda item: (item[1], item[2]))  # ties: the earlier-written node first
         return [(node_id, delta) for node_id, delta, _ in found[:k]]
+
+    def select_nodes(self, tenant: Tenant, where: Selection) -> list[str]:
+        tenant_where, params = sql.tenant_sql(tenant)
+        q = compile_selection(where, "sqlite")
+        statement = (
+            f"SELECT n.id, {q.sure()} FROM nodes n WHERE {tenant_where} AND {q.where()} "
+            "ORDER BY COALESCE(n.at_ts, n.created_ts), n.created_ts, n.seq"
+        )
+        with self._lock, self.snapshot(), sql.translated("select nodes"):
+            rows = self._conn.execute(statement, [*q.exact_params, *params, *q.candidate_params]).fetchall()
+            return finish(rows, where, lambda ids: self.get_nodes(ids, tenant))
 
     def _session_neighbours(
         self, tenant: Tenant, node_ids: list[str], window: int
