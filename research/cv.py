@@ -78,6 +78,8 @@ class CVConfig:
     view_ablations: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "views", "expansion")
     reach: bool = True  # the views as learned reach features of the pool (dualmem.read.reach)
     view_limit: int | None = None  # view ablations on the first N questions of each held-out fold
+    #: the retrieval channels the pools are built with (``read.channels``: name, candidates each)
+    channels: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(slots=True)
@@ -98,7 +100,9 @@ def _collect(conv: Conversation, mem: Memory, cfg: CVConfig) -> list[QueryPool]:
     out: list[QueryPool] = []
     for index, qa in enumerate(conv.questions):
         started = time.perf_counter()
-        pool = build_pool(mem.store, mem.embedder, qa.question, tenant, PoolSettings(cfg.pool, cfg.window))
+        pool = build_pool(
+            mem.store, mem.embedder, qa.question, tenant, PoolSettings(cfg.pool, cfg.window, cfg.channels)
+        )
         pool_ms = 1000 * (time.perf_counter() - started)
         turn = [pool.nodes[i].turn_id or f"node:{i}" for i in pool.ids]
         gold = set(qa.evidence)

@@ -58,28 +58,40 @@ __all__ = ["load", "run"]
 
 
 def load(
-    builds: Path, corpora: Sequence[str], *, limit: int | None = None, augment: Sequence[str] = ()
+    builds: Path,
+    corpora: Sequence[str],
+    *,
+    limit: int | None = None,
+    augment: Sequence[str] = (),
+    channels: Sequence[tuple[str, int]] = (),
+    cache: Path | None = None,
 ) -> Corpora:
     """``augment``: corpora whose shuffled copies (``research.corpora.shuffled``) join every fit
-    that does not hold out their source (training only, never scored)."""
+    that does not hold out their source (training only, never scored); ``channels``: the retrieval
+    channels the pools are built with (``read.channels``); ``cache``: where the pools are cached
+    (beside each build by default)."""
     out = Corpora()
     corpora = [*corpora, *(c + SHUFFLED for c in augment)]
-    cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2)
+    cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2, channels=tuple(channels))
     for name in corpora:
         convs = conversations(name, limit)
         folds = fold_of(name, [c.id for c in convs])
         for conv in convs:
             path = any_build(conv, builds / name)
-            key = hashlib.sha256(json.dumps([path.name, FEATURES, POOL_VERSION]).encode()).hexdigest()[:12]
-            cache = path.with_name(f"{path.stem}-qpools-{key}.pkl")
-            if cache.exists():
-                with cache.open("rb") as fh:
+            parts: list[Any] = [path.name, FEATURES, POOL_VERSION]
+            if channels:
+                parts.append([list(c) for c in channels])
+            key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+            stored = (cache or path.parent) / f"{path.stem}-qpools-{key}.pkl"
+            if stored.exists():
+                with stored.open("rb") as fh:
                     pools = pickle.load(fh)
             else:
                 started = time.perf_counter()
                 with Memory.open(path, embedder=embedder(), answerer=None, read_only=True) as mem:
                     pools = _collect(conv, mem, cfg)
-                with cache.open("wb") as fh:
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                with stored.open("wb") as fh:
                     pickle.dump(pools, fh)
                 print(
                     f"  pools {conv.id}: {len(pools)} in {time.perf_counter() - started:.0f} s",
@@ -90,6 +102,43 @@ def load(
             out.fold_of[conv.id] = folds[conv.id]
             out.paths[conv.id] = path
     return out
+
+
+#: a channel's rank column (``read.pool``), by channel
+CHANNEL_COLUMNS = {"temporal": "time_rank", "entity": "entity_rank"}
+
+
+def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
+    """``pool`` as if ``channel`` had not run: the candidates only it found are removed and its
+    columns reset (the other channels' and the neighbours' rows stay; features of other rows that
+    read a removed candidate, ``nb_vec`` and ``coherence``, keep its value: a close approximation)."""
+    f = pool.features
+    absent = 10.0 / (10.0 + 4 * n)
+    col = FEATURES.index(CHANNEL_COLUMNS[channel])
+    found = np.zeros(len(f), dtype=bool)
+    for name in ("vec_rank", "lex_rank", "lex_q_rank"):
+        found |= f[:, FEATURES.index(name)] > absent
+    found |= f[:, FEATURES.index("ctx_lex")] > 0
+    found |= f[:, FEATURES.index("neighbour")] > 0.5
+    for other, name in CHANNEL_COLUMNS.items():
+        if other != channel:
+            found |= f[:, FEATURES.index(name)] > absent
+    keep = found | ~(f[:, col] > absent)
+    features = f[keep].copy()
+    features[:, col] = absent
+    if channel == "entity":
+        features[:, FEATURES.index("entity_idf")] = 0.0
+    from dataclasses import replace as _replace
+
+    return _replace(
+        pool,
+        turn_ids=tuple(t for t, k in zip(pool.turn_ids, keep, strict=True) if k),
+        features=features,
+        labels=pool.labels[keep],
+        neighbour_only=pool.neighbour_only[keep],
+        contents=tuple(c for c, k in zip(pool.contents, keep, strict=True) if k) if pool.contents else (),
+        speakers=tuple(c for c, k in zip(pool.speakers, keep, strict=True) if k) if pool.speakers else (),
+    )
 
 
 def _groups(pools: Sequence[QueryPool]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -298,8 +347,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="read-path systems (--search); also 'dualmem likely=X' (read.likely_update X, or off)",
     )
     parser.add_argument("--search-corpora", nargs="*", default=None, help="search these only (default: all)")
+    parser.add_argument(
+        "--channels", nargs="*", default=[], help="retrieval channels the pools are built with: NAME=SIZE"
+    )
+    parser.add_argument(
+        "--drop-channel", default=None, choices=list(CHANNEL_COLUMNS), help="as if it had not run"
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="where pools are cached (default: beside the builds)"
+    )
     ns = parser.parse_args(argv)
-    data = load(ns.builds, ns.corpora, limit=ns.limit, augment=ns.augment)
+    channels = [(c.split("=")[0], int(c.split("=")[1])) for c in ns.channels]
+    data = load(ns.builds, ns.corpora, limit=ns.limit, augment=ns.augment, channels=channels, cache=ns.cache)
+    if ns.drop_channel:
+        for conv, ps in data.pools.items():
+            data.pools[conv] = [drop_channel(p, ns.drop_channel) for p in ps]
     settings = TreeSettings(trees=ns.trees, threads=1, increasing=tuple(ns.increasing))
     if ns.drop:
         cols = [FEATURES.index(f) for f in ns.drop]

@@ -20,7 +20,16 @@ from dualmem.control.calibration import Calibration
 from dualmem.errors import ConfigError
 from dualmem.types import VIEWS
 
-__all__ = ["EXTENSIONS", "Lambdas", "Limits", "Profile", "ReadProfile", "WriteProfile"]
+__all__ = [
+    "EXTENSIONS",
+    "READ_CHANNELS",
+    "Lambdas",
+    "Limits",
+    "Profile",
+    "ReadProfile",
+    "WriteProfile",
+    "checked_channels",
+]
 
 #: every Profile field that is dualmem's, not the paper's: what it does, and how Profile.paper()
 #: neutralises it ("n/a" where the paper names the mechanism but gives no number, so there is
@@ -76,7 +85,15 @@ EXTENSIONS: Mapping[str, str] = {
     "read.controller_enabled": "ablation: False = plain RRF top-K; paper: True",
     "read.views": "ablation: the views that may be used; paper: all four",
     "read.fixed_depth": "ablation: run exactly this many rounds; paper: None (off)",
+    "read.channels": "retrieval channels of the views (dualmem.read.channels: temporal, entity) that add "
+    "their own candidates to the pool when the route's need for their view reaches theta_act; paper: n/a "
+    "(its views only expand from anchors)",
+    "read.channel_budget": "candidates the active channels may add together, split by the route's needs "
+    "(eq. 13-14 over the channels); paper: n/a",
 }
+
+#: the retrieval channels ``read.channels`` may name (``dualmem.read.channels``), each a view's
+READ_CHANNELS: tuple[str, ...] = ("temporal", "entity")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,9 +198,27 @@ class ReadProfile:
     edges_per_node: int | None = 8
     #: read-time expansion through the views (extension when off; see EXTENSIONS)
     expansion: bool = True
+    #: retrieval channels that may run (``dualmem.read.channels``; see EXTENSIONS)
+    channels: tuple[str, ...] = ()
+    #: candidates the active channels may add together (see EXTENSIONS)
+    channel_budget: int = 40
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "views", _checked_views("read.views", self.views))
+        object.__setattr__(self, "channels", checked_channels(self.channels))
+
+
+def checked_channels(channels: Iterable[str]) -> tuple[str, ...]:
+    """``channels`` as a tuple of known channel names (a list is accepted; a string is an error)."""
+    if isinstance(channels, str):
+        raise ConfigError(f"read.channels is a list of channels, got the string {channels!r}")
+    out = tuple(channels)
+    unknown = sorted(set(out) - set(READ_CHANNELS))
+    if unknown:
+        raise ConfigError(
+            f"read.channels: unknown channels {unknown}", hint=f"use some of {', '.join(READ_CHANNELS)}"
+        )
+    return out
 
 
 def _checked_views(where: str, views: Iterable[str]) -> tuple[str, ...]:
