@@ -107,6 +107,26 @@ def _with_ranker(db: Path, embedder: object, path: str, queries: list[str], user
         return _time(lambda q: mem.search(q, user=user, k=10), queries)
 
 
+def _with_channels(mem: Memory, channels: tuple[str, ...], queries: list[str], user: str) -> dict:
+    """``Memory.search`` with ``read.channels`` on, then the default again (the same memory, its
+    profile swapped: the two runs bracket the channels' figure)."""
+    from dataclasses import replace
+
+    default = mem.profile
+    retriever = mem._retriever
+    plain = retriever.profile
+    retriever.profile = replace(plain, channels=channels)
+    try:
+        timed = _time(lambda q: mem.search(q, user=user, k=10), queries)
+    finally:
+        retriever.profile = plain
+    assert mem.profile is default
+    return {
+        "search[channels]": timed,
+        "search[again]": _time(lambda q: mem.search(q, user=user, k=10), queries),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, required=True)
@@ -115,6 +135,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=200, help="questions timed (after 5 warm-up)")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
     parser.add_argument("--ranker", action="append", default=[], help="NAME=PATH: also time this scorer")
+    parser.add_argument(
+        "--channels",
+        nargs="*",
+        default=None,
+        help="also time Memory.search with these read.channels (search[channels]), then the default again",
+    )
     ns = parser.parse_args()
     rankers = dict(r.split("=", 1) for r in ns.ranker)
     conv = {c.id: c for c in load_conversations(ns.data)}[ns.conversation]
@@ -151,6 +177,7 @@ def main() -> None:
                 f"search[{name}]": _with_ranker(ns.db, embedder, path, queries, conv.id)
                 for name, path in rankers.items()
             },
+            **(_with_channels(mem, tuple(ns.channels), queries, conv.id) if ns.channels else {}),
             "threads": ns.threads,
             "load": [round(x, 2) for x in os.getloadavg()],
         }

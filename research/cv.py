@@ -80,6 +80,10 @@ class CVConfig:
     view_limit: int | None = None  # view ablations on the first N questions of each held-out fold
     #: the retrieval channels the pools are built with (``read.channels``: name, candidates each)
     channels: tuple[tuple[str, int], ...] = ()
+    #: who chooses each question's channels: "fixed" (all of ``channels``, each its size), "builtin"
+    #: (the builtin decider's route, ``read.channels.routed_sizes``, sharing the sizes' sum) or
+    #: "random" (a random route, ``AutoController``)
+    route: str = "fixed"
 
 
 @dataclass(slots=True)
@@ -101,7 +105,11 @@ def _collect(conv: Conversation, mem: Memory, cfg: CVConfig) -> list[QueryPool]:
     for index, qa in enumerate(conv.questions):
         started = time.perf_counter()
         pool = build_pool(
-            mem.store, mem.embedder, qa.question, tenant, PoolSettings(cfg.pool, cfg.window, cfg.channels)
+            mem.store,
+            mem.embedder,
+            qa.question,
+            tenant,
+            PoolSettings(cfg.pool, cfg.window, routed_channels(cfg, qa.question)),
         )
         pool_ms = 1000 * (time.perf_counter() - started)
         turn = [pool.nodes[i].turn_id or f"node:{i}" for i in pool.ids]
@@ -126,6 +134,26 @@ def _collect(conv: Conversation, mem: Memory, cfg: CVConfig) -> list[QueryPool]:
             )
         )
     return out
+
+
+def routed_channels(cfg: CVConfig, question: str) -> tuple[tuple[str, int], ...]:
+    """The channels ``question``'s pool is built with (``CVConfig.route``)."""
+    if cfg.route == "fixed" or not cfg.channels:
+        return cfg.channels
+    from dualmem.config import ReadProfile
+    from dualmem.control.builtin import BuiltinController
+    from dualmem.control.catalog import routing_questions
+    from dualmem.control.questions import Batch
+    from dualmem.control.scripted import AutoController
+    from dualmem.control.states import RoutingState
+    from dualmem.read.channels import routed_sizes
+
+    ctl = AutoController(7) if cfg.route == "random" else BuiltinController()
+    res = ctl.decide(Batch.of(RoutingState(question), routing_questions(), "routing"))
+    names = tuple(c for c, _ in cfg.channels)
+    profile = ReadProfile(channels=names, channel_budget=sum(n for _, n in cfg.channels))
+    sizes = routed_sizes({c: res.noul(c) for c in names}, profile)
+    return tuple((c, sizes[c]) for c in names if sizes.get(c, 0) > 0)
 
 
 def _turns(mem: Memory, tenant: Tenant, ranking: Iterable[str]) -> tuple[str, ...]:

@@ -32,11 +32,12 @@ import numpy as np
 
 from dualmem.config import Profile
 from dualmem.control.builtin import BuiltinController
-from dualmem.control.questions import Controller
+from dualmem.control.questions import Batch, BatchResult, Controller
 from dualmem.control.scripted import AutoController
 from dualmem.control.trees import TreeRanker
 from dualmem.learn.boost import TREE_GRID, TreeSettings, choose_trees, fit_trees
 from dualmem.memory import Memory
+from dualmem.read.channels import CHANNELS
 from dualmem.read.pool import FEATURES, POOL_VERSION
 from research.builds import any_build, embedder, views_profile
 from research.corpora import CORPORA, SHUFFLED, conversations, fold_of, labels
@@ -65,6 +66,7 @@ def load(
     augment: Sequence[str] = (),
     channels: Sequence[tuple[str, int]] = (),
     cache: Path | None = None,
+    route: str = "fixed",
 ) -> Corpora:
     """``augment``: corpora whose shuffled copies (``research.corpora.shuffled``) join every fit
     that does not hold out their source (training only, never scored); ``channels``: the retrieval
@@ -72,7 +74,7 @@ def load(
     (beside each build by default)."""
     out = Corpora()
     corpora = [*corpora, *(c + SHUFFLED for c in augment)]
-    cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2, channels=tuple(channels))
+    cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2, channels=tuple(channels), route=route)
     for name in corpora:
         convs = conversations(name, limit)
         folds = fold_of(name, [c.id for c in convs])
@@ -81,6 +83,8 @@ def load(
             parts: list[Any] = [path.name, FEATURES, POOL_VERSION]
             if channels:
                 parts.append([list(c) for c in channels])
+                if route != "fixed":
+                    parts.append(route)
             key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
             stored = (cache or path.parent) / f"{path.stem}-qpools-{key}.pkl"
             if stored.exists():
@@ -173,10 +177,28 @@ SEARCH_SYSTEMS: tuple[str, ...] = (
 )
 
 
+class RandomRoute:
+    """The builtin decider with a random route (``AutoController``'s answers to the routing batch):
+    what the route's choices are worth (``read.channels``)."""
+
+    name = "random-route"
+
+    def __init__(self, ranker: TreeRanker, seed: int = 7) -> None:
+        self.inner = BuiltinController(ranker=ranker)
+        self.route = AutoController(seed)
+
+    def decide(self, batch: Batch) -> BatchResult:
+        return (self.route if batch.purpose == "routing" else self.inner).decide(batch)
+
+
 def _search_profile(system: str) -> Profile:
     base = views_profile()
     if system in ("dualmem", "random-s1"):
         return base
+    if system in ("dualmem channels", "random-route"):
+        return base.with_(read__channels=CHANNELS)
+    if system.startswith("dualmem channel="):  # one channel alone
+        return base.with_(read__channels=(system.removeprefix("dualmem channel="),))
     if system == "dualmem no-supersession":
         return base.with_(read__prefer_current=False)
     if system.startswith("dualmem likely="):  # read.likely_update at another value ("off": None)
@@ -194,7 +216,13 @@ def searched_rows(
     tests = _rows(data.pools[conv])
     out: list[dict[str, Any]] = []
     for system in systems:
-        ctl: Controller = AutoController(7) if system == "random-s1" else BuiltinController(ranker=ranker)
+        ctl: Controller = (
+            AutoController(7)
+            if system == "random-s1"
+            else RandomRoute(ranker)
+            if system == "random-route"
+            else BuiltinController(ranker=ranker)
+        )
         with Memory.open(
             path,
             embedder=embedder(),
@@ -344,7 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--systems",
         nargs="*",
         default=list(SEARCH_SYSTEMS),
-        help="read-path systems (--search); also 'dualmem likely=X' (read.likely_update X, or off)",
+        help="read-path systems (--search); also 'dualmem likely=X' (read.likely_update X, or off), "
+        "'dualmem channels' (read.channels on), 'random-route' (the same, routed at random), "
+        "'dualmem channel=NAME' (one channel)",
     )
     parser.add_argument("--search-corpora", nargs="*", default=None, help="search these only (default: all)")
     parser.add_argument(
@@ -358,7 +388,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ns = parser.parse_args(argv)
     channels = [(c.split("=")[0], int(c.split("=")[1])) for c in ns.channels]
-    data = load(ns.builds, ns.corpora, limit=ns.limit, augment=ns.augment, channels=channels, cache=ns.cache)
+    data = load(
+        ns.builds,
+        ns.corpora,
+        limit=ns.limit,
+        augment=ns.augment,
+        channels=channels,
+        cache=ns.cache,
+        route=ns.route,
+    )
     if ns.drop_channel:
         for conv, ps in data.pools.items():
             data.pools[conv] = [drop_channel(p, ns.drop_channel) for p in ps]

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dualmem.config import READ_CHANNELS, checked_channels
+from dualmem.config import READ_CHANNELS, ReadProfile, checked_channels
 from dualmem.plane.base import Candidate, LinkIndex, SearchStore
+from dualmem.read.route import active_views, allocate
 from dualmem.text.cues import mentions_time
 from dualmem.text.entities import extract_entities, normalize_entity
 from dualmem.text.query import QueryAnalysis
@@ -50,6 +51,7 @@ __all__ = [
     "checked_channels",
     "entity_channel",
     "query_entities",
+    "routed_sizes",
     "temporal_channel",
 ]
 
@@ -74,6 +76,17 @@ class ChannelResult:
     name: str
     hits: _Hits
     weights: Mapping[str, float]
+
+
+def routed_sizes(need: Mapping[str, float], profile: ReadProfile) -> dict[str, int]:
+    """The channels of ``profile.channels`` the route runs and how many candidates each may add: a
+    channel runs when the route's ``need`` of its view reaches ``theta_act``, and the channels that
+    run share ``channel_budget`` by need (eq. 13-14, ``route.allocate``)."""
+    needs = {c: need.get(c, 0.0) for c in profile.channels}
+    active = active_views(needs, profile.theta_act)
+    return allocate(
+        needs, active, budget=profile.channel_budget, minimum=profile.min_per_view, gamma=profile.gamma
+    )
 
 
 def channel_hits(

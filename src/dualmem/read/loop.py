@@ -39,6 +39,7 @@ from dualmem.embed.base import Embedder
 from dualmem.errors import ControllerTimeout
 from dualmem.plane.base import SearchStore
 from dualmem.read import scoring
+from dualmem.read.channels import routed_sizes
 from dualmem.read.message import MessagePlan, understand
 from dualmem.read.pool import (
     FEATURES,
@@ -286,12 +287,8 @@ class Retriever:
             self._route(run)
         except _OutOfTime:
             return {}
-        active = active_views(run.channel_need, p.theta_act)
-        sizes = allocate(
-            run.channel_need, active, budget=p.channel_budget, minimum=p.min_per_view, gamma=p.gamma
-        )
-        run.channel_sizes = sizes
-        return sizes
+        run.channel_sizes = routed_sizes(run.channel_need, p)
+        return run.channel_sizes
 
     def _route(self, run: _Run) -> None:
         res = self._ask(run, Batch.of(RoutingState(run.query), catalog.routing_questions(), "routing"))
