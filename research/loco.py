@@ -381,6 +381,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--channels", nargs="*", default=[], help="retrieval channels the pools are built with: NAME=SIZE"
     )
     parser.add_argument(
+        "--route",
+        default="fixed",
+        choices=["fixed", "builtin", "random"],
+        help="who chooses each question's channels (--channels: their sizes' sum is the budget)",
+    )
+    parser.add_argument(
         "--drop-channel", default=None, choices=list(CHANNEL_COLUMNS), help="as if it had not run"
     )
     parser.add_argument(
