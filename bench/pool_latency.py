@@ -14,6 +14,8 @@ builtin decider's learned relevance over the pool).
 ``--threads`` sets onnxruntime's intra-op threads of the MiniLM embedder (default: onnxruntime's).
 ``--ranker NAME=PATH`` (repeatable) also times ``Memory.search`` with that candidate scorer
 (``dualmem calibrate``'s file) in the builtin decider, as ``search[NAME]``, in the same process.
+``--channels temporal entity`` also times ``Memory.search`` with ``read.channels`` on, interleaved
+query by query with the default (``search[channels]`` / ``search[plain]``, docs/views.md).
 
     python bench/pool_latency.py --db /tmp/context-cv/cache/conv-26-full-....sqlite --conversation conv-26
 """
@@ -108,23 +110,33 @@ def _with_ranker(db: Path, embedder: object, path: str, queries: list[str], user
 
 
 def _with_channels(mem: Memory, channels: tuple[str, ...], queries: list[str], user: str) -> dict:
-    """``Memory.search`` with ``read.channels`` on, then the default again (the same memory, its
-    profile swapped: the two runs bracket the channels' figure)."""
+    """``Memory.search`` with ``read.channels`` on and off, interleaved query by query (the order
+    swapped every query), so that both see the same machine: ``search[channels]`` and
+    ``search[plain]``, wall and CPU p50/p95, and the ratio of their CPU p50s."""
     from dataclasses import replace
 
-    default = mem.profile
     retriever = mem._retriever
     plain = retriever.profile
-    retriever.profile = replace(plain, channels=channels)
+    profiles = {"plain": plain, "channels": replace(plain, channels=channels)}
+    wall: dict[str, list[float]] = {"plain": [], "channels": []}
+    cpu: dict[str, list[float]] = {"plain": [], "channels": []}
     try:
-        timed = _time(lambda q: mem.search(q, user=user, k=10), queries)
+        for i, q in enumerate(queries):
+            for name in ("plain", "channels") if i % 2 == 0 else ("channels", "plain"):
+                retriever.profile = profiles[name]
+                retriever.clear_cache()
+                w, c = time.perf_counter(), time.process_time()
+                mem.search(q, user=user, k=10)
+                cpu[name].append(1000 * (time.process_time() - c))
+                wall[name].append(1000 * (time.perf_counter() - w))
     finally:
         retriever.profile = plain
-    assert mem.profile is default
-    return {
-        "search[channels]": timed,
-        "search[again]": _time(lambda q: mem.search(q, user=user, k=10), queries),
+    out = {
+        f"search[{name}]": {"wall_ms": _percentiles(wall[name]), "cpu_ms": _percentiles(cpu[name])}
+        for name in ("plain", "channels")
     }
+    ratio = out["search[channels]"]["cpu_ms"]["p50"] / max(out["search[plain]"]["cpu_ms"]["p50"], 1e-9)
+    return {**out, "channels_cpu_ratio": round(ratio, 3)}
 
 
 def main() -> None:
@@ -139,7 +151,9 @@ def main() -> None:
         "--channels",
         nargs="*",
         default=None,
-        help="also time Memory.search with these read.channels (search[channels]), then the default again",
+        help="also time Memory.search with these read.channels, interleaved with the default "
+        "(search[channels], "
+        "search[plain])",
     )
     ns = parser.parse_args()
     rankers = dict(r.split("=", 1) for r in ns.ranker)

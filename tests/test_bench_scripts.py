@@ -188,7 +188,8 @@ def test_pool_latency(slice26: Path, tmp_path: Path) -> None:
     assert report["nodes"] == 35
     assert report["queries"] == 3
     assert "stages" in report
-    assert {"search[channels]", "search[again]"} <= set(report)
+    assert {"search[channels]", "search[plain]"} <= set(report)
+    assert report["channels_cpu_ratio"] > 0
 
 
 def test_postgres_vs_sqlite(slice26: Path, tmp_path: Path, pg_dsn: str) -> None:
