@@ -116,8 +116,8 @@ def _with_channels(mem: Memory, channels: tuple[str, ...], queries: list[str], u
     from dataclasses import replace
 
     retriever = mem._retriever
-    plain = retriever.profile
-    profiles = {"plain": plain, "channels": replace(plain, channels=channels)}
+    given = retriever.profile
+    profiles = {"plain": replace(given, channels=()), "channels": replace(given, channels=channels)}
     wall: dict[str, list[float]] = {"plain": [], "channels": []}
     cpu: dict[str, list[float]] = {"plain": [], "channels": []}
     try:
@@ -130,7 +130,7 @@ def _with_channels(mem: Memory, channels: tuple[str, ...], queries: list[str], u
                 cpu[name].append(1000 * (time.process_time() - c))
                 wall[name].append(1000 * (time.perf_counter() - w))
     finally:
-        retriever.profile = plain
+        retriever.profile = given
     out = {
         f"search[{name}]": {"wall_ms": _percentiles(wall[name]), "cpu_ms": _percentiles(cpu[name])}
         for name in ("plain", "channels")
