@@ -199,9 +199,10 @@ def load_pools(
         path, _ = runner._ensure_build(conv, "full", ctx)
         if paths is not None:
             paths[conv.id] = path
-        key = hashlib.sha256(
-            json.dumps([path.name, cfg.pool, cfg.window, FEATURES, POOL_VERSION, cfg.handset]).encode()
-        ).hexdigest()[:12]
+        parts: list[object] = [path.name, cfg.pool, cfg.window, FEATURES, POOL_VERSION, cfg.handset]
+        if cfg.channels:  # pools built with channels are another cache (keys without them unchanged)
+            parts += [[list(c) for c in cfg.channels], cfg.route]
+        key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
         cache = path.with_name(f"{path.stem}-pools-{key}.pkl")
         if cache.exists():
             with cache.open("rb") as fh:
