@@ -136,11 +136,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         base, write=dataclasses.replace(base.write, consolidation=args.consolidation)
     )
     with tempfile.TemporaryDirectory(prefix="dualmem-add-", dir=args.tmp) as folder:
-        path = Path(folder) / "m.db"
-        shutil.copyfile(source, path)
-        ann = Path(f"{source}.ann")  # a kept approximate index travels with its file (no rebuild)
-        if ann.is_dir():
-            shutil.copytree(ann, Path(f"{path}.ann"))
+        path = _working_copy(source, Path(folder))
         writer: Embedder = embedder
         if args.write_only:
             writer = Precomputed(embedder, [embedding_text(o.content) for o in extra])
@@ -197,6 +193,22 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, object]:
         "statements_per_add": round(tally.statements / args.counted, 1),
         "transactions_per_add": round(tally.transactions / args.counted, 1),
     }
+    return {**out, **_details(args, tally, profiler)}
+
+
+def _working_copy(source: Path, folder: Path) -> Path:
+    """A copy of the cached store to add to; a kept approximate index travels with it (no rebuild)."""
+    path = folder / "m.db"
+    shutil.copyfile(source, path)
+    ann = Path(f"{source}.ann")
+    if ann.is_dir():
+        shutil.copytree(ann, Path(f"{path}.ann"))
+    return path
+
+
+def _details(args: argparse.Namespace, tally: Tally, profiler: cProfile.Profile | None) -> dict[str, object]:
+    """The statements most run per add (``--trace``) and the profile (``--profile``), when asked for."""
+    out: dict[str, object] = {}
     if args.trace:
         top = sorted(tally.by_text.items(), key=lambda kv: -kv[1])[: args.trace]
         out["trace"] = [f"{count / args.counted:7.1f}  {text}" for text, count in top]

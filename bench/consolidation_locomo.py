@@ -39,13 +39,7 @@ def build(convs: list[Conversation], db: Path, profile: Profile, embedder: MiniL
         escalate = superseded = related = 0
         for conv in convs:
             for node in mem.nodes(user=conv.id):
-                by_other: dict[str | None, dict[str, Any]] = {}
-                for d in mem.store.decisions_of(node.id):
-                    if d.purpose != "consolidation":
-                        continue
-                    pair = by_other.setdefault(d.other_id, {})
-                    pair[d.key] = (d.label, d.value)
-                for pair in by_other.values():
+                for pair in _pairs(mem, node.id):
                     label, p = pair["consolidate.representation"]
                     labels[label] += 1
                     contradiction = pair["consolidate.contradiction"][1]
@@ -68,6 +62,15 @@ def build(convs: list[Conversation], db: Path, profile: Profile, embedder: MiniL
             semantic_edges_total=related,
         )
     return out
+
+
+def _pairs(mem: Memory, node_id: str) -> list[dict[str, Any]]:
+    """The consolidation answers recorded for ``node_id``, one mapping (key -> (label, value)) per pair."""
+    by_other: dict[str | None, dict[str, Any]] = {}
+    for d in mem.store.decisions_of(node_id):
+        if d.purpose == "consolidation":
+            by_other.setdefault(d.other_id, {})[d.key] = (d.label, d.value)
+    return list(by_other.values())
 
 
 def recall(

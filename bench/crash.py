@@ -45,6 +45,10 @@ SEED_NODES = 40
 MARKER = re.compile(r"^(mk|tm|im)\d")  # the unique word every written text carries
 
 
+#: export files the import worker loads, one per operation
+EXPORTS = 40
+
+
 def open_memory(db: Path) -> Memory:
     return Memory.open(db, embedder=EMBEDDER, controller="builtin", answerer=None)
 
@@ -77,45 +81,62 @@ def work(op: str, db: Path, log: Log, files: Path, seed: int) -> None:
     for i in range(100_000):
         if os.getppid() != parent:  # the harness is gone: stop rather than write forever
             break
-        marker = f"mk{seed}x{i}"
-        if op == "add":
-            log.write("begin", op, marker=marker)
-            node_id = memory.add(f"note {marker} about tea", user=USER, session="s", turn_id=f"t{i}")
-            log.write("ack", op, marker=marker, id=node_id)
-        elif op == "add_many":
-            markers = [f"{marker}n{j}" for j in range(12)]
-            log.write("begin", op, markers=markers)
-            ids = memory.add_many([f"batch {m} of notes" for m in markers], user=USER, chunk_size=5)
-            log.write("ack", op, markers=markers, ids=ids)
-        elif op == "update":
-            k = rng.randrange(len(seeded))
-            log.write("begin", op, old=seeded[k], marker=marker)
-            new = memory.update(seeded[k], f"corrected {marker} fact", user=USER)
-            log.write("ack", op, old=seeded[k], new=new, marker=marker)
-            seeded[k] = new
-        elif op == "forget":
-            if not seeded:
-                break
-            victim = seeded.pop(rng.randrange(len(seeded)))
-            log.write("begin", op, id=victim)
-            memory.forget(victim, user=USER)
-            log.write("ack", op, id=victim)
-        elif op == "consolidate":
-            ids = memory.add_many([f"fact {marker}n{j} about the garden" for j in range(4)], user=USER)
-            log.write("ack", "add_many", markers=[f"{marker}n{j}" for j in range(4)], ids=ids)
-            log.write("begin", op)
-            report = memory.consolidate(user=USER)
-            log.write("ack", op, report=str(report)[:200])
-        elif op == "import":
-            path = files / f"export{i % 40}.jsonl"
-            if i >= 40:
-                break
-            ids = [json.loads(line)["id"] for line in path.read_text().splitlines() if '"node"' in line]
-            log.write("begin", op, file=path.name, ids=ids)
-            memory.import_jsonl(path, user=USER)
-            log.write("ack", op, file=path.name, ids=ids)
+        if not _one(op, memory, log, files=files, rng=rng, seeded=seeded, i=i, marker=f"mk{seed}x{i}"):
+            break
     memory.close()
     log.write("done", op)
+
+
+def _one(
+    op: str,
+    memory: Memory,
+    log: Log,
+    *,
+    files: Path,
+    rng: random.Random,
+    seeded: list[str],
+    i: int,
+    marker: str,
+) -> bool:
+    """One operation ``op`` of the worker's loop, logged before (begin) and after (ack); False when
+    there is nothing left to do."""
+    if op == "add":
+        log.write("begin", op, marker=marker)
+        node_id = memory.add(f"note {marker} about tea", user=USER, session="s", turn_id=f"t{i}")
+        log.write("ack", op, marker=marker, id=node_id)
+    elif op == "add_many":
+        markers = [f"{marker}n{j}" for j in range(12)]
+        log.write("begin", op, markers=markers)
+        ids = memory.add_many([f"batch {m} of notes" for m in markers], user=USER, chunk_size=5)
+        log.write("ack", op, markers=markers, ids=ids)
+    elif op == "update":
+        k = rng.randrange(len(seeded))
+        log.write("begin", op, old=seeded[k], marker=marker)
+        new = memory.update(seeded[k], f"corrected {marker} fact", user=USER)
+        log.write("ack", op, old=seeded[k], new=new, marker=marker)
+        seeded[k] = new
+    elif op == "forget":
+        if not seeded:
+            return False
+        victim = seeded.pop(rng.randrange(len(seeded)))
+        log.write("begin", op, id=victim)
+        memory.forget(victim, user=USER)
+        log.write("ack", op, id=victim)
+    elif op == "consolidate":
+        ids = memory.add_many([f"fact {marker}n{j} about the garden" for j in range(4)], user=USER)
+        log.write("ack", "add_many", markers=[f"{marker}n{j}" for j in range(4)], ids=ids)
+        log.write("begin", op)
+        report = memory.consolidate(user=USER)
+        log.write("ack", op, report=str(report)[:200])
+    elif op == "import":
+        if i >= EXPORTS:
+            return False
+        path = files / f"export{i}.jsonl"
+        ids = [json.loads(line)["id"] for line in path.read_text().splitlines() if '"node"' in line]
+        log.write("begin", op, file=path.name, ids=ids)
+        memory.import_jsonl(path, user=USER)
+        log.write("ack", op, file=path.name, ids=ids)
+    return True
 
 
 # -- the harness -------------------------------------------------------------------------------
@@ -131,7 +152,7 @@ def make_files(folder: Path) -> None:
     ]
     conversation = {"id": "crash", "sessions": [{"id": "s1", "date": "2024-05-14T10:00:00Z", "turns": turns}]}
     (folder / "conversation.json").write_text(json.dumps(conversation))
-    for k in range(40):
+    for k in range(EXPORTS):
         db = folder / f"src{k}.db"
         with open_memory(db) as memory:
             memory.add_many([f"imported im{k}n{j} memory" for j in range(6)], user=USER)
@@ -226,24 +247,7 @@ def verify(op: str, db: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
     acked = [e for e in events if e["kind"] == "ack"]
     begun = [e for e in events if e["kind"] == "begin"]
     for e in acked:
-        if e["op"] == "add":
-            out["acknowledged"] += 1
-            out["lost"] += e["id"] not in nodes
-        elif e["op"] == "add_many":
-            out["acknowledged"] += len(e["ids"])
-            out["lost"] += sum(1 for i in e["ids"] if i not in nodes)
-        elif e["op"] == "update":
-            out["acknowledged"] += 1
-            out["lost"] += e["new"] not in nodes
-            out["half_applied"] += e["old"] in nodes and e["old"] not in superseded
-        elif e["op"] == "forget":
-            out["acknowledged"] += 1
-            out["lost"] += e["id"] in nodes
-        elif e["op"] == "import":
-            out["acknowledged"] += len(e["ids"])
-            out["lost"] += sum(1 for i in e["ids"] if i not in nodes)
-        elif e["op"] == "consolidate":
-            out["acknowledged"] += 1
+        _count_ack(out, e, nodes, superseded)
     last = begun[-1] if begun and _unacked(events) else None
     if last is not None:
         out["half_applied"] += _half_applied(last, nodes, superseded, texts)
@@ -254,6 +258,29 @@ def verify(op: str, db: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
         out["acknowledged"] = TURNS if acked else 0
     out["passes_lost"] = _resume_passes(db) if out["passes_queued_at_kill"] else 0
     return dict(out)
+
+
+def _count_ack(out: Counter[str], e: dict[str, Any], nodes: dict[str, Any], superseded: set[str]) -> None:
+    """What one acknowledged operation must have left in the database: counted as acknowledged, and
+    as lost or half applied where it did not."""
+    if e["op"] == "add":
+        out["acknowledged"] += 1
+        out["lost"] += e["id"] not in nodes
+    elif e["op"] == "add_many":
+        out["acknowledged"] += len(e["ids"])
+        out["lost"] += sum(1 for i in e["ids"] if i not in nodes)
+    elif e["op"] == "update":
+        out["acknowledged"] += 1
+        out["lost"] += e["new"] not in nodes
+        out["half_applied"] += e["old"] in nodes and e["old"] not in superseded
+    elif e["op"] == "forget":
+        out["acknowledged"] += 1
+        out["lost"] += e["id"] in nodes
+    elif e["op"] == "import":
+        out["acknowledged"] += len(e["ids"])
+        out["lost"] += sum(1 for i in e["ids"] if i not in nodes)
+    elif e["op"] == "consolidate":
+        out["acknowledged"] += 1
 
 
 def _resume_passes(db: Path) -> int:

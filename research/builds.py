@@ -71,6 +71,18 @@ class _Recorder(BuiltinController):
         return super().decide(batch)
 
 
+def open_build(path: Path, profile: Profile) -> Memory:
+    """A build opened read-only to search it with ``profile`` (the builtin decider, no answerer)."""
+    return Memory.open(
+        path,
+        embedder=embedder(),
+        controller=BuiltinController(),
+        answerer=None,
+        profile=profile,
+        read_only=True,
+    )
+
+
 def _digest(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -79,7 +91,7 @@ def views_profile() -> Profile:
     """The builtin profile with every relation view written and read: the research's base, so that
     the builds hold the views' edges and each view's ablation takes something away (the product's
     builtin profile stores and reads none; ``docs/benchmarks.md``)."""
-    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS)
+    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS, read__expansion=True)
 
 
 def build_profile() -> Profile:
@@ -94,9 +106,11 @@ def build(
     profile: Profile | None = None,
     record: bool = False,
     tag: str = "",
+    spec: str = "minilm",
 ) -> Path:
     """The conversation's build (made now, or the cached one). ``weights``: the builtin's weights
-    (``None``: the packaged ones)."""
+    (``None``: the packaged ones); ``spec``: the embedder (a key of its own unless MiniLM, so the
+    English builds keep theirs)."""
     profile = profile or build_profile()
     from dualmem.control.builtin import default_weights
 
@@ -109,6 +123,7 @@ def build(
             repr(profile.write),
             repr(used),
             tag,
+            *([] if spec == "minilm" else [spec]),
         ]
     )
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in conv.id)
@@ -123,7 +138,7 @@ def build(
     Path(part).unlink(missing_ok=True)
     ctl = _Recorder(used)
     started = time.perf_counter()
-    with Memory.open(part, embedder=embedder(), controller=ctl, answerer=None, profile=profile) as mem:
+    with Memory.open(part, embedder=embedder(spec), controller=ctl, answerer=None, profile=profile) as mem:
         mem.add_many(conv.observations, user=conv.id)
         turn = {n.id: n.turn_id or n.id for n in mem.nodes(user=conv.id)}
     if record:
@@ -136,14 +151,14 @@ def build(
     return path
 
 
-def any_build(conv: Conversation, out: Path) -> Path:
+def any_build(conv: Conversation, out: Path, spec: str = "minilm") -> Path:
     """A recorded build of ``conv`` under ``out`` whatever System One made it (the pairs the write
     path judges do not depend on its answers: candidate discovery reads no decision), else a new one."""
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in conv.id)
     for path in sorted(out.glob(f"{safe}-*.sqlite")):
         if path.with_name(path.stem + "-pairs.pkl").exists() and path.stem.count("-") == safe.count("-") + 1:
             return path
-    return build(conv, out, record=True)
+    return build(conv, out, record=True, spec=spec)
 
 
 class _Unpickler(pickle.Unpickler):
@@ -166,18 +181,21 @@ def builds(convs: Sequence[Conversation], out: Path, **kw: Any) -> dict[str, Pat
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    from research.corpora import CORPORA, conversations
+    from research.corpora import CORPORA, ENGLISH, conversations, embedder_of
 
     parser = argparse.ArgumentParser(description="build the dev corpora (cached) and record their pairs")
     parser.add_argument(
-        "--corpora", nargs="+", default=list(CORPORA), help="names (a -shuffled suffix: the copy)"
+        "--corpora",
+        nargs="+",
+        default=list(ENGLISH),
+        help=f"names among {', '.join(CORPORA)} (a -shuffled suffix: the copy)",
     )
     parser.add_argument("--out", type=Path, default=Path("research-out/builds"))
     parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
     ns = parser.parse_args(argv)
     for name in ns.corpora:
         for conv in conversations(name, ns.limit):
-            build(conv, ns.out / name, record=True)
+            build(conv, ns.out / name, record=True, spec=embedder_of(name))
     return 0
 
 

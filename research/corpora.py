@@ -5,6 +5,8 @@
 - ``memgallery``: Mem-Gallery's 20 dialogues converted by ``bench/memgallery/build.py`` (one
   observation a round), 5 folds.
 - ``notes``: dualmem's short agent notes (``bench/notes/src``), 5 folds.
+- ``cjk``: the Chinese, Japanese and Korean dev corpus (``bench/cjk/src``, 14 users), 5 folds of
+  users; built and searched with the multilingual embedder (MiniLM is English-only).
 
 Folds are fixed (sorted conversation ids dealt round-robin), so every harness holds out the same
 conversations. Within-corpus CV holds out one fold of one corpus and fits on every other fold of
@@ -32,10 +34,12 @@ from dualmem.conversations import Conversation, load_conversations
 
 __all__ = [
     "CORPORA",
+    "ENGLISH",
     "ROOT",
     "Corpus",
     "Labels",
     "conversations",
+    "embedder_of",
     "fold_of",
     "labels",
 ]
@@ -49,6 +53,7 @@ class Corpus:
     name: str
     data: Path
     folds: int | None  # None: one conversation per fold
+    embedder: str = "minilm"  # the embedder its memories are built and searched with
 
     def available(self) -> bool:
         return self.data.exists()
@@ -59,7 +64,16 @@ CORPORA: Mapping[str, Corpus] = {
     "agentchat": Corpus("agentchat", ROOT / "bench" / "agentchat" / "haystacks", 4),
     "memgallery": Corpus("memgallery", ROOT / "bench" / "memgallery" / "haystacks", 5),
     "notes": Corpus("notes", ROOT / "bench" / "notes" / "src", 5),
+    "cjk": Corpus("cjk", ROOT / "bench" / "cjk" / "src", 5, embedder="multilingual"),
 }
+#: the corpora a run takes when none are named (the CJK corpus joins by name: ``--corpora ... cjk``)
+ENGLISH = ("locomo", "agentchat", "memgallery", "notes")
+
+
+def embedder_of(name: str) -> str:
+    """The embedder spec of a corpus (or of its shuffled copy)."""
+    return CORPORA[name.removesuffix(SHUFFLED)].embedder
+
 
 #: question categories whose evidence turns belong together (co-evidence): LoCoMo multi-hop (1),
 #: agent chats' multi-session, Mem-Gallery questions with several clue rounds in several sessions

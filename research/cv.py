@@ -393,9 +393,9 @@ def read_variant(profile: Profile, name: str | None) -> Profile:
     if name is None:
         return profile
     if name == "views":  # every view off: the routing finds no view, nothing is expanded
-        return profile.with_(read__views=())
+        return profile.with_(read__views=(), read__expansion=False)
     if name == "expansion":
-        return profile.with_(read__fixed_depth=0)
+        return profile.with_(read__expansion=False)
     if name == "all-edges":
         return profile.with_(read__edges_per_node=None)
     if name == "versions":
@@ -438,33 +438,40 @@ def run_cv(cfg: CVConfig, *, progress: bool = True, log: Callable[[str], None] =
                     result.rows += rows
                     fold["reach"] = info
                 if cfg.search:
-                    rows, ms = _search_records("dualmem", held, paths[held], ranker, test, None, cfg.embedder)
-                    result.rows += rows
-                    search_ms += ms
-                    subset = test[: cfg.view_limit] if cfg.view_limit is not None else test
-                    if cfg.view_ablations and cfg.view_limit is not None:
-                        kept = {p.index for p in subset}
-                        result.rows += [
-                            {**r, "system": "dualmem (view subset)"} for r in rows if r["index"] in kept
-                        ]
-                    for view in cfg.view_ablations:
-                        name = _variant_system(view)
-                        found = _search_records(name, held, paths[held], ranker, subset, view, cfg.embedder)
-                        result.rows += found[0]
+                    search_ms += _search_fold(cfg, result, held, paths[held], ranker, test)
         for p in test:
             for base, ranked in p.baselines.items():
                 result.rows.append(_record(base, held, p, ranked))
         result.folds[held] = fold
         log(f"fold {held}: fitted {len(systems)} scorers")
     result.latency = _latency(pools)
-    if search_ms:
-        result.latency["dualmem (Memory.search)"] = {
-            "p50": percentile(search_ms, 50),
-            "p95": percentile(search_ms, 95),
-        }
+    result.latency.update(_search_latency(search_ms))
     result.report = _write(cfg, result, pools)
     result.out_json = cfg.out / "cv-results.json"
     return result
+
+
+def _search_latency(search_ms: list[float]) -> dict[str, dict[str, float | None]]:
+    if not search_ms:
+        return {}
+    return {"dualmem (Memory.search)": {"p50": percentile(search_ms, 50), "p95": percentile(search_ms, 95)}}
+
+
+def _search_fold(
+    cfg: CVConfig, result: CVResult, held: str, path: Path, ranker: Ranker, test: list[QueryPool]
+) -> list[float]:
+    """The held-out fold searched through ``Memory.search`` with the fold's ranker, then each read-path
+    ablation on the view subset: their rows added to ``result``; the search latencies (ms)."""
+    rows, ms = _search_records("dualmem", held, path, ranker, test, None, cfg.embedder)
+    result.rows += rows
+    subset = test[: cfg.view_limit] if cfg.view_limit is not None else test
+    if cfg.view_ablations and cfg.view_limit is not None:
+        kept = {p.index for p in subset}
+        result.rows += [{**r, "system": "dualmem (view subset)"} for r in rows if r["index"] in kept]
+    for view in cfg.view_ablations:
+        found = _search_records(_variant_system(view), held, path, ranker, subset, view, cfg.embedder)
+        result.rows += found[0]
+    return ms
 
 
 # -- abstention -----------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from dualmem.memory import Memory
 from dualmem.read.channels import CHANNELS
 from dualmem.read.pool import FEATURES, POOL_VERSION
 from research.builds import any_build, embedder, views_profile
-from research.corpora import CORPORA, SHUFFLED, conversations, fold_of, labels
+from research.corpora import CORPORA, ENGLISH, SHUFFLED, conversations, embedder_of, fold_of, labels
 from research.cv import (
     K_VALUES,
     CVConfig,
@@ -79,7 +79,7 @@ def load(
         convs = conversations(name, limit)
         folds = fold_of(name, [c.id for c in convs])
         for conv in convs:
-            path = any_build(conv, builds / name)
+            path = any_build(conv, builds / name, embedder_of(name))
             parts: list[Any] = [path.name, FEATURES, POOL_VERSION]
             if channels:
                 parts.append([list(c) for c in channels])
@@ -92,7 +92,8 @@ def load(
                     pools = pickle.load(fh)
             else:
                 started = time.perf_counter()
-                with Memory.open(path, embedder=embedder(), answerer=None, read_only=True) as mem:
+                spec = embedder(embedder_of(name))
+                with Memory.open(path, embedder=spec, answerer=None, read_only=True) as mem:
                     pools = _collect(conv, mem, cfg)
                 stored.parent.mkdir(parents=True, exist_ok=True)
                 with stored.open("wb") as fh:
@@ -225,7 +226,7 @@ def searched_rows(
         )
         with Memory.open(
             path,
-            embedder=embedder(),
+            embedder=embedder(embedder_of(data.corpus_of[conv])),
             controller=ctl,
             answerer=None,
             profile=_search_profile(system),
@@ -359,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--builds", type=Path, default=Path("research-out/builds"))
     parser.add_argument("--out", type=Path, default=Path("research-out/loco"))
-    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument("--corpora", nargs="+", default=list(ENGLISH), choices=list(CORPORA))
     parser.add_argument("--modes", nargs="+", default=["within", "loco"], choices=["within", "loco"])
     parser.add_argument("--trees", type=int, default=300, help="tree count when not chosen by inner CV")
     parser.add_argument("--no-choose", action="store_true", help="fixed --trees (no inner CV)")
@@ -418,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from research.builds import any_build
 
         search = {
-            c.id: any_build(c, ns.search / name)
+            c.id: any_build(c, ns.search / name, embedder_of(name))
             for name in (ns.corpora if ns.search_corpora is None else ns.search_corpora)
             for c in conversations(name, ns.limit)
         }

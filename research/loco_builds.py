@@ -19,16 +19,19 @@ from pathlib import Path
 from dualmem.learn.write_heads import fit_write_heads
 from research import write_heads as wh
 from research.builds import build
-from research.corpora import CORPORA, conversations
+from research.corpora import CORPORA, ENGLISH, conversations, embedder_of
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=Path, default=Path("research-out/builds"), help="recorded builds")
     parser.add_argument("--out", type=Path, default=Path("research-out/builds-loco"))
-    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument("--corpora", nargs="+", default=list(ENGLISH), choices=list(CORPORA))
+    parser.add_argument(
+        "--train", nargs="+", default=list(ENGLISH), choices=list(CORPORA), help="corpora the heads see"
+    )
     ns = parser.parse_args(argv)
-    rows = wh.collect(ns.pairs, list(CORPORA))
+    rows = wh.collect(ns.pairs, sorted(set(ns.train) | set(ns.corpora)))
     for name in ns.corpora:
         heads = fit_write_heads([r for r in rows if r.group != name], provenance={"held_out": name})
         (ns.out / name).mkdir(parents=True, exist_ok=True)
@@ -36,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: {json.dumps(heads.provenance['heads'])}", file=sys.stderr)
         weights = heads.weights()
         for conv in conversations(name):
-            build(conv, ns.out / name, weights=weights, record=True)
+            build(conv, ns.out / name, weights=weights, record=True, spec=embedder_of(name))
     return 0
 
 

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from dualmem.config import Profile
-from dualmem.control.builtin import BuiltinController, BuiltinWeights, LinearWeights, default_weights
-from dualmem.memory import Memory
-from research.builds import build, build_profile, embedder
+from dualmem.control.builtin import BuiltinWeights, LinearWeights, default_weights
+from research.builds import build, build_profile, open_build
 from research.corpora import conversations, fold_of, labels
 
 __all__ = ["evaluate", "overlay"]
@@ -60,14 +59,7 @@ def evaluate(
     read = profile or Profile.builtin()
     for conv in conversations("notes", limit):
         path = build(conv, out, weights=weights_of.get(conv.id), profile=build_profile(), tag=tag)
-        with Memory.open(
-            path,
-            embedder=embedder(),
-            controller=BuiltinController(),
-            answerer=None,
-            profile=read,
-            read_only=True,
-        ) as mem:
+        with open_build(path, read) as mem:
             by_id = {n.id: n.turn_id for n in mem.nodes(user=conv.id)}
             stale_marked = sum(1 for n in mem.nodes(user=conv.id) if n.valid_to is not None)
             for i, qa in enumerate(conv.questions):

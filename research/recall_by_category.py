@@ -21,9 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dualmem.config import Profile
-from dualmem.control.builtin import BuiltinController
-from dualmem.memory import Memory
-from research.builds import build, embedder
+from research.builds import build, open_build
 from research.corpora import conversations
 
 __all__ = ["recall_by_category"]
@@ -40,14 +38,7 @@ def recall_by_category(
     rows: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for conv in conversations(corpus, limit):
         path = build(conv, out, profile=write)
-        with Memory.open(
-            path,
-            embedder=embedder(),
-            controller=BuiltinController(),
-            answerer=None,
-            profile=read,
-            read_only=True,
-        ) as mem:
+        with open_build(path, read) as mem:
             by_id = {n.id: n.turn_id for n in mem.nodes(user=conv.id)}
             tenant = mem.scope(conv.id).tenant
             for qa in conv.questions:

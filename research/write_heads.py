@@ -37,7 +37,7 @@ from dualmem.learn.write_heads import (
 )
 from dualmem.memory import Memory
 from research.builds import any_build, embedder
-from research.corpora import CORPORA, conversations, fold_of
+from research.corpora import CORPORA, ENGLISH, conversations, embedder_of, fold_of
 
 __all__ = ["collect", "evaluate", "main"]
 
@@ -48,8 +48,10 @@ def collect(builds: Path, corpora: Sequence[str], limit: int | None = None) -> l
     rows: list[PairRow] = []
     for name in corpora:
         for conv in conversations(name, limit):
-            path = any_build(conv, builds / name)
-            with Memory.open(path, embedder=embedder(), answerer=None, read_only=True) as mem:
+            path = any_build(conv, builds / name, embedder_of(name))
+            with Memory.open(
+                path, embedder=embedder(embedder_of(name)), answerer=None, read_only=True
+            ) as mem:
                 rows += conversation_rows(mem.store, conv, name)
         mine = [r for r in rows if r.group == name]
         ups, rel = sum(r.update for r in mine), sum(r.related for r in mine)
@@ -107,7 +109,7 @@ def _fmt(v: object) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--builds", type=Path, default=Path("research-out/builds"))
-    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument("--corpora", nargs="+", default=list(ENGLISH), choices=list(CORPORA))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None, help="write the heads fitted on every corpus")
     parser.add_argument("--report", type=Path, default=None, help="write the CV report (markdown)")

@@ -18,7 +18,7 @@ from dualmem.types import VIEWS, JSONValue, Node, Tenant
 def with_views(profile: Profile | None = None) -> Profile:
     """``profile`` (the builtin one by default) opted in to every relation view, written and read:
     for tests of the edges themselves (the builtin profile stores none)."""
-    return (profile or Profile.builtin()).with_(write__views=VIEWS, read__views=VIEWS)
+    return (profile or Profile.builtin()).with_(write__views=VIEWS, read__views=VIEWS, read__expansion=True)
 
 
 T1 = dt.datetime(2024, 5, 14, 10, tzinfo=dt.UTC)  # Mira's old bicycle broke

@@ -18,8 +18,8 @@ import schemathesis
 from hypothesis import strategies as st
 
 from dualmem import Memory, Profile
-from dualmem.server.schemas import CURSOR_FORMAT, EXPORT_FORMAT, TIME_FORMAT
 from dualmem.text.timeparse import format_day
+from dualmem.wire.schemas import CURSOR_FORMAT, EXPORT_FORMAT, TIME_FORMAT
 
 #: the tenant of the user key the test gives schemathesis
 USER = "fuzz"

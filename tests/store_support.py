@@ -11,7 +11,7 @@ from dualmem import Memory
 from dualmem.control.builtin import BuiltinController
 from dualmem.embed import Embedder
 from dualmem.plane import InMemoryStore, SQLiteStore, Store
-from dualmem.types import Observation
+from dualmem.types import Observation, Tenant
 
 #: when the pool tests' conversation starts, and how it starts (speaker, text)
 AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
@@ -40,3 +40,16 @@ def filled_memory(
     with Memory(new_store(kind, tmp_path), embedder, BuiltinController()) as m:
         m.add_many(observations, user="u")
         yield m
+
+
+def tenant_where(tenant: Tenant | None, alias: str = "n") -> tuple[str, list[object]]:
+    """A test's own SQL condition selecting ``tenant``'s rows of a SQLite file's ``nodes`` table
+    (``alias``) and its parameters: the columns as the schema names them, no store module used."""
+    if tenant is None:
+        return "1", []
+    parts, params = [f"{alias}.user_id = ?"], [tenant.user]
+    for column, value in (("agent_id", tenant.agent), ("run_id", tenant.run)):
+        if value is not None:
+            parts.append(f"{alias}.{column} = ?")
+            params.append(value)
+    return " AND ".join(parts), params

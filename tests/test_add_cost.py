@@ -17,12 +17,12 @@ from dualmem.control import builtin_features as bf
 from dualmem.control import catalog
 from dualmem.control.states import MemoryState
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_scale as scale
-from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane.sqlite import _scale as scale
 from dualmem.text.lexical import fts_or, tokenize
 from dualmem.types import Node, Tenant, TypeScores
 from dualmem.write.candidates import Candidate
 from dualmem.write.relations import relation_batch
+from store_support import tenant_where
 
 USER = Tenant("u")
 T0 = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -251,7 +251,7 @@ def test_variant_scores_equal_the_unbounded_ratio() -> None:
 
 def _plain_probe(store: SQLiteStore, tenant: Tenant, rare: list[str], k: int) -> list[tuple[str, float]]:
     """The probe's ranking before round seven: every match joined to ``nodes``."""
-    clause, params = sql.tenant_sql(tenant)
+    clause, params = tenant_where(tenant)
     statement = (
         "SELECT n.id, -bm25(nodes_fts) AS score FROM nodes_fts CROSS JOIN nodes n "
         f"ON n.seq = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {clause} "

@@ -14,8 +14,8 @@ import pytest
 
 from dualmem.errors import DatabaseCorrupt
 from dualmem.plane import SQLiteStore, ann
-from dualmem.plane._context import SEP, decode_neighbours, encode_neighbours, neighbours_json
 from dualmem.plane.base import Candidate, NodeContext, candidates_of
+from dualmem.plane.context import SEP, decode_neighbours, encode_neighbours, neighbours_json
 from dualmem.types import Node, TemporalRef, Tenant
 
 USER = Tenant("u")

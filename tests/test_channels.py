@@ -12,7 +12,6 @@ from dualmem import Memory
 from dualmem.embed import HashingEmbedder
 from dualmem.errors import ConfigError
 from dualmem.read.channels import (
-    channel_hits,
     checked_channels,
     entity_channel,
     query_entities,
@@ -155,17 +154,6 @@ def test_channels_are_checked() -> None:
         checked_channels("entity")
     with pytest.raises(ConfigError):
         checked_channels(["causal"])
-
-
-def test_a_store_without_the_link_index_gives_no_channels(mem: Memory) -> None:
-    class Bare:
-        def __getattr__(self, name: str) -> object:
-            if name in ("entity_search", "entity_counts", "entities_of", "time_search"):
-                raise AttributeError(name)
-            return getattr(mem.store, name)
-
-    found = channel_hits(Bare(), TENANT, analyze("last weekend"), _qvec(mem, "x"), {"temporal": 5}, {})  # type: ignore[arg-type]
-    assert found == []
 
 
 class _Routed:

@@ -235,7 +235,7 @@ def test_http_413_for_one_large_observation_names_the_per_observation_limit(tmp_
 
     from dualmem.server import ServerSettings, create_app
     from dualmem.server.keys import KeyStore
-    from dualmem.server.schemas import MAX_TEXT
+    from dualmem.wire.schemas import MAX_TEXT
     from test_server import auth
 
     with Memory.open(tmp_path / "m.db", embedder="hashing") as mem:

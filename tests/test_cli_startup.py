@@ -25,7 +25,7 @@ HEAVY = (
     "dualmem.plane",
     "dualmem.types",
     "dualmem.control",
-    "dualmem.server.schemas",
+    "dualmem.wire.schemas",
 )
 
 CHECK = """

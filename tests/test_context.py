@@ -13,7 +13,7 @@ import pytest
 from dualmem import Memory
 from dualmem.errors import DatabaseCorrupt
 from dualmem.plane import SQLiteStore, Store
-from dualmem.plane import sqlite as sqlite_module
+from dualmem.plane.sqlite import store as sqlite_module
 from dualmem.types import Node, Tenant
 
 USER = Tenant("u")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dualmem.plane._context import neighbours_json, parse_neighbours
+from dualmem.plane.context import neighbours_json, parse_neighbours
 
 
 def test_round_trip_keeps_order_and_offsets() -> None:

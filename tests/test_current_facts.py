@@ -153,7 +153,7 @@ def test_the_slot_is_recorded_shown_by_inspect_and_kept_by_export(
     mira: tuple[Memory, dict[str, str]], minilm: Embedder, tmp_path: Path
 ) -> None:
     from dualmem.cli.render import render_inspect
-    from dualmem.server.schemas import inspection_out
+    from dualmem.wire.schemas import inspection_out
 
     m, ids = mira
     info = m.inspect(ids[NOTES[2]], user="u")

@@ -125,7 +125,7 @@ def test_read_variants_change_one_setting_each() -> None:
     base = views_profile()  # the research's base: every view on (the builtin profile reads none)
     assert read_variant(base, None) == base
     assert read_variant(base, "views").read.views == ()
-    assert read_variant(base, "expansion").read.fixed_depth == 0
+    assert read_variant(base, "expansion").read.expansion is False
     assert read_variant(base, "entity").read.views == ("semantic", "temporal", "causal")
     assert read_variant(base, "all-edges").read.edges_per_node is None
     assert all(read_variant(base, v) != base for v in VIEW_ABLATIONS)

@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dualmem.plane import SQLiteStore
-from dualmem.plane import _codec as codec
+from dualmem.plane import SQLiteStore, codec
 from dualmem.types import Edge, Node, Tenant
 
 USER = Tenant("u")

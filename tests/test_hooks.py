@@ -163,3 +163,21 @@ def test_a_chatty_prompt_is_searched_by_its_need(db: Path) -> None:
     finally:
         store.close()
     assert "db-stage-3" in found[0].content
+
+
+def test_user_prompt_searches_the_need_of_a_chatty_message(db: Path) -> None:
+    """The hook's read side understands the whole prompt (issue 47): its small talk shares words
+    with an unrelated memory, which the whole text would rank second; the need's are first."""
+    prompt = (
+        "Morning! We had pancakes at the tea house on Saturday again, so good. "
+        "Which host is the orbitron staging database on? Thanks!"
+    )
+    done = hook(db, "user-prompt", "--limit", "2", stdin=json.dumps({"prompt": prompt}))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "db-stage-3" in lines[1]
+    assert "pancakes" not in done.stdout
+    whole = hook(
+        db, "user-prompt", "--limit", "2", stdin="pancakes tea house Saturday orbitron staging database host"
+    )
+    assert "pancakes" in whole.stdout  # the same words as one clause: the small talk's memory comes in

@@ -185,7 +185,7 @@ def test_bad_files_are_typed_errors() -> None:
 
 
 def test_one_node_serialiser_feeds_the_export() -> None:
-    from dualmem.plane._records import NodeRecord
+    from dualmem.plane.jsonl import NodeRecord
 
     node = _store().get_node("n1")
     full = node.to_json()

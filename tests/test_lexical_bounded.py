@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_sql as sql
+from dualmem.plane.sqlite import _sql as sql
 from dualmem.text.lexical import fts_or
 from dualmem.types import Node, Tenant
+from store_support import tenant_where
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 WORDS = [
@@ -114,7 +115,7 @@ def test_bounded_fts_equals_the_plain_join(store: SQLiteStore, table: str, k: in
         share = 1.0 if tenant is None else store._lexical.share(tenant)
         for query in QUERIES:
             expression = fts_or(query.replace(" OR ", " ").split())
-            where = sql.tenant_sql(tenant)
+            where = tenant_where(tenant)
             assert sql.fts_top(conn, table, expression, k, where, share) == _plain(
                 conn, table, expression, k, where
             ), (tenant, query, k)
@@ -133,7 +134,7 @@ def test_bounded_fts_is_exact_through_widening_and_fallback(
         for tenant in TENANT_CASES[:4]:
             for query in QUERIES:
                 expression = fts_or(query.split())
-                where = sql.tenant_sql(tenant)
+                where = tenant_where(tenant)
                 assert sql.fts_top(conn, "nodes_fts", expression, 10, where, 1.0) == _plain(
                     conn, "nodes_fts", expression, 10, where
                 )
@@ -149,6 +150,6 @@ def test_store_searches_keep_tenants_apart(store: SQLiteStore) -> None:
                 assert all(tenant.covers(owner[i]) for i, _ in hits)
             terms = store._lexical.query_terms("nodes_fts", query)
             assert store.lexical_search(tenant, query, 25) == _plain(
-                store._conn, "nodes_fts", fts_or(terms), 25, sql.tenant_sql(tenant)
+                store._conn, "nodes_fts", fts_or(terms), 25, tenant_where(tenant)
             )
     assert store.lexical_search(Tenant("nobody"), "garden", 10) == []

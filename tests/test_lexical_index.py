@@ -12,12 +12,12 @@ import pytest
 
 from dualmem.errors import InvalidInput
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_impact as impact
-from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane import _sqlite_terms as terms
-from dualmem.plane._sqlite_schema import SCHEMA_VERSION
+from dualmem.plane.sqlite import SCHEMA_VERSION
+from dualmem.plane.sqlite import _impact as impact
+from dualmem.plane.sqlite import _terms as terms
 from dualmem.text.lexical import content_tokens, fts_or
 from dualmem.types import Node, Tenant
+from store_support import tenant_where
 
 A, B = Tenant("alice"), Tenant("bob")
 T0 = dt.datetime(2023, 5, 1, tzinfo=dt.UTC)
@@ -74,7 +74,7 @@ def _plain(
 ) -> list[tuple[str, float]]:
     """FTS5's exact ranking (the whole table's statistics) among the tenant's rows."""
     words = list(dict.fromkeys(content_tokens(query)))
-    clause, params = sql.tenant_sql(tenant)
+    clause, params = tenant_where(tenant)
     statement = (
         f"SELECT n.id, -bm25({table}) AS score FROM {table} CROSS JOIN nodes n ON n.seq = {table}.rowid "
         f"WHERE {table} MATCH ? AND {clause} ORDER BY score DESC, n.seq LIMIT ?"
@@ -419,8 +419,8 @@ def test_a_purged_user_of_a_large_store_is_ranked_by_fts5_and_the_others_by_the_
         assert store.lexical_index_state()["nodes_fts"] == "purged"
         want = [i for i, _ in _plain(store._conn, "nodes_fts", "tomato garden", 5, A)]
         assert [i for i, _ in store.lexical_search(A, "tomato garden", 5)] == want
-        assert impact.search(store._conn, "nodes_fts", sql.tenant_sql(A), _query(store, A, "quince")) is None
-        assert impact.search(store._conn, "nodes_fts", sql.tenant_sql(B), _query(store, B, "quince"))
+        assert impact.search(store._conn, "nodes_fts", tenant_where(A), _query(store, A, "quince")) is None
+        assert impact.search(store._conn, "nodes_fts", tenant_where(B), _query(store, B, "quince"))
         assert store.lexical_index_state()["nodes_fts"] == "purged"  # no rebuild in the search
 
 

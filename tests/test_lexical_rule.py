@@ -120,19 +120,8 @@ def test_english_text_has_the_same_terms_as_rule_1() -> None:
 
 
 def test_a_cjk_query_is_its_terms_each_a_term() -> None:
-    assert query_terms("周三吃饭了吗？") == [
-        "周",
-        "周三",
-        "三",
-        "三吃",
-        "吃",
-        "吃饭",
-        "饭",
-        "饭了",
-        "了",
-        "了吗",
-        "吗",
-    ]
+    # its particles, and the bigrams that hold one, are left out as English stopwords are
+    assert query_terms("周三吃饭了吗？") == ["周", "周三", "三", "三吃", "吃", "吃饭", "饭"]
     # an English phrase stays one term; repeated terms are asked once
     assert query_terms("Zoë'd 咖啡 咖啡店") == ["zoe d", "咖", "咖啡", "啡", "啡店", "店"]
     assert fts_query("周三") == '"周" OR "周三" OR "三"'
@@ -155,8 +144,19 @@ def test_lexical_queries_of_any_mixed_text_never_fail_and_cjk_is_never_empty(tex
     expression = fts_query(text)
     if expression:
         conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()
-    if any(has_cjk(token) for token in fts5_tokens(text)):
+    if any(char in "咖啡店東京" for char in text):  # a Han character of content (no stopword)
         assert expression
+
+
+def test_cjk_query_stopwords_are_left_out_and_the_index_keeps_them() -> None:
+    """A CJK question's function characters and question words match every message as English
+    stopwords would: the query leaves them out (the index keeps every term)."""
+    assert query_terms("我家的猫叫什么？") == ["家", "猫", "猫叫", "叫"]
+    assert query_terms("私の猫の名前は何ですか？") == ["私", "猫", "名", "名前", "前"]
+    assert "어디" not in query_terms("지금 어디 살아?")
+    assert query_terms("的了吗？什么") == []  # nothing but stopwords: no lexical query, as in English
+    assert query_terms("我不吃香菜") == ["不吃", "吃", "吃香", "香", "香菜", "菜"]  # 不 alone is a stopword
+    assert {"我", "我的"} <= set(index_terms("我的猫"))
 
 
 def test_the_stem_counts_bytes_as_fts5s_porter_does() -> None:
@@ -169,24 +169,24 @@ def test_the_stem_counts_bytes_as_fts5s_porter_does() -> None:
 
 
 # -- one implementation ---------------------------------------------------------------------------
-def _source(name: str) -> str:
-    return (_PLANE / name).read_text(encoding="utf-8")
-
-
 def test_no_store_tokenizes_stems_or_scores_on_its_own() -> None:
     """The rule and BM25 are written once (``lexindex``): no other plane module stems, splits words,
     runs a tokenizer of its own or computes an idf."""
     own = re.compile(r"stemmer\(|fts5_tokens|index_terms|index_words|math\.log\(|unicode61|K1 = 1")
-    for path in sorted(_PLANE.glob("*.py")):
-        if path.name == "lexindex.py":
+    paths = sorted(_PLANE.rglob("*.py"))
+    assert len(paths) > 30  # every backend's modules
+    assert any(p.parent.name == "postgres" for p in paths)
+    for path in paths:
+        name = path.relative_to(_PLANE).as_posix()
+        if name == "lexindex.py":
             continue
         text = path.read_text(encoding="utf-8")
         found = own.findall(text)
-        if path.name in ("_sqlite_schema.py", "_sqlite_context.py"):
+        if name in ("sqlite/_schema.py", "sqlite/_context.py"):
             # the FTS5 tables' declared tokenizer: the rule's split and stem (tests above)
-            assert found == ["unicode61"], (path.name, found)
+            assert found == ["unicode61"], (name, found)
         else:
-            assert not found, (path.name, found)
+            assert not found, (name, found)
 
 
 class _Spy:

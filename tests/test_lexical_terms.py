@@ -8,10 +8,9 @@ import sqlite3
 import numpy as np
 import pytest
 
-from dualmem.plane import SQLiteStore
-from dualmem.plane import _codec as codec
-from dualmem.plane import _sqlite_sql as sql
-from dualmem.plane import _sqlite_terms as terms
+from dualmem.plane import SQLiteStore, codec
+from dualmem.plane.sqlite import _sql as sql
+from dualmem.plane.sqlite import _terms as terms
 from dualmem.text.lexical import fts_or, query_terms
 from dualmem.types import Node, Tenant
 

@@ -10,8 +10,8 @@ import pytest
 
 from dualmem.cli.main import main
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_impact as impact
-from dualmem.plane import _sqlite_impact_merge as merge
+from dualmem.plane.sqlite import _impact as impact
+from dualmem.plane.sqlite import _impact_merge as merge
 from test_lexical_index import QUERIES, A, B, _nodes, _plain, _raw_count, _search, _texts
 
 TABLES = list(impact.TABLES)

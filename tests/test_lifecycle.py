@@ -152,19 +152,15 @@ def _everywhere(mem: Memory, node_id: str, text: str, user: str = "u") -> list[s
     """Every place a forgotten memory could still show up."""
     tenant = Tenant(user)
     vec = mem.embedder.embed([text])[0]
-    found = []
-    if mem.store.get_node(node_id) is not None:
-        found.append("node")
-    if node_id in [i for i, _ in mem.store.vector_search(tenant, vec, 100)]:
-        found.append("vector")
-    if node_id in [i for i, _ in mem.store.lexical_search(tenant, text, 100)]:
-        found.append("lexical")
-    if node_id in [i for i, _ in mem.store.entity_search(tenant, ["sushi", "user"], 100)]:
-        found.append("entity")
-    if mem.store.edges_of(node_id):
-        found.append("edges")
-    if mem.store.decisions_of(node_id):
-        found.append("decisions")
+    places = {
+        "node": mem.store.get_node(node_id) is not None,
+        "vector": node_id in [i for i, _ in mem.store.vector_search(tenant, vec, 100)],
+        "lexical": node_id in [i for i, _ in mem.store.lexical_search(tenant, text, 100)],
+        "entity": node_id in [i for i, _ in mem.store.entity_search(tenant, ["sushi", "user"], 100)],
+        "edges": bool(mem.store.edges_of(node_id)),
+        "decisions": bool(mem.store.decisions_of(node_id)),
+    }
+    found = [place for place, there in places.items() if there]
     for n in mem.store.iter_nodes(tenant):
         if any(d.other_id == node_id for d in mem.store.decisions_of(n.id)):
             found.append("decision-other")

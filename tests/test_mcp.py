@@ -211,3 +211,33 @@ async def test_the_server_reports_dualmem_and_its_version(client: Client) -> Non
     info = client.server_info
     assert info is not None
     assert (info.name, info.version) == ("dualmem", dualmem.__version__)  # issue 49: was ""
+
+
+@pytest.mark.anyio
+async def test_search_takes_the_whole_message(
+    client: Client, service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search tool understands a chatty message before searching it (issue 47) and groups by
+    session on request."""
+    from dualmem.read import loop, message
+
+    asked: list[str] = []
+
+    def understand(query: str, ask: Any, weights: Any = None) -> Any:
+        asked.append(query)
+        return message.understand(query, ask, weights)
+
+    monkeypatch.setattr(loop, "understand", understand)
+    turns = [
+        ("Mira: We moved to Utrecht, the flat in Lombok has a balcony.", "s1"),
+        ("Mira: Biscuit the cat loves the balcony.", "s1"),
+        ("Mira: We had pancakes at the tea house on Saturday.", "s2"),
+    ]
+    for text, session in turns:
+        await call(client, "add", {"text": text, "speaker": "Mira", "session": session})
+    chatty = "Morning! Pancakes again today, so good. Where did we move to? Thanks a lot!"
+    found = await call(client, "search", {"query": chatty, "k": 2})
+    assert asked == [chatty]
+    assert "Utrecht" in found["evidence"][0]["node"]["content"]
+    grouped = await call(client, "search", {"query": chatty, "k": 2, "group": "session"})
+    assert next(s["session"] for s in grouped["sessions"]) == "s1"

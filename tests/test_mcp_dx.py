@@ -16,9 +16,9 @@ from mcp import Client
 
 from dualmem import Tenant
 from dualmem.mcp_server import build_mcp
-from dualmem.server.schemas import BRIEF_NODE, QueryRequest, TraceSummary
 from dualmem.server.service import Service
 from dualmem.types import MAX_K
+from dualmem.wire.schemas import BRIEF_NODE, QueryRequest, TraceSummary
 from server_support import anyio_backend, service  # noqa: F401 - fixtures
 
 #: before issue 28, on the same data: tools/list 14,069 bytes, a k=10 search 4,570 bytes of text

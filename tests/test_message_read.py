@@ -15,9 +15,9 @@ from dualmem.control.scripted import ScriptedController
 from dualmem.embed import Embedder
 from dualmem.errors import InvalidInput
 from dualmem.plane import SQLiteStore
-from dualmem.read.message import CONTEXT_WEIGHT, WHOLE_WEIGHT, MessagePlan, understand
+from dualmem.read.message import WEIGHTS, MessagePlan, MessageWeights, understand
 from dualmem.read.pool import PoolSettings, build_pool
-from dualmem.read.sessions import group_sessions
+from dualmem.read.sessions import add_up, diversify, group_sessions
 from dualmem.read.trace import ClauseDecision, render_trace
 from dualmem.text.clauses import cues, split
 from dualmem.types import Evidence, Node, Observation, Tenant
@@ -101,7 +101,7 @@ def test_chatter_is_dropped_and_the_need_searched() -> None:
     assert seen[0].state == {"message": message, "clauses": list(split(message))}
     assert [c.label for c in plan.clauses] == ["chatter", "chatter", "need", "chatter"]
     assert plan.focus == "Where did I move to last year?"
-    assert plan.extra == ((message, WHOLE_WEIGHT),)
+    assert plan.extra == ((message, WEIGHTS.whole),)
 
 
 def test_several_needs_get_their_own_lists_within_the_budget() -> None:
@@ -235,7 +235,7 @@ def test_context_joins_the_focus_when_the_need_says_too_little() -> None:
     )
     assert news is not None
     assert news.focus == "When did Caroline go to the LGBTQ support group?"
-    assert ("Back from the gym, my legs are jelly.", CONTEXT_WEIGHT) in news.extra or [
+    assert ("Back from the gym, my legs are jelly.", WEIGHTS.context) in news.extra or [
         c.label for c in news.clauses
     ] == ["chatter", "need"]
 
@@ -275,3 +275,81 @@ def test_the_client_groups_by_session_as_the_library_does(tmp_path: Path) -> Non
     assert [[e.node.id for e in h.evidence] for h in remote.sessions] == [
         [e.node.id for e in h.evidence] for h in local.sessions
     ]
+
+
+def test_an_exchange_adds_up() -> None:
+    """``add_up``: a turn gains its scored neighbour's (normalised) score; far neighbours do not count."""
+    found = [_ev("u1", "A", 0.9), _ev("x", "B", 0.6), _ev("a1", "A", 0.5), _ev("y", "C", 0.1)]
+    near = {"a1": (("u1", -1),), "u1": (("a1", 1),), "y": (("x", 2),)}
+    assert add_up(found, near, 0.0) == found
+    up = add_up(found, near, 0.5)
+    assert [e.node.id for e in up] == ["u1", "a1", "x", "y"]
+    by = {e.node.id: e.score for e in up}
+    assert by["u1"] == pytest.approx(1.0 + 0.5 * 0.5)
+    assert by["a1"] == pytest.approx(0.5 + 0.5 * 1.0)
+    assert by["y"] == pytest.approx(0.0)  # two turns away: not its exchange
+    with pytest.raises(ValueError, match="negative"):
+        add_up(found, near, -0.1)
+    with pytest.raises(ValueError, match="negative"):
+        MessageWeights(whole=-1.0)
+
+
+def test_one_session_cannot_fill_the_top() -> None:
+    found = [
+        _ev("a1", "A", 0.9),
+        _ev("a2", "A", 0.8),
+        _ev("a3", "A", 0.7),
+        _ev("b1", "B", 0.6),
+        _ev("x", None, 0.5),
+    ]
+    assert diversify(found, 0) == found
+    assert [e.node.id for e in diversify(found, 2)] == ["a1", "a2", "b1", "x", "a3"]
+    assert [e.node.id for e in diversify(found, 1)] == ["a1", "b1", "x", "a2", "a3"]
+    with pytest.raises(ValueError, match="negative"):
+        diversify(found, -1)
+    with pytest.raises(ValueError, match="negative"):
+        MessageWeights(per_session=-1)
+
+
+def test_the_weights_shape_the_plan() -> None:
+    ctl = BuiltinController()
+    message = "Back from the gym, my legs are jelly. When did Caroline go to the LGBTQ support group?"
+    none = understand(message, ctl.decide, MessageWeights(whole=0.0, context=0.0))
+    assert none is not None
+    assert none.extra == ()
+    more = understand(message, ctl.decide, MessageWeights(whole=0.5, context=1.0))
+    assert more is not None
+    assert (message, 0.5) in more.extra
+    assert understand(message, ctl.decide).weights == WEIGHTS  # type: ignore[union-attr]
+
+
+def test_a_long_message_adds_up_its_exchanges(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search of a long message re-sorts by ``add_up`` at ``WEIGHTS.adjacent``; a one-clause
+    query never does."""
+    from dualmem.read import loop, message
+
+    seen: list[float] = []
+
+    def spy(ranked: list[Evidence], near: object, adjacent: float) -> list[Evidence]:
+        seen.append(adjacent)
+        return add_up(ranked, near, adjacent)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loop, "add_up", spy)
+    monkeypatch.setattr(message, "WEIGHTS", MessageWeights(adjacent=0.5))
+    mem.search("Where do I live now?", user="u", k=3)
+    assert seen == []
+    found = mem.search(
+        "Morning, coffee is kicking in. Where do Biscuit and I live now? Thanks!", user="u", k=3
+    )
+    assert seen == [0.5]
+    assert found.evidence
+
+
+def test_the_whole_message_can_stay_the_focus() -> None:
+    """``whole_focus``: the message is searched as it is, each need adding its own lists."""
+    ctl = BuiltinController()
+    message = "Back from the gym, my legs are jelly. When did Caroline go to the LGBTQ support group?"
+    plan = understand(message, ctl.decide, MessageWeights(context=0.0, whole_focus=True))
+    assert plan is not None
+    assert plan.focus == message
+    assert plan.extra == (("When did Caroline go to the LGBTQ support group?", 1.0),)

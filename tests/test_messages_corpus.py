@@ -121,3 +121,40 @@ def test_the_long_message_is_about_150_words() -> None:
     text = latency.long_message("When did Caroline go to the LGBTQ support group?")
     assert 130 <= len(text.split()) <= 170
     assert "When did Caroline go to the LGBTQ support group?" in text
+
+
+def test_the_weights_are_chosen_without_the_corpus_or_fold_they_are_scored_on() -> None:
+    cv = load_bench("messages/cv.py")
+
+    def row(corpus: str, fold: str, shape: str, a: float, b: float) -> dict[str, object]:
+        return {"corpus": corpus, "fold": fold, "shape": shape, "clauses": 2, "conversation": fold,
+                "source": [0], "r10": {"bm25": 0.0, "off": 0.1, "A": a, "B": b}}  # fmt: skip
+
+    rows = [
+        row("x", "x/0", "wrapped", 1.0, 0.0),  # x prefers A
+        row("x", "x/1", "wrapped", 1.0, 0.0),
+        row("y", "y/0", "message", 0.0, 1.0),  # y and z prefer B
+        row("z", "z/0", "multi", 0.0, 1.0),
+        row("z", "z/0", "clean", 0.3, 0.3),  # clean rows never choose
+        row("x", "x/0", "clean", 0.5, 0.7),  # x/0's wrapped question asked clean
+    ]
+    out = cv.cross_validate(rows, ["A", "B"])
+    assert out["chosen"]["loco"] == {"x": "B", "y": "A", "z": "A"}  # each by the other two
+    assert out["chosen"]["within"]["x/0"] == "B"  # x/1 (A) against y and z (B): each corpus counts once
+    assert out["table"]["x"]["wrapped"]["loco"] == 0.0
+    assert out["table"]["x"]["wrapped"]["clean, same questions"] == 0.7  # under x's choice, B
+    assert out["table"]["z"]["clean"]["n"] == 1
+    assert cv.choose([row("z", "z/0", "clean", 0.3, 0.9)], ["A", "B"]) == "A"  # nothing to choose on
+    assert "| x | wrapped | 2 (2) |" in cv.report(out)
+
+
+def test_a_choice_keeps_the_clean_questions() -> None:
+    cv = load_bench("messages/cv.py")
+    base = {"corpus": "x", "fold": "x/0", "clauses": 2}
+    rows = [
+        {**base, "shape": "message", "r10": {"off": 0.5, "A": 0.6, "B": 0.9}},
+        {**base, "shape": "clean", "r10": {"off": 0.5, "A": 0.5, "B": 0.4}},
+    ]
+    assert cv.choose(rows, ["A", "B"]) == "A"  # B does better on messages but lowers clean by 0.1
+    assert cv.clean_ok(rows, "A")
+    assert not cv.clean_ok(rows, "B")

@@ -187,7 +187,7 @@ def test_an_llm_backends_answers_reorder_the_results(db: Path) -> None:
             opts = OpenOptions(controller={"base_url": server.base_url, "model": "m"})
             # the whole pool scored once by its relevance answers (as the builtin profile does)
             profile = Profile.dualmem().with_(
-                read__fixed_depth=0, read__anchors=None, read__lambdas=RELEVANCE
+                read__expansion=False, read__anchors=None, read__lambdas=RELEVANCE
             )
             with Memory.open(
                 db, embedder=HashingEmbedder(), controller="llm", answerer=None, profile=profile, options=opts

@@ -22,8 +22,8 @@ from dualmem.cli.main import main
 from dualmem.mcp_server import build_mcp
 from dualmem.server import ServerSettings, create_app
 from dualmem.server.keys import KeyStore
-from dualmem.server.schemas import BRIEF_NODE
 from dualmem.server.service import Service
+from dualmem.wire.schemas import BRIEF_NODE
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "dualmem" / "data" / "sample_conversation.json"
 QUIET = Profile.builtin().with_(write__consolidation="off")

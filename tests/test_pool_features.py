@@ -145,7 +145,9 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
             "short": float(words <= 8),
             "time": float(bool(q.times) and any(q.time_overlap(a, b) for a, b in spans)),
             "neighbour": float(node_id in pool.ids and node_id not in found),
-            "question": float(node.content.strip().strip("\"'*_)\u201d\u2019 ").endswith("?")),
+            "question": float(
+                node.content.strip().strip("\"'*_)\u201d\u2019\u300d\u300f ").endswith(("?", "？"))
+            ),
             "pref": node.types.preference if q.preference and node.types is not None else 0.0,
             "coherence": max(
                 (
@@ -201,6 +203,34 @@ def test_features_match_on_a_locomo_conversation(locomo_dir: Path, minilm: Embed
         mem.add_many(observations, user="u")
         queries = [qa.question for qa in conv.questions][:12]
         _check_memory(mem, queries)
+
+
+def test_a_full_width_question_mark_marks_a_cjk_question(tmp_path: Path) -> None:
+    """A Chinese or Japanese question ends with "？" (a closing 」 aside): it asks, as an English
+    turn ending with "?" does. Lengths stay whitespace words (a Chinese message is one: counting
+    its characters lost under cross-validation, ``research.cjk_loco``)."""
+    from dualmem.embed import HashingEmbedder
+
+    texts = {
+        "我已经从杭州滨江搬走了，现在住在深圳南山的科技园附近。": 0.0,
+        "你还记得我家的猫叫什么吗？": 1.0,
+        "「明日は何時に起きる？」": 1.0,
+        "지금 어디 살아?": 1.0,
+        "I moved to Shenzhen last month, near the science park": 0.0,
+    }
+    with Memory.open(tmp_path / "c.db", embedder=HashingEmbedder(64), answerer=None) as mem:
+        for text in texts:
+            mem.add(text, user="u", speaker="user", session="s1")
+        pool = build_pool(
+            mem.store, mem.embedder, "我住在哪里？ where do I live", Tenant("u"), PoolSettings(10, 2)
+        )
+        seen = set()
+        for node_id in pool.ids:
+            content, row = pool.rows[node_id].content, pool.row(node_id)
+            assert row["question"] == texts[content], content
+            assert row["log_len"] == math.log1p(len(content.split())) / 5.0, content
+            seen.add(content)
+        assert seen == set(texts)
 
 
 def test_role_speakers_and_question_shaped_turns(tmp_path: Path) -> None:

@@ -16,8 +16,7 @@ from dualmem import Memory
 from dualmem.embed import HashingEmbedder
 from dualmem.errors import ConfigError, DatabaseCorrupt, DatabaseLocked
 from dualmem.plane import open_store
-from dualmem.plane._pg_schema import REFERENCE_TABLES, SCHEMA_VERSION
-from dualmem.plane.postgres import PostgresStore
+from dualmem.plane.postgres import REFERENCE_TABLES, SCHEMA_VERSION, PostgresStore
 from dualmem.types import Node, Tenant
 from pg_server import with_schema
 

@@ -29,7 +29,7 @@ def test_a_file_with_only_the_views_keeps_the_default_profile(tmp_path: Path) ->
     path = tmp_path / "views.json"
     path.write_text(json.dumps({"write": {"views": list(VIEWS)}, "read": {"views": list(VIEWS)}}))
     loaded = Profile.load(path)
-    assert loaded == Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS)
+    assert loaded == Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS, read__expansion=True)
     assert loaded.write.supersede_threshold == 0.85  # the builtin's, not the dataclass default 0.60
     with Memory.open(tmp_path / "m.db", embedder="hashing", profile=str(path)) as mem:
         assert mem.profile == loaded
@@ -46,7 +46,9 @@ def test_views_is_one_flag_to_the_four_views_with_update_detection() -> None:
     assert (views.write.views, views.read.views) == (VIEWS, VIEWS)
     assert views.write.supersede_threshold == Profile.builtin().write.supersede_threshold
     assert views.read.prefer_current
-    assert views == Profile.builtin().with_(name="views", write__views=VIEWS, read__views=VIEWS)
+    assert views == Profile.builtin().with_(
+        name="views", write__views=VIEWS, read__views=VIEWS, read__expansion=True
+    )
     paper = Profile.named("paper")  # Appendix B exactly: its views, no update detection
     assert paper.write.supersede_threshold is None
 

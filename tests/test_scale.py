@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 from dualmem.config import WriteProfile
-from dualmem.plane import SQLiteStore, ann
-from dualmem.plane import _codec as codec
-from dualmem.plane._sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from dualmem.plane import SQLiteStore, ann, codec
 from dualmem.plane.base import Decision
+from dualmem.plane.sqlite import MIGRATIONS, SCHEMA_VERSION
 from dualmem.types import Node, Tenant
 from dualmem.write.candidates import discover
 

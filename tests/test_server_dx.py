@@ -25,8 +25,8 @@ from dualmem.embed import HashingEmbedder
 from dualmem.server import ServerSettings, create_app
 from dualmem.server.bodies import MAX_BODY_DEPTH, nesting_depth
 from dualmem.server.keys import KeyStore
-from dualmem.server.schemas import QueryRequest
 from dualmem.types import MAX_K
+from dualmem.wire.schemas import QueryRequest
 from server_support import QUIET, client, keys, live_server, memory  # noqa: F401 - fixtures
 from test_server import add, assert_problem, auth
 

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from dualmem.plane import _codec as codec
-from dualmem.plane import _records as records
-from dualmem.plane import _sqlite_sql
+from dualmem.plane import codec
+from dualmem.plane import jsonl as records
 from dualmem.plane.base import DECISION_FIELDS, Decision
 from dualmem.plane.sqlite import SQLiteStore
-from dualmem.server import decode, schemas
 from dualmem.types import EDGE_FIELDS, NODE_FIELDS, Edge, Node, TemporalRef, Tenant, TypeScores
+from dualmem.wire import decode, schemas
 
 T = dt.datetime(2023, 5, 8, 13, 56, 12, 345678, tzinfo=dt.UTC)
 OFFSET = dt.datetime(2023, 5, 9, 9, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
@@ -94,12 +93,12 @@ def test_sql_rows_are_the_json_shape_with_text_columns(tmp_path: Path) -> None:
     assert row["metadata"] == codec.dump_json(node.to_json()["metadata"])
     assert row["at_ts"] == OFFSET.timestamp()
     assert row["created_ts"] == T.timestamp()
-    with SQLiteStore.open(tmp_path / "m.db"):
-        pass
+    with SQLiteStore.open(tmp_path / "m.db") as store:
+        store.put_nodes([node])
+        assert store.get_node(node.id) == node  # the SQLite store reads its row back as the node
     conn = sqlite3.connect(tmp_path / "m.db")
     columns = [r[1] for r in conn.execute("PRAGMA table_info(nodes)")]
     conn.close()
     assert tuple(columns[1:]) == codec.NODE_WRITE_COLUMNS  # after seq, the rowid
     read = [row[column] for column in codec.NODE_COLUMNS]
     assert codec.node_from_row(read, node.embedding) == node
-    assert _sqlite_sql.to_node((*read, np.asarray(node.embedding).tobytes())) == node

@@ -15,7 +15,7 @@ from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from dualmem.errors import ConfigError, DatabaseCorrupt, DatabaseLocked, InvalidInput, StoreError
 from dualmem.plane import InMemoryStore, SQLiteStore, open_store
-from dualmem.plane._sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from dualmem.plane.sqlite import MIGRATIONS, SCHEMA_VERSION
 from dualmem.text.lexical import content_tokens
 from dualmem.types import Edge, Node, Tenant
 from threads import run_threads
@@ -301,7 +301,6 @@ def test_a_file_missing_a_migration_is_refused_read_only_and_migrated_writable(t
 
     import numpy as np
 
-    from dualmem.plane._sqlite_chunks import SCHEMA as CHUNKS_SCHEMA
     from dualmem.types import Node, Tenant
 
     db = tmp_path / "old.db"
@@ -310,7 +309,7 @@ def test_a_file_missing_a_migration_is_refused_read_only_and_migrated_writable(t
         store.put_nodes([Node(id="a", tenant=Tenant("u"), content="old memory", at=None, embedding=vec)])
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DROP TABLE chunk_vectors")
-    conn.execute("DELETE FROM schema_migrations WHERE version = ?", (CHUNKS_SCHEMA,))
+    conn.execute("DELETE FROM schema_migrations WHERE version = ?", (5,))
     conn.close()
     with pytest.raises(ConfigError, match="lacks schema migration") as info:
         SQLiteStore.open(db, read_only=True)

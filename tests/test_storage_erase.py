@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dualmem.plane import SQLiteStore
-from dualmem.plane._sqlite_conn import JOURNAL_SIZE_LIMIT
+from dualmem.plane.sqlite import JOURNAL_SIZE_LIMIT
 from dualmem.types import Edge, Node, Tenant
 
 USER = Tenant("u")

@@ -19,7 +19,7 @@ from dualmem.errors import (
     StoreError,
 )
 from dualmem.plane import SQLiteStore
-from dualmem.plane._sqlite_sql import classify
+from dualmem.plane.sqlite import classify
 from dualmem.types import Node, Tenant
 
 USER = Tenant("u")

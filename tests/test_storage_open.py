@@ -16,7 +16,7 @@ import pytest
 from dualmem import Memory, OpenOptions
 from dualmem.errors import ConfigError, ReadOnlyStore
 from dualmem.plane import SQLiteStore, open_store
-from dualmem.plane._sqlite_conn import MMAP_SIZE
+from dualmem.plane.sqlite import MMAP_SIZE
 from dualmem.types import Edge, Node, Tenant
 
 USER = Tenant("u")

@@ -1,5 +1,6 @@
-"""The Store protocol's shape: a small core, capability protocols, and the facade asking for a
-capability (never for a backend class or a controller class)."""
+"""The Store protocol's shape: ``MemoryStore``, a record store of at most 20 members with its
+components, the primitives a backend writes, and the facade asking for a capability (never for a
+backend class or a controller class)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dualmem.control.base import BaseController
 from dualmem.control.scripted import ScriptedController
 from dualmem.embed import HashingEmbedder
 from dualmem.memory import Memory
-from dualmem.plane import InMemoryStore, SQLiteStore, base
+from dualmem.plane import InMemoryStore, SQLiteStore, base, lexindex
 from test_storage_writes import Flaky
 
 
@@ -22,7 +23,46 @@ def _methods(protocol: type) -> set[str]:
     return own - {"read_only"}
 
 
-def test_the_core_store_protocol_is_small() -> None:
+def _members(protocol: type) -> set[str]:
+    """Every public member a protocol declares, its bases' too: methods and properties alike."""
+    names: set[str] = set()
+    for klass in protocol.__mro__:
+        if klass.__module__ in ("typing", "builtins"):
+            continue
+        names |= {
+            name
+            for name, value in vars(klass).items()
+            if not name.startswith("_") and (inspect.isfunction(value) or isinstance(value, property))
+        }
+    return names
+
+
+#: the record store ``Memory`` asks for: the core's nodes, edges, transactions and snapshots, and
+#: six components (each a property)
+RECORD_STORE = {
+    "read_only", "close", "transaction", "snapshot",
+    "put_nodes", "update_node", "get_node", "get_nodes", "delete_nodes", "iter_nodes", "recent_nodes",
+    "count",
+    "put_edges", "edges_of",
+    "lexical", "vectors", "links", "context", "log", "meta",
+}  # fmt: skip
+
+
+def test_the_memory_store_is_a_record_store_of_at_most_20_members() -> None:
+    """Counted honestly: every method and property ``MemoryStore`` declares or inherits."""
+    assert _members(base.MemoryStore) == RECORD_STORE
+    assert len(RECORD_STORE) <= 20
+    components = [
+        base.VectorComponent, base.LinkComponent, base.ContextComponent, base.LogComponent,
+        base.MetaComponent, lexindex.LexicalComponent,
+    ]  # fmt: skip
+    assert all(len(_members(c)) <= 7 for c in components)
+    assert base.SearchStore is base.MemoryStore
+    assert base.WriteStore is base.MemoryStore
+
+
+def test_a_backend_writes_the_primitives_its_components_are_composed_of() -> None:
+    """``Backend``: the core (``delete_edges`` beside it) and the nine capability protocols, each small."""
     assert len(_methods(base.Store)) <= 15
     capabilities = [
         base.Meta, base.VectorIndex, base.LexicalIndex, base.ContextWindow, base.LinkIndex,
@@ -30,7 +70,9 @@ def test_the_core_store_protocol_is_small() -> None:
     ]  # fmt: skip
     assert all(len(_methods(c)) <= 5 for c in capabilities)
     covered = set().union(*(_methods(c) for c in [base.Store, *capabilities]))
-    assert covered == _methods(base.MemoryStore)  # a MemoryStore is the core and these, nothing else
+    assert covered | {"delete_edges"} == _methods(base.Backend)
+    for backend in (InMemoryStore, SQLiteStore):
+        assert isinstance(backend.__new__(backend), base.Backend)
 
 
 def test_optional_capabilities_are_the_sqlite_stores(tmp_path: Path) -> None:

@@ -288,6 +288,34 @@ def _check_no_leak(
     return checks
 
 
+TEXTS = ["My locker code is {n}.", "My bike is {n} years old.", "I live at number {n}.", "I drink {n} teas."]
+
+
+def _random_write(mem: Memory, rng: random.Random, t: Tenant, op: float, step: int, known: list[str]) -> None:
+    """One write of the random walk (``op`` < 0.7): an add, a batch, a correction or a forget of a
+    known memory, each checked against what tenant ``t`` can see; new ids join ``known``."""
+    if op < 0.4:
+        known.append(mem.add(rng.choice(TEXTS).format(n=step), **_kw(t)))
+    elif op < 0.45:
+        known += mem.add_many([rng.choice(TEXTS).format(n=f"{step}.{i}") for i in range(3)], **_kw(t))
+    elif not known:
+        return
+    elif op < 0.6:
+        target = rng.choice(known)
+        try:
+            known.append(mem.update(target, f"Corrected fact {step}.", **_kw(t)))
+        except (NotFound, InvalidInput):
+            assert target not in _visible_truth(mem, t) or mem.store.get_node(target).valid_to
+    else:
+        target = rng.choice(known)
+        visible = target in _visible_truth(mem, t)
+        try:
+            mem.forget(target, **_kw(t))
+            assert visible
+        except NotFound:
+            assert not visible
+
+
 def test_random_operations_never_leak(tmp_path: Path) -> None:
     """Over 1,000 random operations (writes, corrections, forgets, passes, imports, and reads:
     search, answer, stats, count, export, get, inspect, history) across 3 users x 3 agents x 3 runs,
@@ -298,36 +326,14 @@ def test_random_operations_never_leak(tmp_path: Path) -> None:
     )
     table = {**TABLE, "consolidate.contradiction": 0.9, "consolidate.obsolescence": 0.9}
     ctl = ScriptedController(table, default=0.3)  # type: ignore[arg-type]
-    texts = [
-        "My locker code is {n}.",
-        "My bike is {n} years old.",
-        "I live at number {n}.",
-        "I drink {n} teas.",
-    ]
     known: list[str] = []
     checks = 0
     with Memory.open(tmp_path / "m.db", embedder=HashingEmbedder(128), controller=ctl, profile=prof) as mem:
         for step in range(650):
             op = rng.random()
             t = _random_tenant(rng, write=op < 0.6)
-            if op < 0.4:
-                known.append(mem.add(rng.choice(texts).format(n=step), **_kw(t)))
-            elif op < 0.45:
-                known += mem.add_many([rng.choice(texts).format(n=f"{step}.{i}") for i in range(3)], **_kw(t))
-            elif op < 0.6 and known:
-                target = rng.choice(known)
-                try:
-                    known.append(mem.update(target, f"Corrected fact {step}.", **_kw(t)))
-                except (NotFound, InvalidInput):
-                    assert target not in _visible_truth(mem, t) or mem.store.get_node(target).valid_to
-            elif op < 0.7 and known:
-                target = rng.choice(known)
-                visible = target in _visible_truth(mem, t)
-                try:
-                    mem.forget(target, **_kw(t))
-                    assert visible
-                except NotFound:
-                    assert not visible
+            if op < 0.7:
+                _random_write(mem, rng, t, op, step, known)
             elif op < 0.73:
                 mem.consolidate(**_kw(t))
             elif op < 0.76:

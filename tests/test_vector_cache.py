@@ -198,7 +198,7 @@ def test_random_interleaving_of_two_writers_matches_exact_search(pair) -> None: 
 
 
 def test_v4_database_migrates_edges_to_integer_refs_and_counts_vector_changes(tmp_path: Path) -> None:
-    from dualmem.plane._sqlite_schema import MIGRATIONS
+    from dualmem.plane.sqlite import MIGRATIONS
     from dualmem.types import Edge
 
     path = tmp_path / "old.db"

@@ -64,7 +64,7 @@ def test_the_builtin_profile_stores_only_supersession_edges(minilm: Embedder, tm
 
 
 def test_listing_the_views_stores_their_edges_again(minilm: Embedder, tmp_path: Path) -> None:
-    profile = Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS)
+    profile = Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS, read__expansion=True)
     with Memory.open(tmp_path / "m.db", embedder=minilm, answerer=None, profile=profile) as mem:
         ids, old, _new = _write(mem)
         labels = {(e.view, e.label) for e in _edges(mem, ids)}

@@ -1,4 +1,4 @@
-"""The WAL is checkpointed on a background thread, not inside a commit (``plane/_sqlite_wal``)."""
+"""The WAL is checkpointed on a background thread, not inside a commit (``plane/sqlite/_wal.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dualmem.plane import SQLiteStore
-from dualmem.plane._sqlite_wal import BACKSTOP_PAGES, EVERY, Checkpointer
+from dualmem.plane.sqlite import BACKSTOP_PAGES, Checkpointer
+from dualmem.plane.sqlite import CHECKPOINT_EVERY as EVERY
 
 
 def _in_file(db: Path) -> set[str]:

@@ -11,8 +11,7 @@ import pytest
 
 from dualmem.errors import NotFound
 from dualmem.plane import SQLiteStore
-from dualmem.plane import _sqlite_edges as edge_sql
-from dualmem.plane import _sqlite_scale as scale
+from dualmem.plane.sqlite import _scale as scale
 from dualmem.types import Edge, Node, Tenant
 
 USER = Tenant("u")
@@ -244,7 +243,6 @@ def test_edges_resolve_their_nodes_once_per_batch_and_keep_their_order(store: SQ
         store.put_edges(
             [Edge(ids[0], ids[2], "semantic", "related"), Edge(ids[0], "nope", "semantic", "related")]
         )
-    assert edge_sql.put(store._conn, [Edge(ids[0], "nope", "semantic", "related")]) is None  # left out
     again = store._conn.execute("SELECT rowid, weight FROM edges WHERE src = ?", (seq[ids[0]],)).fetchall()
     assert again == [(first, 0.9)]
     assert store._conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0] == 20

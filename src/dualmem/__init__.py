@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from dualmem.read.trace import Retrieval, Trace
     from dualmem.scope import Scope
     from dualmem.types import Edge, Evidence, Node, Observation, TemporalRef, Tenant, TypeScores
+    from dualmem.vocab import BackfillReport, ConsolidationReport, Decision, ImportReport, WriteReport
 
 #: Where each lazily imported name lives: ``import dualmem`` (and the ``dualmem`` command, which
 #: imports this package first) loads numpy, pydantic and the memory core only when one is used.
@@ -60,6 +61,11 @@ _LAZY = {
     "TemporalRef": "dualmem.types",
     "Tenant": "dualmem.types",
     "TypeScores": "dualmem.types",
+    "BackfillReport": "dualmem.vocab",
+    "ConsolidationReport": "dualmem.vocab",
+    "Decision": "dualmem.vocab",
+    "ImportReport": "dualmem.vocab",
+    "WriteReport": "dualmem.vocab",
 }
 
 
@@ -82,17 +88,21 @@ def __dir__() -> list[str]:
 __all__ = [
     "Answer",
     "AuthError",
+    "BackfillReport",
     "ConfigError",
     "Conflict",
+    "ConsolidationReport",
     "ControllerError",
     "ControllerTimeout",
     "DatabaseCorrupt",
     "DatabaseLocked",
+    "Decision",
     "DualmemError",
     "Edge",
     "EmbedderMismatch",
     "Evidence",
     "Filter",
+    "ImportReport",
     "Inspection",
     "InvalidInput",
     "JevConfig",
@@ -112,5 +122,6 @@ __all__ = [
     "Trace",
     "TypeScores",
     "UserError",
+    "WriteReport",
     "__version__",
 ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dualmem.errors import ConfigError
-from dualmem.plane._sqlite_conn import Synchronous, check_mmap_size
+from dualmem.plane.sqlite import Synchronous, check_mmap_size
 
 __all__ = ["OpenOptions", "build", "close_all"]
 
@@ -28,7 +28,7 @@ class OpenOptions:
     waited for. Nothing here reads the environment: adapters call ``LLMConfig.from_env()``.
     ``synchronous="full"`` makes every SQLite commit survive power loss (``"normal"``: a killed process).
     ``mmap_size``: bytes of a SQLite file read through a memory map (``None``: the default,
-    none; e.g. ``256 << 20``), see ``dualmem.plane._sqlite_conn``; PostgreSQL takes none.
+    none; e.g. ``256 << 20``), see ``dualmem.plane.sqlite`` (``MMAP_SIZE``); PostgreSQL takes none.
     ``repair_on_open``: a writable open with the builtin (offline) controller completes the nodes a
     controller outage left pending before it returns; a remote controller is never called at open.
     ``profile_changes``: ``Profile.with_`` changes applied to the profile this open resolved (given,

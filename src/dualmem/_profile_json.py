@@ -95,22 +95,30 @@ def _value(default: object, raw: object, where: str, name: str) -> object:
         if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
             raise ConfigError(f"{where} must be a list of strings")
         return tuple(raw)
-    if isinstance(default, bool):
-        if not isinstance(raw, bool):
-            raise ConfigError(f"{where} must be true or false, got {raw!r}")
-        return raw
-    if isinstance(default, int):
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            raise ConfigError(f"{where} must be an integer, got {raw!r}")
-        return raw
-    if isinstance(default, float) or default is None:  # None by default: an optional number
-        if isinstance(raw, bool) or not isinstance(raw, int | float):
-            raise ConfigError(f"{where} must be a number, got {raw!r}")
-        return raw
-    if isinstance(default, str):
-        if not isinstance(raw, str):
-            raise ConfigError(f"{where} must be a string, got {raw!r}")
-        return raw
+    return _scalar(default, raw, where)
+
+
+def _number(raw: object) -> bool:
+    return isinstance(raw, int | float) and not isinstance(raw, bool)
+
+
+#: a scalar setting's kind (by its default; bool before int, its subclass), the values it takes and
+#: their name; a default of None is an optional number
+_SCALARS: tuple[tuple[type, Any, str], ...] = (
+    (bool, lambda raw: isinstance(raw, bool), "true or false"),
+    (int, lambda raw: isinstance(raw, int) and not isinstance(raw, bool), "an integer"),
+    (float, _number, "a number"),
+    (type(None), _number, "a number"),
+    (str, lambda raw: isinstance(raw, str), "a string"),
+)
+
+
+def _scalar(default: object, raw: object, where: str) -> object:
+    for kind, takes, named in _SCALARS:
+        if isinstance(default, kind):
+            if not takes(raw):
+                raise ConfigError(f"{where} must be {named}, got {raw!r}")
+            return raw
     return raw
 
 

@@ -25,21 +25,28 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from dualmem import errors as errs
-from dualmem._boundary import describe_error
-from dualmem._closing import Closing
-from dualmem.conversations import load_observations
-from dualmem.errors import DualmemError, InvalidInput, RuntimeFailure, UserError
-from dualmem.memory import Answer, Inspection
-from dualmem.plane.jsonl import ImportReport
-from dualmem.read.trace import Retrieval
-from dualmem.server import decode as d
-from dualmem.server import schemas as w
-from dualmem.text.timeparse import TimeInput
-from dualmem.types import MAX_K, JSONValue, Node, Observation, Tenant
-from dualmem.write.backfill import BackfillReport
-from dualmem.write.consolidate import ConsolidationReport
-from dualmem.write.lifecycle import Filter
-from dualmem.write.pipeline import WriteReport
+from dualmem.errors import InvalidInput, RuntimeFailure
+from dualmem.vocab import (
+    MAX_K,
+    Answer,
+    BackfillReport,
+    Closing,
+    ConsolidationReport,
+    Filter,
+    ImportReport,
+    Inspection,
+    JSONValue,
+    Node,
+    Observation,
+    Retrieval,
+    Tenant,
+    TimeInput,
+    WriteReport,
+    load_observations,
+)
+from dualmem.wire import decode as d
+from dualmem.wire import encode as e
+from dualmem.wire import schemas as w
 
 __all__ = ["Client"]
 
@@ -47,73 +54,18 @@ M = TypeVar("M", bound=BaseModel)
 RETRY_STATUS = {429, 502, 503, 504}
 
 
-def _error_classes() -> dict[str, type[DualmemError]]:
-    out: dict[str, type[DualmemError]] = {}
-    for name in errs.__all__:
-        cls = getattr(errs, name)
-        out[cls.code] = cls
-    return out
-
-
-_BY_CODE = _error_classes()
-
-
 def _raise_for(response: httpx.Response) -> None:
     try:
         doc = response.json()
     except ValueError:
-        doc = {}
-    detail = str(doc.get("detail") or response.reason_phrase or f"HTTP {response.status_code}")
-    hint = doc.get("hint")
-    code = str(doc.get("code", ""))
-    cls = _BY_CODE.get(code)
-    if cls is None:
-        if code in ("malformed-json", "invalid-cursor", "too-large", "too-deep", "unsupported-media-type"):
-            cls = InvalidInput
-        elif code in ("unauthorized", "forbidden") or response.status_code in (401, 403):
-            cls = errs.AuthError
-        else:
-            cls = UserError if response.status_code < 500 and response.status_code != 429 else RuntimeFailure
-    raise cls(detail, hint=hint if isinstance(hint, str) else None)
-
-
-def _observation(o: Observation | str | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(o, str):
-        return {"text": o}
-    if isinstance(o, Observation):
-        return {
-            "text": o.content, "speaker": o.speaker, "at": o.at.isoformat() if o.at else None,
-            "source": o.source, "session": o.session, "turn_id": o.turn_id, "metadata": dict(o.metadata),
-        }  # fmt: skip
-    if isinstance(o, Mapping):
-        data = dict(o)
-        if "content" in data:
-            data["text"] = data.pop("content")
-        return data
-    raise InvalidInput(f"an observation must be a str, a mapping or an Observation, not {type(o).__name__}")
-
-
-def _time(value: TimeInput) -> str | float | None:
-    if value is None or isinstance(value, str | int | float):
-        return value
-    return value.isoformat()
+        doc = None
+    raise d.error_from(response.status_code, doc, response.reason_phrase)
 
 
 def _k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
     return k
-
-
-def _filter(where: Filter | None) -> dict[str, Any]:
-    """A ``Filter`` as the request fields (only those it sets)."""
-    if where is None:
-        return {}
-    fields = {
-        "speaker": where.speaker, "session": where.session, "since": _time(where.since),
-        "until": _time(where.until), "metadata": dict(where.metadata) if where.metadata else None,
-    }  # fmt: skip
-    return {name: value for name, value in fields.items() if value is not None}
 
 
 class Client(Closing):
@@ -159,7 +111,7 @@ class Client(Closing):
             return model.model_validate_json(response.content)
         except ValidationError as exc:
             raise RuntimeFailure(
-                f"the server answered {path} with an unexpected document: {describe_error(exc)}"
+                f"the server answered {path} with an unexpected document: {d.describe_error(exc)}"
             ) from exc
 
     # -- write --------------------------------------------------------------------------------
@@ -177,7 +129,7 @@ class Client(Closing):
     ) -> str:
         """Store one observation; returns its node id (the stored one for a known ``key``/turn)."""
         obs = {
-            "text": text, "speaker": speaker, "at": _time(at), "source": source, "session": session,
+            "text": text, "speaker": speaker, "at": e.time_in(at), "source": source, "session": session,
             "turn_id": turn_id, "metadata": dict(metadata or {}), "key": key,
         }  # fmt: skip
         return self.add_many([obs])[0]
@@ -191,7 +143,7 @@ class Client(Closing):
     ) -> list[str]:
         """Store observations in order, ``chunk_size`` per request (each request is all or nothing);
         a mapping's ``key`` is its idempotency key, as embedded."""
-        items = [{k: v for k, v in _observation(o).items() if v is not None} for o in observations]
+        items = [{k: v for k, v in e.observation_in(o).items() if v is not None} for o in observations]
         size = max(1, min(chunk_size, w.MAX_BATCH))
         ids: list[str] = []
         for start in range(0, len(items), size):
@@ -210,7 +162,11 @@ class Client(Closing):
         self, id: str, text: str, *, at: TimeInput = None, metadata: Mapping[str, JSONValue] | None = None
     ) -> str:
         """Correct a memory; returns the new version's id (``metadata`` replaces the new version's)."""
-        body = {"text": text, "at": _time(at), **({} if metadata is None else {"metadata": dict(metadata)})}
+        body = {
+            "text": text,
+            "at": e.time_in(at),
+            **({} if metadata is None else {"metadata": dict(metadata)}),
+        }
         return self._json(w.UpdateResponse, "PATCH", f"/v1/memories/{id}", json=body).new
 
     def forget(self, id: str | None = None, *, where: Filter | None = None) -> int:
@@ -222,7 +178,7 @@ class Client(Closing):
         assert where is not None
         if where.empty():
             raise InvalidInput("an empty filter would select every memory", hint="use forget_all() for that")
-        return self._json(w.ForgetResponse, "POST", "/v1/forget", json=_filter(where)).forgotten
+        return self._json(w.ForgetResponse, "POST", "/v1/forget", json=e.filter_fields(where)).forgotten
 
     delete = forget
 
@@ -237,19 +193,19 @@ class Client(Closing):
         if id is not None:
             out = self._json(w.WouldForgetOut, "GET", f"/v1/memories/{id}/forget-preview")
         else:
-            body = {"all": True} if where is None or where.empty() else _filter(where)
+            body = {"all": True} if where is None or where.empty() else e.filter_fields(where)
             out = self._json(w.WouldForgetOut, "POST", "/v1/forget/preview", json=body)
         return [d.node_from(n) for n in out.items]
 
     def repair(self) -> WriteReport:
         """Complete the controller decisions of the tenant's memories left pending by an outage."""
         out = self._json(w.RepairOut, "POST", "/v1/repair")
-        return WriteReport(tuple(out.ids), tuple(out.pending), out.edges, out.error)
+        return d.write_report_from(out)
 
     def backfill_views(self) -> BackfillReport:
         """Edges of views turned on after the tenant's memories were written (``POST /v1/repair/views``)."""
         out = self._json(w.BackfillOut, "POST", "/v1/repair/views")
-        return BackfillReport(out.memories, dict(out.edges), tuple(out.failed), tuple(out.views))
+        return d.backfill_from(out)
 
     def consolidate(self) -> ConsolidationReport:
         return d.consolidation_from(self._json(w.ConsolidationOut, "POST", "/v1/consolidate"))
@@ -274,11 +230,11 @@ class Client(Closing):
     ) -> Retrieval:
         """Adaptive retrieval on the server; ``where`` restricts the evidence as embedded; ``group``
         as ``Memory.search``'s."""
-        body = {"query": query, "k": _k(k), "trace": True, "group": group, **_filter(where)}
+        body = {"query": query, "k": _k(k), "trace": True, "group": group, **e.filter_fields(where)}
         return d.retrieval_from(self._json(w.SearchOut, "POST", "/v1/search", json=body))
 
     def answer(self, query: str, *, k: int = 10, where: Filter | None = None) -> Answer:
-        body = {"query": query, "k": _k(k), "trace": True, **_filter(where)}
+        body = {"query": query, "k": _k(k), "trace": True, **e.filter_fields(where)}
         return d.answer_from(self._json(w.AnswerOut, "POST", "/v1/answer", json=body))
 
     def list_memories(
@@ -295,7 +251,7 @@ class Client(Closing):
         at: int | None = offset
         while at is not None and (limit is None or len(out) < limit):
             size = w.MAX_LIST if limit is None else min(w.MAX_LIST, limit - len(out))
-            body = {**_filter(where), "limit": size, "offset": at}
+            body = {**e.filter_fields(where), "limit": size, "offset": at}
             if status is not None:
                 body["status"] = status
             page = self._json(w.NodeList, "POST", "/v1/list", json=body)

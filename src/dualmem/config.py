@@ -3,13 +3,18 @@
 ``Profile.paper()`` is strictly the Jev-Mem paper's Appendix B: its numbers, and every dualmem
 extension that the paper does not have switched off. The extensions are listed, with what each
 does and its value in the paper profile, in one place: :data:`EXTENSIONS`. ``Profile.dualmem()``
-(the dataclass defaults) is the paper's numbers with dualmem's extensions on. Values returned by a
+(the dataclass defaults) is the paper's numbers with dualmem's extensions on. The switches that exist
+to measure what a mechanism is worth (research, benchmarks), not to run a product, are apart:
+:data:`ABLATIONS`; every preset leaves them on. One behaviour has one switch: read-time expansion is
+``read.expansion`` (an empty ``read.views`` or ``read.fixed_depth=0`` used to turn it off too; both
+still load, read as ``read.expansion=False`` with a ``DeprecationWarning``). Values returned by a
 System-One backend are scores, not calibrated probabilities, so thresholds are set per backend:
 ``Profile.for_backend(name)`` gives the calibrated preset of a backend.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -21,6 +26,7 @@ from dualmem.errors import ConfigError
 from dualmem.types import VIEWS
 
 __all__ = [
+    "ABLATIONS",
     "EXTENSIONS",
     "READ_CHANNELS",
     "Lambdas",
@@ -80,16 +86,24 @@ EXTENSIONS: Mapping[str, str] = {
     "would leave them out, dualmem's 2 is used by both profiles",
     "read.edges_per_node": "expansion reads only a beam node's strongest edges of the active views "
     "(by weight); paper: None (every edge, within the edge limit)",
-    "read.expansion": "graph expansion through the relation views at read time (new candidates join "
-    "the pool and are scored by System One); paper: True",
-    "read.controller_enabled": "ablation: False = plain RRF top-K; paper: True",
-    "read.views": "ablation: the views that may be used; paper: all four",
-    "read.fixed_depth": "ablation: run exactly this many rounds; paper: None (off)",
+    "read.expansion": "the one switch of graph expansion through the relation views at read time (new "
+    "candidates join the pool and are scored by System One); paper: True",
     "read.channels": "retrieval channels of the views (dualmem.read.channels: temporal, entity) that add "
     "their own candidates to the pool when the route's need for their view reaches theta_act; paper: n/a "
     "(its views only expand from anchors)",
     "read.channel_budget": "candidates the active channels may add together, split by the route's needs "
     "(eq. 13-14 over the channels); paper: n/a",
+}
+
+#: the ablation switches: each turns a mechanism off (or pins it) to measure what it is worth; every
+#: preset leaves it at the value named here, and a product profile has no reason to change it
+ABLATIONS: Mapping[str, str] = {
+    "read.controller_enabled": "False = plain RRF top-K, no System One at read time; presets: True",
+    "read.fixed_depth": "run exactly this many expansion rounds (>= 1), ignoring D(q) and the stopping "
+    "rule; presets: None (read.expansion=False is the no-expansion ablation)",
+    "write.typing_enabled": "False = no System One node typing on write; presets: True",
+    "write.relations_enabled": "False = no System One relation questions on write (deterministic edges "
+    "only); presets: True",
 }
 
 #: the retrieval channels ``read.channels`` may name (``dualmem.read.channels``), each a view's
@@ -111,8 +125,8 @@ class WriteProfile:
     cand_pool: int = 30  # per-signal shortlist size before fusion
     #: an entity linked to more than this share of the user's nodes stops seeding candidates
     cand_entity_share: float = 0.10
-    typing_enabled: bool = True
-    relations_enabled: bool = True  # False = controller off on write (deterministic edges only)
+    typing_enabled: bool = True  # ablation (see ABLATIONS)
+    relations_enabled: bool = True  # ablation: False = controller off on write (deterministic edges only)
     consolidate_every: int = 20  # N successful writes per tenant; 0 disables
     #: "background": passes run on a worker thread and writes never wait; "inline": the write that
     #: reaches the period runs the pass; "off": only explicit ``Memory.consolidate`` calls
@@ -178,8 +192,9 @@ class ReadProfile:
     lambdas: Lambdas = field(default_factory=Lambdas)
     limits: Limits = field(default_factory=Limits)
     top_k: int = 10  # K memories passed to System Two
-    controller_enabled: bool = True  # False = plain RRF top-K (ablation)
-    views: tuple[str, ...] = VIEWS  # views that may be used
+    controller_enabled: bool = True  # ablation: False = plain RRF top-K
+    #: the views routing may activate and expansion may follow (empty: none; expansion is its own switch)
+    views: tuple[str, ...] = VIEWS
     fixed_depth: int | None = None  # ablation: ignore D(q) and stopping, run exactly this many rounds
     prefer_current: bool = True  # superseded facts follow current ones unless the query asks history
     #: the factor a superseded fact's score is multiplied by when ``prefer_current`` (extension)
@@ -196,7 +211,7 @@ class ReadProfile:
     pool_window: int = 2  # session neighbours either side
     #: expansion reads a beam node's strongest ``edges_per_node`` edges only (None: all of them)
     edges_per_node: int | None = 8
-    #: read-time expansion through the views (extension when off; see EXTENSIONS)
+    #: read-time expansion through the views: the one switch that turns it off (see EXTENSIONS)
     expansion: bool = True
     #: retrieval channels that may run (``dualmem.read.channels``; see EXTENSIONS)
     channels: tuple[str, ...] = ()
@@ -206,6 +221,32 @@ class ReadProfile:
     def __post_init__(self) -> None:
         object.__setattr__(self, "views", _checked_views("read.views", self.views))
         object.__setattr__(self, "channels", checked_channels(self.channels))
+        if self.fixed_depth == 0:
+            _deprecated("read.fixed_depth=0 turns expansion off", "read.expansion=False")
+            object.__setattr__(self, "fixed_depth", None)
+            object.__setattr__(self, "expansion", False)
+        if not self.views and self.expansion:
+            _deprecated("an empty read.views turns expansion off", "read.expansion=False")
+            object.__setattr__(self, "expansion", False)
+
+
+def _deprecated(old: str, new: str) -> None:
+    """The deprecation path of a second switch of one behaviour: it still works, read as ``new``."""
+    warnings.warn(
+        f"{old}: deprecated, read as {new}; set {new} in the profile (a later version reads the old form "
+        "as its own setting only)",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+
+
+def _expansion_given(read: ReadProfile, before: ReadProfile, changes: Mapping[str, object]) -> ReadProfile:
+    """Views turned on in a profile that had none, expansion not named: expansion on, as when an empty
+    ``read.views`` was what turned it off (deprecated: name ``read.expansion=True``)."""
+    if before.views or not read.views or "expansion" in changes or read.expansion:
+        return read
+    _deprecated("turning read.views on turns expansion on", "read.expansion=True")
+    return replace(read, expansion=True)
 
 
 def checked_channels(channels: Iterable[str]) -> tuple[str, ...]:
@@ -287,17 +328,19 @@ class Profile:
         similarity, lexical and context evidence; scores decay by 0.8 per hop; consolidation
         supersedes a fact only at 0.85 (its contradiction cues are crude); θ_suff/θ_cont are
         recalibrated paper thresholds (it rarely reports 0.95 sufficiency). It stores and reads no
-        relation view (``write.views=()``, ``read.views=()``: no edges written, no expansion): on the
+        relation view (``write.views=()``, ``read.views=()``, ``read.expansion=False``: no edges written,
+        no expansion): on the
         four dev corpora every view, alone or all together, left search results unchanged while
         costing write time and disk; ``superseded_by``/``derived_from`` edges are still written, and
-        ``with_(write__views=VIEWS, read__views=VIEWS)`` opts back in. ``docs/benchmarks.md`` says
-        how each was chosen.
+        ``with_(write__views=VIEWS, read__views=VIEWS, read__expansion=True)`` opts back in.
+        ``docs/benchmarks.md`` says how each was chosen.
         """
         return cls(
             name="builtin",
             write=WriteProfile(supersede_threshold=0.85, views=()),
             read=ReadProfile(
                 views=(),
+                expansion=False,
                 theta_suff=0.80,
                 theta_cont=0.25,
                 anchors=None,
@@ -332,7 +375,7 @@ class Profile:
         them, off). ``--profile views`` on the command line; a database whose memories were written
         without the views gets their edges with ``dualmem repair --views``."""
         base = cls.builtin()
-        return base.with_(name="views", write__views=VIEWS, read__views=VIEWS)
+        return base.with_(name="views", write__views=VIEWS, read__views=VIEWS, read__expansion=True)
 
     @classmethod
     def named(cls, name: str, *, base: Profile | None = None) -> Profile:
@@ -364,7 +407,12 @@ class Profile:
             if not isinstance(named, str) or named.endswith(".json"):
                 raise ConfigError(f"{source}: base must name a preset, got {named!r}", hint=PRESET_HINT)
             base = cls.named(named)
-        return profile_from_json(cls, data, source=source, base=base if base is not None else cls.builtin())
+        base = base if base is not None else cls.builtin()
+        out = profile_from_json(cls, data, source=source, base=base)
+        read = data.get("read") if isinstance(data, dict) else None
+        if isinstance(read, dict):
+            out = replace(out, read=_expansion_given(out.read, base.read, read))
+        return out
 
     def save(self, path: str | Path) -> Path:
         return write_profile(self.to_json(), path)
@@ -388,8 +436,12 @@ class Profile:
         for section, values in nested.items():
             if section not in {f.name for f in fields(Profile)} or section == "name":
                 raise ConfigError(f"unknown profile section {section!r}")
+            before = getattr(out, section)
             try:
-                out = replace(out, **{section: replace(getattr(out, section), **values)})
+                after = replace(before, **values)
             except TypeError as exc:
                 raise ConfigError(f"unknown profile setting in {section}: {exc}") from exc
+            if section == "read":
+                after = _expansion_given(after, before, values)
+            out = replace(out, **{section: after})
         return out

@@ -177,22 +177,7 @@ def post_json(  # noqa: PLR0913 (keyword-only options of one request)
     tries = [0]
 
     def once() -> httpx.Response:
-        timeout: httpx.Timeout | None = None
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise _DeadlinePassed()
-            configured = client.timeout.read
-            timeout = httpx.Timeout(min(left, configured) if configured is not None else left)
-        tries[0] += 1
-        if timeout is None:
-            response = client.post(url, json=payload)
-        else:
-            response = client.post(url, json=payload, timeout=timeout)
-        if response.status_code in TRANSIENT_STATUSES and _classified(classify, response) is None:
-            after = retry_after_s(response.headers.get("Retry-After"))
-            raise TransientStatus(response.status_code, _short(response.text), after)
-        return response
+        return _post_once(client, url, payload, deadline, classify, tries)
 
     try:
         response = call_with_retry(
@@ -206,6 +191,43 @@ def post_json(  # noqa: PLR0913 (keyword-only options of one request)
         raise error(f"{url} unreachable: {type(exc).__name__}: {_short(str(exc))}") from exc
     except TransientStatus as exc:
         raise error(f"{url} failed after {tries[0]} attempt(s): {exc}") from exc
+    return _json_object(response, url, error, classify)
+
+
+def _post_once(
+    client: httpx.Client,
+    url: str,
+    payload: Mapping[str, JSONValue],
+    deadline: float | None,
+    classify: Classifier | None,
+    tries: list[int],
+) -> httpx.Response:
+    """One try of :func:`post_json` (counted in ``tries``, once the deadline allows it): a transient
+    status is raised (to retry), any other reply returned."""
+    import httpx
+
+    timeout: httpx.Timeout | None = None
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _DeadlinePassed()
+        configured = client.timeout.read
+        timeout = httpx.Timeout(min(left, configured) if configured is not None else left)
+    tries[0] += 1
+    if timeout is None:
+        response = client.post(url, json=payload)
+    else:
+        response = client.post(url, json=payload, timeout=timeout)
+    if response.status_code in TRANSIENT_STATUSES and _classified(classify, response) is None:
+        after = retry_after_s(response.headers.get("Retry-After"))
+        raise TransientStatus(response.status_code, _short(response.text), after)
+    return response
+
+
+def _json_object(
+    response: httpx.Response, url: str, error: type[RuntimeFailure], classify: Classifier | None
+) -> dict[str, JSONValue]:
+    """The JSON object of a final reply, or the error a failing or non-object reply is."""
     if not response.is_success:
         special = _classified(classify, response)
         if special is not None:

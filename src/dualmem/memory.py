@@ -169,7 +169,7 @@ class Memory(Closing):
             self._bind()  # a mismatched database is refused at open
         if isinstance(store, ApproximateSearch):
             store.use_ann(self.profile.ann_threshold)
-        store.set_context_window(self.profile.read.pool_window)  # a changed window rebuilds the context
+        store.context.set_window(self.profile.read.pool_window)  # a changed window rebuilds the context
         self._writer = Writer(store, embedder, self.meter, self.profile.write)
         # every read decision goes through the meter to System One (no side channel to a scorer)
         queries = CachedEmbedder(embedder, size=1024)
@@ -270,7 +270,7 @@ class Memory(Closing):
             return
         with self._bind_lock:
             if not self._bound:
-                self.store.bind_embedder(self.embedder.name, self.embedder.dim)
+                self.store.meta.bind_embedder(self.embedder.name, self.embedder.dim)
                 self._bound = True
 
     def scope(self, user: str, agent: str | None = None, run: str | None = None) -> Scope:
@@ -358,7 +358,7 @@ class Memory(Closing):
         ]
         # a retry or a resumed ingest: what is stored already is neither embedded nor written again
         asked = {k for k in wanted if k is not None}
-        found = self.store.find_keys(tenant.user, asked) if asked else {}
+        found = self.store.log.find_keys(tenant.user, asked) if asked else {}
         ids: list[str | None] = [None if k is None else found.get(k) for k in wanted]
         todo = [i for i, known in enumerate(ids) if known is None]
         chunks = self._chunks(tenant, todo, chunk_size)
@@ -455,7 +455,7 @@ class Memory(Closing):
         tenant = Tenant(user, agent, run)
         node = self._find(node_id, tenant)
         edges = self.store.edges_of(node.id)
-        decisions = self.store.decisions_of(node.id)
+        decisions = self.store.log.decisions_of(node.id)
         others = {e.other(node.id) for e in edges} | {d.other_id for d in decisions if d.other_id}
         visible = self.store.get_nodes(others, tenant)
         return Inspection(
@@ -757,7 +757,7 @@ class Memory(Closing):
         memory count and the count of each of its (agent, run) pairs."""
         out = self._stats(None)
         grouped: dict[str, list[tuple[Tenant, int]]] = {}
-        for tenant, count in self.store.tenant_counts():
+        for tenant, count in self.store.meta.tenant_counts():
             grouped.setdefault(tenant.user, []).append((tenant, count))
         out["users"] = [
             {
@@ -770,7 +770,7 @@ class Memory(Closing):
         return out
 
     def _stats(self, tenant: Tenant | None) -> dict[str, JSONValue]:
-        s = self.store.stats(tenant)
+        s = self.store.meta.stats(tenant)
         return {
             "nodes": s.nodes,
             "pending": s.pending,

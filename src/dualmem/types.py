@@ -102,23 +102,27 @@ def check_json(value: object, what: str) -> None:
         item, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:
             raise InvalidInput(f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
-        if isinstance(item, str):
-            check_text(item, what)
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise InvalidInput(f"{what} holds a number JSON cannot store ({item!r})")
-        elif item is None or isinstance(item, bool | int):
-            continue
-        elif isinstance(item, Mapping):
-            for key, inner in item.items():
-                if not isinstance(key, str):
-                    raise InvalidInput(f"{what} has a key that is not a string ({type(key).__name__})")
-                check_text(key, what)
-                stack.append((inner, depth + 1))
-        elif isinstance(item, list | tuple):
-            stack.extend((inner, depth + 1) for inner in item)
-        else:
-            raise InvalidInput(f"{what} holds a {type(item).__name__}, which JSON cannot store")
+        stack.extend((inner, depth + 1) for inner in _json_children(item, what))
+
+
+def _json_children(item: object, what: str) -> Iterable[object]:
+    """What ``item`` holds (a list's items, a mapping's values), once ``item`` itself is checked."""
+    if isinstance(item, str):
+        check_text(item, what)
+    elif isinstance(item, float):
+        if not math.isfinite(item):
+            raise InvalidInput(f"{what} holds a number JSON cannot store ({item!r})")
+    elif isinstance(item, Mapping):
+        for key in item:
+            if not isinstance(key, str):
+                raise InvalidInput(f"{what} has a key that is not a string ({type(key).__name__})")
+            check_text(key, what)
+        return item.values()
+    elif isinstance(item, list | tuple):
+        return item
+    elif item is not None and not isinstance(item, bool | int):
+        raise InvalidInput(f"{what} holds a {type(item).__name__}, which JSON cannot store")
+    return ()
 
 
 def fields_json(obj: DataclassInstance, **converted: Any) -> dict[str, Any]:
@@ -406,7 +410,7 @@ class Node:
 
         Every other shape of a node derives from this pair: the JSONL export (it adds the
         embedding), the HTTP ``NodeOut`` (the tenant nested), the SQL rows of both stores
-        (``plane._codec``: JSON text columns, and epoch columns beside the times). The CLI shows a
+        (``plane.codec``: JSON text columns, and epoch columns beside the times). The CLI shows a
         projection of it. Controllers and answerers see :meth:`memory_json` instead.
         """
         return {

@@ -160,5 +160,5 @@ def system_spec(name: str) -> SystemSpec:
     view = name.removeprefix("no-")
     if name.startswith("no-") and view in VIEWS:
         kept = tuple(v for v in VIEWS if v != view)
-        return SystemSpec(name, "memory", read_changes=(("read__views", kept),))
+        return SystemSpec(name, "memory", read_changes=(("read__views", kept), ("read__expansion", True)))
     raise ConfigError(f"unknown system {name!r}", hint=f"choose from {', '.join(ALL_SYSTEMS)}")

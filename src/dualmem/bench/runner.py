@@ -197,7 +197,7 @@ def _ensure_build(conv: Conversation, build_kind: str, ctx: _Context) -> tuple[P
     )
     if ctx.config.use_cache and path.exists():
         with _open(path, ctx, profile) as mem:
-            meta = mem.store.get_meta(_BUILD_META)
+            meta = mem.store.meta.get(_BUILD_META)
         if isinstance(meta, dict):
             return path, _build_record(conv, build_kind, meta, cached=True)
     for suffix in ("", "-wal", "-shm"):
@@ -223,7 +223,7 @@ def _ensure_build(conv: Conversation, build_kind: str, ctx: _Context) -> tuple[P
             if isinstance(by_purpose, dict)
             else {},
         }
-        mem.store.set_meta(_BUILD_META, meta)
+        mem.store.meta.set(_BUILD_META, meta)
     bar.close()
     return path, _build_record(conv, build_kind, meta, cached=False)
 
@@ -303,15 +303,15 @@ def _retrieve(
         return [Evidence(n, 1.0) for n in mem.store.iter_nodes(tenant)], {}
     ranking: list[tuple[str, float]]
     if spec.kind == "bm25":
-        ranking = mem.store.lexical_search(tenant, question, k)
+        ranking = mem.store.lexical.search("nodes", tenant, question, k)
     else:
         qvec = embed_queries(mem.embedder, [question])[0]
         if spec.kind == "dense":
-            ranking = mem.store.vector_search(tenant, qvec, k)
+            ranking = mem.store.vectors.search(tenant, qvec, k)
         else:
             pool = max(k, mem.profile.read.pool)
-            vec = [i for i, _ in mem.store.vector_search(tenant, qvec, pool)]
-            lex = [i for i, _ in mem.store.lexical_search(tenant, question, pool)]
+            vec = [i for i, _ in mem.store.vectors.search(tenant, qvec, pool)]
+            lex = [i for i, _ in mem.store.lexical.search("nodes", tenant, question, pool)]
             ranking = rrf([vec, lex], mem.profile.read.rrf_kappa)[:k]
     nodes = mem.store.get_nodes([i for i, _ in ranking], tenant)
     return [Evidence(nodes[i], s) for i, s in ranking if i in nodes], {}

@@ -90,7 +90,7 @@ def cmd_check(args: argparse.Namespace) -> Outcome:
             if args.read_only:
                 raise ConfigError("--lexical-index writes the index", hint="drop --read-only")
             return _build_index(store, path)
-        report = store.check(repair=args.repair)
+        report = store.meta.check(repair=args.repair)
         if args.reembed and not args.repair:
             raise ConfigError("--reembed rewrites vectors", hint="pass it together with --repair")
         if args.repair and args.reembed:
@@ -109,7 +109,7 @@ def _reembed(store: MemoryStore, args: argparse.Namespace, report: CheckReport) 
     from dualmem.write.reembed import reembed
 
     count = reembed(store, create_embedder(args.embedder))
-    after = store.check()
+    after = store.meta.check()
     kinds = (*report.repaired, "reembedded") if count else report.repaired
     return CheckReport(after.healthy, after.problems, kinds, report.before or report.problems)
 
@@ -131,6 +131,6 @@ def _repair_pending(store: MemoryStore, args: argparse.Namespace, report: CheckR
     memory = Memory(store, create_embedder(args.embedder), controller, answerer=None)
     memory.repair_all()
     memory.wait_for_consolidation()
-    after = store.check()
+    after = store.meta.check()
     before = report.before or report.problems
     return CheckReport(after.healthy, after.problems, (*report.repaired, "pending_nodes"), before)

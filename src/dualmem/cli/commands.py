@@ -239,7 +239,7 @@ def cmd_ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
     from dualmem.read.trace import render_trace
-    from dualmem.server.schemas import search_out
+    from dualmem.wire.schemas import search_out
 
     where = filter_from_args(args)
     with open_memory(args) as mem:
@@ -259,7 +259,7 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any] | str:
 
 
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
-    from dualmem.server.schemas import answer_out
+    from dualmem.wire.schemas import answer_out
 
     where = filter_from_args(args)
     with open_memory(args) as mem:
@@ -275,7 +275,7 @@ def cmd_get(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_list(args: argparse.Namespace) -> dict[str, Any]:
-    from dualmem.server.schemas import node_list
+    from dualmem.wire.schemas import node_list
 
     where = filter_from_args(args)
     if args.limit < 1:  # one more is asked for below (it tells whether a next page exists)
@@ -310,7 +310,7 @@ def cmd_delete(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
-    from dualmem.server.schemas import inspection_out
+    from dualmem.wire.schemas import inspection_out
 
     with open_memory(args) as mem:
         return inspection_out(scope_of(mem, args).inspect(args.id)).model_dump(mode="json")

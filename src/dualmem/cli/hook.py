@@ -168,7 +168,7 @@ def _why_empty(args: argparse.Namespace, tenant: Tenant, otherwise: str) -> None
         return
     with _open_memory(args) as mem:
         count = mem.store.count(tenant)
-        users = list(dict.fromkeys(t.user for t, _ in mem.store.tenant_counts())) if count == 0 else []
+        users = list(dict.fromkeys(t.user for t, _ in mem.store.meta.tenant_counts())) if count == 0 else []
     who = f"user {tenant.user!r}" + (f" agent {tenant.agent!r}" if tenant.agent else "")
     if count == 0:
         known = f"users there: {', '.join(users[:5])}" if users else "the database is empty"

@@ -92,9 +92,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_calibrate)
 
 
-def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
-    from dualmem.learn.calibrate import provenance
-
+def _checked_calibrate(args: argparse.Namespace) -> list[Path]:
+    """``InvalidInput`` for options of ``calibrate`` that do not go together; the JSONL query files."""
     if args.per_query < 1 or args.pool < 1 or args.window < 0:
         raise InvalidInput("--per-query and --pool must be positive, --window not negative")
     if args.trees is not None and (args.trees < 1 or args.scorer != "trees"):
@@ -117,6 +116,13 @@ def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
             "--heads-out learns from labelled conversations",
             hint="drop --teacher and give conversation files",
         )
+    return jsonl
+
+
+def cmd_calibrate(args: argparse.Namespace) -> dict[str, Any]:
+    from dualmem.learn.calibrate import provenance
+
+    jsonl = _checked_calibrate(args)
     records: list[Any] = []
     log = args.teacher_log.open("w", encoding="utf-8") if args.teacher_log else None
     try:
@@ -197,7 +203,7 @@ def _views_on() -> Any:
     from dualmem.config import Profile
     from dualmem.types import VIEWS
 
-    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS)
+    return Profile.builtin().with_(write__views=VIEWS, read__views=VIEWS, read__expansion=True)
 
 
 def _settings(args: argparse.Namespace) -> Any:

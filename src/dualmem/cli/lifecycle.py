@@ -125,7 +125,7 @@ def cmd_forget(args: argparse.Namespace) -> dict[str, Any]:
     with open_memory(args) as mem:
         scope = scope_of(mem, args)
         if args.dry_run:  # HTTP POST /v1/forget/preview's document
-            from dualmem.server.schemas import would_forget_out
+            from dualmem.wire.schemas import would_forget_out
 
             return would_forget_out(scope.would_forget(args.id, where=matching)).model_dump(mode="json")
         if args.id is None and not args.yes and not _confirmed(scope.would_forget(where=matching), args):

@@ -25,6 +25,7 @@ __all__ = [
     "filter_from_args",
     "filter_options",
     "human_output",
+    "memory_from_args",
     "note_if_empty",
     "open_memory",
     "output_options",
@@ -160,7 +161,7 @@ def note_if_empty(mem: Memory, args: argparse.Namespace) -> None:
     scope = scope_of(mem, args)
     if scope.count() > 0:
         return
-    users = list(dict.fromkeys(t.user for t, _ in mem.store.tenant_counts()))
+    users = list(dict.fromkeys(t.user for t, _ in mem.store.meta.tenant_counts()))
     shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
     where = db_path(args)
     print(
@@ -232,6 +233,31 @@ def embedder_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"graph_cache": str(Path(folder).expanduser())}
 
 
+def memory_from_args(
+    args: argparse.Namespace, path: str, *, read_only: bool = False, **options: Any
+) -> Memory:
+    """``Memory.open(path)`` with the flags' embedder, controller, answerer, profile and their options
+    (``--lock-timeout``...); ``options``: more ``OpenOptions`` fields."""
+    from dualmem.memory import Memory, OpenOptions
+
+    opts = OpenOptions(
+        controller=controller_options(args),
+        answerer=answerer_options(args.answerer),
+        embedder=embedder_options(args),
+        lock_timeout=args.lock_timeout,
+        **options,
+    )
+    return Memory.open(
+        path,
+        embedder=args.embedder,
+        controller=args.controller,
+        answerer=args.answerer,
+        profile=args.profile or None,
+        options=opts,
+        read_only=read_only,
+    )
+
+
 def open_memory(
     args: argparse.Namespace, db: str | None = None, *, create: bool = False, announce: bool = False
 ) -> Memory:
@@ -241,8 +267,6 @@ def open_memory(
     ``args.created_database``: once the command succeeded the CLI says ``created new database at
     PATH`` on stderr, even with ``-q`` (a mistyped ``--db`` otherwise goes unseen; a failed command
     keeps its one-line error)."""
-    from dualmem.memory import Memory, OpenOptions
-
     path = db_path(args, db)
     read_only = bool(getattr(args, "read_only", False))
     new = False
@@ -251,21 +275,8 @@ def open_memory(
     elif is_file_path(path):
         new = not Path(path).exists()
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    options = OpenOptions(
-        controller=controller_options(args),
-        answerer=answerer_options(args.answerer),
-        embedder=embedder_options(args),
-        lock_timeout=args.lock_timeout,
-        synchronous=getattr(args, "synchronous", "normal"),
-    )
-    memory = Memory.open(
-        path,
-        embedder=args.embedder,
-        controller=args.controller,
-        answerer=args.answerer,
-        profile=args.profile or None,
-        options=options,
-        read_only=read_only,
+    memory = memory_from_args(
+        args, path, read_only=read_only, synchronous=getattr(args, "synchronous", "normal")
     )
     if new and announce:
         args.created_database = path

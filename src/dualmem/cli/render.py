@@ -2,7 +2,7 @@
 renderings.
 
 JSON is the contract (stdout of a pipe, ``--json``): the same documents, made by the same functions
-(:mod:`dualmem.server.schemas`), as the HTTP API sends and the MCP tools return in brief. The
+(:mod:`dualmem.wire.schemas`), as the HTTP API sends and the MCP tools return in brief. The
 readable text (a terminal, ``--format human``) is drawn from that JSON, so both say the same thing.
 """
 
@@ -37,14 +37,14 @@ __all__ = [
 
 def node_json(node: Node) -> dict[str, Any]:
     """A memory as JSON: ``GET /v1/memories/{id}``'s document."""
-    from dualmem.server.schemas import node_out
+    from dualmem.wire.schemas import node_out
 
     return node_out(node).model_dump(mode="json")
 
 
 def evidence_json(e: Evidence) -> dict[str, Any]:
     """One piece of evidence: its memory under ``node``, with ``score``, ``view``, ``via``, ``round``."""
-    from dualmem.server.schemas import evidence_out
+    from dualmem.wire.schemas import evidence_out
 
     return evidence_out(e).model_dump(mode="json")
 

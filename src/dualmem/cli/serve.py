@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dualmem.cli.options import answerer_options, controller_options, embedder_options, tenant_user
+from dualmem.cli.options import memory_from_args, tenant_user
 from dualmem.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,27 +55,12 @@ def open_service_memory(args: argparse.Namespace) -> Memory:
     else the default), with no passes of its own (consolidation "off" for this open only) until the
     service drives its scheduler (``Service.start``: the server's trigger, passes as its writes)."""
     from dualmem.cli.options import default_db
-    from dualmem.memory import Memory, OpenOptions
 
     path = args.db or default_db()
     if path != ":memory:" and "://" not in path:
         path = str(Path(path).expanduser())
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    options = OpenOptions(
-        controller=controller_options(args),
-        answerer=answerer_options(args.answerer),
-        embedder=embedder_options(args),
-        lock_timeout=args.lock_timeout,
-        profile_changes={"write__consolidation": "off"},
-    )
-    return Memory.open(
-        path,
-        embedder=args.embedder,
-        controller=args.controller,
-        answerer=args.answerer,
-        profile=args.profile or None,
-        options=options,
-    )
+    return memory_from_args(args, path, profile_changes={"write__consolidation": "off"})
 
 
 def keys_file(args: argparse.Namespace) -> str:

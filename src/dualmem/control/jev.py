@@ -28,22 +28,9 @@ except ImportError as exc:  # an optional extra (dualmem[jev])
         hint="pip install 'dualmem[jev]'",
     ) from exc
 
+from dualmem.control import questions as q
 from dualmem.control.base import BaseController
 from dualmem.control.config import JevConfig
-from dualmem.control.questions import (
-    Answer,
-    Batch,
-    BatchResult,
-    Choice,
-    ChoiceAnswer,
-    Noul,
-    NoulAnswer,
-    Question,
-    Score,
-    ScoreAnswer,
-    Usage,
-    validate_result,
-)
 from dualmem.errors import ControllerError, ControllerTimeout
 from dualmem.http import RetryPolicy
 
@@ -112,15 +99,15 @@ class JevController(BaseController):
         )
 
     def decide_each(
-        self, batches: Sequence[Batch], *, timeout: float | None = None
-    ) -> list[BatchResult | ControllerError]:
+        self, batches: Sequence[q.Batch], *, timeout: float | None = None
+    ) -> list[q.BatchResult | ControllerError]:
         """Independent requests sent concurrently; each batch's result or its own failure.
 
         ``timeout`` is enforced by the caller (the Meter); the SDK bounds each try by its own timeout.
         """
         del timeout
 
-        def one(batch: Batch) -> BatchResult | ControllerError:
+        def one(batch: q.Batch) -> q.BatchResult | ControllerError:
             try:
                 return self.decide(batch)
             except ControllerError as exc:
@@ -131,15 +118,15 @@ class JevController(BaseController):
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
             return list(pool.map(one, batches))
 
-    def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]:
+    def decide_many(self, batches: Sequence[q.Batch]) -> list[q.BatchResult]:
         """Independent requests sent concurrently (a write batch's typing or relation requests)."""
         if len(batches) <= 1:
             return [self.decide(b) for b in batches]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
             return list(pool.map(self.decide, batches))
 
-    def decide(self, batch: Batch) -> BatchResult:
-        questions = {name: sdk_question(q) for name, q in batch.questions.items()}
+    def decide(self, batch: q.Batch) -> q.BatchResult:
+        questions = {name: sdk_question(asked) for name, asked in batch.questions.items()}
         try:
             response = self._client.system_one(
                 state=dict(batch.state), questions=questions, model=self.model, retry=self._retry
@@ -148,9 +135,11 @@ class JevController(BaseController):
             raise ControllerTimeout(f"jev timed out: {_one_line(exc)}") from exc
         except ts.TypeSafeError as exc:
             raise ControllerError(f"jev failed: {type(exc).__name__}: {_one_line(exc)}") from exc
-        answers = {name: _answer(name, q, response.answers.get(name)) for name, q in batch.questions.items()}
-        usage = Usage(response.usage.input_tokens, response.usage.output_tokens)
-        return validate_result(batch, BatchResult(answers=answers, usage=usage), self.name)
+        answers = {
+            name: _answer(name, asked, response.answers.get(name)) for name, asked in batch.questions.items()
+        }
+        usage = q.Usage(response.usage.input_tokens, response.usage.output_tokens)
+        return q.validate_result(batch, q.BatchResult(answers=answers, usage=usage), self.name)
 
     def close(self) -> None:
         self._client.close()
@@ -166,38 +155,38 @@ def sdk_retry(policy: RetryPolicy) -> ts.RetryPolicy:
     )
 
 
-def sdk_question(question: Question) -> ts.Noul | ts.Choice | ts.Score:
+def sdk_question(question: q.Question) -> ts.Noul | ts.Choice | ts.Score:
     """One dualmem question as an SDK question object (the wire shape of ``/v1/systemone``)."""
     match question:
-        case Noul():
+        case q.Noul():
             return ts.Noul(
                 instructions=question.instructions, criteria={"true": question.true, "false": question.false}
             )
-        case Choice():
+        case q.Choice():
             return ts.Choice(instructions=question.instructions, criteria=dict(question.options))
-        case Score():
+        case q.Score():
             return ts.Score(instructions=question.instructions, criteria=list(question.levels))
         case _:
             assert_never(question)
 
 
-def _answer(name: str, question: Question, raw: Any) -> Answer:
+def _answer(name: str, question: q.Question, raw: Any) -> q.Answer:
     """Translate one SDK answer; a missing or mistyped one is a ``ControllerError``."""
     match question, raw:
-        case Noul(), ts.NoulAnswer():
-            return NoulAnswer(score=float(raw.noul))
-        case Choice(), ts.ChoiceAnswer():
+        case q.Noul(), ts.NoulAnswer():
+            return q.NoulAnswer(score=float(raw.noul))
+        case q.Choice(), ts.ChoiceAnswer():
             labels = list(raw.probabilities)
             probs = _renormalised([float(raw.probabilities[lb]) for lb in labels])
-            return ChoiceAnswer(label=raw.choice, distribution=dict(zip(labels, probs, strict=True)))
-        case Score(), ts.ScoreAnswer():
+            return q.ChoiceAnswer(label=raw.choice, distribution=dict(zip(labels, probs, strict=True)))
+        case q.Score(), ts.ScoreAnswer():
             dist = _renormalised(_levels(name, question, raw.probabilities))
-            return ScoreAnswer(value=float(raw.score), distribution=tuple(dist))
+            return q.ScoreAnswer(value=float(raw.score), distribution=tuple(dist))
     got = "no answer" if raw is None else f"a {type(raw).__name__}"
     raise ControllerError(f"jev gave {name!r} {got}, expected a {question.kind}")
 
 
-def _levels(name: str, question: Score, probabilities: Mapping[int, float]) -> list[float]:
+def _levels(name: str, question: q.Score, probabilities: Mapping[int, float]) -> list[float]:
     levels = range(len(question.levels))
     if set(probabilities) != set(levels):
         raise ControllerError(f"jev answered {name!r} with score levels {sorted(probabilities)}")

@@ -47,24 +47,10 @@ from typing import TYPE_CHECKING, ClassVar, assert_never
 
 from pydantic import BaseModel, Field, ValidationError
 
+from dualmem.control import questions as q
 from dualmem.control.base import BaseController
 from dualmem.control.config import DEBIAS_MODES, Debias, LLMConfig, is_local_url
 from dualmem.control.llm_fit import Group, estimate_tokens, fit_batch
-from dualmem.control.questions import (
-    Answer,
-    Batch,
-    BatchResult,
-    Choice,
-    ChoiceAnswer,
-    Noul,
-    NoulAnswer,
-    Question,
-    Score,
-    ScoreAnswer,
-    Usage,
-    first_failure_raised,
-    validate_result,
-)
 from dualmem.errors import ConfigError, ControllerError, ControllerTimeout
 from dualmem.http import JSONClient, OverJSONClient, RetryPolicy
 from dualmem.types import JSONValue
@@ -133,7 +119,7 @@ class _Ask:
 
     slot: int  # which (batch, question) it answers
     state: Mapping[str, JSONValue]
-    question: Question
+    question: q.Question
     order: tuple[int, ...]
     splits: int  # how often this question was re-fitted after a refusal
     tokens: int  # the estimated prompt size
@@ -234,29 +220,31 @@ class LLMController(OverJSONClient, BaseController):
                 self._context_known = True
 
     # -- deciding ------------------------------------------------------------------------------
-    def decide(self, batch: Batch) -> BatchResult:
+    def decide(self, batch: q.Batch) -> q.BatchResult:
         outcome = self.decide_each([batch])[0]
         if isinstance(outcome, ControllerError):
             raise outcome
         return outcome
 
-    def decide_many(self, batches: Sequence[Batch]) -> list[BatchResult]:
+    def decide_many(self, batches: Sequence[q.Batch]) -> list[q.BatchResult]:
         """Every question of every batch concurrently, regrouped per batch; the first failure raises."""
-        return first_failure_raised(self.decide_each(batches))
+        return q.first_failure_raised(self.decide_each(batches))
 
     def decide_each(
-        self, batches: Sequence[Batch], *, timeout: float | None = None
-    ) -> list[BatchResult | ControllerError]:
+        self, batches: Sequence[q.Batch], *, timeout: float | None = None
+    ) -> list[q.BatchResult | ControllerError]:
         """Each batch's result, or the failure of one of its questions; ``timeout`` bounds all of it."""
         for batch in batches:
             for question in batch.questions.values():
                 _tokens(question)  # fail before sending anything if a question cannot be asked
         deadline = time.monotonic() + timeout if timeout is not None else None
-        slots = [(i, name, q) for i, batch in enumerate(batches) for name, q in batch.questions.items()]
+        slots = [
+            (i, name, asked) for i, batch in enumerate(batches) for name, asked in batch.questions.items()
+        ]
         index = {(i, name): n for n, (i, name, _) in enumerate(slots)}
         asks = [a for i, b in enumerate(batches) for a in self._plan(b, i, index, splits=0)]
         probs: dict[int, list[tuple[tuple[int, ...], list[float]]]] = {}
-        usage: dict[int, list[Usage]] = {}
+        usage: dict[int, list[q.Usage]] = {}
         failed: dict[int, ControllerError] = {}
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="dualmem-llm") as pool:
             while asks:
@@ -278,15 +266,15 @@ class LLMController(OverJSONClient, BaseController):
 
     def _plan(
         self,
-        batch: Batch,
+        batch: q.Batch,
         i: int,
         index: Mapping[tuple[int, str], int],
         *,
         splits: int,
         only: set[str] | None = None,
     ) -> list[_Ask]:
-        questions = {n: q for n, q in batch.questions.items() if only is None or n in only}
-        if splits == 0 and all(_measure(batch.state, q) <= SMALL_PROMPT for q in questions.values()):
+        questions = {n: asked for n, asked in batch.questions.items() if only is None or n in only}
+        if splits == 0 and all(_measure(batch.state, asked) <= SMALL_PROMPT for asked in questions.values()):
             budget = SMALL_PROMPT  # fits any server: no need to know (or ask) the context size
         else:
             budget = int(self.context_tokens * _HEADROOM / 2**splits) - 1
@@ -302,8 +290,8 @@ class LLMController(OverJSONClient, BaseController):
     def _refit(
         self,
         refused: list[_Ask],
-        batches: Sequence[Batch],
-        slots: Sequence[tuple[int, str, Question]],
+        batches: Sequence[q.Batch],
+        slots: Sequence[tuple[int, str, q.Question]],
         index: Mapping[tuple[int, str], int],
     ) -> list[_Ask]:
         """The refused questions planned again at half the budget (each question once, all its orders)."""
@@ -316,21 +304,21 @@ class LLMController(OverJSONClient, BaseController):
             out += self._plan(batches[i], i, index, splits=splits, only=names)
         return out
 
-    def passes(self, question: Question) -> int:
+    def passes(self, question: q.Question) -> int:
         """The forward passes (requests) one question costs with this backend's ``debias`` mode."""
         return len(self._orders(question))
 
-    def _orders(self, question: Question) -> list[tuple[int, ...]]:
+    def _orders(self, question: q.Question) -> list[tuple[int, ...]]:
         """The option orders a question is asked in: ``order[position]`` is the option shown there."""
         n = len(_tokens(question))
         forward = tuple(range(n))
-        if self.debias == "none" or isinstance(question, Score):
+        if self.debias == "none" or isinstance(question, q.Score):
             return [forward]
         if self.debias == "cyclic":  # shift s shows option (p + s) mod n at position p
             return [tuple((p + s) % n for p in range(n)) for s in range(n)]
         return [forward, forward[::-1]]
 
-    def _send(self, ask: _Ask, deadline: float | None) -> tuple[list[float], Usage] | ControllerError:
+    def _send(self, ask: _Ask, deadline: float | None) -> tuple[list[float], q.Usage] | ControllerError:
         known = self._context
         if known is not None and ask.tokens > known:  # a refusal already taught us: do not send it
             return ContextLengthExceeded(f"the prompt (~{ask.tokens} tokens) exceeds the context ({known})")
@@ -358,19 +346,19 @@ class LLMController(OverJSONClient, BaseController):
         for position, option in enumerate(ask.order):
             probs[option] = shown[position]
         used = completion.usage or _Usage()
-        return probs, Usage(used.prompt_tokens, used.completion_tokens)
+        return probs, q.Usage(used.prompt_tokens, used.completion_tokens)
 
     def _collect(
         self,
         i: int,
-        batch: Batch,
+        batch: q.Batch,
         index: Mapping[tuple[int, str], int],
         probs: Mapping[int, list[tuple[tuple[int, ...], list[float]]]],
-        usage: Mapping[int, list[Usage]],
+        usage: Mapping[int, list[q.Usage]],
         failed: Mapping[int, ControllerError],
-    ) -> BatchResult | ControllerError:
-        answers: dict[str, Answer] = {}
-        used: list[Usage] = []
+    ) -> q.BatchResult | ControllerError:
+        answers: dict[str, q.Answer] = {}
+        used: list[q.Usage] = []
         for name, question in batch.questions.items():
             slot = index[(i, name)]
             if slot in failed:
@@ -379,15 +367,15 @@ class LLMController(OverJSONClient, BaseController):
             answers[name] = self._answer(question, readings)
             used += usage[slot]
         try:
-            return validate_result(batch, BatchResult(answers=answers, usage=_sum_usage(used)), self.name)
+            return q.validate_result(batch, q.BatchResult(answers=answers, usage=_sum_usage(used)), self.name)
         except ControllerError as exc:
             return exc
 
-    def _answer(self, question: Question, readings: list[list[float]]) -> Answer:
+    def _answer(self, question: q.Question, readings: list[list[float]]) -> q.Answer:
         probs = _combine(readings)
         answer = _to_answer(question, probs)
-        if self.calibration is not None and isinstance(answer, NoulAnswer):
-            return NoulAnswer(score=self.calibration.apply(question.key, answer.score))
+        if self.calibration is not None and isinstance(answer, q.NoulAnswer):
+            return q.NoulAnswer(score=self.calibration.apply(question.key, answer.score))
         return answer
 
     def close(self) -> None:
@@ -422,19 +410,19 @@ def _combine(readings: list[list[float]]) -> list[float]:
     return [w / total for w in weights]
 
 
-def _measure(state: Mapping[str, JSONValue], question: Question) -> int:
+def _measure(state: Mapping[str, JSONValue], question: q.Question) -> int:
     return sum(estimate_tokens(m["content"]) for m in build_messages(state, question)) + 1
 
 
-def _tokens(question: Question) -> tuple[str, ...]:
+def _tokens(question: q.Question) -> tuple[str, ...]:
     match question:
-        case Noul():
+        case q.Noul():
             return ("A", "B")
-        case Choice():
+        case q.Choice():
             if len(question.options) > len(string.ascii_uppercase):
                 raise ControllerError(f"llm backend cannot ask {question.key}: more than 26 options")
             return tuple(string.ascii_uppercase[: len(question.options)])
-        case Score():
+        case q.Score():
             if len(question.levels) > 10:
                 raise ControllerError(f"llm backend cannot ask {question.key}: more than 10 levels")
             return tuple(str(i) for i in range(len(question.levels)))
@@ -443,7 +431,7 @@ def _tokens(question: Question) -> tuple[str, ...]:
 
 
 def build_messages(
-    state: Mapping[str, JSONValue], question: Question, *, order: Sequence[int] | None = None
+    state: Mapping[str, JSONValue], question: q.Question, *, order: Sequence[int] | None = None
 ) -> list[dict[str, str]]:
     """The chat messages for one question: only the state and that question, never its name.
 
@@ -451,17 +439,17 @@ def build_messages(
     """
     tokens = _tokens(question)
     match question:
-        case Noul():
+        case q.Noul():
             options = [f"Yes: {question.true}", f"No: {question.false}"]
-        case Choice():
+        case q.Choice():
             options = [f"{label}: {desc}" for label, desc in question.options]
-        case Score():
+        case q.Score():
             options = list(question.levels)
         case _:
             assert_never(question)
     shown = [options[j] for j in (order if order is not None else range(len(options)))]
     lines = [f"{t}. {text}" for t, text in zip(tokens, shown, strict=True)]
-    kind = "digit" if isinstance(question, Score) else "letter"
+    kind = "digit" if isinstance(question, q.Score) else "letter"
     user = (
         f"State (JSON):\n{json.dumps(state, ensure_ascii=False)}\n\n"
         f"Question: {question.instructions}\n\nOptions:\n" + "\n".join(lines) + "\n\n"
@@ -531,20 +519,20 @@ def _option_probs(position: _Position, tokens: tuple[str, ...]) -> list[float]:
     return [w / total for w in weights]
 
 
-def _to_answer(question: Question, probs: list[float]) -> Answer:
+def _to_answer(question: q.Question, probs: list[float]) -> q.Answer:
     match question:
-        case Noul():
-            return NoulAnswer(score=probs[0])
-        case Choice():
+        case q.Noul():
+            return q.NoulAnswer(score=probs[0])
+        case q.Choice():
             dist = dict(zip(question.labels, probs, strict=True))
-            return ChoiceAnswer(label=max(question.labels, key=lambda lb: dist[lb]), distribution=dist)
-        case Score():
-            return ScoreAnswer(value=sum(i * p for i, p in enumerate(probs)), distribution=tuple(probs))
+            return q.ChoiceAnswer(label=max(question.labels, key=lambda lb: dist[lb]), distribution=dist)
+        case q.Score():
+            return q.ScoreAnswer(value=sum(i * p for i, p in enumerate(probs)), distribution=tuple(probs))
         case _:
             assert_never(question)
 
 
-def _sum_usage(usages: list[Usage]) -> Usage:
+def _sum_usage(usages: list[q.Usage]) -> q.Usage:
     ins = [u.input_tokens for u in usages if u.input_tokens is not None]
     outs = [u.output_tokens for u in usages if u.output_tokens is not None]
-    return Usage(input_tokens=sum(ins) if ins else None, output_tokens=sum(outs) if outs else None)
+    return q.Usage(input_tokens=sum(ins) if ins else None, output_tokens=sum(outs) if outs else None)

@@ -223,6 +223,12 @@ class Meter:
 
         if limit is None or getattr(self.controller, "runs_inline", False):
             return call()  # nothing to bound, or an in-process decider that needs no watchdog
+        return self._watched(call, limit, len(batches))
+
+    def _watched(
+        self, call: Callable[[], list[BatchResult | ControllerError]], limit: float, n: int
+    ) -> list[BatchResult | ControllerError]:
+        """``call()`` on the worker thread, or ``n`` timeouts when it takes longer than ``limit`` s."""
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dualmem-s1")
@@ -240,7 +246,7 @@ class Meter:
             failure = ControllerTimeout(
                 f"{self.backend} did not answer within {limit:g} s", hint="raise the timeout"
             )
-            return [failure] * len(batches)
+            return [failure] * n
 
     def _count(
         self,

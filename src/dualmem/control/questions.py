@@ -235,22 +235,25 @@ def validate_result(batch: Batch, result: BatchResult, backend: str) -> BatchRes
     if missing:
         raise ControllerError(f"{backend} left questions unanswered: {', '.join(sorted(missing))}")
     for name, question in batch.questions.items():
-        answer = result.answers[name]
-        if answer.kind != question.kind:
-            raise ControllerError(f"{backend} answered {name!r} with a {answer.kind}, not a {question.kind}")
-        match answer:
-            case NoulAnswer(score=s):
-                if not (math.isfinite(s) and 0.0 <= s <= 1.0):
-                    raise ControllerError(f"{backend} gave {name!r} a score outside [0, 1]: {s}")
-            case ChoiceAnswer(label=label, distribution=dist):
-                assert isinstance(question, Choice)
-                if set(dist) != set(question.labels) or label not in dist:
-                    raise ControllerError(f"{backend} answered {name!r} with unknown options")
-                total = sum(dist.values())
-                if not math.isfinite(total) or abs(total - 1.0) > 1e-3:
-                    raise ControllerError(f"{backend} gave {name!r} a distribution summing to {total}")
-            case ScoreAnswer(distribution=dist):
-                assert isinstance(question, Score)
-                if len(dist) != len(question.levels):
-                    raise ControllerError(f"{backend} answered {name!r} with {len(dist)} levels")
+        _check_answer(name, question, result.answers[name], backend)
     return result
+
+
+def _check_answer(name: str, question: Question, answer: Answer, backend: str) -> None:
+    if answer.kind != question.kind:
+        raise ControllerError(f"{backend} answered {name!r} with a {answer.kind}, not a {question.kind}")
+    match answer:
+        case NoulAnswer(score=s):
+            if not (math.isfinite(s) and 0.0 <= s <= 1.0):
+                raise ControllerError(f"{backend} gave {name!r} a score outside [0, 1]: {s}")
+        case ChoiceAnswer(label=label, distribution=dist):
+            assert isinstance(question, Choice)
+            if set(dist) != set(question.labels) or label not in dist:
+                raise ControllerError(f"{backend} answered {name!r} with unknown options")
+            total = sum(dist.values())
+            if not math.isfinite(total) or abs(total - 1.0) > 1e-3:
+                raise ControllerError(f"{backend} gave {name!r} a distribution summing to {total}")
+        case ScoreAnswer(distribution=dist):
+            assert isinstance(question, Score)
+            if len(dist) != len(question.levels):
+                raise ControllerError(f"{backend} answered {name!r} with {len(dist)} levels")

@@ -17,20 +17,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TypeAlias, assert_never
 
+from dualmem.control import questions as q
 from dualmem.control.base import BaseController
-from dualmem.control.questions import (
-    Answer,
-    Batch,
-    BatchResult,
-    Choice,
-    ChoiceAnswer,
-    Noul,
-    NoulAnswer,
-    Question,
-    Score,
-    ScoreAnswer,
-    validate_result,
-)
 from dualmem.errors import ConfigError, UnknownDecision
 from dualmem.types import JSONValue
 
@@ -38,7 +26,7 @@ __all__ = ["AutoController", "ScriptValue", "ScriptedController", "to_answer"]
 
 ScriptValue: TypeAlias = float | str | Mapping[str, float]
 ScriptFn: TypeAlias = Callable[
-    [Mapping[str, JSONValue], Question], "Answer | float | str | Mapping[str, float]"
+    [Mapping[str, JSONValue], q.Question], "q.Answer | float | str | Mapping[str, float]"
 ]
 
 
@@ -61,14 +49,14 @@ class ScriptedController(BaseController):
         self.fn = fn
         self.default = default
         self.name = name
-        self.batches: list[Batch] = []
+        self.batches: list[q.Batch] = []
 
-    def decide(self, batch: Batch) -> BatchResult:
+    def decide(self, batch: q.Batch) -> q.BatchResult:
         self.batches.append(batch)
-        answers = {name: self._answer(batch.state, q) for name, q in batch.questions.items()}
-        return validate_result(batch, BatchResult(answers=answers), self.name)
+        answers = {name: self._answer(batch.state, asked) for name, asked in batch.questions.items()}
+        return q.validate_result(batch, q.BatchResult(answers=answers), self.name)
 
-    def _answer(self, state: Mapping[str, JSONValue], question: Question) -> Answer:
+    def _answer(self, state: Mapping[str, JSONValue], question: q.Question) -> q.Answer:
         if self.fn is not None:
             return to_answer(question, self.fn(state, question))
         for key in (f"{question.key}@{question.target}", question.key):
@@ -95,47 +83,47 @@ class AutoController(BaseController):
         self.seed = seed
         self.name = name
 
-    def decide(self, batch: Batch) -> BatchResult:
+    def decide(self, batch: q.Batch) -> q.BatchResult:
         state = json.dumps(batch.state, sort_keys=True, default=str)
-        answers = {name: self._answer(state, q) for name, q in batch.questions.items()}
-        return validate_result(batch, BatchResult(answers=answers), self.name)
+        answers = {name: self._answer(state, asked) for name, asked in batch.questions.items()}
+        return q.validate_result(batch, q.BatchResult(answers=answers), self.name)
 
-    def _unit(self, state: str, question: Question, salt: str) -> float:
+    def _unit(self, state: str, question: q.Question, salt: str) -> float:
         raw = f"{self.seed}\x00{question.key}\x00{question.target}\x00{salt}\x00{state}".encode()
         digest = hashlib.blake2b(raw, digest_size=8).digest()
         return (int.from_bytes(digest, "big") + 0.5) / 2**64  # strictly inside (0, 1)
 
-    def _answer(self, state: str, question: Question) -> Answer:
+    def _answer(self, state: str, question: q.Question) -> q.Answer:
         match question:
-            case Noul():
-                return NoulAnswer(score=self._unit(state, question, ""))
-            case Choice():
+            case q.Noul():
+                return q.NoulAnswer(score=self._unit(state, question, ""))
+            case q.Choice():
                 weights = {lb: self._unit(state, question, lb) for lb in question.labels}
                 return _choice_from(question, weights)
-            case Score():
+            case q.Score():
                 levels = [self._unit(state, question, str(i)) for i in range(len(question.levels))]
                 total = sum(levels)
                 dist = tuple(v / total for v in levels)
-                return ScoreAnswer(value=sum(i * p for i, p in enumerate(dist)), distribution=dist)
+                return q.ScoreAnswer(value=sum(i * p for i, p in enumerate(dist)), distribution=dist)
             case _:
                 assert_never(question)
 
 
-def to_answer(question: Question, value: Answer | ScriptValue) -> Answer:
+def to_answer(question: q.Question, value: q.Answer | ScriptValue) -> q.Answer:
     """Turn a scripted value into a typed answer for ``question``."""
-    if isinstance(value, NoulAnswer | ChoiceAnswer | ScoreAnswer):
+    if isinstance(value, q.NoulAnswer | q.ChoiceAnswer | q.ScoreAnswer):
         return value
     match question:
-        case Noul():
+        case q.Noul():
             if isinstance(value, int | float):
-                return NoulAnswer(score=float(value))
-        case Choice():
+                return q.NoulAnswer(score=float(value))
+        case q.Choice():
             if isinstance(value, str):
                 _check_labels(question, [value])
-                return ChoiceAnswer(value, {lb: float(lb == value) for lb in question.labels})
+                return q.ChoiceAnswer(value, {lb: float(lb == value) for lb in question.labels})
             if isinstance(value, Mapping):
                 return _choice_from(question, value)
-        case Score():
+        case q.Score():
             if isinstance(value, int | float):
                 return _score_from(question, float(value))
         case _:
@@ -143,7 +131,7 @@ def to_answer(question: Question, value: Answer | ScriptValue) -> Answer:
     raise ConfigError(f"scripted value {value!r} does not answer a {question.kind} ({question.key})")
 
 
-def _check_labels(question: Choice, labels: list[str]) -> None:
+def _check_labels(question: q.Choice, labels: list[str]) -> None:
     unknown = set(labels) - set(question.labels)
     if unknown:
         raise ConfigError(
@@ -152,17 +140,17 @@ def _check_labels(question: Choice, labels: list[str]) -> None:
         )
 
 
-def _choice_from(question: Choice, dist: Mapping[str, float]) -> ChoiceAnswer:
+def _choice_from(question: q.Choice, dist: Mapping[str, float]) -> q.ChoiceAnswer:
     _check_labels(question, list(dist))
     total = sum(float(p) for p in dist.values())
     if not (math.isfinite(total) and total > 0):
         raise ConfigError(f"scripted distribution for {question.key} must have a positive sum")
     full = {lb: float(dist.get(lb, 0.0)) / total for lb in question.labels}
     label = max(question.labels, key=lambda lb: full[lb])  # first of the ties, in option order
-    return ChoiceAnswer(label, full)
+    return q.ChoiceAnswer(label, full)
 
 
-def _score_from(question: Score, value: float) -> ScoreAnswer:
+def _score_from(question: q.Score, value: float) -> q.ScoreAnswer:
     """A distribution with expectation ``value``: mass split between the two nearest levels."""
     top = len(question.levels) - 1
     if not (math.isfinite(value) and 0.0 <= value <= top):
@@ -173,4 +161,4 @@ def _score_from(question: Score, value: float) -> ScoreAnswer:
     dist[low] = 1.0 - frac
     if frac:
         dist[low + 1] = frac
-    return ScoreAnswer(value=value, distribution=tuple(dist))
+    return q.ScoreAnswer(value=value, distribution=tuple(dist))

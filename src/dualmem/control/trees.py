@@ -63,9 +63,11 @@ class Tree:
             raise ConfigError(f"a tree may have at most {MAX_LEAVES} leaves, got {len(self.leaf)}")
         if not all(math.isfinite(v) for v in (*self.threshold, *self.leaf)):
             raise ConfigError("tree thresholds and leaf values must be finite numbers")
-        if n == 0:
-            return  # a single leaf
-        # every internal node and every leaf reached exactly once from the root: a tree, no cycles
+        if n:
+            self._check_shape(n)
+
+    def _check_shape(self, n: int) -> None:
+        """Every internal node and every leaf reached exactly once from the root: a tree, no cycles."""
         seen_nodes: set[int] = set()
         seen_leaves: set[int] = set()
         stack = [0]
@@ -75,14 +77,14 @@ class Tree:
                 raise ConfigError("a tree's children must form a tree (a node is reached twice)")
             seen_nodes.add(i)
             for c in (self.left[i], self.right[i]):
+                if c >= n:
+                    raise ConfigError(f"a tree's child {c} is not one of its {n} nodes")
                 if c >= 0:
-                    if c >= n:
-                        raise ConfigError(f"a tree's child {c} is not one of its {n} nodes")
                     stack.append(c)
-                else:
-                    if -c - 1 >= n + 1 or -c - 1 in seen_leaves:
-                        raise ConfigError(f"a tree's leaf child {c} is out of range or reached twice")
-                    seen_leaves.add(-c - 1)
+                    continue
+                if -c - 1 >= n + 1 or -c - 1 in seen_leaves:
+                    raise ConfigError(f"a tree's leaf child {c} is out of range or reached twice")
+                seen_leaves.add(-c - 1)
         if len(seen_nodes) != n or len(seen_leaves) != n + 1:
             raise ConfigError("a tree has nodes or leaves its root does not reach")
 

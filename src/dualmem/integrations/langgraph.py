@@ -64,9 +64,9 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from dualmem import Memory
 from dualmem.errors import InvalidInput
-from dualmem.memory import Memory
-from dualmem.types import JSONValue, Node, Tenant
+from dualmem.vocab import JSONValue, Node, Tenant
 
 if TYPE_CHECKING:
     from dualmem.client import Client

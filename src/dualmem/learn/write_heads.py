@@ -97,7 +97,7 @@ def judged_pairs(store: MemoryStore, tenant: Tenant) -> Iterator[tuple[Node, lis
     nodes = {n.id: n for n in store.iter_nodes(tenant)}
     for node in nodes.values():
         others: dict[str, None] = {}
-        for d in store.decisions_of(node.id):
+        for d in store.log.decisions_of(node.id):
             if d.purpose == "relations" and d.other_id is not None:
                 others.setdefault(d.other_id)
         cands = [nodes[o] for o in others if o in nodes]

@@ -4,7 +4,7 @@ The tenant is fixed for a stdio server (a flag or the environment) and comes fro
 over HTTP; no tool takes a tenant argument. Writes go through the service's single writer.
 
 What a model reads is kept small: a tool result is compact JSON (the text block, and the same
-object as structured content) of the HTTP API's shape, in brief (:func:`dualmem.server.schemas.brief`:
+object as structured content) of the HTTP API's shape, in brief (:func:`dualmem.wire.schemas.brief`:
 the same names and nesting, only what an agent uses: id, content, speaker, at, session; evidence
 with its score; the trace as a summary), ``answer`` puts the answer first, and ``tools/list``
 carries flat argument schemas (no ``$defs``, no titles) and one-paragraph descriptions. Invalid
@@ -28,12 +28,13 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from dualmem._boundary import describe_error
-from dualmem._version import __version__
+from dualmem import Scope as TenantScope
+from dualmem import __version__
 from dualmem.errors import DualmemError, InvalidInput
-from dualmem.scope import Scope as TenantScope
-from dualmem.server.keys import KeyStore
-from dualmem.server.schemas import (
+from dualmem.server import KeyStore, Service
+from dualmem.vocab import MAX_K, Filter, Tenant, parse_time
+from dualmem.wire.decode import describe_error
+from dualmem.wire.schemas import (
     MAX_LIST,
     MAX_QUERY,
     HistoryOut,
@@ -45,10 +46,6 @@ from dualmem.server.schemas import (
     node_out,
     search_out,
 )
-from dualmem.server.service import Service
-from dualmem.text.timeparse import parse_time
-from dualmem.types import MAX_K, Tenant
-from dualmem.write.lifecycle import Filter
 
 __all__ = ["NOT_TOOLS", "TOOL_OPERATIONS", "KeyVerifier", "build_mcp", "flat_schema"]
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dualmem._registry import Registry
 from dualmem.errors import ConfigError
-from dualmem.plane._sqlite_conn import MMAP_SIZE, Synchronous
-from dualmem.plane.base import Decision, MemoryStore, Store, StoreStats
+from dualmem.plane.base import Backend, Decision, MemoryStore, Store, StoreStats
 from dualmem.plane.memory import InMemoryStore
-from dualmem.plane.sqlite import SQLiteStore
+from dualmem.plane.sqlite import MMAP_SIZE, SQLiteStore, Synchronous
 
 __all__ = [
     "STORES",
@@ -23,6 +23,11 @@ __all__ = [
     "open_store",
 ]
 
+
+if TYPE_CHECKING:  # each backend writes every primitive its components are composed of (mypy checks)
+    from dualmem.plane.postgres import PostgresStore
+
+    _BACKENDS: tuple[type[Backend], ...] = (InMemoryStore, SQLiteStore, PostgresStore)
 
 #: the stores by URL scheme: ``sqlite`` and ``postgresql`` (``postgres``, ``postgresql+psycopg``) and
 #: those of installed packages (entry point group ``dualmem.stores``, named by their scheme). A factory is

@@ -11,13 +11,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from functools import cached_property
 from typing import cast
 
 from dualmem._closing import Closing
 from dualmem.errors import EmbedderMismatch, InvalidInput, NotFound, ReadOnlyStore
-from dualmem.plane import _codec as codec
-from dualmem.plane import _context as context
-from dualmem.plane.base import Candidate, Decision, candidates_of
+from dualmem.plane import _components as components
+from dualmem.plane import codec, context
+from dualmem.plane.base import Backend, Candidate, Decision, candidates_of
 from dualmem.plane.check import CheckReport
 from dualmem.types import Edge, JSONValue, Node, Tenant, Vector
 
@@ -94,6 +95,27 @@ class StoreBase(Closing, ABC):
 
     @abstractmethod
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]: ...
+
+    # -- the components (``MemoryStore``): the primitives below, composed ------------------------
+    @cached_property
+    def vectors(self) -> components.Vectors:
+        return components.Vectors(cast(Backend, self))
+
+    @cached_property
+    def links(self) -> components.Links:
+        return components.Links(cast(Backend, self))
+
+    @cached_property
+    def context(self) -> components.Context:
+        return components.Context(cast(Backend, self))
+
+    @cached_property
+    def log(self) -> components.Log:
+        return components.Log(cast(Backend, self))
+
+    @cached_property
+    def meta(self) -> components.Meta:
+        return components.Meta(cast(Backend, self))
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _guard(self) -> AbstractContextManager[object]:

@@ -1,7 +1,35 @@
-"""The Store protocol: a small core and the capabilities the paths and the facade ask for.
+"""The store protocols: the record store ``Memory`` asks for, its components, and the primitives a
+backend writes.
 
-A backend is a :class:`Store` (nodes, edges, transactions and snapshots: 15 methods) that also
-implements capability protocols, each a few methods of one concern:
+:class:`MemoryStore` is what a ``Memory`` (its read and write paths, the server, the CLI) asks of a
+store: 20 members, counted by ``tests/test_store_protocols.py``. The :class:`Store` core (``read_only``,
+``close``, ``transaction``, ``snapshot``, the nodes and edges: 14) and six components, each a property
+with a small contract, sharing the store's connection so that a component call inside
+``transaction()`` is part of it:
+
+=========================  ===========================================================================
+component                  methods
+=========================  ===========================================================================
+``lexical``                ``lexindex.LexicalComponent``: ``search`` (BM25 of field ``"nodes"`` or
+                           ``"context"``), ``count``, ``rule``; each backend's own index
+``vectors``                :class:`VectorComponent`: ``search``, ``put_chunks``, ``get_chunks`` (exact,
+                           above a size the ANN segments of ``plane/ann.py``)
+``links``                  :class:`LinkComponent`: ``entity_search``, ``entity_counts``, ``entities_of``,
+                           ``time_search``, ``probe`` (write-time candidate discovery)
+``context``                :class:`ContextComponent`: ``set_window``, ``node_context``, ``candidates``,
+                           ``session_neighbours``
+``log``                    :class:`LogComponent`: ``put_decisions``, ``decisions_of``, ``find_keys``,
+                           ``put_keys``
+``meta``                   :class:`MetaComponent`: ``get``, ``set``, ``bind_embedder``, ``stats``,
+                           ``tenant_counts``, ``users``, ``check``
+=========================  ===========================================================================
+
+``SearchStore`` and ``WriteStore`` (what the read and the write path take) are ``MemoryStore``.
+
+A backend writes the primitives of :class:`Backend`: the core (with ``delete_edges``) and the
+capability protocols below, each a few methods of one concern; ``StoreBase``
+(``plane/_lifecycle.py``) composes the ``vectors``, ``links``, ``context``, ``log`` and ``meta``
+components of them (``plane/_components.py``), the ``lexical`` component is the backend's own:
 
 =======================  =====================================================================
 capability               methods
@@ -16,21 +44,18 @@ capability               methods
 :class:`WriteKeys`       ``find_keys``, ``put_keys``
 :class:`TenantAdmin`     ``stats``, ``tenant_counts``, ``users``
 :class:`Health`          ``check``
-:class:`Erasable`        ``erase`` (SQLite, PostgreSQL)
-:class:`ApproximateSearch`  ``use_ann`` (SQLite: an approximate vector index above a size)
-:class:`LexicalIndexAdmin`  ``use_lexical_index``, ``build_lexical_index``, ``lexical_index_state``
-                         (SQLite: the impact-ordered lexical index of a large store)
-:class:`StagedNodes`     ``put_node_rows``, ``put_node_vectors`` (SQLite: a node stored in two
-                         halves, so that one ``add`` embeds its text while its row is written)
 =======================  =====================================================================
 
-The read path takes a :class:`SearchStore`, the write path a :class:`WriteStore`, and a
-``Memory`` a :class:`MemoryStore` (all of the first nine); the three backends (``InMemoryStore``,
-``SQLiteStore``, ``PostgresStore``) are ``MemoryStore`` s and share their lifecycle
-(``plane._lifecycle.StoreBase``). The facade and the CLI ask for an optional capability with
-``isinstance`` on its protocol (every capability protocol is ``runtime_checkable``), never for a
-backend class. Every implementation passes ``tests/contract/test_store_contract.py``. Backend
-facts (SQL, files, caches) stay inside the backend's modules.
+Optional capabilities, asked for with ``isinstance`` on the protocol (each is ``runtime_checkable``),
+never by backend class: :class:`Erasable` (``erase``: SQLite, PostgreSQL), :class:`ApproximateSearch`
+(``use_ann``: SQLite, an approximate vector index above a size), :class:`LexicalIndexAdmin`
+(``use_lexical_index``, ``build_lexical_index``, ``lexical_index_state``: SQLite's impact-ordered
+lexical index of a large store), :class:`StagedNodes` (``put_node_rows``, ``put_node_vectors``:
+SQLite, a node stored in two halves so that one ``add`` embeds its text while its row is written).
+The three backends (``InMemoryStore``, ``SQLiteStore``, ``PostgresStore``) share their lifecycle
+(``StoreBase``). Every implementation passes ``tests/contract/test_store_contract.py`` and
+``tests/contract/test_store_components_contract.py``. Backend facts (SQL, files, caches) stay
+inside the backend's modules.
 
 Semantics every backend keeps:
 
@@ -61,6 +86,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from dualmem.errors import InvalidInput
+from dualmem.plane.lexindex import LexicalComponent
 from dualmem.types import (
     Edge,
     JSONValue,
@@ -82,7 +108,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DECISION_FIELDS",
     "ApproximateSearch",
+    "Backend",
     "Candidate",
+    "ContextComponent",
     "ContextWindow",
     "Decision",
     "DecisionLog",
@@ -90,15 +118,19 @@ __all__ = [
     "Health",
     "LexicalIndex",
     "LexicalIndexAdmin",
+    "LinkComponent",
     "LinkIndex",
+    "LogComponent",
     "MemoryStore",
     "Meta",
+    "MetaComponent",
     "NodeContext",
     "SearchStore",
     "StagedNodes",
     "Store",
     "StoreStats",
     "TenantAdmin",
+    "VectorComponent",
     "VectorIndex",
     "WriteKeys",
     "WriteStore",
@@ -157,7 +189,7 @@ DECISION_FIELDS: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class NodeContext:
-    """A node's stored neighbour context (``plane._context``): its session neighbours within the
+    """A node's stored neighbour context (``plane.context``): its session neighbours within the
     store's context window, as (id, offset), and the normalised mean of their embeddings (unit
     length; stored quantised, so within about 1% of the exact mean)."""
 
@@ -190,7 +222,7 @@ class Candidate:
         )  # fmt: skip
 
 
-def candidates_of(store: SearchStore, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+def candidates_of(store: Backend, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
     """``Store.candidates`` composed of ``get_nodes`` and ``node_context`` (a store whose full reads
     are as cheap as a projection uses it)."""
     with store.snapshot():
@@ -305,8 +337,6 @@ class Store(Protocol):
         """
         ...
 
-    def delete_edges(self, edges: Sequence[Edge]) -> None: ...
-
 
 @runtime_checkable
 class Meta(Protocol):
@@ -370,7 +400,7 @@ class LexicalIndex(Protocol):
 
 @runtime_checkable
 class ContextWindow(Protocol):
-    """Each node's session neighbours and what is derived from them at write time (``plane._context``)."""
+    """Each node's session neighbours and what is derived from them at write time (``plane.context``)."""
 
     def set_context_window(self, window: int) -> None:
         """The session window of the stored context; a change rebuilds every node's context."""
@@ -510,18 +540,156 @@ class StagedNodes(Protocol):
     def put_node_vectors(self, nodes: Sequence[Node]) -> None: ...
 
 
-class SearchStore(Store, VectorIndex, LexicalIndex, ContextWindow, DecisionLog, Protocol):
-    """What the read path (``dualmem.read``) asks of a store (the write's decisions too: a result's
-    versions, ``read/versions.py``)."""
+class Backend(Store, Meta, VectorIndex, LexicalIndex, ContextWindow, LinkIndex, DecisionLog, WriteKeys,
+              TenantAdmin, Health, Protocol):  # fmt: skip
+    """The primitives a backend writes (the core and the nine capabilities above); ``StoreBase``
+    (``plane/_lifecycle.py``) composes a :class:`MemoryStore`'s components of them
+    (``plane/_components.py``)."""
 
-
-class WriteStore(Store, Meta, VectorIndex, LexicalIndex, LinkIndex, DecisionLog, WriteKeys, Protocol):
-    """What the write path (``dualmem.write``) asks of a store."""
+    def delete_edges(self, edges: Sequence[Edge]) -> None: ...
 
 
 @runtime_checkable
-class MemoryStore(SearchStore, WriteStore, TenantAdmin, Health, Protocol):
-    """Everything a ``Memory`` asks of its store: what every backend implements."""
+class VectorComponent(Protocol):
+    """A store's vector index (:class:`VectorIndex`): exact cosine search, above a size approximate
+    (the ANN segments, ``plane/ann.py``), over node embeddings and chunk vectors."""
+
+    def search(self, tenant: Tenant, query: Vector, k: int) -> list[tuple[str, float]]:
+        """``VectorIndex.vector_search``."""
+        ...
+
+    def put_chunks(self, chunks: Mapping[str, Vector]) -> None:
+        """``VectorIndex.put_chunks``."""
+        ...
+
+    def get_chunks(self, node_ids: Collection[str], tenant: Tenant | None = None) -> dict[str, Vector]:
+        """``VectorIndex.get_chunks``."""
+        ...
+
+
+@runtime_checkable
+class LinkComponent(Protocol):
+    """What write-time candidate discovery looks a new node's relations up by (:class:`LinkIndex`
+    and the bounded lexical probe)."""
+
+    def entity_search(self, tenant: Tenant, entities: Collection[str], k: int) -> list[tuple[str, int]]:
+        """``LinkIndex.entity_search``."""
+        ...
+
+    def entity_counts(self, tenant: Tenant, entities: Collection[str]) -> tuple[int, dict[str, int]]:
+        """``LinkIndex.entity_counts``."""
+        ...
+
+    def entities_of(self, node_id: str) -> tuple[str, ...]:
+        """``LinkIndex.entities_of``."""
+        ...
+
+    def time_search(self, tenant: Tenant, at: dt.datetime, k: int) -> list[tuple[str, float]]:
+        """``LinkIndex.time_search``."""
+        ...
+
+    def probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
+        """``LexicalIndex.lexical_probe``."""
+        ...
+
+
+@runtime_checkable
+class ContextComponent(Protocol):
+    """Each node's session neighbours and the context derived from them (:class:`ContextWindow`; its
+    BM25 is the lexical component's ``"context"`` field)."""
+
+    def set_window(self, window: int) -> None:
+        """``ContextWindow.set_context_window``."""
+        ...
+
+    def node_context(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, NodeContext]:
+        """``ContextWindow.node_context``."""
+        ...
+
+    def candidates(self, node_ids: Collection[str], tenant: Tenant) -> dict[str, Candidate]:
+        """``ContextWindow.candidates``."""
+        ...
+
+    def session_neighbours(
+        self, tenant: Tenant, node_ids: Collection[str], window: int
+    ) -> dict[str, tuple[tuple[str, int], ...]]:
+        """``ContextWindow.session_neighbours``."""
+        ...
+
+
+@runtime_checkable
+class LogComponent(Protocol):
+    """What a write recorded beside its nodes: System-One decisions and idempotency keys
+    (:class:`DecisionLog`, :class:`WriteKeys`)."""
+
+    def put_decisions(self, decisions: Sequence[Decision]) -> None: ...
+
+    def decisions_of(self, node_id: str) -> list[Decision]: ...
+
+    def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
+        """``WriteKeys.find_keys``."""
+        ...
+
+    def put_keys(self, user: str, keys: Mapping[str, str]) -> None:
+        """``WriteKeys.put_keys``."""
+        ...
+
+
+@runtime_checkable
+class MetaComponent(Protocol):
+    """What a store keeps about itself and its tenants: meta values, the bound embedder, counts and
+    health (:class:`Meta`, :class:`TenantAdmin`, :class:`Health`)."""
+
+    def get(self, key: str) -> JSONValue:
+        """``Meta.get_meta``."""
+        ...
+
+    def set(self, key: str, value: JSONValue) -> None:
+        """``Meta.set_meta``."""
+        ...
+
+    def bind_embedder(self, name: str, dim: int) -> None: ...
+
+    def stats(self, tenant: Tenant | None = None) -> StoreStats: ...
+
+    def tenant_counts(self) -> list[tuple[Tenant, int]]: ...
+
+    def users(self) -> list[str]: ...
+
+    def check(self, *, repair: bool = False) -> CheckReport: ...
+
+
+@runtime_checkable
+class MemoryStore(Store, Protocol):
+    """The record store a ``Memory`` (its read and write paths, the server, the CLI) asks for: the
+    core's nodes, edges, transactions and snapshots, and six components that share the store's
+    connection, so that one call stays one transaction. Every backend implements it
+    (``tests/test_plane_contracts.py`` counts its members: at most 20)."""
+
+    @property
+    def lexical(self) -> LexicalComponent:
+        """BM25 over the nodes' text (field ``"nodes"``) and their neighbour context (``"context"``)."""
+        ...
+
+    @property
+    def vectors(self) -> VectorComponent: ...
+
+    @property
+    def links(self) -> LinkComponent: ...
+
+    @property
+    def context(self) -> ContextComponent: ...
+
+    @property
+    def log(self) -> LogComponent: ...
+
+    @property
+    def meta(self) -> MetaComponent: ...
+
+
+#: what the read path (``dualmem.read``) asks of a store; the write path's (``dualmem.write``)
+SearchStore = MemoryStore
+WriteStore = MemoryStore
 
 
 def tenant_order(tenant: Tenant) -> tuple[str, bool, str, bool, str]:

@@ -41,7 +41,10 @@ from dualmem.types import Edge, Node, Tenant, Vector, check_json, check_text
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "DecisionRecord",
+    "EdgeRecord",
     "ImportReport",
+    "NodeRecord",
     "export_lines",
     "import_lines",
     "split_lines",
@@ -84,7 +87,7 @@ def _records(store: MemoryStore, tenant: Tenant, header: dict[str, Any]) -> Iter
     yield header
     nodes = list(store.iter_nodes(tenant))
     ids = {n.id for n in nodes}
-    chunks = store.get_chunks(ids, tenant)
+    chunks = store.vectors.get_chunks(ids, tenant)
     edges: dict[tuple[str, str, str, str], Edge] = {}
     for node in nodes:
         yield {"kind": "node", **_node_json(node)}
@@ -96,7 +99,7 @@ def _records(store: MemoryStore, tenant: Tenant, header: dict[str, Any]) -> Iter
     for key in sorted(edges):
         yield {"kind": "edge", **edges[key].to_json()}
     for node in nodes:
-        for d in store.decisions_of(node.id):
+        for d in store.log.decisions_of(node.id):
             yield {"kind": "decision", **d.to_json()}
 
 
@@ -221,9 +224,9 @@ def import_lines(store: MemoryStore, lines: Iterable[str], *, embedder: str, dim
         )
     with store.transaction():
         store.put_nodes(nodes)
-        store.put_chunks(chunks)
+        store.vectors.put_chunks(chunks)
         store.put_edges(edges)
-        store.put_decisions(decisions)
+        store.log.put_decisions(decisions)
     return ImportReport(len(nodes), len(edges), len(decisions))
 
 

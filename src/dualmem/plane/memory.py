@@ -18,9 +18,7 @@ from typing import cast
 import numpy as np
 
 from dualmem.errors import InvalidInput, NotFound
-from dualmem.plane import _chunks, lexindex
-from dualmem.plane import _codec as codec
-from dualmem.plane import _context as context
+from dualmem.plane import _chunks, codec, context, lexindex
 from dualmem.plane._lifecycle import StoreBase, bound_dim, check_decisions, check_dims, check_edges
 from dualmem.plane._vectors import UserVectors
 from dualmem.plane.base import Decision, NodeContext, StoreStats, refuse_known_or_repeated, tenant_order

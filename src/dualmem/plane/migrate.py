@@ -64,11 +64,11 @@ def _chunks(nodes: Iterator[Node], size: int) -> Iterator[list[Node]]:
 
 
 def _bind(source: MemoryStore, target: MemoryStore) -> tuple[str | None, int | None]:
-    bound = source.get_meta("embedder")
+    bound = source.meta.get("embedder")
     info = bound if isinstance(bound, dict) else {}
     name, dim = info.get("name"), info.get("dim")
     if isinstance(name, str) and isinstance(dim, int):
-        target.bind_embedder(name, dim)  # EmbedderMismatch when the target was built by another
+        target.meta.bind_embedder(name, dim)  # EmbedderMismatch when the target was built by another
         return name, dim
     return None, None
 
@@ -82,11 +82,11 @@ def _copy_nodes(source: MemoryStore, target: MemoryStore, user: str, chunk: int)
         missing = [n for n in batch if n.id not in there]
         if not missing:
             continue
-        mine = [d for n in missing for d in source.decisions_of(n.id)]
+        mine = [d for n in missing for d in source.log.decisions_of(n.id)]
         with target.transaction():
             target.put_nodes(missing)
-            target.put_chunks(source.get_chunks([n.id for n in missing]))
-            target.put_decisions(mine)
+            target.vectors.put_chunks(source.vectors.get_chunks([n.id for n in missing]))
+            target.log.put_decisions(mine)
         copied += len(missing)
         decisions += len(mine)
     return seen, copied, decisions
@@ -111,7 +111,7 @@ def _copy_edges(source: MemoryStore, target: MemoryStore, user: str, chunk: int)
 
 def _verify(source: MemoryStore, target: MemoryStore, user: str) -> None:
     tenant = Tenant(user)
-    want, got = source.stats(tenant), target.stats(tenant)
+    want, got = source.meta.stats(tenant), target.meta.stats(tenant)
     checks = {
         "nodes": (want.nodes, got.nodes),
         "pending": (want.pending, got.pending),
@@ -140,11 +140,11 @@ def migrate_store(
 ) -> MigrationReport:
     """Copy every user of ``source`` into ``target``; users finished by an earlier run are skipped."""
     name, dim = _bind(source, target)
-    state = target.get_meta(MIGRATION_META)
+    state = target.meta.get(MIGRATION_META)
     done = set(cast(list[str], state.get("done", []))) if isinstance(state, dict) else set()
     reports: list[UserReport] = []
     skipped: list[str] = []
-    for user in source.users():
+    for user in source.meta.users():
         if user in done:
             skipped.append(user)
             continue
@@ -152,7 +152,7 @@ def migrate_store(
         edges = _copy_edges(source, target, user, chunk)
         _verify(source, target, user)
         done.add(user)
-        target.set_meta(MIGRATION_META, {"done": list[JSONValue](sorted(done))})
+        target.meta.set(MIGRATION_META, {"done": list[JSONValue](sorted(done))})
         report = UserReport(user, seen, copied, edges, decisions)
         reports.append(report)
         if on_user is not None:

@@ -14,12 +14,12 @@ The pool (``read.pool``) searches the query's text; a channel searches what the 
   the query names: those link everything), each weighted by its inverse document frequency over
   the user's memories (an entity on more than ``ENTITY_SHARE`` of them, and on more than
   ``ENTITY_FLOOR``, is dropped), reach the
-  memories that mention them (``LinkIndex.entity_search``, one probe per entity); a memory scores
+  memories that mention them (``store.links.entity_search``, one probe per entity); a memory scores
   the summed weight of the query entities it mentions, ties by cosine with the query.
 
 Each channel returns a ranked list of (node id, score) and the candidate rows it read; the pool adds
 its hits as candidates with a per-channel rank feature (``time_rank``, ``entity_rank``,
-``entity_idf``). A store without the link index (``LinkIndex``) gives empty channels.
+``entity_idf``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dualmem.config import READ_CHANNELS, ReadProfile, checked_channels
-from dualmem.plane.base import Candidate, LinkIndex, SearchStore
+from dualmem.plane.base import Candidate, SearchStore
 from dualmem.read.route import active_views, allocate
 from dualmem.text.cues import mentions_time
 from dualmem.text.entities import extract_entities, normalize_entity
@@ -100,8 +100,6 @@ def channel_hits(
 ) -> list[ChannelResult]:
     """The channels of ``sizes`` (name -> how many candidates it may add), in ``CHANNELS`` order;
     ``rows``: the candidate rows read so far (the channels read more into it)."""
-    if not isinstance(store, LinkIndex):
-        return []
     out: list[ChannelResult] = []
     for name in CHANNELS:
         size = sizes.get(name, 0)
@@ -120,7 +118,7 @@ def _read(
 ) -> None:
     missing = [i for i in ids if i not in rows]
     if missing:
-        rows.update(store.candidates(missing, tenant))
+        rows.update(store.context.candidates(missing, tenant))
 
 
 def _cosines(ids: Sequence[str], rows: Mapping[str, Candidate], qvec: Vector) -> dict[str, float]:
@@ -134,8 +132,7 @@ def _cosines(ids: Sequence[str], rows: Mapping[str, Candidate], qvec: Vector) ->
 
 def latest(store: SearchStore, tenant: Tenant) -> dt.datetime | None:
     """The time of the user's latest timestamped memory (what "last weekend" is grounded against)."""
-    assert isinstance(store, LinkIndex)
-    found = store.time_search(tenant, _FAR, 1)
+    found = store.links.time_search(tenant, _FAR, 1)
     if not found:
         return None
     return _FAR - dt.timedelta(seconds=found[0][1])
@@ -150,7 +147,6 @@ def temporal_channel(
     rows: MutableMapping[str, Candidate],
 ) -> _Hits:
     """The temporal channel's ranked hits (see the module docstring); ``[]`` for a query about no time."""
-    assert isinstance(store, LinkIndex)
     query = analysis.query
     if not mentions_time(query) and _ORDER.search(query) is None:
         return []
@@ -159,8 +155,8 @@ def temporal_channel(
     if windows:
         return _in_window(store, tenant, windows, qvec, size, rows)
     deep = DEEP * size
-    vec = store.vector_search(tenant, qvec, deep)
-    lex = store.lexical_search(tenant, analysis.stripped, deep)
+    vec = store.vectors.search(tenant, qvec, deep)
+    lex = store.lexical.search("nodes", tenant, analysis.stripped, deep)
     ids = list(dict.fromkeys([i for i, _ in vec] + [i for i, _ in lex]))
     _read(store, tenant, ids, rows)
     dated = {i for i in ids if i in rows and rows[i].temporal_refs}
@@ -181,7 +177,6 @@ def _in_window(
     rows: MutableMapping[str, Candidate],
 ) -> _Hits:
     """The memories whose day lies in one of ``windows``, best cosine first (at most ``size``)."""
-    assert isinstance(store, LinkIndex)
     ids: list[str] = []
     for ref in windows:
         start = dt.datetime.combine(ref.start, dt.time(), tzinfo=dt.UTC)
@@ -189,7 +184,7 @@ def _in_window(
         middle = start + (end - start) / 2
         ids += [
             i
-            for i, delta in store.time_search(tenant, middle, DEEP * size)
+            for i, delta in store.links.time_search(tenant, middle, DEEP * size)
             if delta <= (end - middle).total_seconds()
         ]
     ids = list(dict.fromkeys(ids))
@@ -225,11 +220,10 @@ def entity_channel(
     speakers: Collection[str] = (),
 ) -> tuple[_Hits, dict[str, float]]:
     """The entity channel's ranked hits and each hit's summed IDF (see the module docstring)."""
-    assert isinstance(store, LinkIndex)
     entities = query_entities(analysis, speakers)
     if not entities:
         return [], {}
-    total, counts = store.entity_counts(tenant, entities)
+    total, counts = store.links.entity_counts(tenant, entities)
     if total <= 0:
         return [], {}
     weight: dict[str, float] = {}
@@ -239,7 +233,7 @@ def entity_channel(
             weight[e] = math.log((1 + total) / df)
     scores: dict[str, float] = {}
     for e, w in weight.items():
-        for node_id, _ in store.entity_search(tenant, [e], DEEP * size):
+        for node_id, _ in store.links.entity_search(tenant, [e], DEEP * size):
             scores[node_id] = scores.get(node_id, 0.0) + w
     if not scores:
         return [], {}

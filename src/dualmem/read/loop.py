@@ -53,6 +53,7 @@ from dualmem.read.pool import (
     restrict_pool,
 )
 from dualmem.read.route import active_views, allocate, depth
+from dualmem.read.sessions import add_up, diversify
 from dualmem.read.trace import Assessment, Retrieval, RoundTrace, ScoredCandidate, StopReason, Trace
 from dualmem.read.versions import VersionRule, order_versions
 from dualmem.text.slots import query_slot
@@ -97,6 +98,15 @@ def _best_first(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
     """Row indexes by score, best first, ties in row order (``sorted`` by ``(-score, row)``)."""
     order: npt.NDArray[np.intp] = np.argsort(-scores, kind="stable")
     return order
+
+
+def _add_up(run: _Run, ranked: list[Evidence]) -> list[Evidence]:
+    """A long message's turns with their exchange's evidence added up, one session kept from filling
+    the top (``read.sessions.add_up``, ``diversify``)."""
+    if run.message is None or run.pool is None:
+        return ranked
+    w = run.message.weights
+    return diversify(add_up(ranked, run.pool.neighbours, w.adjacent), w.per_session)
 
 
 def _full_nodes(pool: Pool, ids: Sequence[str], run: _Run) -> Mapping[str, Node]:
@@ -200,9 +210,9 @@ class Retriever:
         pool candidates by the prior (RRF of the pool's rankings), scored below them all. Without it
         (the paper): of the accumulated evidence, the beams each round admitted."""
         if not self.profile.k_fill:
-            return tuple(sorted(self._versions(run, run.evidence, k).values(), key=_best)[:k])
+            return tuple(_add_up(run, sorted(self._versions(run, run.evidence, k).values(), key=_best))[:k])
         scored = self._versions(run, {**run.runners_up, **run.evidence}, k)
-        ranked = sorted(scored.values(), key=_best)[:k]
+        ranked = _add_up(run, sorted(scored.values(), key=_best))[:k]
         if len(ranked) >= k:
             return tuple(ranked)
         more = scoring.anchor_fill(ranked, [(i, s) for i, s in prior if i not in scored], k)

@@ -26,11 +26,12 @@ speaker         the node's speaker is a person the query names, or (speakers tha
                 role it asks about: the assistant for "what did you suggest", the user for "where
                 do I live" (``text.query.perspective``)
 other_speaker   the query names persons (or a role) and the node's speaker is none of them
-log_len         log(1 + words) / 5
+log_len         log(1 + words) / 5 (whitespace words: a Chinese message is one; counting its
+                characters was tried and lost under cross-validation, ``research.cjk_loco``)
 short           at most 8 words
 time            the query's grounded time overlaps the node's day or its grounded references
 neighbour       the node is in the pool only as a neighbour
-question        the node's text is itself a question (it ends with "?"): asking is not answering
+question        the node's text is itself a question (it ends with "?" or "？"): asking is not answering
 pref            the write path's preference type score of the node (eq. 7), when the query asks what
                 someone would like (``text.query.asks_preference``); 0 otherwise
 coherence       the best cosine of the node with a turn just before or after it in its session (when
@@ -267,8 +268,8 @@ def analyze_query(
     """The lexical top-``n`` of ``query``, their candidate rows, and the query's analysis against
     the speakers of those hits (the memory's persons the query names are stripped from the text that
     is embedded)."""
-    lex_hits = store.lexical_search(tenant, query, n)
-    lex_rows = store.candidates([i for i, _ in lex_hits], tenant)
+    lex_hits = store.lexical.search("nodes", tenant, query, n)
+    lex_rows = store.context.candidates([i for i, _ in lex_hits], tenant)
     speakers = {c.speaker for c in lex_rows.values() if c.speaker}
     return lex_hits, lex_rows, analyze(query, names=speakers)
 
@@ -306,11 +307,13 @@ def build_pool(
         qvec = vectors[0]
     else:
         qvec = embed_queries(embedder, [analysis.stripped])[0]
-    vec_hits = store.vector_search(tenant, qvec, n)
+    vec_hits = store.vectors.search(tenant, qvec, n)
     stripped_hits = (
-        lex_hits if analysis.stripped == query else store.lexical_search(tenant, analysis.stripped, n)
+        lex_hits
+        if analysis.stripped == query
+        else store.lexical.search("nodes", tenant, analysis.stripped, n)
     )
-    ctx_hits = store.context_search(tenant, analysis.stripped, n)
+    ctx_hits = store.lexical.search("context", tenant, analysis.stripped, n)
     if more:
         lists = (vec_hits, lex_hits, stripped_hits, ctx_hits)
         found = {i: vectors[j + 1] for j, i in enumerate(embedded)}
@@ -319,7 +322,7 @@ def build_pool(
         if strong:
             qvecs = vectors[[0, *strong]]
     base = list(dict.fromkeys(map(_FIRST, chain(vec_hits, lex_hits, stripped_hits, ctx_hits))))
-    rows.update(store.candidates([i for i in base if i not in rows], tenant))
+    rows.update(store.context.candidates([i for i in base if i not in rows], tenant))
     contexts = _contexts(rows, base)
     near = _near(contexts, base, settings.window)
     # the neighbours of the base not in it, in order of first mention
@@ -328,7 +331,7 @@ def build_pool(
         for j in dict.fromkeys(map(_FIRST, chain.from_iterable(map(near.__getitem__, base))))
         if j not in near
     ]
-    rows.update(store.candidates(extra, tenant))  # never in ``base``, so never read above
+    rows.update(store.context.candidates(extra, tenant))  # never in ``base``, so never read above
     contexts.update(_contexts(rows, extra))
     near.update(_near(contexts, extra, settings.window))
     channels, added = _channels(store, tenant, analysis, qvec, settings, rows, base)
@@ -397,17 +400,17 @@ def _fused(
     of its list's best (what the features read: ``_score_column`` divides by the fused list's best)."""
     per_text: list[tuple[_Hits, _Hits, _Hits, _Hits]] = []
     for i, ((text, _), plain) in enumerate(zip(extra, stripped, strict=True)):
-        lex = store.lexical_search(tenant, text, n)
+        lex = store.lexical.search("nodes", tenant, text, n)
         vector = vectors.get(i)
         if vector is None:
             per_text.append(([], lex, lex, []))
             continue
         per_text.append(
             (
-                store.vector_search(tenant, vector, n),
+                store.vectors.search(tenant, vector, n),
                 lex,
-                lex if plain == text else store.lexical_search(tenant, plain, n),
-                store.context_search(tenant, plain, n),
+                lex if plain == text else store.lexical.search("nodes", tenant, plain, n),
+                store.lexical.search("context", tenant, plain, n),
             )
         )
     weights = [1.0, *(w for _, w in extra)]
@@ -465,7 +468,7 @@ def extend_pool(
     if not add or pool.context is None:
         return pool
     settings = settings or PoolSettings()
-    contexts = store.node_context([n.id for n in add], tenant)
+    contexts = store.context.node_context([n.id for n in add], tenant)
     near = dict(pool.neighbours)
     near.update(_near(contexts, [n.id for n in add], settings.window))
     added = [Candidate.of(n, contexts.get(n.id)) for n in add]
@@ -705,8 +708,8 @@ def _log_len(size: int) -> npt.NDArray[np.float64]:
 
 
 def _asks(text: str) -> bool:
-    """The text ends as a question (closing quotes, brackets and emphasis aside)."""
-    return text.rstrip().rstrip("\"')]*_ \u201d\u2019").endswith("?")
+    """The text ends as a question (closing quotes, brackets and emphasis aside; "？" in CJK)."""
+    return text.rstrip().rstrip("\"')]*_ \u201d\u2019\u300d\u300f").endswith(("?", "\uff1f"))
 
 
 def _time_match(node: Candidate, analysis: QueryAnalysis) -> bool:

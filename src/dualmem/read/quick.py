@@ -23,11 +23,11 @@ def quick_search(store: MemoryStore, tenant: Tenant, text: str, k: int) -> list[
     pool = max(1, 3 * k)
     plan = understand(text, BuiltinController().decide)
     texts = [text] if plan is None else [plan.focus, *(t for t, _ in plan.extra)]
-    lists = [[i for i, _ in store.lexical_search(tenant, t, pool)] for t in texts]
+    lists = [[i for i, _ in store.lexical.search("nodes", tenant, t, pool)] for t in texts]
     words = [i for i, _ in rrf([r for r in lists if r])]
     entities = extract_entities(text if plan is None else plan.focus)
     need = min(2, len(entities))  # a name alone (the user's own, say) matches too much
-    things = [i for i, shared in store.entity_search(tenant, entities, pool) if shared >= need]
+    things = [i for i, shared in store.links.entity_search(tenant, entities, pool) if shared >= need]
     fused = [i for i, _ in rrf([r for r in (words, things) if r])]
     nodes = store.get_nodes(fused, tenant)
     current = [nodes[i] for i in fused if i in nodes and nodes[i].valid_to is None]

@@ -176,7 +176,7 @@ def _likely_updates(out: dict[str, Evidence], store: SearchStore, rule: VersionR
     for e in best:
         if e.node.valid_to is not None or _other_slot(rule, e.node):
             continue
-        for d in store.decisions_of(e.node.id):
+        for d in store.log.decisions_of(e.node.id):
             other = d.other_id
             if (
                 d.key != "relation.supersedes"

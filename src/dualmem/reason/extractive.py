@@ -389,12 +389,9 @@ def _has_kind(
         return bool(_PLACE_AFTER.search(sentence) or names or any(w in _PLACE_NOUNS for w in words))
     if expect == "number":
         return any(_DIGIT.search(w) or w in _NUMBER_WORDS for w in words)
-    if expect == "duration":
-        return _DURATION.search(sentence) is not None
-    if expect == "frequency":
-        return _FREQUENCY.search(sentence) is not None
-    if expect == "reason":
-        return _REASON.search(sentence) is not None
+    pattern = {"duration": _DURATION, "frequency": _FREQUENCY, "reason": _REASON}.get(expect)
+    if pattern is not None:
+        return pattern.search(sentence) is not None
     if expect == "name":
         return (
             _named_near(sentence, _names(sentence, common) - q_words, topic)

@@ -14,8 +14,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import dualmem
+from dualmem import Memory
 from dualmem.errors import DualmemError
-from dualmem.memory import Memory
 from dualmem.server import routes_memories, routes_ops
 from dualmem.server.auth import Authenticator, RateLimiter, principal
 from dualmem.server.bodies import check_json_body
@@ -23,9 +23,9 @@ from dualmem.server.keys import KeyStore
 from dualmem.server.metrics import Metrics
 from dualmem.server.problems import PROBLEM_TYPE, install_handlers, problem_response
 from dualmem.server.routes_memories import errors
-from dualmem.server.schemas import MAX_TEXT, Status
 from dualmem.server.service import Service
-from dualmem.types import Tenant
+from dualmem.vocab import Tenant
+from dualmem.wire.schemas import MAX_TEXT, Status
 
 __all__ = ["DOCS_ASSETS", "ServerSettings", "create_app"]
 

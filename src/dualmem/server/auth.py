@@ -14,11 +14,11 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from dualmem.scope import Scope as TenantScope
+from dualmem import Scope as TenantScope
 from dualmem.server.keys import ApiKey, KeyStore
 from dualmem.server.problems import ApiProblem
 from dualmem.server.service import Service
-from dualmem.types import Tenant
+from dualmem.vocab import Tenant
 
 __all__ = [
     "Authenticator",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dualmem.types import MAX_JSON_DEPTH
+from dualmem.vocab import MAX_JSON_DEPTH
 
 __all__ = ["MAX_BODY_DEPTH", "BodyProblem", "check_json_body", "is_json_type", "nesting_depth"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dualmem.errors import ConfigError, DatabaseLocked, InvalidInput, NotFound, StoreError
-from dualmem.types import Tenant, utcnow
+from dualmem.vocab import Tenant, utcnow
 
 __all__ = ["ApiKey", "KeyStore", "Replay", "keys_path_for"]
 

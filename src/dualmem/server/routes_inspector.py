@@ -16,13 +16,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict
 
-from dualmem.scope import Scope as TenantScope
+from dualmem import Scope as TenantScope
 from dualmem.server.auth import Scope
 from dualmem.server.problems import ApiProblem
 from dualmem.server.routes_memories import NodeId, errors
-from dualmem.server.schemas import InspectionOut, NodeOut, inspection_out, node_out
 from dualmem.server.ui.growth import Clock, growth
-from dualmem.types import Node
+from dualmem.vocab import Node
+from dualmem.wire.schemas import InspectionOut, NodeOut, inspection_out, node_out
 
 __all__ = ["inspector_router"]
 
@@ -170,7 +170,7 @@ def _consolidation_pairs(scope: TenantScope) -> list[ConsolidationPair]:
     out: list[ConsolidationPair] = []
     for node in nodes.values():
         by_other: dict[str, list[Any]] = {}
-        for d in store.decisions_of(node.id):
+        for d in store.log.decisions_of(node.id):
             if d.purpose == "consolidation" and d.other_id in nodes:
                 by_other.setdefault(d.other_id, []).append(d)
         if not by_other:

@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field
 
 from dualmem.server.auth import Principal, Scope, tenant_principal
 from dualmem.server.problems import ApiProblem
-from dualmem.server.schemas import (
+from dualmem.server.service import Service
+from dualmem.vocab import Filter, Node, parse_time
+from dualmem.wire.schemas import (
     ID_PATTERN,
     MAX_LIST,
     AddRequest,
@@ -33,10 +35,6 @@ from dualmem.server.schemas import (
     node_out,
     would_forget_out,
 )
-from dualmem.server.service import Service
-from dualmem.text.timeparse import parse_time
-from dualmem.types import Node
-from dualmem.write.lifecycle import Filter
 
 __all__ = ["errors", "router"]
 
@@ -47,7 +45,7 @@ NodeId = Annotated[str, Path(pattern=ID_PATTERN, description="a memory id")]
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries for problem responses (every route also may answer 401/403/413/429)."""
-    from dualmem.server.schemas import Problem
+    from dualmem.wire.schemas import Problem
 
     every = {400, 401, 403, 413, 422, 429, 503, *codes}
     return {

@@ -16,7 +16,8 @@ from dualmem.errors import InvalidInput
 from dualmem.server.auth import Principal, Scope, admin_principal, principal
 from dualmem.server.keys import ApiKey
 from dualmem.server.routes_memories import errors
-from dualmem.server.schemas import (
+from dualmem.server.service import Service
+from dualmem.wire.schemas import (
     EXPORT_SCHEMA,
     AnswerOut,
     BackfillOut,
@@ -37,13 +38,14 @@ from dualmem.server.schemas import (
     WhoAmI,
     WouldForgetOut,
     answer_out,
+    backfill_out,
     consolidation_out,
     import_out,
     node_list,
+    repair_out,
     search_out,
     would_forget_out,
 )
-from dualmem.server.service import Service
 
 __all__ = ["keys_router", "router"]
 
@@ -112,10 +114,7 @@ def forget_preview(body: ForgetRequest, scope: Scope) -> WouldForgetOut:
 )
 def repair(scope: Scope, request: Request) -> RepairOut:
     """Complete the controller decisions of the memories a controller outage left pending."""
-    report = _service(request).write(scope.repair)
-    return RepairOut(
-        ids=list(report.ids), pending=list(report.pending), edges=report.edges, error=report.error
-    )
+    return repair_out(_service(request).write(scope.repair))
 
 
 @router.post(
@@ -127,13 +126,7 @@ def repair(scope: Scope, request: Request) -> RepairOut:
 def backfill_views(scope: Scope, request: Request) -> BackfillOut:
     """Give the tenant's memories the edges of the profile's views that their writes did not make
     (the views were off then); running it again adds nothing (``dualmem repair --views``)."""
-    report = _service(request).write(scope.backfill_views)
-    return BackfillOut(
-        memories=report.memories,
-        edges=dict(report.edges),
-        failed=list(report.failed),
-        views=list(report.views),
-    )
+    return backfill_out(_service(request).write(scope.backfill_views))
 
 
 @router.post(

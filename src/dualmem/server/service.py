@@ -23,13 +23,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from dualmem import Memory, Scope
 from dualmem.errors import DatabaseLocked, DualmemError, UserError
-from dualmem.memory import Memory, stamped
-from dualmem.scope import Scope
 from dualmem.server.keys import KeyStore, Replay
 from dualmem.server.metrics import Metrics, file_bytes
-from dualmem.types import Tenant, check_json, utcnow
-from dualmem.write.background import Trigger
+from dualmem.vocab import Tenant, Trigger, check_json, stamped, utcnow
 
 __all__ = ["Service", "stamped"]
 
@@ -264,7 +262,7 @@ class Service:
 
     # -- gauges -------------------------------------------------------------------------------
     def _gauges(self) -> dict[str, float]:
-        stats = self.memory.store.stats(None)
+        stats = self.memory.store.meta.stats(None)
         backlog = self.backlog()
         path = getattr(self.memory.store, "path", "")
         return {

@@ -212,8 +212,47 @@ def query_terms(text: str, *, max_terms: int = 32) -> list[str]:
         return terms
     # every word of the text with a CJK character gives its index words (bigrams, and the words
     # around them), each a term of its own: a CJK question is one run, no phrase of it would match
-    grams = dict.fromkeys(part for word in fts5_tokens(text) if has_cjk(word) for part in index_words(word))
+    grams = dict.fromkeys(
+        part for word in fts5_tokens(text) if has_cjk(word) for part in _cjk_query_words(word)
+    )
     return terms + [gram for gram in grams if gram not in terms][:_CJK_QUERY_TERMS]
+
+
+def _cjk_query_words(word: str) -> list[str]:
+    """A query word's index words without the CJK stopwords, as English queries drop theirs
+    (``content_tokens``): the question words cut the word (``"猫叫什么"``: ``"猫叫"``), then the
+    function characters (``的``, ``我``, ``吗``), the bigrams of two of them (``我的``) and those
+    with a particle or pronoun in them (``的猫``, ``我看``) are left out; the index keeps every term
+    (query side only)."""
+    cut = _QUESTION_CUT.sub(" ", word)
+    return [
+        w
+        for piece in cut.split()
+        for w in index_words(piece)
+        if w not in _CJK_QUERY_STOP and not (len(w) == 2 and (w[0] in _PARTICLES or w[1] in _PARTICLES))
+    ]
+
+
+#: particles and pronouns: a query bigram holding one is a word boundary, not a word
+_PARTICLES = frozenset("的了吗呢吧啊我你是のはがをにで")
+
+
+def _question_cut() -> re.Pattern[str]:
+    from dualmem.text._cjk_words import QUESTION_WORDS
+
+    words = sorted((w for w in QUESTION_WORDS if has_cjk(w)), key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, words)))
+
+
+def _query_stop() -> frozenset[str]:
+    from dualmem.text._cjk_words import _FUNCTION_JA, _FUNCTION_ZH, CJK_STOP_BIGRAMS, CJK_STOPWORDS
+
+    chars = set(_FUNCTION_ZH) | set(_FUNCTION_JA) | {w for w in CJK_STOPWORDS if len(w) == 1}
+    return frozenset(chars) | CJK_STOP_BIGRAMS | frozenset(w for w in CJK_STOPWORDS if len(w) == 2)
+
+
+_QUESTION_CUT = _question_cut()
+_CJK_QUERY_STOP = _query_stop()
 
 
 # "it's", "that's" ... are contractions, not possessives: keep them whole so they stay stopwords

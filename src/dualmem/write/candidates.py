@@ -69,11 +69,11 @@ def text_signals(store: WriteStore, node: Node, *, profile: WriteProfile) -> Tex
     """The lexical, entity and time probes of ``node`` (stored already; its vector not needed)."""
     tenant = Tenant(node.tenant.user, node.tenant.agent, node.tenant.run)
     pool = profile.cand_pool
-    lexical = store.lexical_probe(tenant, node.content, pool)
+    lexical = store.links.probe(tenant, node.content, pool)
     # the speaker is an entity of nearly every turn they say: as a signal it only adds noise and cost
     salient = _rare(store, tenant, node, profile.cand_entity_share)
-    entities = store.entity_search(tenant, salient, pool) if salient else []
-    times = store.time_search(tenant, node.at, pool) if node.at is not None else []
+    entities = store.links.entity_search(tenant, salient, pool) if salient else []
+    times = store.links.time_search(tenant, node.at, pool) if node.at is not None else []
     return TextSignals(tuple(lexical), tuple(entities), tuple(times))
 
 
@@ -98,7 +98,7 @@ def discover(
 
     sims: dict[str, float] = {}
     if node.embedding is not None:
-        for node_id, sim in store.vector_search(tenant, node.embedding, pool + len(skip)):
+        for node_id, sim in store.vectors.search(tenant, node.embedding, pool + len(skip)):
             sims[node_id] = sim
             add(node_id, profile.cand_vector * max(sim, 0.0))
     found = signals if signals is not None else text_signals(store, node, profile=profile)
@@ -141,7 +141,7 @@ def candidate_records(node: Node, candidates: Sequence[Candidate]) -> list[Decis
 def recorded_candidates(store: WriteStore, node: Node) -> list[Candidate] | None:
     """The candidates recorded for ``node`` when it was written (those still stored, in rank order);
     ``None`` when none were recorded (a node written before records existed)."""
-    records = [d for d in store.decisions_of(node.id) if d.purpose == CANDIDATES]
+    records = [d for d in store.log.decisions_of(node.id) if d.purpose == CANDIDATES]
     if not any(d.key == _COUNT for d in records):
         return None
     ranked = [
@@ -166,7 +166,7 @@ def written_candidates(store: WriteStore, node: Node) -> list[Candidate] | None:
     if recorded is not None:
         return recorded
     ranks: dict[str, int] = {}
-    for d in store.decisions_of(node.id):
+    for d in store.log.decisions_of(node.id):
         if d.purpose == "relations" and d.other_id is not None and d.name.startswith("pair_"):
             rank = d.name.split("_", 2)[1]
             if rank.isdigit():
@@ -198,7 +198,7 @@ def _rare(store: WriteStore, tenant: Tenant, node: Node, share: float) -> list[s
     salient = [e for e in node.entities if e != speaker]
     if not salient or share >= 1.0:
         return salient
-    total, counts = store.entity_counts(tenant, salient)
+    total, counts = store.links.entity_counts(tenant, salient)
     limit = share * total
     return [e for e in salient if counts.get(" ".join(e.casefold().split()), 0) <= limit]
 

@@ -173,11 +173,11 @@ class Consolidator:
                 out = out.without(gone, stored.keys())
             if out.derived:
                 self.store.put_nodes(out.derived)
-                self.store.put_chunks(out.chunks)
+                self.store.vectors.put_chunks(out.chunks)
             for old_id, _, end in out.superseded:  # its current row, not the one read before
                 self.store.update_node(dataclasses.replace(stored[old_id], valid_to=end))
             self.store.put_edges(out.edges)
-            self.store.put_decisions(out.decisions)
+            self.store.log.put_decisions(out.decisions)
         return out
 
     def _pairs(self, recent: list[Node]) -> list[tuple[Node, Candidate]]:
@@ -190,7 +190,9 @@ class Consolidator:
         seen: set[frozenset[str]] = set()
         scored: list[tuple[float, Node, Candidate]] = []
         for node in recent:
-            judged = {d.other_id for d in self.store.decisions_of(node.id) if d.purpose == "consolidation"}
+            judged = {
+                d.other_id for d in self.store.log.decisions_of(node.id) if d.purpose == "consolidation"
+            }
             found = written_candidates(self.store, node)
             if found is None:
                 found = discover(self.store, node, profile=self.profile)

@@ -41,13 +41,13 @@ class StoreBacklog:
         self._store = store
 
     def load(self, tenant: Tenant) -> list[str]:
-        value = self._store.get_meta("consolidation:backlog:" + _tenant_key(tenant))
+        value = self._store.meta.get("consolidation:backlog:" + _tenant_key(tenant))
         return [str(i) for i in value] if isinstance(value, list) else []
 
     def save(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
         key = "consolidation:backlog:" + _tenant_key(tenant)
-        if node_ids or self._store.get_meta(key) is not None:
-            self._store.set_meta(key, list(node_ids))
+        if node_ids or self._store.meta.get(key) is not None:
+            self._store.meta.set(key, list(node_ids))
 
 
 class WaitingTenants:
@@ -60,13 +60,13 @@ class WaitingTenants:
         self._store = store
 
     def load(self) -> list[Tenant]:
-        value = self._store.get_meta(self._KEY)
+        value = self._store.meta.get(self._KEY)
         found = [_tenant({"tenant": v}) for v in value] if isinstance(value, list) else []
         return [t for t in found if t is not None]
 
     def save(self, tenants: Sequence[Tenant]) -> None:
-        if tenants or self._store.get_meta(self._KEY) is not None:
-            self._store.set_meta(self._KEY, [[t.user, t.agent, t.run] for t in tenants])
+        if tenants or self._store.meta.get(self._KEY) is not None:
+            self._store.meta.set(self._KEY, [[t.user, t.agent, t.run] for t in tenants])
 
 
 def _owner() -> str:
@@ -95,7 +95,7 @@ class WorkQueue:
         self._store = store
 
     def _entries(self) -> list[dict[str, JSONValue]]:
-        value = self._store.get_meta(_QUEUE_KEY)
+        value = self._store.meta.get(_QUEUE_KEY)
         return [cast(dict[str, JSONValue], e) for e in value] if isinstance(value, list) else []
 
     def push(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
@@ -108,7 +108,7 @@ class WorkQueue:
             "attempts": 0,
         }
         with self._store.transaction():
-            self._store.set_meta(_QUEUE_KEY, [*self._entries(), entry])
+            self._store.meta.set(_QUEUE_KEY, [*self._entries(), entry])
 
     def claim(self, tenant: Tenant, node_ids: Sequence[str]) -> bool:
         """Take the queued pass for this process; ``False`` if another live process holds it."""
@@ -126,7 +126,7 @@ class WorkQueue:
                         claimed=time.time(),
                         attempts=(attempts if isinstance(attempts, int) else 0) + 1,
                     )
-                    self._store.set_meta(_QUEUE_KEY, cast(JSONValue, entries))
+                    self._store.meta.set(_QUEUE_KEY, cast(JSONValue, entries))
                     return True
         return True  # not queued (e.g. an explicit window): nothing to coordinate
 
@@ -136,7 +136,7 @@ class WorkQueue:
             entries = self._entries()
             kept = [e for e in entries if not _matches(e, tenant, node_ids)]
             if len(kept) != len(entries):
-                self._store.set_meta(_QUEUE_KEY, cast(JSONValue, kept))
+                self._store.meta.set(_QUEUE_KEY, cast(JSONValue, kept))
 
     def release(self, tenant: Tenant, node_ids: Sequence[str]) -> None:
         """A pass failed: unclaim it for a later retry, or drop it after a few attempts."""
@@ -150,7 +150,7 @@ class WorkQueue:
                         continue
                     entry.update(owner=None, claimed=None)
                 kept.append(entry)
-            self._store.set_meta(_QUEUE_KEY, cast(JSONValue, kept))
+            self._store.meta.set(_QUEUE_KEY, cast(JSONValue, kept))
 
     def resumable(self) -> list[QueuedPass]:
         """Queued passes no live process holds (left by a process that exited or was killed)."""

@@ -167,7 +167,7 @@ class Writer:
         wanted = [None] * len(observations) if keys is None else list(keys)
         with self.store.transaction():
             asked = {k for k in wanted if k is not None}
-            stored = self.store.find_keys(tenant.user, asked) if asked else {}
+            stored = self.store.log.find_keys(tenant.user, asked) if asked else {}
             ids: list[str] = []
             nodes: list[Node] = []
             fresh: dict[str, str] = {}
@@ -188,7 +188,7 @@ class Writer:
                 found, typed = self._store_nodes(nodes, vectors, rows), None
             else:
                 nodes, found, typed = self._store_staged(nodes, vectors, rows)
-            self.store.put_keys(tenant.user, fresh)
+            self.store.log.put_keys(tenant.user, fresh)
             report = self._relate(nodes, found=found, typed=typed) if nodes else WriteReport((), (), 0)
         written = {n.id for n in nodes}
         existing = tuple(i for i in ids if i not in written)
@@ -220,7 +220,7 @@ class Writer:
             self.store.put_nodes([node])
             extra = vectors.chunks[row]
             if extra is not None:
-                self.store.put_chunks({node.id: extra})
+                self.store.vectors.put_chunks({node.id: extra})
             found.append(discover(self.store, node, profile=self.profile))
         return found
 
@@ -244,7 +244,7 @@ class Writer:
         staged.put_node_vectors([node])
         extra = got.chunks[i]
         if extra is not None:
-            self.store.put_chunks({node.id: extra})
+            self.store.vectors.put_chunks({node.id: extra})
         return [node], [discover(self.store, node, profile=self.profile, signals=signals)], typed
 
     def _node(self, obs: Observation, tenant: Tenant, vector: object) -> Node:
@@ -303,7 +303,7 @@ class Writer:
         for i, f in enumerate(failures):
             if f is not None and i in unrecorded:
                 decisions += candidate_records(*plans[i])
-        self.store.put_decisions(decisions)
+        self.store.log.put_decisions(decisions)
         for node in updated:
             self.store.update_node(node)
         pending = tuple(batch_ids[i] for i, f in enumerate(failures) if f is not None)
@@ -317,8 +317,8 @@ class Writer:
         key = "session-last:" + json.dumps(
             [node.tenant.user, node.tenant.agent, node.tenant.run, node.session]
         )
-        prev_id = self.store.get_meta(key)
-        self.store.set_meta(key, node.id)
+        prev_id = self.store.meta.get(key)
+        self.store.meta.set(key, node.id)
         if not isinstance(prev_id, str):
             return None
         return self.store.get_node(prev_id)

@@ -23,7 +23,7 @@ __all__ = ["reembed"]
 
 def reembed(store: WriteStore, embedder: Embedder, tenant: Tenant | None = None, *, batch: int = 256) -> int:
     """Re-embed the nodes of ``tenant`` (``None``: every tenant); the number of nodes re-embedded."""
-    store.bind_embedder(embedder.name, embedder.dim)  # EmbedderMismatch for another model
+    store.meta.bind_embedder(embedder.name, embedder.dim)  # EmbedderMismatch for another model
     done = 0
     pending: list[Node] = []
     for node in store.iter_nodes(tenant):
@@ -45,5 +45,5 @@ def _batch(store: WriteStore, embedder: Embedder, nodes: list[Node]) -> int:
         chunks = {}
         for node, extra in zip(nodes, vectors.chunks, strict=True):
             chunks[node.id] = empty if extra is None else extra
-        store.put_chunks(chunks)
+        store.vectors.put_chunks(chunks)
     return len(nodes)

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from dualmem.errors import ConfigError
-from dualmem.plane.base import Store
-from dualmem.types import VIEWS, Tenant
+from dualmem.vocab import VIEWS, Store, Tenant
 
 __all__ = ["Clock", "Growth", "GrowthPoint", "growth", "plot_growth"]
 
