@@ -14,6 +14,8 @@ builtin decider's learned relevance over the pool).
 ``--threads`` sets onnxruntime's intra-op threads of the MiniLM embedder (default: onnxruntime's).
 ``--ranker NAME=PATH`` (repeatable) also times ``Memory.search`` with that candidate scorer
 (``dualmem calibrate``'s file) in the builtin decider, as ``search[NAME]``, in the same process.
+``--channels temporal entity`` also times ``Memory.search`` with ``read.channels`` on, interleaved
+query by query with the default (``search[channels]`` / ``search[plain]``, docs/views.md).
 
     python bench/pool_latency.py --db /tmp/context-cv/cache/conv-26-full-....sqlite --conversation conv-26
 """
@@ -107,6 +109,36 @@ def _with_ranker(db: Path, embedder: object, path: str, queries: list[str], user
         return _time(lambda q: mem.search(q, user=user, k=10), queries)
 
 
+def _with_channels(mem: Memory, channels: tuple[str, ...], queries: list[str], user: str) -> dict:
+    """``Memory.search`` with ``read.channels`` on and off, interleaved query by query (the order
+    swapped every query), so that both see the same machine: ``search[channels]`` and
+    ``search[plain]``, wall and CPU p50/p95, and the ratio of their CPU p50s."""
+    from dataclasses import replace
+
+    retriever = mem._retriever
+    given = retriever.profile
+    profiles = {"plain": replace(given, channels=()), "channels": replace(given, channels=channels)}
+    wall: dict[str, list[float]] = {"plain": [], "channels": []}
+    cpu: dict[str, list[float]] = {"plain": [], "channels": []}
+    try:
+        for i, q in enumerate(queries):
+            for name in ("plain", "channels") if i % 2 == 0 else ("channels", "plain"):
+                retriever.profile = profiles[name]
+                retriever.clear_cache()
+                w, c = time.perf_counter(), time.process_time()
+                mem.search(q, user=user, k=10)
+                cpu[name].append(1000 * (time.process_time() - c))
+                wall[name].append(1000 * (time.perf_counter() - w))
+    finally:
+        retriever.profile = given
+    out = {
+        f"search[{name}]": {"wall_ms": _percentiles(wall[name]), "cpu_ms": _percentiles(cpu[name])}
+        for name in ("plain", "channels")
+    }
+    ratio = out["search[channels]"]["cpu_ms"]["p50"] / max(out["search[plain]"]["cpu_ms"]["p50"], 1e-9)
+    return {**out, "channels_cpu_ratio": round(ratio, 3)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, required=True)
@@ -115,6 +147,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=200, help="questions timed (after 5 warm-up)")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
     parser.add_argument("--ranker", action="append", default=[], help="NAME=PATH: also time this scorer")
+    parser.add_argument(
+        "--channels",
+        nargs="*",
+        default=None,
+        help="also time Memory.search with these read.channels, interleaved with the default "
+        "(search[channels], "
+        "search[plain])",
+    )
     ns = parser.parse_args()
     rankers = dict(r.split("=", 1) for r in ns.ranker)
     conv = {c.id: c for c in load_conversations(ns.data)}[ns.conversation]
@@ -151,6 +191,7 @@ def main() -> None:
                 f"search[{name}]": _with_ranker(ns.db, embedder, path, queries, conv.id)
                 for name, path in rankers.items()
             },
+            **(_with_channels(mem, tuple(ns.channels), queries, conv.id) if ns.channels else {}),
             "threads": ns.threads,
             "load": [round(x, 2) for x in os.getloadavg()],
         }

@@ -78,6 +78,12 @@ class CVConfig:
     view_ablations: tuple[str, ...] = ("semantic", "temporal", "causal", "entity", "views", "expansion")
     reach: bool = True  # the views as learned reach features of the pool (dualmem.read.reach)
     view_limit: int | None = None  # view ablations on the first N questions of each held-out fold
+    #: the retrieval channels the pools are built with (``read.channels``: name, candidates each)
+    channels: tuple[tuple[str, int], ...] = ()
+    #: who chooses each question's channels: "fixed" (all of ``channels``, each its size), "builtin"
+    #: (the builtin decider's route, ``read.channels.routed_sizes``, sharing the sizes' sum) or
+    #: "random" (a random route, ``AutoController``)
+    route: str = "fixed"
 
 
 @dataclass(slots=True)
@@ -98,7 +104,13 @@ def _collect(conv: Conversation, mem: Memory, cfg: CVConfig) -> list[QueryPool]:
     out: list[QueryPool] = []
     for index, qa in enumerate(conv.questions):
         started = time.perf_counter()
-        pool = build_pool(mem.store, mem.embedder, qa.question, tenant, PoolSettings(cfg.pool, cfg.window))
+        pool = build_pool(
+            mem.store,
+            mem.embedder,
+            qa.question,
+            tenant,
+            PoolSettings(cfg.pool, cfg.window, routed_channels(cfg, qa.question)),
+        )
         pool_ms = 1000 * (time.perf_counter() - started)
         turn = [pool.nodes[i].turn_id or f"node:{i}" for i in pool.ids]
         gold = set(qa.evidence)
@@ -122,6 +134,26 @@ def _collect(conv: Conversation, mem: Memory, cfg: CVConfig) -> list[QueryPool]:
             )
         )
     return out
+
+
+def routed_channels(cfg: CVConfig, question: str) -> tuple[tuple[str, int], ...]:
+    """The channels ``question``'s pool is built with (``CVConfig.route``)."""
+    if cfg.route == "fixed" or not cfg.channels:
+        return cfg.channels
+    from dualmem.config import ReadProfile
+    from dualmem.control.builtin import BuiltinController
+    from dualmem.control.catalog import routing_questions
+    from dualmem.control.questions import Batch
+    from dualmem.control.scripted import AutoController
+    from dualmem.control.states import RoutingState
+    from dualmem.read.channels import routed_sizes
+
+    ctl = AutoController(7) if cfg.route == "random" else BuiltinController()
+    res = ctl.decide(Batch.of(RoutingState(question), routing_questions(), "routing"))
+    names = tuple(c for c, _ in cfg.channels)
+    profile = ReadProfile(channels=names, channel_budget=sum(n for _, n in cfg.channels))
+    sizes = routed_sizes({c: res.noul(c) for c in names}, profile)
+    return tuple((c, sizes[c]) for c in names if sizes.get(c, 0) > 0)
 
 
 def _turns(mem: Memory, tenant: Tenant, ranking: Iterable[str]) -> tuple[str, ...]:
@@ -167,9 +199,10 @@ def load_pools(
         path, _ = runner._ensure_build(conv, "full", ctx)
         if paths is not None:
             paths[conv.id] = path
-        key = hashlib.sha256(
-            json.dumps([path.name, cfg.pool, cfg.window, FEATURES, POOL_VERSION, cfg.handset]).encode()
-        ).hexdigest()[:12]
+        parts: list[object] = [path.name, cfg.pool, cfg.window, FEATURES, POOL_VERSION, cfg.handset]
+        if cfg.channels:  # pools built with channels are another cache (keys without them unchanged)
+            parts += [[list(c) for c in cfg.channels], cfg.route]
+        key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
         cache = path.with_name(f"{path.stem}-pools-{key}.pkl")
         if cache.exists():
             with cache.open("rb") as fh:

@@ -32,11 +32,12 @@ import numpy as np
 
 from dualmem.config import Profile
 from dualmem.control.builtin import BuiltinController
-from dualmem.control.questions import Controller
+from dualmem.control.questions import Batch, BatchResult, Controller
 from dualmem.control.scripted import AutoController
 from dualmem.control.trees import TreeRanker
 from dualmem.learn.boost import TREE_GRID, TreeSettings, choose_trees, fit_trees
 from dualmem.memory import Memory
+from dualmem.read.channels import CHANNELS
 from dualmem.read.pool import FEATURES, POOL_VERSION
 from research.builds import any_build, embedder, views_profile
 from research.corpora import CORPORA, ENGLISH, SHUFFLED, conversations, embedder_of, fold_of, labels
@@ -58,29 +59,44 @@ __all__ = ["load", "run"]
 
 
 def load(
-    builds: Path, corpora: Sequence[str], *, limit: int | None = None, augment: Sequence[str] = ()
+    builds: Path,
+    corpora: Sequence[str],
+    *,
+    limit: int | None = None,
+    augment: Sequence[str] = (),
+    channels: Sequence[tuple[str, int]] = (),
+    cache: Path | None = None,
+    route: str = "fixed",
 ) -> Corpora:
     """``augment``: corpora whose shuffled copies (``research.corpora.shuffled``) join every fit
-    that does not hold out their source (training only, never scored)."""
+    that does not hold out their source (training only, never scored); ``channels``: the retrieval
+    channels the pools are built with (``read.channels``); ``cache``: where the pools are cached
+    (beside each build by default)."""
     out = Corpora()
     corpora = [*corpora, *(c + SHUFFLED for c in augment)]
-    cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2)
+    cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2, channels=tuple(channels), route=route)
     for name in corpora:
         convs = conversations(name, limit)
         folds = fold_of(name, [c.id for c in convs])
         for conv in convs:
             path = any_build(conv, builds / name, embedder_of(name))
-            key = hashlib.sha256(json.dumps([path.name, FEATURES, POOL_VERSION]).encode()).hexdigest()[:12]
-            cache = path.with_name(f"{path.stem}-qpools-{key}.pkl")
-            if cache.exists():
-                with cache.open("rb") as fh:
+            parts: list[Any] = [path.name, FEATURES, POOL_VERSION]
+            if channels:
+                parts.append([list(c) for c in channels])
+                if route != "fixed":
+                    parts.append(route)
+            key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+            stored = (cache or path.parent) / f"{path.stem}-qpools-{key}.pkl"
+            if stored.exists():
+                with stored.open("rb") as fh:
                     pools = pickle.load(fh)
             else:
                 started = time.perf_counter()
                 spec = embedder(embedder_of(name))
                 with Memory.open(path, embedder=spec, answerer=None, read_only=True) as mem:
                     pools = _collect(conv, mem, cfg)
-                with cache.open("wb") as fh:
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                with stored.open("wb") as fh:
                     pickle.dump(pools, fh)
                 print(
                     f"  pools {conv.id}: {len(pools)} in {time.perf_counter() - started:.0f} s",
@@ -91,6 +107,43 @@ def load(
             out.fold_of[conv.id] = folds[conv.id]
             out.paths[conv.id] = path
     return out
+
+
+#: a channel's rank column (``read.pool``), by channel
+CHANNEL_COLUMNS = {"temporal": "time_rank", "entity": "entity_rank"}
+
+
+def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
+    """``pool`` as if ``channel`` had not run: the candidates only it found are removed and its
+    columns reset (the other channels' and the neighbours' rows stay; features of other rows that
+    read a removed candidate, ``nb_vec`` and ``coherence``, keep its value: a close approximation)."""
+    f = pool.features
+    absent = 10.0 / (10.0 + 4 * n)
+    col = FEATURES.index(CHANNEL_COLUMNS[channel])
+    found = np.zeros(len(f), dtype=bool)
+    for name in ("vec_rank", "lex_rank", "lex_q_rank"):
+        found |= f[:, FEATURES.index(name)] > absent
+    found |= f[:, FEATURES.index("ctx_lex")] > 0
+    found |= f[:, FEATURES.index("neighbour")] > 0.5
+    for other, name in CHANNEL_COLUMNS.items():
+        if other != channel:
+            found |= f[:, FEATURES.index(name)] > absent
+    keep = found | ~(f[:, col] > absent)
+    features = f[keep].copy()
+    features[:, col] = absent
+    if channel == "entity":
+        features[:, FEATURES.index("entity_idf")] = 0.0
+    from dataclasses import replace as _replace
+
+    return _replace(
+        pool,
+        turn_ids=tuple(t for t, k in zip(pool.turn_ids, keep, strict=True) if k),
+        features=features,
+        labels=pool.labels[keep],
+        neighbour_only=pool.neighbour_only[keep],
+        contents=tuple(c for c, k in zip(pool.contents, keep, strict=True) if k) if pool.contents else (),
+        speakers=tuple(c for c, k in zip(pool.speakers, keep, strict=True) if k) if pool.speakers else (),
+    )
 
 
 def _groups(pools: Sequence[QueryPool]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -125,10 +178,28 @@ SEARCH_SYSTEMS: tuple[str, ...] = (
 )
 
 
+class RandomRoute:
+    """The builtin decider with a random route (``AutoController``'s answers to the routing batch):
+    what the route's choices are worth (``read.channels``)."""
+
+    name = "random-route"
+
+    def __init__(self, ranker: TreeRanker, seed: int = 7) -> None:
+        self.inner = BuiltinController(ranker=ranker)
+        self.route = AutoController(seed)
+
+    def decide(self, batch: Batch) -> BatchResult:
+        return (self.route if batch.purpose == "routing" else self.inner).decide(batch)
+
+
 def _search_profile(system: str) -> Profile:
     base = views_profile()
     if system in ("dualmem", "random-s1"):
         return base
+    if system in ("dualmem channels", "random-route"):
+        return base.with_(read__channels=CHANNELS)
+    if system.startswith("dualmem channel="):  # one channel alone
+        return base.with_(read__channels=(system.removeprefix("dualmem channel="),))
     if system == "dualmem no-supersession":
         return base.with_(read__prefer_current=False)
     if system.startswith("dualmem likely="):  # read.likely_update at another value ("off": None)
@@ -149,7 +220,13 @@ def searched_rows(
     tests = _rows(data.pools[conv])
     out: list[dict[str, Any]] = []
     for system in systems:
-        ctl: Controller = AutoController(7) if system == "random-s1" else BuiltinController(ranker=ranker)
+        ctl: Controller = (
+            AutoController(7)
+            if system == "random-s1"
+            else RandomRoute(ranker)
+            if system == "random-route"
+            else BuiltinController(ranker=ranker)
+        )
         with Memory.open(
             path,
             embedder=embedder(embedder_of(data.corpus_of[conv])),
@@ -305,11 +382,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         nargs="*",
         default=list(SEARCH_SYSTEMS),
         help="read-path systems (--search); also 'dualmem likely=X' / 'dualmem pair=X' "
-        "(read.likely_update / read.pair_cosine X, or off)",
+        "(read.likely_update / read.pair_cosine X, or off), 'dualmem channels' (read.channels on), "
+        "'random-route' (the same, routed at random), 'dualmem channel=NAME' (one channel)",
     )
     parser.add_argument("--search-corpora", nargs="*", default=None, help="search these only (default: all)")
+    parser.add_argument(
+        "--channels", nargs="*", default=[], help="retrieval channels the pools are built with: NAME=SIZE"
+    )
+    parser.add_argument(
+        "--route",
+        default="fixed",
+        choices=["fixed", "builtin", "random"],
+        help="who chooses each question's channels (--channels: their sizes' sum is the budget)",
+    )
+    parser.add_argument(
+        "--drop-channel", default=None, choices=list(CHANNEL_COLUMNS), help="as if it had not run"
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="where pools are cached (default: beside the builds)"
+    )
     ns = parser.parse_args(argv)
-    data = load(ns.builds, ns.corpora, limit=ns.limit, augment=ns.augment)
+    channels = [(c.split("=")[0], int(c.split("=")[1])) for c in ns.channels]
+    data = load(
+        ns.builds,
+        ns.corpora,
+        limit=ns.limit,
+        augment=ns.augment,
+        channels=channels,
+        cache=ns.cache,
+        route=ns.route,
+    )
+    if ns.drop_channel:
+        for conv, ps in data.pools.items():
+            data.pools[conv] = [drop_channel(p, ns.drop_channel) for p in ps]
     increasing = None if ns.increasing is None else tuple(ns.increasing)
     settings = TreeSettings(trees=ns.trees, threads=1, increasing=increasing)
     if ns.drop:

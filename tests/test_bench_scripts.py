@@ -181,11 +181,16 @@ def test_pool_latency(slice26: Path, tmp_path: Path) -> None:
         "conv-26",
         "--limit",
         "3",
+        "--channels",
+        "temporal",
+        "entity",
     ]
     report = _script("pool_latency.py", *argv)
     assert report["nodes"] == 35
     assert report["queries"] == 3
     assert "stages" in report
+    assert {"search[channels]", "search[plain]"} <= set(report)
+    assert report["channels_cpu_ratio"] > 0
 
 
 def test_postgres_vs_sqlite(slice26: Path, tmp_path: Path, pg_dsn: str) -> None:

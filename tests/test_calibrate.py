@@ -225,3 +225,16 @@ def test_calibrate_distils_a_teacher_and_records_its_decisions(
     assert isinstance(ranker, TreeRanker)
     assert ranker.provenance["mode"] == "teacher"
     assert ranker.provenance["teacher"]["backend"] == "llm"
+
+
+def test_calibrate_builds_the_pools_with_the_channels_it_is_given(
+    data: Path, tmp_path: Path, capsys: Any
+) -> None:
+    out = tmp_path / "c.json"
+    base = ["--embedder", "hashing:64", "-q", "calibrate", "--data", str(data), "--trees", "20"]
+    code = main([*base, "--out", str(out), "--channels", "temporal=5", "entity=5"])
+    assert code == 0, capsys.readouterr().err
+    assert "--channels" in json.dumps(load_ranker(out).provenance)  # the command is recorded
+    assert main([*base, "--out", str(out), "--channels", "entity"]) == 2
+    assert "NAME=SIZE" in capsys.readouterr().err
+    assert main([*base, "--out", str(out), "--channels", "causal=5"]) == 2

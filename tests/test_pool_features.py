@@ -23,6 +23,7 @@ from dualmem.control.builtin import BuiltinController
 from dualmem.conversations import load_conversations
 from dualmem.embed import Embedder
 from dualmem.plane import SQLiteStore
+from dualmem.read.channels import channel_hits
 from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool, extend_pool
 from dualmem.types import Node, Observation, Tenant
 from store_support import AT, PEPPER, STORE_KINDS, filled_memory
@@ -42,7 +43,8 @@ QUERIES = (
     "Did Jon and Mira talk about bicycles?",
 )
 COSINES = frozenset({"vec", "ctx_vec", "nb_vec", "coherence"})
-SETTINGS = (PoolSettings(50, 2), PoolSettings(2, 1))
+ALL_CHANNELS = (("temporal", 3), ("entity", 3))
+SETTINGS = (PoolSettings(50, 2), PoolSettings(2, 1), PoolSettings(2, 1, ALL_CHANNELS))
 
 
 def _observations() -> list[Observation]:
@@ -87,7 +89,17 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
         "ctx_lex": _ranks(store.context_search(tenant, q.stripped, n)),
     }
     best = {name: max((s for _, s in r.values()), default=0.0) or 1.0 for name, r in lists.items()}
-    found = set().union(*lists.values())
+    speakers = {c.speaker for c in pool.rows.values() if c.speaker}
+    ran = channel_hits(store, tenant, q, pool.qvec, dict(settings.channels), {}, speakers)
+    channels = {r.name: _ranks(r.hits) for r in ran}
+    found = set().union(*lists.values(), *channels.values())
+    top_idf = max(
+        (s for s in dict(channels.get("entity", {})).values()), key=lambda v: v[1], default=(0, 1.0)
+    )
+
+    def channel_rank(name: str, node_id: str) -> float:
+        return 10.0 / (10.0 + channels.get(name, {}).get(node_id, (4 * n, 0.0))[0])
+
     ids = [*pool.ids, *(nd.id for nd in extra)]
     nodes = {**pool.nodes, **{nd.id: nd for nd in extra}}
     contexts = store.node_context(ids, tenant)
@@ -146,6 +158,10 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
                 default=0.0,
             ),
         }
+        row["time_rank"] = channel_rank("temporal", node_id)
+        row["entity_rank"] = channel_rank("entity", node_id)
+        idf = channels.get("entity", {}).get(node_id)
+        row["entity_idf"] = 0.0 if idf is None else idf[1] / (top_idf[1] or 1.0)
         rows.append([row[name] for name in FEATURES])
     return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES))
 

@@ -25,7 +25,17 @@ from dualmem.control.calibration import Calibration
 from dualmem.errors import ConfigError
 from dualmem.types import VIEWS
 
-__all__ = ["ABLATIONS", "EXTENSIONS", "Lambdas", "Limits", "Profile", "ReadProfile", "WriteProfile"]
+__all__ = [
+    "ABLATIONS",
+    "EXTENSIONS",
+    "READ_CHANNELS",
+    "Lambdas",
+    "Limits",
+    "Profile",
+    "ReadProfile",
+    "WriteProfile",
+    "checked_channels",
+]
 
 #: every Profile field that is dualmem's, not the paper's: what it does, and how Profile.paper()
 #: neutralises it ("n/a" where the paper names the mechanism but gives no number, so there is
@@ -81,6 +91,11 @@ EXTENSIONS: Mapping[str, str] = {
     "(by weight); paper: None (every edge, within the edge limit)",
     "read.expansion": "the one switch of graph expansion through the relation views at read time (new "
     "candidates join the pool and are scored by System One); paper: True",
+    "read.channels": "retrieval channels of the views (dualmem.read.channels: temporal, entity) that add "
+    "their own candidates to the pool when the route's need for their view reaches theta_act; paper: n/a "
+    "(its views only expand from anchors)",
+    "read.channel_budget": "candidates the active channels may add together, split by the route's needs "
+    "(eq. 13-14 over the channels); paper: n/a",
 }
 
 #: the ablation switches: each turns a mechanism off (or pins it) to measure what it is worth; every
@@ -93,6 +108,9 @@ ABLATIONS: Mapping[str, str] = {
     "write.relations_enabled": "False = no System One relation questions on write (deterministic edges "
     "only); presets: True",
 }
+
+#: the retrieval channels ``read.channels`` may name (``dualmem.read.channels``), each a view's
+READ_CHANNELS: tuple[str, ...] = ("temporal", "entity")
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,9 +219,14 @@ class ReadProfile:
     edges_per_node: int | None = 8
     #: read-time expansion through the views: the one switch that turns it off (see EXTENSIONS)
     expansion: bool = True
+    #: retrieval channels that may run (``dualmem.read.channels``; see EXTENSIONS)
+    channels: tuple[str, ...] = ()
+    #: candidates the active channels may add together (see EXTENSIONS)
+    channel_budget: int = 40
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "views", _checked_views("read.views", self.views))
+        object.__setattr__(self, "channels", checked_channels(self.channels))
         if self.fixed_depth == 0:
             _deprecated("read.fixed_depth=0 turns expansion off", "read.expansion=False")
             object.__setattr__(self, "fixed_depth", None)
@@ -230,6 +253,19 @@ def _expansion_given(read: ReadProfile, before: ReadProfile, changes: Mapping[st
         return read
     _deprecated("turning read.views on turns expansion on", "read.expansion=True")
     return replace(read, expansion=True)
+
+
+def checked_channels(channels: Iterable[str]) -> tuple[str, ...]:
+    """``channels`` as a tuple of known channel names (a list is accepted; a string is an error)."""
+    if isinstance(channels, str):
+        raise ConfigError(f"read.channels is a list of channels, got the string {channels!r}")
+    out = tuple(channels)
+    unknown = sorted(set(out) - set(READ_CHANNELS))
+    if unknown:
+        raise ConfigError(
+            f"read.channels: unknown channels {unknown}", hint=f"use some of {', '.join(READ_CHANNELS)}"
+        )
+    return out
 
 
 def _checked_views(where: str, views: Iterable[str]) -> tuple[str, ...]:

@@ -55,6 +55,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--pool", type=int, default=50, help="vector and lexical depth of the pool (N)")
     p.add_argument("--window", type=int, default=2, help="session neighbours either side")
     p.add_argument(
+        "--channels",
+        nargs="*",
+        default=[],
+        metavar="NAME=SIZE",
+        help="retrieval channels every pool is built with (read.channels: temporal, entity), each its size",
+    )
+    p.add_argument(
         "--l2", type=float, default=None, help="linear: L2 strength (default: leave-one-group-out choice)"
     )
     p.add_argument(
@@ -202,7 +209,16 @@ def _views_on() -> Any:
 def _settings(args: argparse.Namespace) -> Any:
     from dualmem.read.pool import PoolSettings
 
-    return PoolSettings(args.pool, args.window)
+    channels = []
+    for spec in args.channels:
+        name, _, size = spec.partition("=")
+        if not size.isdigit():
+            raise InvalidInput(f"--channels takes NAME=SIZE (e.g. temporal=20), got {spec!r}")
+        channels.append((name, int(size)))
+    from dualmem.config import checked_channels
+
+    checked_channels([n for n, _ in channels])
+    return PoolSettings(args.pool, args.window, tuple(channels))
 
 
 def _meter(args: argparse.Namespace) -> Any:

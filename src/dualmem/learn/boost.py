@@ -47,7 +47,8 @@ Group = tuple[FloatArray, FloatArray]
 #: the tree counts ``choose_trees`` compares
 TREE_GRID: tuple[int, ...] = (100, 200, 300, 400)
 #: the pool features that measure how well a candidate matches the query (its text, its context, its
-#: neighbours', the speaker and the time the query names): the score never falls as one rises
+#: neighbours', the speaker and the time the query names, the retrieval channels' ranks): the score
+#: never falls as one rises
 RELEVANCE: tuple[str, ...] = (
     "vec",
     "vec_rank",
@@ -61,6 +62,9 @@ RELEVANCE: tuple[str, ...] = (
     "ctx_lex",
     "speaker",
     "time",
+    "time_rank",
+    "entity_rank",
+    "entity_idf",
 )
 
 

@@ -39,6 +39,7 @@ from dualmem.embed.base import Embedder
 from dualmem.errors import ControllerTimeout
 from dualmem.plane.base import SearchStore
 from dualmem.read import scoring
+from dualmem.read.channels import routed_sizes
 from dualmem.read.message import MessagePlan, understand
 from dualmem.read.pool import (
     FEATURES,
@@ -116,6 +117,9 @@ def _full_nodes(pool: Pool, ids: Sequence[str], run: _Run) -> Mapping[str, Node]
     return {i: pool.nodes[i] for i in want if i in pool.nodes}
 
 
+_NO_VECTOR = np.zeros(1, dtype=np.float32)  # a run's query vector before its pool is built
+
+
 class _OutOfTime(Exception):
     """A controller request ran out of the time budget (caught in ``Retriever.search``)."""
 
@@ -146,6 +150,9 @@ class _Run:
     allowed: frozenset[str] | None = None  # a search filter: only these nodes may be candidates
     asks_past: bool = False  # the query asks about history (``query_time_focus``)
     message: MessagePlan | None = None  # a long query's clauses (``read.message``)
+    routed: bool = False  # the route was asked (before the pool when channels are on)
+    channel_need: dict[str, float] = field(default_factory=dict)  # the route's need of each channel's view
+    channel_sizes: dict[str, int] = field(default_factory=dict)  # the channels that ran, candidates each
 
 
 @dataclass(eq=False)
@@ -171,8 +178,10 @@ class Retriever:
         calls: dict[str, int] = {}
         plan = self._message(query, started, calls)
         focus = query if plan is None else plan.focus
-        pool = self.pool(focus, tenant, allowed, extra=() if plan is None else plan.extra)
-        run = _Run(focus, pool.qvec, tenant, started, calls, pool=pool, allowed=allowed, message=plan)
+        run = _Run(focus, _NO_VECTOR, tenant, started, calls, allowed=allowed, message=plan)
+        channels = self._channels(run)  # the route first when it chooses channels
+        pool = self.pool(focus, tenant, allowed, extra=() if plan is None else plan.extra, channels=channels)
+        run.pool, run.qvec = pool, pool.qvec
         run.asks_past = query_time_focus(focus) == "past"
         prior = self.prior_ranking(pool)
         if not prior:
@@ -185,7 +194,8 @@ class Retriever:
         first = prior if self.profile.anchors is None else prior[: self.profile.anchors]
         max_depth = 0
         try:
-            self._route(run)
+            if not run.routed:
+                self._route(run)
             fixed = self.profile.fixed_depth  # 0 is a depth too (the no-expansion ablation)
             hops = run.need.get("multi_hop_need", 0.0)
             max_depth = fixed if fixed is not None else depth(hops, self.profile.limits.max_depth)
@@ -235,11 +245,15 @@ class Retriever:
         tenant: Tenant,
         allowed: frozenset[str] | None = None,
         extra: Sequence[tuple[str, float]] = (),
+        channels: Mapping[str, int] | None = None,
     ) -> Pool:
         """The query's candidate pool (``dualmem.read.pool``) at the profile's depth and window;
         with ``allowed``, only those candidates (all of them when they are few: a narrow filter);
-        ``extra``: more texts whose lists are fused in (a long message's, ``read.message``)."""
-        settings = PoolSettings(self.profile.pool, self.profile.pool_window)
+        ``extra``: more texts whose lists are fused in (a long message's, ``read.message``);
+        ``channels``: the retrieval channels that run and how many candidates each may add (none by
+        default: ``search`` asks the route)."""
+        chosen = tuple((c, n) for c, n in (channels or {}).items() if n > 0)
+        settings = PoolSettings(self.profile.pool, self.profile.pool_window, chosen)
         pool = build_pool(self.store, self.embedder, query, tenant, settings, extra)
         if allowed is None:
             return pool
@@ -272,8 +286,26 @@ class Retriever:
         except _OutOfTime:
             return None
 
+    def _channels(self, run: _Run) -> dict[str, int]:
+        """The retrieval channels of ``read.channels`` this query runs, and how many candidates each
+        may add: a channel runs when the route's need for its view reaches ``theta_act``, and the
+        channels that run share ``read.channel_budget`` by need (eq. 13-14, ``route.allocate``).
+        Routing comes first then (it reads only the query); without channels, or with the
+        controller off, none run and routing waits for the loop."""
+        p = self.profile
+        if not p.channels or not p.controller_enabled:
+            return {}
+        try:
+            self._route(run)
+        except _OutOfTime:
+            return {}
+        run.channel_sizes = routed_sizes(run.channel_need, p)
+        return run.channel_sizes
+
     def _route(self, run: _Run) -> None:
         res = self._ask(run, Batch.of(RoutingState(run.query), catalog.routing_questions(), "routing"))
+        run.routed = True
+        run.channel_need = {c: res.noul(c) for c in self.profile.channels}
         allowed = set(self.profile.views)
         run.need = {g: (res.noul(g) if g in allowed else 0.0) for g in VIEWS}
         run.need["multi_hop_need"] = res.noul("multi_hop_need")
@@ -537,4 +569,5 @@ class Retriever:
             visited=len(run.visited),
             edges_inspected=run.edges_inspected,
             latency_ms=(self.clock() - run.started) * 1000.0,
+            channels=dict(run.channel_sizes),
         )

@@ -38,6 +38,10 @@ coherence       the best cosine of the node with a turn just before or after it 
                 the pool holds it): how much its neighbours speak of the same thing, so that ``nb_*``
                 and ``ctx_*`` can be weighed by it (a conversation's turns cohere; a day's notes
                 rarely do)
+time_rank       10 / (10 + rank) in the temporal channel's list (``read.channels``; rank 4N when
+                absent or when the channel did not run)
+entity_rank     10 / (10 + rank) in the entity channel's list (likewise)
+entity_idf      the summed IDF of the query entities the node mentions / the best in the list
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
@@ -65,6 +69,7 @@ import numpy.typing as npt
 from dualmem.control.states import QUERY, EmbeddingFeatures
 from dualmem.embed.base import Embedder, embed_queries
 from dualmem.plane.base import Candidate, NodeContext, SearchStore
+from dualmem.read.channels import channel_hits
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
 
@@ -86,7 +91,10 @@ __all__ = [
 #: it has at most this many words: a long message's whole text is matched by its words alone
 LIGHT_WORDS = 40
 
-#: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale)
+#: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale);
+#: a new column alone does not bump it (a scorer reads its columns by name: ``time_rank``,
+#: ``entity_rank`` and ``entity_idf`` were added at 5, and without ``read.channels`` the pool and
+#: every older column are what they were)
 POOL_VERSION = "5"
 
 FEATURES: tuple[str, ...] = (
@@ -109,6 +117,9 @@ FEATURES: tuple[str, ...] = (
     "question",
     "pref",
     "coherence",
+    "time_rank",
+    "entity_rank",
+    "entity_idf",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -123,6 +134,8 @@ class PoolSettings:
 
     n: int = 50
     window: int = 2
+    #: the retrieval channels that run (``read.channels``) and how many candidates each may add
+    channels: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +149,8 @@ class _Query:
     #: a long query's need vectors (``qvec`` first; ``build_pool``'s ``more``): ``vec`` is a
     #: candidate's best cosine with any of them; ``None`` for a query searched as one text
     qvecs: npt.NDArray[np.float32] | None = None
+    #: each channel that ran (``read.channels``): its ranks, and the entity channel's summed IDF
+    channels: Mapping[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
 
 
 class PoolNodes(Mapping[str, Node]):
@@ -319,15 +334,54 @@ def build_pool(
     rows.update(store.context.candidates(extra, tenant))  # never in ``base``, so never read above
     contexts.update(_contexts(rows, extra))
     near.update(_near(contexts, extra, settings.window))
-    ids = tuple(filter(rows.__contains__, (*base, *extra)))
+    channels, added = _channels(store, tenant, analysis, qvec, settings, rows, base)
+    if added:
+        fresh = [i for i in added if i not in near]
+        contexts.update(_contexts(rows, fresh))
+        near.update(_near(contexts, fresh, settings.window))
+        extra = [i for i in extra if i not in set(added)]
+    ids = tuple(filter(rows.__contains__, (*base, *added, *extra)))
     ranks = (_ranks(vec_hits), _ranks(lex_hits), _ranks(stripped_hits), _ranks(ctx_hits))
-    q = _Query(qvec, analysis, ranks, len(base), 4 * n, _matrix(rows.values(), qvec), qvecs)
+    emb = _matrix(rows.values(), qvec)
+    q = _Query(qvec, analysis, ranks, len(base) + len(added), 4 * n, emb, qvecs, channels)
     features = _features(ids, rows, near, contexts, q)
     nodes = PoolNodes(store, tenant, ids, {})
     return Pool(query, analysis, qvec, ids, nodes, features, near, q, rows)
 
 
 _Hits = list[tuple[str, float]]
+
+
+def _channels(
+    store: SearchStore,
+    tenant: Tenant,
+    analysis: QueryAnalysis,
+    qvec: Vector,
+    settings: PoolSettings,
+    rows: dict[str, Candidate],
+    base: Sequence[str],
+) -> tuple[dict[str, dict[str, tuple[int, float]]], list[str]]:
+    """The channels of ``settings`` (``read.channels``): each one's ranks, and the hits the base
+    does not hold, in channel order (a hit that is also a session neighbour of the base is a
+    channel candidate, not a neighbour; their neighbours are not added). Their rows are added to
+    ``rows``; what a channel read beyond its hits is not: the pool's other features see only the
+    pool."""
+    if not settings.channels:
+        return {}, []
+    speakers = {c.speaker for c in rows.values() if c.speaker}
+    scratch: dict[str, Candidate] = dict(rows)
+    results = channel_hits(store, tenant, analysis, qvec, dict(settings.channels), scratch, speakers)
+    have = set(base)
+    added: list[str] = []
+    out: dict[str, dict[str, tuple[int, float]]] = {}
+    for result in results:
+        out[result.name] = _ranks(result.hits)
+        for node_id, _ in result.hits:
+            if node_id not in have and node_id in scratch:
+                have.add(node_id)
+                added.append(node_id)
+                rows[node_id] = scratch[node_id]
+    return out, added
 
 
 def _fused(
@@ -432,12 +486,13 @@ def extend_pool(
 
 def pool_prior(pool: Pool, kappa: int = 60) -> npt.NDArray[np.float64]:
     """Each candidate's reciprocal-rank fusion (eq. 16) over the pool's rankings (vector, lexical as
-    written, lexical name-stripped, context); 0 for a candidate in none of them."""
+    written, lexical name-stripped, context, and each channel that ran); 0 for a candidate in none
+    of them."""
     out = np.zeros(len(pool.ids))
     if pool.context is None:
         return out
     index = pool.index
-    for ranks in pool.context.ranks:
+    for ranks in (*pool.context.ranks, *pool.context.channels.values()):
         for node_id, (rank, _) in ranks.items():
             row = index.get(node_id)
             if row is not None:
@@ -501,6 +556,9 @@ def _features(
     _coherence_column(out[:, _COL["coherence"]], ids, near, held, q.emb)
     _node_columns(out, list(map(nodes.__getitem__, ids)), analysis)
     out[q.base_count :, _COL["neighbour"]] = 1.0
+    _rank_column(out[:, _COL["time_rank"]], q.channels.get("temporal", {}), row_of, absent)
+    _rank_column(out[:, _COL["entity_rank"]], q.channels.get("entity", {}), row_of, absent)
+    _score_column(out[:, _COL["entity_idf"]], q.channels.get("entity", {}), row_of)
     return out
 
 

@@ -129,6 +129,8 @@ class Trace:
     #: the text searched in its place (``dualmem.read.message``)
     message: tuple[ClauseDecision, ...] = ()
     focus: str | None = None
+    #: the retrieval channels the route ran and how many candidates each could add (``read.channels``)
+    channels: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {
@@ -149,6 +151,8 @@ class Trace:
         if self.message:
             out["message"] = [c.to_json() for c in self.message]
             out["focus"] = self.focus
+        if self.channels:
+            out["channels"] = dict(self.channels)
         return out
 
 
