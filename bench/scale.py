@@ -344,9 +344,14 @@ def search_stages(mem: Memory, queries: list[str], user: str) -> dict[str, float
     store's methods wrapped on the class for this pass only, after the timed searches), ``other``
     (query embedding, features, scoring, ranking) and ``total``. The decoded-node and context caches
     are emptied before each query, as a large memory's candidates are rarely cached."""
-    stages = [name for name in _SEARCH_STAGES if hasattr(SQLiteStore, name)]  # an older tree: no candidates
+    # the lexical reads go through the store's lexical component (``store.lexical.search(field, ...)``:
+    # "nodes" is ``lexical_search``, "context" ``context_search``); the others through the store's class
+    lexical_cls = type(mem.store.lexical)
+    by_field = {"nodes": "lexical_search", "context": "context_search"}
+    on_lexical = set(by_field.values())
+    stages = [name for name in _SEARCH_STAGES if name in on_lexical or hasattr(SQLiteStore, name)]
     spent = dict.fromkeys(stages, 0.0)
-    saved = {name: getattr(SQLiteStore, name) for name in stages}
+    saved = {name: getattr(SQLiteStore, name) for name in stages if name not in on_lexical}
 
     def wrap(name: str) -> Callable[..., object]:
         def inner(*args: object, **kwargs: object) -> object:
@@ -358,9 +363,19 @@ def search_stages(mem: Memory, queries: list[str], user: str) -> dict[str, float
 
         return inner
 
+    saved_search = lexical_cls.search
+
+    def lexical_search(self: object, field: str, *args: object, **kwargs: object) -> object:
+        start = time.process_time()
+        try:
+            return saved_search(self, field, *args, **kwargs)
+        finally:
+            spent[by_field.get(field, "lexical_search")] += time.process_time() - start
+
     samples: dict[str, list[float]] = {name: [] for name in (*stages, "other", "total")}
-    for name in stages:
+    for name in saved:
         setattr(SQLiteStore, name, wrap(name))
+    setattr(lexical_cls, "search", lexical_search)  # noqa: B010
     try:
         for query in queries:
             for cache in ("_nodes", "_contexts"):
@@ -377,6 +392,7 @@ def search_stages(mem: Memory, queries: list[str], user: str) -> dict[str, float
     finally:
         for name, fn in saved.items():
             setattr(SQLiteStore, name, fn)
+        setattr(lexical_cls, "search", saved_search)  # noqa: B010
     return {f"{name}_cpu_p50_ms": round(statistics.median(v), 2) for name, v in samples.items()}
 
 

@@ -149,6 +149,17 @@ def test_the_slot_of_a_note_is_read_from_its_structure() -> None:
     assert Slot.parse("? · car") == Slot(None, "car")
 
 
+def test_a_dwelling_noun_that_heads_a_place_name_is_no_home() -> None:
+    """"the tea house" is where pancakes were had, not where anyone lives: read as a home, it made a
+    brunch note the current version of a move (same slot, newer)."""
+    from dualmem.text.slots import slot_of
+
+    assert slot_of("Mira: We had pancakes at the tea house on Saturday.").attribute is None
+    assert slot_of("We stayed at a guest house by the sea.").attribute is None
+    assert slot_of("We bought a house in Leeds.").attribute == "home"
+    assert slot_of("Our new flat in Lombok has a balcony.").attribute == "home"
+
+
 def test_the_slot_is_recorded_shown_by_inspect_and_kept_by_export(
     mira: tuple[Memory, dict[str, str]], minilm: Embedder, tmp_path: Path
 ) -> None:

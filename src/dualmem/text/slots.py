@@ -119,7 +119,11 @@ ATTRIBUTES: Mapping[str, re.Pattern[str]] = MappingProxyType(
         ),
         "home": _cues(
             r"lives? (?:in|at|with|near)|living (?:in|at|with)|moved (?:in|into|back to|house|home|out)|"
-            r"moved to (?-i:[A-Z])\w*|relocat\w*|flat|apartment|house|home address|address|rents?|lease|"
+            r"moved to (?-i:[A-Z])\w*|relocat\w*|home address|address|rents?|lease|"
+            # a dwelling noun counts after a determiner or a word that describes a home, never as the
+            # head of another noun's compound ("the tea house", "a guest house" name a place)
+            r"(?:my|our|his|her|their|your|the|a|an|new|old|own|rented|current|first|family|bigger|"
+            r"smaller)\s+(?:flat|apartment|house)\b|"
             r"two-bed|one-bed|"
             r"neighbourhood|neighborhood"
         ),
