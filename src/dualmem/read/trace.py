@@ -35,7 +35,7 @@ StopReason = Literal[
 ]
 
 
-def _rounded(**values: float) -> dict[str, JSONValue]:
+def _rounded(**values: float) -> dict[str, float]:
     """``values`` rounded to 4 places, in their order (a trace's scores and distributions)."""
     return {k: round(v, 4) for k, v in values.items()}
 
