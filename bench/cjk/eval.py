@@ -29,7 +29,6 @@ first 5 results, averaged), ``R@n`` (all needed messages within the first |neede
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -48,17 +47,10 @@ from dualmem.errors import DualmemError
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(1, str(HERE.parents[1]))  # the repository root: research's shared bigram BM25
+sys.path.insert(1, str(HERE.parents[1]))  # the repository root: the checker, the shared bigram BM25
+# the sibling checker by its package path (bench/notes and bench/cjk both have a check.py)
+from bench.cjk.check import FAMILIES, LANGUAGES, corpus_files  # noqa: E402
 from research.cjk_bigrams import bigram_ranker, bigrams, score  # noqa: E402, F401 (bigrams: for callers)
-
-# the sibling checker, by path under a name of its own (bench/notes and bench/cjk both have a check.py)
-_SPEC = importlib.util.spec_from_file_location("cjk_check", HERE / "check.py")
-assert _SPEC is not None
-assert _SPEC.loader is not None
-_CHECK = importlib.util.module_from_spec(_SPEC)
-sys.modules["cjk_check"] = _CHECK
-_SPEC.loader.exec_module(_CHECK)
-FAMILIES, LANGUAGES, corpus_files = _CHECK.FAMILIES, _CHECK.LANGUAGES, _CHECK.corpus_files
 
 K = 10
 SYSTEMS = ("bm25-bigram", "dualmem", "dualmem-multilingual", "dense-multilingual")
