@@ -30,7 +30,6 @@ import argparse
 import json
 import math
 import re
-import sqlite3
 import sys
 import time
 from collections import defaultdict
@@ -43,6 +42,7 @@ import numpy as np
 
 from dualmem.learn.boost import TreeSettings
 from dualmem.read.pool import FEATURES
+from research.cjk_bigrams import bigram_ranker, score
 from research.corpora import ENGLISH, SHUFFLED, conversations
 from research.cv import QueryPool, rank, recall_at_k
 from research.cv_joint import Corpora
@@ -51,8 +51,6 @@ from research.loco import fit, load
 __all__ = ["LENGTHS", "MODES", "bigram_ranker", "cjk_words", "main", "score", "with_lengths"]
 
 _LEN, _SHORT = FEATURES.index("log_len"), FEATURES.index("short")
-_CJK = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"([{_CJK}]+)|([A-Za-z0-9]+)")
 
 #: Han and kana: scripts written without spaces (Hangul is spaced by words, and counted as English)
 _UNSPACED = re.compile(
@@ -91,48 +89,6 @@ def with_lengths(pools: Sequence[QueryPool], count: Callable[[str], int]) -> lis
         feats[:, _SHORT] = words <= 8
         out.append(replace(p, features=feats))
     return out
-
-
-def _bigrams(text: str) -> list[str]:
-    out: list[str] = []
-    for m in _TOKEN.finditer(text):
-        run, word = m.group(1), m.group(2)
-        if run is None:
-            out.append(word.lower())
-        else:
-            out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
-    return out
-
-
-def bigram_ranker(texts: Mapping[str, str], k: int = 10) -> Callable[[str], list[str]]:
-    """A plain SQLite FTS5 index (``unicode61``, BM25) of ``texts`` over CJK bigrams, the query the
-    OR of its bigrams: the issue's "bigram BM25" (``bench/cjk/eval.py``'s, rebuilt here: research
-    never imports bench)."""
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body, tokenize='unicode61')")
-    db.executemany(
-        "INSERT INTO t(id, body) VALUES (?, ?)", [(i, " ".join(_bigrams(s))) for i, s in texts.items()]
-    )
-
-    def ranked(query: str) -> list[str]:
-        tokens = list(dict.fromkeys(_bigrams(query)))
-        if not tokens:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
-        rows = db.execute("SELECT id FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid LIMIT ?", (match, k))
-        return [r[0] for r in rows]
-
-    return ranked
-
-
-def score(evidence: Sequence[str], ranked: Sequence[str]) -> dict[str, float]:
-    """``bench/cjk/eval.py``'s measures of one question."""
-    needed = set(evidence)
-    return {
-        "R@5": len(needed & set(ranked[:5])) / len(needed),
-        "R@n": float(needed <= set(ranked[: len(needed)])),
-        "first": float(bool(ranked) and ranked[0] in needed),
-    }
 
 
 def _cjk_rows(

@@ -29,10 +29,7 @@ first 5 results, averaged), ``R@n`` (all needed messages within the first |neede
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -50,63 +47,20 @@ from dualmem.errors import DualmemError
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-# the sibling checker, by path under a name of its own (bench/notes and bench/cjk both have a check.py)
-_SPEC = importlib.util.spec_from_file_location("cjk_check", HERE / "check.py")
-assert _SPEC is not None
-assert _SPEC.loader is not None
-_CHECK = importlib.util.module_from_spec(_SPEC)
-sys.modules["cjk_check"] = _CHECK
-_SPEC.loader.exec_module(_CHECK)
-FAMILIES, LANGUAGES, corpus_files = _CHECK.FAMILIES, _CHECK.LANGUAGES, _CHECK.corpus_files
+sys.path.insert(1, str(HERE.parents[1]))  # the repository root: the checker, the shared bigram BM25
+# the sibling checker by its package path (bench/notes and bench/cjk both have a check.py)
+from bench.cjk.check import FAMILIES, LANGUAGES, corpus_files  # noqa: E402
+from research.cjk_bigrams import bigram_ranker, bigrams, score  # noqa: E402, F401 (bigrams: for callers)
 
 K = 10
 SYSTEMS = ("bm25-bigram", "dualmem", "dualmem-multilingual", "dense-multilingual")
 METRICS = ("R@5", "R@n", "first")
-_CJK = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"([{_CJK}]+)|([A-Za-z0-9]+)")
 Ranker = Callable[[str], list[str]]
-
-
-def bigrams(text: str) -> list[str]:
-    """CJK runs as overlapping bigrams (a one-character run as itself); Latin words lowercased."""
-    out: list[str] = []
-    for m in _TOKEN.finditer(text):
-        run, word = m.group(1), m.group(2)
-        if run is None:
-            out.append(word.lower())
-        elif len(run) == 1:
-            out.append(run)
-        else:
-            out.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return out
 
 
 def bm25_bigram(texts: dict[str, str]) -> Ranker:
     """An in-memory FTS5 index of ``texts`` (id -> text) over bigram tokens; ranks ids by BM25."""
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body, tokenize='unicode61')")
-    db.executemany(
-        "INSERT INTO t(id, body) VALUES (?, ?)", [(i, " ".join(bigrams(s))) for i, s in texts.items()]
-    )
-
-    def rank(query: str) -> list[str]:
-        tokens = list(dict.fromkeys(bigrams(query)))
-        if not tokens:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
-        rows = db.execute("SELECT id FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid LIMIT ?", (match, K))
-        return [r[0] for r in rows]
-
-    return rank
-
-
-def score(evidence: Sequence[str], ranked: Sequence[str]) -> dict[str, float]:
-    needed = set(evidence)
-    return {
-        "R@5": len(needed & set(ranked[:5])) / len(needed),
-        "R@n": float(needed <= set(ranked[: len(needed)])),
-        "first": float(bool(ranked) and ranked[0] in needed),
-    }
+    return bigram_ranker(texts, K)
 
 
 def _dualmem(embedder: str | None = None) -> Callable[[Any], Ranker]:

@@ -18,7 +18,6 @@ questions, the asked-about old version in the top 3; for ``control`` questions, 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import sys
@@ -34,14 +33,9 @@ from dualmem.conversations import load_conversations
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-# the sibling checker, by path under a name of its own (bench/notes and bench/cjk both have a check.py)
-_SPEC = importlib.util.spec_from_file_location("notes_check", HERE / "check.py")
-assert _SPEC is not None
-assert _SPEC.loader is not None
-_CHECK = importlib.util.module_from_spec(_SPEC)
-sys.modules["notes_check"] = _CHECK
-_SPEC.loader.exec_module(_CHECK)
-STOPWORDS, scenario_files, tokens = _CHECK.STOPWORDS, _CHECK.scenario_files, _CHECK.tokens
+sys.path.insert(1, str(HERE.parents[1]))  # the repository root
+# the sibling checker by its package path (bench/notes and bench/cjk both have a check.py)
+from bench.notes.check import STOPWORDS, scenario_files, tokens  # noqa: E402
 
 K = 40
 Ranker = Callable[[str], list[str]]

@@ -136,26 +136,22 @@ def _topic(a: frozenset[str], b: frozenset[str]) -> float:
 # -- groups ----------------------------------------------------------------------------------------
 
 
+#: the cues (``control.builtin_cues``) the ``typing`` group reads, and a clause's (``text.clauses``)
+_TYPING_CUES = (
+    "past", "time_words", "future", "past_ref", "pref_pos", "pref_neg", "habit", "procedural",
+    "sequence", "imperative", "copula", "definitional", "first_person", "question", "causal",
+)  # fmt: skip
+_CLAUSE_CUES = ("question", "request", "past_ref", "chatter", "named", "time", "content", "short")
+
+
+def _attrs(cues: object, names: tuple[str, ...]) -> dict[str, float]:
+    """``cues``' attributes ``names``, by name, in order."""
+    return {n: getattr(cues, n) for n in names}
+
+
 def _typing(state: TypingState) -> dict[str, float]:
     c = cues(state.observation)
-    return {
-        "past": c.past,
-        "time_words": c.time_words,
-        "future": c.future,
-        "past_ref": c.past_ref,
-        "pref_pos": c.pref_pos,
-        "pref_neg": c.pref_neg,
-        "habit": c.habit,
-        "procedural": c.procedural,
-        "sequence": c.sequence,
-        "imperative": c.imperative,
-        "copula": c.copula,
-        "definitional": c.definitional,
-        "first_person": c.first_person,
-        "question": c.question,
-        "causal": c.causal,
-        "short": 1.0 if len(c.tokens) <= 1 else 0.0,
-    }
+    return {**_attrs(c, _TYPING_CUES), "short": 1.0 if len(c.tokens) <= 1 else 0.0}
 
 
 def _time_features(cand: RelationCandidate) -> dict[str, float]:
@@ -482,14 +478,7 @@ def _clause(state: MessageState, clause: str, target: int | None) -> dict[str, f
     c = clause_cues(clause)
     n = len(state.clauses)
     return {
-        "question": c.question,
-        "request": c.request,
-        "past_ref": c.past_ref,
-        "chatter": c.chatter,
-        "named": c.named,
-        "time": c.time,
-        "content": c.content,
-        "short": c.short,
+        **_attrs(c, _CLAUSE_CUES),
         "first": float(target == 0),
         "last": float(target == n - 1),
         "only": float(n == 1),

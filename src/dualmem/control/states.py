@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, TypedDict, runtime_checkable
 
 import numpy as np
 
@@ -595,11 +595,24 @@ def _ref(r: _Reader) -> TemporalRef:
     return TemporalRef(r.text("expression"), start, end, precision)  # type: ignore[arg-type]
 
 
+class _Matched(TypedDict):
+    memory: MemoryState
+    similarity: float
+    lexical_overlap: float
+
+
+def _matched(r: _Reader) -> _Matched:
+    """A memory with its cosine and lexical overlap (to the new memory, or to the query)."""
+    return {
+        "memory": _memory(r),
+        "similarity": r.number("similarity"),
+        "lexical_overlap": r.number("lexical_overlap"),
+    }
+
+
 def _rel_cand(r: _Reader) -> RelationCandidate:
     return RelationCandidate(
-        memory=_memory(r),
-        similarity=r.number("similarity"),
-        lexical_overlap=r.number("lexical_overlap"),
+        **_matched(r),
         shared_entities=r.texts("shared_entities"),
         time_delta_days=r.opt_number("time_delta_days"),
         same_session=r.flag("same_session"),
@@ -607,7 +620,7 @@ def _rel_cand(r: _Reader) -> RelationCandidate:
 
 
 def _evidence(r: _Reader) -> EvidenceItem:
-    return EvidenceItem(_memory(r), r.number("similarity"), r.number("lexical_overlap"))
+    return EvidenceItem(**_matched(r))
 
 
 def _traversal(r: _Reader) -> TraversalState:

@@ -29,6 +29,7 @@ import numpy.typing as npt
 from dualmem.control.trees import MAX_LEAVES, Tree, TreeRanker
 from dualmem.errors import ConfigError, InvalidInput
 from dualmem.learn.fit import fit_logistic
+from dualmem.read.pool import FEATURES
 
 __all__ = [
     "RELEVANCE",
@@ -49,22 +50,10 @@ TREE_GRID: tuple[int, ...] = (100, 200, 300, 400)
 #: the pool features that measure how well a candidate matches the query (its text, its context, its
 #: neighbours', the speaker and the time the query names, the retrieval channels' ranks): the score
 #: never falls as one rises
-RELEVANCE: tuple[str, ...] = (
-    "vec",
-    "vec_rank",
-    "ctx_vec",
-    "nb_vec",
-    "lex",
-    "lex_rank",
-    "lex_q",
-    "lex_q_rank",
-    "nb_lex",
-    "ctx_lex",
-    "speaker",
-    "time",
-    "time_rank",
-    "entity_rank",
-    "entity_idf",
+RELEVANCE: tuple[str, ...] = tuple(
+    f
+    for f in FEATURES
+    if f not in {"other_speaker", "log_len", "short", "neighbour", "question", "pref", "coherence"}
 )
 
 

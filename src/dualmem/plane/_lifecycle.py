@@ -20,6 +20,7 @@ from dualmem.plane import _components as components
 from dualmem.plane import codec, context
 from dualmem.plane.base import Backend, Candidate, Decision, candidates_of
 from dualmem.plane.check import CheckReport
+from dualmem.plane.lexindex import LexicalComponent
 from dualmem.types import Edge, JSONValue, Node, Tenant, Vector
 
 __all__ = ["StoreBase", "bound_dim", "check_decisions", "check_dims", "check_edges"]
@@ -95,6 +96,14 @@ class StoreBase(Closing, ABC):
 
     @abstractmethod
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]: ...
+
+    @property
+    @abstractmethod
+    def lexical(self) -> LexicalComponent: ...
+
+    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 over the nodes' text: the lexical component's field ``"nodes"``."""
+        return self.lexical.search("nodes", tenant, query, k)
 
     # -- the components (``MemoryStore``): the primitives below, composed ------------------------
     @cached_property

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -20,6 +21,27 @@ from dualmem.plane.base import Decision
 from dualmem.types import Edge, Node, NodeStatus, Precision, View, check_node_id
 
 __all__ = ["ChunksRecord", "DecisionRecord", "EdgeRecord", "HeaderRecord", "NodeRecord", "TrailerRecord"]
+
+
+def _float32s(
+    encoded: str,
+    size_ok: Callable[[int], bool],
+    not_base64: str,
+    bad_size: Callable[[int], str],
+    not_finite: str,
+) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """``encoded`` (base64 of little-endian float32) as a flat array, its byte count checked by
+    ``size_ok``; a ``ValueError`` with the message given for each fault."""
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(not_base64) from exc
+    if not size_ok(len(raw)):
+        raise ValueError(bad_size(len(raw)))
+    values = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if not np.isfinite(values).all():
+        raise ValueError(not_finite)
+    return values
 
 
 def _time(value: Any) -> dt.datetime:
@@ -115,16 +137,13 @@ class NodeRecord(_Record):
     def _vector(self, dim: int) -> np.ndarray[Any, np.dtype[np.float32]] | None:
         if self.embedding is None:
             return None
-        try:
-            raw = base64.b64decode(self.embedding, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise ValueError(f"node {self.id}: embedding is not base64") from exc
-        if len(raw) != 4 * dim:
-            raise ValueError(f"node {self.id} has a {len(raw) // 4}-dim vector, expected {dim}")
-        vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-        if not np.isfinite(vector).all():
-            raise ValueError(f"node {self.id}: the embedding holds a number that is not finite")
-        return vector
+        return _float32s(
+            self.embedding,
+            lambda size: size == 4 * dim,
+            f"node {self.id}: embedding is not base64",
+            lambda size: f"node {self.id} has a {size // 4}-dim vector, expected {dim}",
+            f"node {self.id}: the embedding holds a number that is not finite",
+        )
 
 
 class ChunksRecord(_Record):
@@ -136,16 +155,14 @@ class ChunksRecord(_Record):
     vectors: str
 
     def to_matrix(self, dim: int) -> np.ndarray[Any, np.dtype[np.float32]]:
-        try:
-            raw = base64.b64decode(self.vectors, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise ValueError(f"node {self.node_id}: chunk vectors are not base64") from exc
-        if self.parts < 1 or len(raw) != 4 * dim * self.parts:
-            raise ValueError(f"node {self.node_id}: chunk vectors are not {self.parts} x {dim} float32")
-        rows = np.frombuffer(raw, dtype="<f4").reshape(self.parts, dim).astype(np.float32)
-        if not np.isfinite(rows).all():
-            raise ValueError(f"node {self.node_id}: a chunk vector holds a number that is not finite")
-        return rows
+        values = _float32s(
+            self.vectors,
+            lambda size: self.parts >= 1 and size == 4 * dim * self.parts,
+            f"node {self.node_id}: chunk vectors are not base64",
+            lambda _: f"node {self.node_id}: chunk vectors are not {self.parts} x {dim} float32",
+            f"node {self.node_id}: a chunk vector holds a number that is not finite",
+        )
+        return values.reshape(self.parts, dim)
 
 
 class EdgeRecord(_Record):

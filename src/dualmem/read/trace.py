@@ -35,6 +35,11 @@ StopReason = Literal[
 ]
 
 
+def _rounded(**values: float) -> dict[str, float]:
+    """``values`` rounded to 4 places, in their order (a trace's scores and distributions)."""
+    return {k: round(v, 4) for k, v in values.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class ClauseDecision:
     """One clause of a long query and System One's label for it (``need``, ``context`` or
@@ -60,12 +65,12 @@ class Assessment:
     contradiction: float
 
     def to_json(self) -> dict[str, float]:
-        return {
-            "evidence_sufficient": round(self.sufficient, 4),
-            "continue_useful": round(self.continue_useful, 4),
-            "missing_evidence": round(self.missing, 4),
-            "contradiction": round(self.contradiction, 4),
-        }
+        return _rounded(
+            evidence_sufficient=self.sufficient,
+            continue_useful=self.continue_useful,
+            missing_evidence=self.missing,
+            contradiction=self.contradiction,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +91,14 @@ class ScoredCandidate:
             "node_id": self.node_id,
             "view": self.view,
             "label": self.label,
-            "score": round(self.score, 4),
-            "similarity": round(self.similarity, 4),
-            "relevance": round(self.relevance, 4),
-            "relation_usefulness": round(self.relation_usefulness, 4),
-            "new_information": round(self.new_information, 4),
-            "supports_current_evidence": round(self.support, 4),
+            **_rounded(
+                score=self.score,
+                similarity=self.similarity,
+                relevance=self.relevance,
+                relation_usefulness=self.relation_usefulness,
+                new_information=self.new_information,
+                supports_current_evidence=self.support,
+            ),
             "admitted": self.admitted,
         }
 

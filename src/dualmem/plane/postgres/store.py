@@ -579,9 +579,6 @@ class PostgresStore(StoreBase):
         """The store's lexical index (``lexindex.LexicalComponent``: BM25 over its postings)."""
         return self._lexical
 
-    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        return self._lexical.search("nodes", tenant, query, k)
-
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """Write-time candidates' lexical shortlist: this store's ``lexical_search`` (not bounded here)."""
         return self.lexical_search(tenant, text, k)

@@ -624,9 +624,6 @@ class SQLiteStore(StoreBase):
         """The store's lexical index (``lexindex.LexicalComponent``: FTS5 and the impact-ordered index)."""
         return self._lexical
 
-    def lexical_search(self, tenant: Tenant, query: str, k: int) -> list[tuple[str, float]]:
-        return self._lexical.search("nodes", tenant, query, k)
-
     def lexical_probe(self, tenant: Tenant, text: str, k: int) -> list[tuple[str, float]]:
         """``lexical_search`` bounded for write-time candidates: below ``scale.PROBE_FROM`` indexed
         rows it is ``lexical_search``; from there only the text's rare terms count (see
