@@ -150,7 +150,7 @@ def test_the_slot_of_a_note_is_read_from_its_structure() -> None:
 
 
 def test_a_dwelling_noun_that_heads_a_place_name_is_no_home() -> None:
-    """"the tea house" is where pancakes were had, not where anyone lives: read as a home, it made a
+    """ "the tea house" is where pancakes were had, not where anyone lives: read as a home, it made a
     brunch note the current version of a move (same slot, newer)."""
     from dualmem.text.slots import slot_of
 
