@@ -81,9 +81,11 @@ class CVConfig:
     #: the retrieval channels the pools are built with (``read.channels``: name, candidates each)
     channels: tuple[tuple[str, int], ...] = ()
     #: who chooses each question's channels: "fixed" (all of ``channels``, each its size), "builtin"
-    #: (the builtin decider's route, ``read.channels.routed_sizes``, sharing the sizes' sum) or
-    #: "random" (a random route, ``AutoController``)
+    #: (the builtin decider's route, ``read.channels.routed_sizes``, sharing the sizes' sum),
+    #: "random" (a random route, ``AutoController``) or "fitted" (``read.channel_route``)
     route: str = "fixed"
+    #: the fitted route's artefact (``route`` "fitted"; None: the packaged one)
+    route_artefact: Path | None = None
 
 
 @dataclass(slots=True)
@@ -152,7 +154,15 @@ def routed_channels(cfg: CVConfig, question: str) -> tuple[tuple[str, int], ...]
     res = ctl.decide(Batch.of(RoutingState(question), routing_questions(), "routing"))
     names = tuple(c for c, _ in cfg.channels)
     profile = ReadProfile(channels=names, channel_budget=sum(n for _, n in cfg.channels))
-    sizes = routed_sizes({c: res.noul(c) for c in names}, profile)
+    need = {c: res.noul(c) for c in names}
+    if cfg.route == "fitted":
+        from dualmem.read.channel_route import FittedRoute, fitted_sizes
+
+        art = cfg.route_artefact
+        route = None if art is None else FittedRoute.from_json(json.loads(art.read_text(encoding="utf-8")))
+        sizes = fitted_sizes(question, profile, need, route)[1]
+    else:
+        sizes = routed_sizes(need, profile)
     return tuple((c, sizes[c]) for c in names if sizes.get(c, 0) > 0)
 
 

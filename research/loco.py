@@ -25,6 +25,7 @@ import pickle
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,15 +68,21 @@ def load(
     channels: Sequence[tuple[str, int]] = (),
     cache: Path | None = None,
     route: str = "fixed",
+    route_dir: Path | None = None,
 ) -> Corpora:
     """``augment``: corpora whose shuffled copies (``research.corpora.shuffled``) join every fit
     that does not hold out their source (training only, never scored); ``channels``: the retrieval
     channels the pools are built with (``read.channels``); ``cache``: where the pools are cached
-    (beside each build by default)."""
+    (beside each build by default); ``route_dir``: with ``route`` "fitted", the routes fitted
+    without each corpus (``without-NAME.json``, ``research.route_fit``): a corpus's pools are routed
+    by the route fitted without it (default: the packaged route, fitted on every corpus)."""
     out = Corpora()
     corpora = [*corpora, *(c + SHUFFLED for c in augment)]
     cfg = CVConfig(data=Path("."), handset=False, pool=50, window=2, channels=tuple(channels), route=route)
     for name in corpora:
+        if route == "fitted" and route_dir is not None:
+            art = route_dir / f"without-{name.removesuffix(SHUFFLED)}.json"
+            cfg = replace(cfg, route_artefact=art)
         convs = conversations(name, limit)
         folds = fold_of(name, [c.id for c in convs])
         for conv in convs:
@@ -85,6 +92,8 @@ def load(
                 parts.append([list(c) for c in channels])
                 if route != "fixed":
                     parts.append(route)
+                if cfg.route_artefact is not None:
+                    parts.append(hashlib.sha256(cfg.route_artefact.read_bytes()).hexdigest()[:12])
             key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
             stored = (cache or path.parent) / f"{path.stem}-qpools-{key}.pkl"
             if stored.exists():
@@ -196,8 +205,10 @@ def _search_profile(system: str) -> Profile:
     base = views_profile()
     if system in ("dualmem", "random-s1"):
         return base
-    if system in ("dualmem channels", "random-route"):
+    if system == "dualmem channels":  # the fitted route
         return base.with_(read__channels=CHANNELS)
+    if system in ("dualmem builtin-route", "random-route"):  # the controller's route answers route
+        return base.with_(read__channels=CHANNELS, read__channel_route="builtin")
     if system.startswith("dualmem channel="):  # one channel alone
         return base.with_(read__channels=(system.removeprefix("dualmem channel="),))
     if system == "dualmem no-supersession":
@@ -383,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=list(SEARCH_SYSTEMS),
         help="read-path systems (--search); also 'dualmem likely=X' / 'dualmem pair=X' "
         "(read.likely_update / read.pair_cosine X, or off), 'dualmem channels' (read.channels on), "
-        "'random-route' (the same, routed at random), 'dualmem channel=NAME' (one channel)",
+        "'dualmem builtin-route' (the same, System One's route), "
+        "'random-route' (routed at random), 'dualmem channel=NAME' (one channel)",
     )
     parser.add_argument("--search-corpora", nargs="*", default=None, help="search these only (default: all)")
     parser.add_argument(
@@ -392,8 +404,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--route",
         default="fixed",
-        choices=["fixed", "builtin", "random"],
+        choices=["fixed", "builtin", "random", "fitted"],
         help="who chooses each question's channels (--channels: their sizes' sum is the budget)",
+    )
+    parser.add_argument(
+        "--route-dir",
+        type=Path,
+        default=None,
+        help="--route fitted: the routes fitted without each corpus (research.route_fit --loco-dir)",
     )
     parser.add_argument(
         "--drop-channel", default=None, choices=list(CHANNEL_COLUMNS), help="as if it had not run"
@@ -411,6 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         channels=channels,
         cache=ns.cache,
         route=ns.route,
+        route_dir=ns.route_dir,
     )
     if ns.drop_channel:
         for conv, ps in data.pools.items():

@@ -176,7 +176,9 @@ def _search(tmp_path: Path, need: dict[str, float], channels: tuple[str, ...], q
     from dualmem.config import Profile
     from dualmem.plane import SQLiteStore
 
-    profile = Profile.builtin().with_(read__channels=channels, read__channel_budget=10, read__pool=1)
+    profile = Profile.builtin().with_(
+        read__channels=channels, read__channel_budget=10, read__pool=1, read__channel_route="builtin"
+    )
     tmp_path.mkdir(parents=True, exist_ok=True)
     mem = Memory(SQLiteStore.open(tmp_path / "r.db"), HashingEmbedder(64), _Routed(need), profile=profile)
     with mem:

@@ -27,6 +27,7 @@ from dualmem.types import VIEWS
 
 __all__ = [
     "ABLATIONS",
+    "CHANNEL_ROUTES",
     "EXTENSIONS",
     "READ_CHANNELS",
     "Lambdas",
@@ -96,6 +97,9 @@ EXTENSIONS: Mapping[str, str] = {
     "(its views only expand from anchors)",
     "read.channel_budget": "candidates the active channels may add together, split by the route's needs "
     "(eq. 13-14 over the channels); paper: n/a",
+    "read.channel_route": "who routes the channels: 'fitted' (dualmem.read.channel_route, a logistic "
+    "model per channel of whether it pays, fitted on the dev corpora) or 'builtin' (System One's "
+    "route need against theta_act); paper: n/a",
 }
 
 #: the ablation switches: each turns a mechanism off (or pins it) to measure what it is worth; every
@@ -111,6 +115,8 @@ ABLATIONS: Mapping[str, str] = {
 
 #: the retrieval channels ``read.channels`` may name (``dualmem.read.channels``), each a view's
 READ_CHANNELS: tuple[str, ...] = ("temporal", "entity")
+#: who may route the channels (``read.channel_route``)
+CHANNEL_ROUTES: tuple[str, ...] = ("fitted", "builtin")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,10 +229,17 @@ class ReadProfile:
     channels: tuple[str, ...] = ()
     #: candidates the active channels may add together (see EXTENSIONS)
     channel_budget: int = 40
+    #: who routes the channels: "fitted" or "builtin" (see EXTENSIONS)
+    channel_route: str = "fitted"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "views", _checked_views("read.views", self.views))
         object.__setattr__(self, "channels", checked_channels(self.channels))
+        if self.channel_route not in CHANNEL_ROUTES:
+            raise ConfigError(
+                f"read.channel_route: unknown route {self.channel_route!r}",
+                hint=f"use one of {CHANNEL_ROUTES}",
+            )
         if self.fixed_depth == 0:
             _deprecated("read.fixed_depth=0 turns expansion off", "read.expansion=False")
             object.__setattr__(self, "fixed_depth", None)

@@ -39,6 +39,7 @@ from dualmem.embed.base import Embedder
 from dualmem.errors import ControllerTimeout
 from dualmem.plane.base import SearchStore
 from dualmem.read import scoring
+from dualmem.read.channel_route import fitted_sizes
 from dualmem.read.channels import routed_sizes
 from dualmem.read.message import MessagePlan, understand
 from dualmem.read.pool import (
@@ -288,8 +289,9 @@ class Retriever:
 
     def _channels(self, run: _Run) -> dict[str, int]:
         """The retrieval channels of ``read.channels`` this query runs, and how many candidates each
-        may add: a channel runs when the route's need for its view reaches ``theta_act``, and the
-        channels that run share ``read.channel_budget`` by need (eq. 13-14, ``route.allocate``).
+        may add: with ``read.channel_route`` "fitted", the fitted route (``read.channel_route``);
+        else a channel runs when the route's need for its view reaches ``theta_act``; the channels
+        that run share ``read.channel_budget`` by need (eq. 13-14, ``route.allocate``).
         Routing comes first then (it reads only the query); without channels, or with the
         controller off, none run and routing waits for the loop."""
         p = self.profile
@@ -299,7 +301,10 @@ class Retriever:
             self._route(run)
         except _OutOfTime:
             return {}
-        run.channel_sizes = routed_sizes(run.channel_need, p)
+        if p.channel_route == "fitted":  # a channel the fitted route does not know: System One's need
+            run.channel_need, run.channel_sizes = fitted_sizes(run.query, p, run.channel_need)
+        else:
+            run.channel_sizes = routed_sizes(run.channel_need, p)
         return run.channel_sizes
 
     def _route(self, run: _Run) -> None:
