@@ -174,3 +174,29 @@ def test_a_channel_paid_when_it_found_gold_the_indexes_ranked_low() -> None:
     w, _ = fit_logistic(x, y)
     assert w[0] > 1.0
     assert abs(w[1]) < 0.5
+
+
+def test_cutting_a_pool_keeps_what_a_list_ranks_within_its_depth() -> None:
+    import numpy as np
+    from research.pools import QueryPool
+    from research.route_budget import cut
+
+    from dualmem.read.pool import FEATURES
+
+    absent = 10.0 / (10.0 + 200)
+    f = np.full((4, len(FEATURES)), absent)
+    f[:, FEATURES.index("ctx_lex")] = 0.0
+    f[0, FEATURES.index("vec_rank")] = 10.0 / 10.0  # vector rank 0
+    f[1, FEATURES.index("vec_rank")] = 10.0 / 40.0  # vector rank 30
+    f[2, FEATURES.index("ctx_lex")] = 3.0  # the context list's best
+    f[3, FEATURES.index("vec_rank")] = 10.0 / 10.0
+    pool = QueryPool(
+        conversation="c", index=0, category=1, evidence=("b",), turn_ids=("a", "b", "c", "d"), features=f,
+        labels=np.array([0.0, 1.0, 0.0, 0.0]), neighbour_only=np.array([False, False, False, True]),
+        baselines={}, pool_ms=0.0,
+    )  # fmt: skip
+    kept = cut(pool, (25, 25, 25, 25))
+    assert kept.turn_ids == ("a", "c")  # rank 30 is beyond 25; a neighbour row never stays
+    deep = cut(pool, (50, 0, 0, 0))
+    assert deep.turn_ids == ("a", "b")
+    assert deep.features[:, FEATURES.index("ctx_lex")].max() == 0.0
