@@ -200,3 +200,11 @@ def test_cutting_a_pool_keeps_what_a_list_ranks_within_its_depth() -> None:
     deep = cut(pool, (50, 0, 0, 0))
     assert deep.turn_ids == ("a", "b")
     assert deep.features[:, FEATURES.index("ctx_lex")].max() == 0.0
+
+
+def test_the_research_read_path_systems_route_as_named() -> None:
+    from research.loco import _search_profile
+
+    assert _search_profile("dualmem channels").read.channel_route == "fitted"
+    assert _search_profile("random-route").read.channel_route == "builtin"  # the random answers route
+    assert _search_profile("dualmem builtin-route").read.channels == ("temporal", "entity")

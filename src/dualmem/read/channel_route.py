@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -111,7 +111,7 @@ class FittedRoute:
     intercepts: Mapping[str, float]
     thresholds: Mapping[str, float]
 
-    def need(self, query: str, channels: tuple[str, ...] | list[str]) -> dict[str, float]:
+    def need(self, query: str, channels: Sequence[str]) -> dict[str, float]:
         """The probability that each fitted channel of ``channels`` pays for ``query`` (channels the
         route does not know are left out)."""
         x = dict(zip(ROUTE_FEATURES, route_features(query), strict=True))
