@@ -2,7 +2,8 @@
 
 1. ``table``: every question's pool built with every channel (``research.loco.load`` with
    ``--channels``, cached), and per channel whether it *paid*: its hits held an evidence turn that
-   the vector and lexical lists ranked below ``DEEP_RANK`` or missed (``found`` label). Beside it,
+   the vector and lexical lists ranked beyond ``DEEP_RANK`` (0-based: 12th or lower) or missed
+   (``found`` label). Beside it,
    the question's R@10 under each subset of the channels: the held-out corpus's pools ranked by the
    scorer fitted on the other corpora (LightGBM, ``research.loco.fit``), a channel removed by
    ``research.loco.drop_channel`` (what a route that turns it off gives, at fixed sizes).
@@ -47,7 +48,7 @@ from research.loco import CHANNEL_COLUMNS, drop_channel, fit, load
 
 __all__ = ["DEEP_RANK", "fit_logistic", "found_labels", "main", "table"]
 
-#: a channel pays when it finds an evidence turn the indexes rank below this (or miss)
+#: a channel pays when it finds an evidence turn the indexes rank beyond this 0-based rank (or miss)
 DEEP_RANK = 10
 #: the thresholds a channel's probability is tried at (1.01: never runs)
 THRESHOLDS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.01)
@@ -65,7 +66,7 @@ def _key(subset: Sequence[str]) -> str:
 def found_labels(
     features: npt.NDArray[np.float64], labels: npt.NDArray[np.float64], n: int = 50
 ) -> dict[str, bool]:
-    """Per channel: whether its hits hold an evidence row the indexes rank below ``DEEP_RANK`` or miss."""
+    """Per channel: whether its hits hold an evidence row the indexes rank beyond ``DEEP_RANK`` or miss."""
     absent = 10.0 / (10.0 + 4 * n)
     best = np.zeros(len(features))
     for name in _INDEX_COLUMNS:

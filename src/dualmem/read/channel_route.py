@@ -4,7 +4,7 @@ The builtin route (System One's routing request, ``read.channels.routed_sizes``)
 its view's need reaches ``theta_act``; its entity need never falls below it, so it decided nothing
 measurable (docs/views.md). This route is fitted on whether each channel *paid*: per query of the
 dev corpora, whether the channel's hits held an evidence turn that the vector and lexical lists
-ranked below 10 or missed (``research.route_fit``). Per channel, a logistic model over the query's
+ranked 12th or lower, or missed (``research.route_fit``). Per channel, a logistic model over the query's
 cues (``route_features``: what System One's routing reads from the query, and the channels' own
 triggers) gives the probability that the channel pays; the channel runs when it reaches the
 channel's threshold (chosen by cross-validation), and the channels that run share
