@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import FrozenInstanceError, dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 from dualmem.errors import ControllerError
 from dualmem.types import JSONValue
@@ -144,6 +145,29 @@ class ScoreAnswer:
 Answer: TypeAlias = NoulAnswer | ChoiceAnswer | ScoreAnswer
 
 
+class _Wire:
+    """``Batch.state``: the wire JSON, rendered from ``typed`` when first read for a batch made by
+    :meth:`Batch.of` (kept in the instance's ``_wire`` after that)."""
+
+    def __get__(self, obj: Batch | None, owner: type | None = None) -> Mapping[str, JSONValue]:
+        if obj is None:
+            raise AttributeError("state")  # no class default: a dataclass field without one
+        wire = obj.__dict__["_wire"]
+        if wire is _UNRENDERED:
+            assert obj.typed is not None  # only ``Batch.of`` leaves the state unrendered
+            wire = obj.typed.to_wire()
+            obj.__dict__["_wire"] = wire
+        return cast(Mapping[str, JSONValue], wire)
+
+    def __set__(self, obj: Batch, value: Mapping[str, JSONValue]) -> None:
+        obj.__dict__["_wire"] = value
+
+
+#: the state of a batch made by ``Batch.of`` before it is first read
+_UNRENDERED: Mapping[str, JSONValue] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
 class Batch:
     """One System-One request: shared state plus named, independent questions.
 
@@ -151,35 +175,19 @@ class Batch:
     :meth:`of` from a typed state (:mod:`dualmem.control.states`): then ``typed`` is that state
     (``state == typed.to_wire()``) and ``features`` the FeatureSource its signals came from. Neither
     is sent anywhere; an in-process decider may use them instead of re-reading the JSON. A batch
-    made by :meth:`of` renders its ``state`` when it is first read, so a request that no backend
-    serialises (the builtin decider's, with no answer cache) never pays for the JSON of every
-    candidate. A batch is immutable and compares by ``state``, ``questions`` and ``purpose``.
+    made by :meth:`of` renders its ``state`` when it is first read, so a request that nothing
+    serialises (the builtin decider's, without an answer cache) never pays for the JSON of every
+    candidate.
     """
 
-    __slots__ = ("_wire", "features", "purpose", "questions", "typed")
-
-    _wire: Mapping[str, JSONValue] | None
+    if TYPE_CHECKING:
+        state: Mapping[str, JSONValue]
+    else:
+        state: Mapping[str, JSONValue] = _Wire()  # a field without a default, rendered lazily (``of``)
     questions: Mapping[str, Question]
-    purpose: str  # what the batch is for (typing, relations, routing...): traces only, never sent
-    typed: State | None
-    features: FeatureSource | None
-
-    def __init__(
-        self,
-        state: Mapping[str, JSONValue],
-        questions: Mapping[str, Question],
-        purpose: str = "",
-        typed: State | None = None,
-        features: FeatureSource | None = None,
-    ) -> None:
-        for name, value in (
-            ("_wire", state),
-            ("questions", questions),
-            ("purpose", purpose),
-            ("typed", typed),
-            ("features", features),
-        ):
-            object.__setattr__(self, name, value)
+    purpose: str = ""  # what the batch is for (typing, relations, routing...): traces only, never sent
+    typed: State | None = field(default=None, compare=False, repr=False)
+    features: FeatureSource | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -191,35 +199,7 @@ class Batch:
         features: FeatureSource | None = None,
     ) -> Batch:
         """A batch whose wire state is ``state.to_wire()`` (rendered when first read)."""
-        batch = cls({}, questions, purpose, typed=state, features=features)
-        object.__setattr__(batch, "_wire", None)
-        return batch
-
-    @property
-    def state(self) -> Mapping[str, JSONValue]:
-        wire = self._wire
-        if wire is None:
-            assert self.typed is not None  # only ``of`` leaves the wire state unrendered
-            wire = self.typed.to_wire()
-            object.__setattr__(self, "_wire", wire)
-        return wire
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, Batch)
-        return (self.state, self.questions, self.purpose) == (other.state, other.questions, other.purpose)
-
-    __hash__ = None  # type: ignore[assignment]  # its mappings are not hashable
-
-    def __repr__(self) -> str:
-        return f"Batch(state={self.state!r}, questions={self.questions!r}, purpose={self.purpose!r})"
+        return cls(_UNRENDERED, questions, purpose, typed=state, features=features)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (Batch, (self.state, self.questions, self.purpose, self.typed, self.features))
