@@ -48,6 +48,7 @@ SCRIPTS = [
     "postgres_vs_sqlite.py",
     "real_llm.py",
     "scale.py",
+    "search_ab.py",
     "search_latency.py",
     "search_same.py",
     "serve_load.py",

@@ -227,14 +227,9 @@ def _likely_updates(out: dict[str, Evidence], store: SearchStore, rule: VersionR
     for e in best:
         if e.node.valid_to is not None or _other_slot(rule, e.node):
             continue
-        for d in store.log.decisions_of(e.node.id):
+        for d in store.log.decisions_of(e.node.id, key="relation.supersedes"):
             other = d.other_id
-            if (
-                d.key != "relation.supersedes"
-                or d.value < rule.likely
-                or other not in held
-                or other == e.node.id
-            ):
+            if d.value < rule.likely or other not in held or other == e.node.id:
                 continue
             old = out[other]
             mine, theirs = node_slot(e.node), node_slot(old.node)
