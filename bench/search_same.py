@@ -97,7 +97,8 @@ def dump(args: argparse.Namespace) -> None:
     queries = queries_of(args)
     embedder = create_embedder(args.embedder)
     out = []
-    with Memory.open(args.db, embedder=embedder, answerer=None, profile="builtin", read_only=True) as mem:
+    profile = None if args.profile == "stored" else args.profile
+    with Memory.open(args.db, embedder=embedder, answerer=None, profile=profile, read_only=True) as mem:
         mem.store.use_ann(mem.profile.ann_threshold)
         mem.search(
             "warm up", user=args.user, k=args.k
@@ -188,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--k", type=int, default=10)
+    d.add_argument(
+        "--profile",
+        default="builtin",
+        help="the profile searched with (a preset or file); 'stored': the one the database was opened with",
+    )
     b = sub.add_parser("build", help="write a database of a conversation file (and its export)")
     b.add_argument("--conversation", type=Path, nargs="+", required=True, help="conversation files")
     b.add_argument("--db", type=Path, required=True)
