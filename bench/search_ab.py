@@ -1,9 +1,9 @@
 """``Memory.search`` CPU time of two code trees on one database, alternated in one run (ratios).
 
 Each round runs, once per tree (``PYTHONPATH=<tree>/src``, a fresh subprocess, the order swapped
-every round), ``Memory.search`` (k 10, the database's stored profile) over every question of a
-LoCoMo conversation on ``--db`` opened read-only (never modified), after ``--warm`` warm-up
-searches; each query's embedding is computed afresh (the embedder's cache emptied), as
+every round), ``Memory.search`` (k 10) over every question of a LoCoMo conversation on ``--db``
+opened read-only (never modified), with the database's stored profile or ``--profile``, after
+``--warm`` warm-up searches; each query's embedding is computed afresh (the embedder's cache emptied), as
 ``bench/pool_latency.py``'s stages do. A worker reports per-query CPU (``time.process_time``: every
 thread of the process, the figure a loaded machine distorts least) and wall milliseconds, p50 and
 p95. The parent prints each tree's median over rounds of those percentiles and the ratios (second
@@ -42,7 +42,8 @@ def worker(args: argparse.Namespace) -> None:
     questions = [qa.question for qa in conv.questions][: args.warm + args.questions]
     cpu: list[float] = []
     wall: list[float] = []
-    with Memory.open(args.db, embedder=args.embedder, read_only=True) as mem:
+    profile = None if args.profile == "stored" else args.profile
+    with Memory.open(args.db, embedder=args.embedder, profile=profile, read_only=True) as mem:
         for q in questions[: args.warm]:
             mem.search(q, user=conv.id, k=10)
         retriever = mem._retriever
@@ -66,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=150, help="timed searches (after --warm)")
     parser.add_argument("--warm", type=int, default=5)
     parser.add_argument("--embedder", default="minilm", help="the embedder the database was built with")
+    parser.add_argument(
+        "--profile",
+        default="stored",
+        help="the profile searched with: 'stored' (the database's own, the default) or a preset / file",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -101,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "db": str(args.db),
         "conversation": str(args.conversation),
+        "profile": args.profile,
         "searches": runs[first][0]["searches"],
         "median_over_rounds": medians,
         "ratio_second_over_first": {
