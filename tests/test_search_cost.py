@@ -2,15 +2,18 @@
 
 - a batch made by ``Batch.of`` renders its wire state only when something reads it: the builtin
   decider (in-process, no answer cache) never does, so a search renders no scoring state;
-- the version pass reads one decision key (``decisions_of(key=)``);
+- the version pass reads one decision key (``decisions_of(key=)``), and only of the results that
+  share a slot with another;
 - the scoring questions are built once per candidate index.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import pickle
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,8 +24,10 @@ from dualmem.control.questions import Batch
 from dualmem.control.scripted import AutoController
 from dualmem.control.states import TraversalState, TypingState
 from dualmem.embed import Embedder
+from dualmem.plane.base import Decision
 from dualmem.read.loop import _traversal_questions
-from dualmem.types import Node, Tenant
+from dualmem.read.versions import VersionRule, order_versions
+from dualmem.types import Evidence, Node, Tenant
 
 TURNS = [
     "I adopted a rescue dog called Biscuit last spring.",
@@ -125,3 +130,38 @@ def test_scoring_questions_are_the_catalog_s_per_index() -> None:
     }
     assert dict(built) == expected
     assert list(built) == list(expected)
+
+
+class _Log:
+    """A decision log that records which nodes' decisions were read."""
+
+    def __init__(self, decisions: list[Decision]) -> None:
+        self.decisions = decisions
+        self.read: list[str] = []
+
+    def decisions_of(self, node_id: str, *, key: str | None = None) -> list[Decision]:
+        self.read.append(node_id)
+        return [d for d in self.decisions if d.node_id == node_id and (key is None or d.key == key)]
+
+
+def _evidence(i: int, text: str, score: float) -> Evidence:
+    at = dt.datetime(2024, 1, 1 + i, tzinfo=dt.UTC)
+    return Evidence(Node(id=f"n{i}", tenant=Tenant("u"), content=text, at=at, speaker="user"), score)
+
+
+def test_the_version_pass_reads_decisions_only_where_two_results_share_a_slot() -> None:
+    """A recorded update can only apply between two of the best results that state one slot: the
+    others' decisions are not read, and the order is what reading them all gave."""
+    scored = [
+        _evidence(0, "I live in Berlin.", 0.9),
+        _evidence(1, "My phone is an iPhone.", 0.8),
+        _evidence(2, "I moved to Hamburg last month.", 0.7),
+        _evidence(3, "The weather was nice.", 0.6),
+    ]
+    log = _Log([Decision("n2", "relations", "pair_0_supersedes", "relation.supersedes", 0.5, other_id="n0")])
+    store = SimpleNamespace(log=log)
+    rule = VersionRule(asks_past=False, factor=0.5, window=10, likely=0.4)
+    out = order_versions({e.node.id: e for e in scored}, store, Tenant("u"), rule)  # type: ignore[arg-type]
+    assert sorted(log.read) == ["n0", "n2"]  # the two "home" memories, not the phone nor the weather
+    ranked = sorted(out.values(), key=lambda e: (-e.score, e.node.id))
+    assert [e.node.id for e in ranked][:2] == ["n2", "n0"]  # the likely update first
