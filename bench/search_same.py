@@ -21,6 +21,10 @@ conversation by two code trees can be compared with ``compare`` or ``cmp``:
 
     python bench/search_same.py stored /tmp/x/main.jsonl --out /tmp/x/main.stored.json
 
+``--drop-key KEY ...`` leaves out the decision records of those keys: a tree that no longer asks a
+question (issue 48: the builtin profile asks no relation-view question) is compared with its
+baseline on everything else it stores.
+
 ``build`` writes such a database (and each conversation's export) from conversation files with one
 tree's write path (``add_many`` per conversation, the builtin profile and controller, consolidation
 inline so that two runs hold the same decisions; the user id is the conversation's id), so the same
@@ -93,7 +97,8 @@ def dump(args: argparse.Namespace) -> None:
     queries = queries_of(args)
     embedder = create_embedder(args.embedder)
     out = []
-    with Memory.open(args.db, embedder=embedder, answerer=None, profile="builtin", read_only=True) as mem:
+    profile = None if args.profile == "stored" else args.profile
+    with Memory.open(args.db, embedder=embedder, answerer=None, profile=profile, read_only=True) as mem:
         mem.store.use_ann(mem.profile.ann_threshold)
         mem.search(
             "warm up", user=args.user, k=args.k
@@ -151,6 +156,8 @@ _VOLATILE = frozenset({"created_at", "latency_ms", "sha256"})
 def stored(args: argparse.Namespace) -> None:
     """A build's export with ids by turn and without write stamps, records sorted."""
     records = [json.loads(line) for line in args.export.read_text().splitlines() if line.strip()]
+    dropped = set(args.drop_key or ())
+    records = [r for r in records if not (r.get("kind") == "decision" and r.get("key") in dropped)]
     names = {r["id"]: r.get("turn_id") or r["id"] for r in records if "content" in r}
 
     def canonical(value: object) -> object:
@@ -182,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--data", type=Path, default=Path("../shared/data/locomo"))
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--k", type=int, default=10)
+    d.add_argument(
+        "--profile",
+        default="builtin",
+        help="the profile searched with (a preset or file); 'stored': the one the database was opened with",
+    )
     b = sub.add_parser("build", help="write a database of a conversation file (and its export)")
     b.add_argument("--conversation", type=Path, nargs="+", required=True, help="conversation files")
     b.add_argument("--db", type=Path, required=True)
@@ -199,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     st = sub.add_parser("stored", help="canonicalise a dualmem export (ids by turn, no stamps)")
     st.add_argument("export", type=Path)
     st.add_argument("--out", type=Path, required=True)
+    st.add_argument("--drop-key", nargs="*", default=None, help="leave out the decisions of these keys")
     args = parser.parse_args(argv)
     if args.command == "dump":
         dump(args)

@@ -48,6 +48,7 @@ SCRIPTS = [
     "postgres_vs_sqlite.py",
     "real_llm.py",
     "scale.py",
+    "search_ab.py",
     "search_latency.py",
     "search_same.py",
     "serve_load.py",
@@ -285,6 +286,41 @@ def test_tree_cost(slice26: Path) -> None:
     report = _script("tree_cost.py", *argv)
     assert report["workload"]["adds"] == 3
     assert set(report["ratio_second_over_first"]) == {"write_cpu", "write_wall", "search_cpu", "search_wall"}
+
+
+def test_search_ab(slice26: Path, tmp_path: Path) -> None:
+    from dualmem import Memory
+    from dualmem.conversations import load_conversations
+
+    conv = load_conversations(slice26 / "conv-26.json")[0]
+    db = tmp_path / "ab.db"
+    with Memory.open(db, embedder="hashing") as mem:
+        mem.add_many(conv.observations[:12], user=conv.id)
+    argv = [
+        "--trees",
+        str(ROOT),
+        str(ROOT),
+        "--db",
+        str(db),
+        "--rounds",
+        "1",
+        "--questions",
+        "2",
+        "--warm",
+        "1",
+        "--embedder",
+        "hashing",
+        "--conversation",
+        str(slice26 / "conv-26.json"),
+    ]
+    report = _script("search_ab.py", *argv)
+    assert report["searches"] == 2
+    assert set(report["ratio_second_over_first"]) == {
+        "cpu_ms_p50",
+        "cpu_ms_p95",
+        "wall_ms_p50",
+        "wall_ms_p95",
+    }
 
 
 def test_the_docs_name_only_scripts_that_exist() -> None:

@@ -61,8 +61,9 @@ EXTENSIONS: Mapping[str, str] = {
     "paper: n/a",
     "write.consolidation_pairs": "candidate pairs per consolidation request; paper: n/a",
     "write.views": "the relation views whose edges the write path stores (deterministic temporal/entity "
-    "edges, inferred edges, consolidation links); superseded_by and derived_from edges are stored "
-    "whatever it says (versions, history and forget follow them); paper: all four",
+    "edges, inferred edges, consolidation links) and whose relation questions it asks; superseded_by and "
+    "derived_from edges are stored whatever it says (versions, history and forget follow them), and "
+    "relation.supersedes is always asked; paper: all four",
     "write.entities": "entity extractor of new nodes: the regex heuristic, or spaCy (the spacy extra); "
     "paper: n/a (it uses entities but does not say how they are found)",
     "read.anchors": "pool candidates (by RRF, eq. 16) System One scores in the first round; None: the whole "

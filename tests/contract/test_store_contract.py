@@ -541,6 +541,10 @@ def test_decisions_round_trip(store: Store, rng: np.random.Generator) -> None:
     store.put_decisions(decisions)
     assert store.decisions_of(a.id) == decisions
     assert store.decisions_of(b.id) == []
+    # one key's records only (the read path's version pass reads relation.supersedes alone)
+    assert store.decisions_of(a.id, key="relation_kind") == decisions[1:]
+    assert store.decisions_of(a.id, key="episodic") == decisions[:1]
+    assert store.decisions_of(a.id, key="absent") == []
     with pytest.raises(NotFound):
         store.put_decisions([Decision("ghost", "typing", "t", "episodic", 0.1)])
 

@@ -47,12 +47,15 @@ def record_write_decisions(data: Path, turns: int, embedder: str) -> list[Any]:
     from dualmem.conversations import load_observations
     from dualmem.errors import InvalidInput
     from dualmem.memory import Memory
+    from dualmem.types import VIEWS
 
     if turns < 1:
         raise InvalidInput("--turns must be positive")
     observations = load_observations(data)[:turns]
     recorder = Recorder(BuiltinController())
-    profile = Profile.builtin().with_(write__consolidation="off")
+    # every view stored, so that every relation question is asked (the builtin profile asks only
+    # relation.supersedes) and the calibration covers each key the llm preset asks
+    profile = Profile.builtin().with_(write__consolidation="off", write__views=VIEWS)
     with Memory.open(":memory:", embedder=embedder, controller=recorder, profile=profile) as mem:
         mem.add_many(observations, user="calibration")
     return list(recorder.pairs)

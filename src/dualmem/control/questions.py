@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 from dualmem.errors import ControllerError
 from dualmem.types import JSONValue
@@ -144,17 +145,45 @@ class ScoreAnswer:
 Answer: TypeAlias = NoulAnswer | ChoiceAnswer | ScoreAnswer
 
 
-@dataclass(frozen=True, slots=True)
+class _Wire:
+    """``Batch.state``: the wire JSON, rendered from ``typed`` when first read for a batch made by
+    :meth:`Batch.of` (kept in the instance's ``_wire`` after that)."""
+
+    def __get__(self, obj: Batch | None, owner: type | None = None) -> Mapping[str, JSONValue]:
+        if obj is None:
+            raise AttributeError("state")  # no class default: a dataclass field without one
+        wire = obj.__dict__["_wire"]
+        if wire is _UNRENDERED:
+            assert obj.typed is not None  # only ``Batch.of`` leaves the state unrendered
+            wire = obj.typed.to_wire()
+            obj.__dict__["_wire"] = wire
+        return cast(Mapping[str, JSONValue], wire)
+
+    def __set__(self, obj: Batch, value: Mapping[str, JSONValue]) -> None:
+        obj.__dict__["_wire"] = value
+
+
+#: the state of a batch made by ``Batch.of`` before it is first read
+_UNRENDERED: Mapping[str, JSONValue] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
 class Batch:
     """One System-One request: shared state plus named, independent questions.
 
     ``state`` is the JSON every backend is sent. The read and write paths build batches with
     :meth:`of` from a typed state (:mod:`dualmem.control.states`): then ``typed`` is that state
     (``state == typed.to_wire()``) and ``features`` the FeatureSource its signals came from. Neither
-    is sent anywhere; an in-process decider may use them instead of re-reading the JSON.
+    is sent anywhere; an in-process decider may use them instead of re-reading the JSON. A batch
+    made by :meth:`of` renders its ``state`` when it is first read, so a request that nothing
+    serialises (the builtin decider's, without an answer cache) never pays for the JSON of every
+    candidate.
     """
 
-    state: Mapping[str, JSONValue]
+    if TYPE_CHECKING:
+        state: Mapping[str, JSONValue]
+    else:
+        state: Mapping[str, JSONValue] = _Wire()  # a field without a default, rendered lazily (``of``)
     questions: Mapping[str, Question]
     purpose: str = ""  # what the batch is for (typing, relations, routing...): traces only, never sent
     typed: State | None = field(default=None, compare=False, repr=False)
@@ -169,8 +198,11 @@ class Batch:
         *,
         features: FeatureSource | None = None,
     ) -> Batch:
-        """A batch whose wire state is ``state.to_wire()``."""
-        return cls(state.to_wire(), questions, purpose, typed=state, features=features)
+        """A batch whose wire state is ``state.to_wire()`` (rendered when first read)."""
+        return cls(_UNRENDERED, questions, purpose, typed=state, features=features)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Batch, (self.state, self.questions, self.purpose, self.typed, self.features))
 
 
 @dataclass(frozen=True, slots=True)

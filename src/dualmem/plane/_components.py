@@ -98,8 +98,8 @@ class Log(_Part):
     def put_decisions(self, decisions: Sequence[Decision]) -> None:
         self._store.put_decisions(decisions)
 
-    def decisions_of(self, node_id: str) -> list[Decision]:
-        return self._store.decisions_of(node_id)
+    def decisions_of(self, node_id: str, *, key: str | None = None) -> list[Decision]:
+        return self._store.decisions_of(node_id, key=key)
 
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
         return self._store.find_keys(user, keys)

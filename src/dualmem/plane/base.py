@@ -465,7 +465,10 @@ class DecisionLog(Protocol):
 
     def put_decisions(self, decisions: Sequence[Decision]) -> None: ...
 
-    def decisions_of(self, node_id: str) -> list[Decision]: ...
+    def decisions_of(self, node_id: str, *, key: str | None = None) -> list[Decision]:
+        """The decisions recorded for ``node_id``, in the order written; with ``key``, only those
+        of that decision key (``relation.supersedes``...)."""
+        ...
 
 
 @runtime_checkable
@@ -636,7 +639,10 @@ class LogComponent(Protocol):
 
     def put_decisions(self, decisions: Sequence[Decision]) -> None: ...
 
-    def decisions_of(self, node_id: str) -> list[Decision]: ...
+    def decisions_of(self, node_id: str, *, key: str | None = None) -> list[Decision]:
+        """The decisions recorded for ``node_id``, in the order written; with ``key``, only those
+        of that decision key (``relation.supersedes``...)."""
+        ...
 
     def find_keys(self, user: str, keys: Collection[str]) -> dict[str, str]:
         """``WriteKeys.find_keys``."""

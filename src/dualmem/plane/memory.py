@@ -500,9 +500,9 @@ class InMemoryStore(StoreBase):
             check_decisions(decisions, self._owners(ids))
             self._decisions.extend(decisions)
 
-    def decisions_of(self, node_id: str) -> list[Decision]:
+    def decisions_of(self, node_id: str, *, key: str | None = None) -> list[Decision]:
         with self._lock:
-            return [d for d in self._decisions if d.node_id == node_id]
+            return [d for d in self._decisions if d.node_id == node_id and (key is None or d.key == key)]
 
     def stats(self, tenant: Tenant | None = None) -> StoreStats:
         nodes = self._covered(tenant)

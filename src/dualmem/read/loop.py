@@ -81,13 +81,21 @@ def _asked(lam: Lambdas) -> tuple[str, ...]:
 
 @lru_cache(maxsize=512)
 def _traversal_questions(n: int, asked: tuple[str, ...]) -> Mapping[str, Question]:
-    """The scoring questions of ``n`` candidates (the catalog's, built once per batch size)."""
+    """The scoring questions of ``n`` candidates (the catalog's, built once per batch size from
+    each candidate's, built once per index)."""
     questions: dict[str, Question] = {}
     for i in range(n):
-        for name, q in catalog.traversal_questions(i).items():
-            if name.removeprefix(f"candidate_{i}_") in asked:
-                questions[name] = q
+        questions.update(_candidate_questions(i, asked))
     return MappingProxyType(questions)
+
+
+@lru_cache(maxsize=2048)
+def _candidate_questions(i: int, asked: tuple[str, ...]) -> Mapping[str, Question]:
+    """The scoring questions of ``candidates[i]`` that eq. 23 reads (``asked``)."""
+    prefix = f"candidate_{i}_"
+    return MappingProxyType(
+        {name: q for name, q in catalog.traversal_questions(i).items() if name.removeprefix(prefix) in asked}
+    )
 
 
 def _best(e: Evidence) -> tuple[float, str]:

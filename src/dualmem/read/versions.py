@@ -224,17 +224,15 @@ def _likely_updates(out: dict[str, Evidence], store: SearchStore, rule: VersionR
     assert rule.likely is not None
     best = sorted(out.values(), key=lambda e: (-e.score, e.node.id))[: rule.window]
     held = {e.node.id for e in best}
+    slots = {e.node.id: node_slot(e.node) for e in best}
     for e in best:
         if e.node.valid_to is not None or _other_slot(rule, e.node):
             continue
-        for d in store.log.decisions_of(e.node.id):
+        if not any(slots[e.node.id].same(s) for i, s in slots.items() if i != e.node.id):
+            continue  # no other of these results states its slot: no recorded update can apply
+        for d in store.log.decisions_of(e.node.id, key="relation.supersedes"):
             other = d.other_id
-            if (
-                d.key != "relation.supersedes"
-                or d.value < rule.likely
-                or other not in held
-                or other == e.node.id
-            ):
+            if d.value < rule.likely or other not in held or other == e.node.id:
                 continue
             old = out[other]
             mine, theirs = node_slot(e.node), node_slot(old.node)

@@ -73,7 +73,7 @@ def backfill_views(
             continue
         edges = deterministic_edges(node, earlier, previous)
         if earlier and profile.relations_enabled:
-            batch = relation_batch(node, earlier)
+            batch = relation_batch(node, earlier, views)
             (decided,) = meter.ask_each([batch])
             if isinstance(decided, ControllerError):
                 failed.append(node.id)

@@ -336,7 +336,8 @@ class Writer:
         out: list[tuple[Batch, Decided] | ControllerError | None] = [None] * len(plans)
         if not self.profile.relations_enabled:
             return out
-        todo = [(i, relation_batch(node, cands)) for i, (node, cands) in enumerate(plans) if cands]
+        views = self.profile.views
+        todo = [(i, relation_batch(node, cands, views)) for i, (node, cands) in enumerate(plans) if cands]
         decided = self.meter.ask_each([b for _, b in todo])
         for (i, batch), d in zip(todo, decided, strict=True):
             out[i] = d if isinstance(d, ControllerError) else (batch, d)

@@ -4,6 +4,9 @@ Timestamp order gives temporal edges and exact shared identifiers give entity ed
 controller call. The relation request asks, per candidate pair, semantic / caused_by / causes /
 same_episode, the alias question only when the pair shares no identifier, and the implicit-time
 Choice only when timestamps cannot order the pair. An inferred edge needs a score >= theta_rel.
+Only the questions whose edges are stored are asked (:data:`QUESTION_VIEWS`: each view question's
+view must be in ``write.views``); ``relation.supersedes`` is asked whatever the views (its
+``superseded_by`` edge is structural, and its decisions are the record of the pairs judged).
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from dualmem.control.states import (
 )
 from dualmem.plane.base import Decision
 from dualmem.text.slots import may_replace, slot_of
-from dualmem.types import Edge, Node, View
+from dualmem.types import VIEWS, Edge, Node, View
 from dualmem.write.candidates import Candidate
 
 __all__ = [
+    "QUESTION_VIEWS",
     "decisions_from",
     "deterministic_edges",
     "in_views",
@@ -97,16 +101,31 @@ def pair_features(node: Node, candidates: Sequence[Candidate]) -> EmbeddingFeatu
 
 
 @lru_cache(maxsize=1024)
-def _pair_questions(i: int, alias: bool, implicit_time: bool) -> Mapping[str, Question]:
+def _pair_questions(
+    i: int, alias: bool, implicit_time: bool, views: frozenset[str]
+) -> Mapping[str, Question]:
     """``catalog.relation_questions`` (a pure function of its arguments, frozen questions) built once
-    per candidate index and flags, read-only: a write asks the same few dozen sets again and again."""
-    return MappingProxyType(catalog.relation_questions(i, alias=alias, implicit_time=implicit_time))
+    per candidate index, flags and views, read-only: a write asks the same few dozen sets again and
+    again. Only the questions of ``views`` (:data:`QUESTION_VIEWS`) and those of no view are kept."""
+    asked = catalog.relation_questions(i, alias=alias, implicit_time=implicit_time)
+    return MappingProxyType({name: q for name, q in asked.items() if _asked(q.key, views)})
 
 
-def relation_batch(node: Node, candidates: Sequence[Candidate]) -> Batch:
+def _asked(key: str, views: Collection[str]) -> bool:
+    """Whether the relation question ``key`` is asked of a profile storing ``views``."""
+    view = QUESTION_VIEWS.get(key)
+    return view is None or view in views
+
+
+def relation_batch(node: Node, candidates: Sequence[Candidate], views: Collection[str] = VIEWS) -> Batch:
+    """The relation request of ``node`` and its ``candidates``: per pair, the questions whose edges
+    a profile storing ``views`` keeps (``write.views``), and ``relation.supersedes``."""
+    wanted = frozenset(views)
     questions: dict[str, Question] = {}
     for i, cand in enumerate(candidates):
-        questions.update(_pair_questions(i, _needs_alias(node, cand), _needs_time_choice(node, cand.node)))
+        questions.update(
+            _pair_questions(i, _needs_alias(node, cand), _needs_time_choice(node, cand.node), wanted)
+        )
     source = pair_features(node, candidates)
     return Batch.of(relation_state(node, candidates, source), questions, "relations", features=source)
 
@@ -159,6 +178,14 @@ _TIME_EDGES: dict[str, _Direction] = {
     "overlaps": (True, "temporal", "overlaps"),
     "same_time": (True, "temporal", "same_time"),
 }
+
+
+#: the view of the edges each relation question's answer makes: asked only when that view is stored
+#: (``write.views``); a question not listed (``relation.supersedes``) is asked whatever the views
+QUESTION_VIEWS: Mapping[str, View] = MappingProxyType(
+    {key: view for key, (_, view, _) in _RELATION_EDGES.items()}
+    | {"relation.time": "temporal"}  # every label of the time Choice makes a temporal edge (_TIME_EDGES)
+)
 
 
 def _directed(direction: _Direction | None, node: Node, other: Node, score: float) -> Edge | None:

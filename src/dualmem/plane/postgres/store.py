@@ -741,13 +741,15 @@ class PostgresStore(StoreBase):
                     f"INSERT INTO decisions (user_id, {sql.DEC_COLS}) VALUES ({', '.join(['%s'] * 11)})", rows
                 )
 
-    def decisions_of(self, node_id: str) -> list[Decision]:
-        key = sql.enc(node_id)
+    def decisions_of(self, node_id: str, *, key: str | None = None) -> list[Decision]:
+        node = sql.enc(node_id)
+        only, params = ("", (node, node)) if key is None else (" AND key = %s", (node, node, key))
         with self._conn("read decisions") as conn:
             rows = conn.execute(
                 f"SELECT {sql.DEC_COLS} FROM decisions "
-                "WHERE user_id = (SELECT user_id FROM nodes WHERE id = %s) AND node_id = %s ORDER BY seq",
-                (key, key),
+                "WHERE user_id = (SELECT user_id FROM nodes WHERE id = %s) AND node_id = %s"
+                f"{only} ORDER BY seq",
+                params,
             ).fetchall()
         return [sql.to_decision(row) for row in rows]
 

@@ -298,7 +298,9 @@ def _unpack(blob: bytes) -> tuple[list[str], list[list[Any]]]:
     return cast(list[str], others), cast(list[list[Any]], answers)
 
 
-def get_decisions(conn: sqlite3.Connection, node_id: str) -> list[Decision]:
+def get_decisions(conn: sqlite3.Connection, node_id: str, *, key: str | None = None) -> list[Decision]:
+    """The decisions of ``node_id`` in the order written; with ``key``, only that key's (the others
+    are never decoded into records)."""
     rows = conn.execute(
         "SELECT purpose, backend, latency_ms, created_at, answers FROM decision_sets "
         "WHERE node_id = ? ORDER BY seq",
@@ -308,10 +310,12 @@ def get_decisions(conn: sqlite3.Connection, node_id: str) -> list[Decision]:
     for purpose, backend, latency, created, blob in rows:
         others, answers = _unpack(blob)
         when = dt.datetime.fromisoformat(created)
-        for name, key, value, label, other, micros in answers:
+        for name, kind, value, label, other, micros in answers:
+            if key is not None and kind != key:
+                continue
             other_id = None if other is None else others[other]
             at = when + dt.timedelta(microseconds=micros)
-            out.append(Decision(node_id, purpose, name, key, value, label, backend, latency, other_id, at))
+            out.append(Decision(node_id, purpose, name, kind, value, label, backend, latency, other_id, at))
     return out
 
 

@@ -748,9 +748,9 @@ class SQLiteStore(StoreBase):
             check_decisions(decisions, self._users(ids))
             scale.put_decisions(self._conn, decisions)
 
-    def decisions_of(self, node_id: str) -> list[Decision]:
+    def decisions_of(self, node_id: str, *, key: str | None = None) -> list[Decision]:
         with self._lock, sql.translated("read decisions"), sql.decoding(f"read the decisions of {node_id}"):
-            return scale.get_decisions(self._conn, node_id)
+            return scale.get_decisions(self._conn, node_id, key=key)
 
     def stats(self, tenant: Tenant | None = None) -> StoreStats:
         where, params = sql.tenant_sql(tenant)
