@@ -368,12 +368,14 @@ def measure(
     profile: Profile | None = None,
     rankers: Mapping[str, Ranker] | None = None,
     k: int = 20,
+    search: bool = True,
 ) -> list[dict[str, Any]]:
     """Every question of ``conv`` on its merged store, for each channel setting (:func:`settings`):
     the pool's recall of the gold (``pool <setting>``, with ``pool_recall`` and ``pool_size``),
     ``Memory.search`` with the shipped scorer (``search <setting>``: ``read.channels`` the setting's
     names, ``read.channel_budget`` their sizes' sum, the builtin route choosing), the pool ranked by
-    ``rankers[setting]`` when given (``loco <setting>``), and bm25 / dense / hybrid once."""
+    ``rankers[setting]`` when given (``loco <setting>``), and bm25 / dense / hybrid once. ``search``
+    off: the pools and the baselines only (a scale curve of pool recall)."""
     base = profile or Profile.builtin()
     rows: list[dict[str, Any]] = []
     for label, chans in settings(channels):
@@ -401,9 +403,10 @@ def measure(
                 )
                 if label == "off":
                     rows += [{**_record(s, corpus, p, r), **extra} for s, r in p.baselines.items()]
-                found = mem.search(p.question, user=conv.id, k=k).evidence
-                ranked = [e.node.turn_id or f"node:{e.node.id}" for e in found]
-                rows.append({**_record(f"search {label}", corpus, p, ranked), **extra})
+                if search:
+                    found = mem.search(p.question, user=conv.id, k=k).evidence
+                    ranked = [e.node.turn_id or f"node:{e.node.id}" for e in found]
+                    rows.append({**_record(f"search {label}", corpus, p, ranked), **extra})
                 if rankers is not None and label in rankers:
                     rows.append({**_record(f"loco {label}", corpus, p, rank(rankers[label], p)[0]), **extra})
     return rows
@@ -452,7 +455,7 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Per corpus and system: n, R@1/5/10/20, MRR and R@10 by category; for the pool rows, the pool's
     recall of the gold and its size, overall and by category; the memories a user held."""
     out: dict[str, Any] = {}
-    for corpus, system in sorted({(r["corpus"], r["system"]) for r in rows}):
+    for corpus, system in dict.fromkeys((r["corpus"], r["system"]) for r in rows):  # in the order run
         mine = [r for r in rows if (r["corpus"], r["system"]) == (corpus, system)]
         cats = sorted({str(r["category"]) for r in mine})
         entry: dict[str, Any] = {
@@ -527,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--channels", nargs="*", default=["temporal=20", "entity=20"], help="retrieval channels: NAME=SIZE"
     )
     parser.add_argument("--loco", action="store_true", help="also the LOCO pool scorer fitted at dev scale")
+    parser.add_argument("--pool-only", action="store_true", help="pools and baselines only, no Memory.search")
     parser.add_argument("--trees", type=int, default=200)
     parser.add_argument(
         "--train-cache", type=Path, default=None, help="dev-scale pools (default OUT/train-cache)"
@@ -559,7 +563,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             built = time.perf_counter() - started
             asked = subsample(conv, ns.limit, ns.seed)
             rows += measure(
-                asked, merged, corpus, channels, embedder=research_embedder(spec), rankers=rankers
+                asked,
+                merged,
+                corpus,
+                channels,
+                embedder=research_embedder(spec),
+                rankers=rankers,
+                search=not ns.pool_only,
             )
             took = time.perf_counter() - started
             print(
@@ -567,17 +577,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"(store {built:.0f} s), {len(asked.questions)} questions, {took:.0f} s",
                 file=sys.stderr,
             )
+            _save(ns.out / ns.name, vars(ns), rows)  # after each user: a run cut short keeps what it did
+    print(_save(ns.out / ns.name, vars(ns), rows))
+    return 0
+
+
+def _save(out: Path, args: Mapping[str, object], rows: Sequence[Mapping[str, Any]]) -> str:
+    """``results.json`` (the arguments, the summary, every row) and ``report.md`` in ``out``."""
     summary = summarize(rows)
-    out = ns.out / ns.name
     out.mkdir(parents=True, exist_ok=True)
-    args = {k: str(v) for k, v in vars(ns).items()}
-    (out / "results.json").write_text(
-        json.dumps({"args": args, "summary": summary, "rows": rows}, default=str), encoding="utf-8"
-    )
+    doc = {"args": {k: str(v) for k, v in args.items()}, "summary": summary, "rows": rows}
+    (out / "results.json").write_text(json.dumps(doc, default=str), encoding="utf-8")
     text = report(summary)
     (out / "report.md").write_text(text, encoding="utf-8")
-    print(text)
-    return 0
+    return text
 
 
 if __name__ == "__main__":

@@ -258,3 +258,14 @@ def test_measure_reports_pool_recall_search_and_bm25_per_setting(
     text = report(summarize(rows))
     assert "| pool on | 1.000 | 14 cand. |" in text
     assert "| bm25 |" in text
+
+
+def test_measure_without_search_gives_pools_and_baselines_only(
+    stores: tuple[Source, Source], tmp_path: Path
+) -> None:
+    held, other = stores
+    merged = merge(held, [other], tmp_path / "large", size=9)
+    conv = Conversation("alice", (), (QA("What did Melanie paint?", "a lake sunrise", ("D1:1",), 4),))
+    rows = measure(conv, merged, "test", [("entity", 5)], embedder=HashingEmbedder(64), search=False)
+    assert {r["system"] for r in rows} == {"bm25", "dense", "hybrid", "pool off", "pool on"}
+    assert all(r["size"] == 9 for r in rows)
