@@ -181,3 +181,30 @@ def test_dropping_channels_gives_the_pool_built_without_them(tmp_path: Path) -> 
         none = drop_channel(both, ["causal", "semantic"], n=1)
         assert none.turn_ids == plain.turn_ids
         np.testing.assert_array_equal(none.features, plain.features)
+
+
+def test_co_evidence_pairs_are_counted_by_session_distance_and_cue() -> None:
+    from research.causal_pairs import count_pairs
+
+    from dualmem.conversations import QA, Conversation
+
+    obs = tuple(
+        Observation(text, at=START, speaker=who, session=s, turn_id=f"T{i}")
+        for i, (s, who, text) in enumerate(TURNS)
+    )
+    questions = (
+        QA("Why did Mira sell her bicycle?", "cost", ("T0", "T4"), 1),  # 4 apart, T4 states a cause
+        QA("What did they do on Saturday?", "tea", ("T0", "T1", "T3"), 1),  # 1, 2 and 3 apart, no cue
+        QA("Where did Jon move?", "a flat", ("T6", "T9"), 1),  # two sessions
+        QA("What happened after the move?", "balcony", ("T4", "T11"), 1),  # 7 apart, across sessions
+    )
+    counts = count_pairs([Conversation("c", obs, questions)])
+    assert counts.turns == len(TURNS)
+    assert counts.cued_turns == 2  # T4 ("that's why"), T6 ("because")
+    assert counts.pairs == 1 + 3 + 1 + 1
+    assert counts.same_session == 1 + 3
+    assert counts.within_window == 2  # T0-T1, T1-T3
+    assert counts.cued_within_reach == 1  # T0-T4
+    assert counts.cued_beyond_reach == 0  # T0-T3 is 3 apart without a cue
+    assert (counts.cause_questions, counts.cause_multi) == (2, 2)
+    assert (counts.cause_evidence, counts.cause_evidence_cued) == (4, 2)
