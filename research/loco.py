@@ -117,7 +117,7 @@ CHANNEL_COLUMNS = {
     "semantic": "semantic_rank",
 }
 #: a channel's other columns (0 for a candidate outside its list)
-CHANNEL_SCORES = {"entity": ("entity_idf",), "causal": ("cause_cue",), "semantic": ("semantic_cos",)}
+CHANNEL_SCORES = {"entity": ("entity_idf",), "semantic": ("semantic_cos",)}
 
 
 def drop_channel(pool: QueryPool, channel: str | Sequence[str], *, n: int = 50) -> QueryPool:

@@ -149,20 +149,7 @@ def test_the_pool_carries_the_causal_and_semantic_columns(mem: Memory) -> None:
     assert all(pool.row(i)["semantic_cos"] > 0 for i in semantic)
     for col in ("causal_rank", "semantic_rank"):
         assert (plain.features[:, FEATURES.index(col)] == absent).all()
-    for col in ("semantic_cos", "cause_cue"):
-        assert (plain.features[:, FEATURES.index(col)] == 0).all()
-    # every candidate that states a cause, in the channel's list or not
-    cue = {i for i in pool.ids if pool.row(i)["cause_cue"] == 1.0}
-    assert cue == {i for i in pool.ids if states_cause(pool.rows[i].content)}
-    assert cue >= causal
-    assert "T6" in _turns(mem, sorted(cue))
-
-
-def test_a_query_without_cause_language_marks_no_cause_cue(mem: Memory) -> None:
-    query = "Where did Jon move flats?"
-    pool = build_pool(mem.store, mem.embedder, query, TENANT, PoolSettings(5, 1, (("causal", 3),)))
-    assert any(states_cause(pool.rows[i].content) for i in pool.ids)  # T6 "because" is in the pool
-    assert (pool.features[:, FEATURES.index("cause_cue")] == 0).all()
+    assert (plain.features[:, FEATURES.index("semantic_cos")] == 0).all()
 
 
 def test_causal_and_semantic_are_profile_channels() -> None:

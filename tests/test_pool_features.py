@@ -23,7 +23,6 @@ from dualmem.control.builtin import BuiltinController
 from dualmem.conversations import load_conversations
 from dualmem.embed import Embedder
 from dualmem.plane import SQLiteStore
-from dualmem.read.causal import asks_cause, states_cause
 from dualmem.read.channels import channel_hits
 from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool, extend_pool
 from dualmem.types import Node, Observation, Tenant
@@ -166,9 +165,6 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
         idf = channels.get("entity", {}).get(node_id)
         row["entity_idf"] = 0.0 if idf is None else idf[1] / (top_idf[1] or 1.0)
         row["causal_rank"] = channel_rank("causal", node_id)
-        row["cause_cue"] = float(
-            "causal" in channels and asks_cause(pool.query) and states_cause(node.content)
-        )
         row["semantic_rank"] = channel_rank("semantic", node_id)
         near = channels.get("semantic", {}).get(node_id)
         row["semantic_cos"] = 0.0 if near is None else near[1]

@@ -43,9 +43,6 @@ time_rank       10 / (10 + rank) in the temporal channel's list (``read.channels
 entity_rank     10 / (10 + rank) in the entity channel's list (likewise)
 entity_idf      the summed IDF of the query entities the node mentions / the best in the list
 causal_rank     10 / (10 + rank) in the causal channel's list (likewise; ``read.causal``)
-cause_cue       the causal channel ran for a query with cause language and the node states a cause
-                (``read.causal.states_cause``: "because", "that's why", ...): every candidate, not
-                only the channel's list
 semantic_rank   10 / (10 + rank) in the semantic channel's list (likewise; ``read.semantic``)
 semantic_cos    the node's best cosine with an anchor of the semantic channel, for its hits; 0 else
 ==============  ===========================================================================
@@ -75,7 +72,6 @@ import numpy.typing as npt
 from dualmem.control.states import QUERY, EmbeddingFeatures
 from dualmem.embed.base import Embedder, embed_queries
 from dualmem.plane.base import Candidate, NodeContext, SearchStore
-from dualmem.read.causal import asks_cause, states_cause
 from dualmem.read.channels import channel_hits
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
@@ -100,8 +96,8 @@ LIGHT_WORDS = 40
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale);
 #: a new column alone does not bump it (a scorer reads its columns by name: ``time_rank``,
-#: ``entity_rank`` and ``entity_idf`` were added at 5, ``causal_rank``, ``cause_cue``,
-#: ``semantic_rank`` and ``semantic_cos`` after it, and without ``read.channels`` the pool and
+#: ``entity_rank`` and ``entity_idf`` were added at 5, ``causal_rank``, ``semantic_rank`` and
+#: ``semantic_cos`` after it, and without ``read.channels`` the pool and
 #: every older column are what they were)
 POOL_VERSION = "5"
 
@@ -129,7 +125,6 @@ FEATURES: tuple[str, ...] = (
     "entity_rank",
     "entity_idf",
     "causal_rank",
-    "cause_cue",
     "semantic_rank",
     "semantic_cos",
 )
@@ -572,8 +567,6 @@ def _features(
     _rank_column(out[:, _COL["entity_rank"]], q.channels.get("entity", {}), row_of, absent)
     _score_column(out[:, _COL["entity_idf"]], q.channels.get("entity", {}), row_of)
     _rank_column(out[:, _COL["causal_rank"]], q.channels.get("causal", {}), row_of, absent)
-    if "causal" in q.channels and asks_cause(analysis.query):
-        out[:, _COL["cause_cue"]] = [float(states_cause(nodes[i].content)) for i in ids]
     _rank_column(out[:, _COL["semantic_rank"]], q.channels.get("semantic", {}), row_of, absent)
     for node_id, (_, cos) in q.channels.get("semantic", {}).items():
         if node_id in row_of:
