@@ -119,29 +119,39 @@ def load(
 
 
 #: a channel's rank column (``read.pool``), by channel
-CHANNEL_COLUMNS = {"temporal": "time_rank", "entity": "entity_rank"}
+CHANNEL_COLUMNS = {
+    "temporal": "time_rank",
+    "entity": "entity_rank",
+    "causal": "causal_rank",
+    "semantic": "semantic_rank",
+}
+#: a channel's other columns (0 for a candidate outside its list)
+CHANNEL_SCORES = {"entity": ("entity_idf",), "semantic": ("semantic_cos",)}
 
 
-def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
-    """``pool`` as if ``channel`` had not run: the candidates only it found are removed and its
-    columns reset (the other channels' and the neighbours' rows stay; features of other rows that
-    read a removed candidate, ``nb_vec`` and ``coherence``, keep its value: a close approximation)."""
+def drop_channel(pool: QueryPool, channel: str | Sequence[str], *, n: int = 50) -> QueryPool:
+    """``pool`` as if ``channel`` (or each of several) had not run: the candidates only they found
+    are removed and their columns reset (the other channels' and the neighbours' rows stay; features
+    of other rows that read a removed candidate, ``nb_vec`` and ``coherence``, keep its value: a
+    close approximation)."""
+    dropped = {channel} if isinstance(channel, str) else set(channel)
     f = pool.features
     absent = 10.0 / (10.0 + 4 * n)
-    col = FEATURES.index(CHANNEL_COLUMNS[channel])
+    cols = [FEATURES.index(CHANNEL_COLUMNS[c]) for c in dropped]
     found = np.zeros(len(f), dtype=bool)
     for name in ("vec_rank", "lex_rank", "lex_q_rank"):
         found |= f[:, FEATURES.index(name)] > absent
     found |= f[:, FEATURES.index("ctx_lex")] > 0
     found |= f[:, FEATURES.index("neighbour")] > 0.5
     for other, name in CHANNEL_COLUMNS.items():
-        if other != channel:
+        if other not in dropped:
             found |= f[:, FEATURES.index(name)] > absent
-    keep = found | ~(f[:, col] > absent)
+    keep = found | ~(f[:, cols] > absent).any(axis=1)
     features = f[keep].copy()
-    features[:, col] = absent
-    if channel == "entity":
-        features[:, FEATURES.index("entity_idf")] = 0.0
+    features[:, cols] = absent
+    for c in dropped:
+        for name in CHANNEL_SCORES.get(c, ()):
+            features[:, FEATURES.index(name)] = 0.0
     from dataclasses import replace as _replace
 
     return _replace(
@@ -414,7 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="--route fitted: the routes fitted without each corpus (research.route_fit --loco-dir)",
     )
     parser.add_argument(
-        "--drop-channel", default=None, choices=list(CHANNEL_COLUMNS), help="as if it had not run"
+        "--drop-channel",
+        nargs="+",
+        default=None,
+        choices=list(CHANNEL_COLUMNS),
+        help="as if it (or each of several) had not run",
     )
     parser.add_argument(
         "--cache", type=Path, default=None, help="where pools are cached (default: beside the builds)"

@@ -237,4 +237,4 @@ def test_calibrate_builds_the_pools_with_the_channels_it_is_given(
     assert "--channels" in json.dumps(load_ranker(out).provenance)  # the command is recorded
     assert main([*base, "--out", str(out), "--channels", "entity"]) == 2
     assert "NAME=SIZE" in capsys.readouterr().err
-    assert main([*base, "--out", str(out), "--channels", "causal=5"]) == 2
+    assert main([*base, "--out", str(out), "--channels", "causality=5"]) == 2

@@ -153,7 +153,7 @@ def test_channels_are_checked() -> None:
     with pytest.raises(ConfigError):
         checked_channels("entity")
     with pytest.raises(ConfigError):
-        checked_channels(["causal"])
+        checked_channels(["causality"])
 
 
 class _Routed:
@@ -211,4 +211,4 @@ def test_read_channels_is_checked() -> None:
     from dualmem.config import Profile
 
     with pytest.raises(ConfigError):
-        Profile.builtin().with_(read__channels=("causal",))
+        Profile.builtin().with_(read__channels=("causality",))

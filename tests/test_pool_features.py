@@ -33,6 +33,7 @@ TURNS = [
     ("Jon", "I went hiking in the Alps with my sister last week."),
     ("Mira", "My old bicycle broke on the way to work on 2 May 2023."),
     ("Jon", "I love ramen from the shop near the station, I eat it every Friday."),
+    ("Mira", "I sold the bicycle because the repair cost more than a new one."),
 ]
 QUERIES = (
     "Which dog did Mira adopt?",
@@ -41,9 +42,10 @@ QUERIES = (
     "ramen station",
     "What happened at the weekend?",
     "Did Jon and Mira talk about bicycles?",
+    "Why did Mira sell her bicycle?",
 )
 COSINES = frozenset({"vec", "ctx_vec", "nb_vec", "coherence"})
-ALL_CHANNELS = (("temporal", 3), ("entity", 3))
+ALL_CHANNELS = (("temporal", 3), ("entity", 3), ("causal", 3), ("semantic", 3))
 SETTINGS = (PoolSettings(50, 2), PoolSettings(2, 1), PoolSettings(2, 1, ALL_CHANNELS))
 
 
@@ -162,6 +164,10 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
         row["entity_rank"] = channel_rank("entity", node_id)
         idf = channels.get("entity", {}).get(node_id)
         row["entity_idf"] = 0.0 if idf is None else idf[1] / (top_idf[1] or 1.0)
+        row["causal_rank"] = channel_rank("causal", node_id)
+        row["semantic_rank"] = channel_rank("semantic", node_id)
+        near = channels.get("semantic", {}).get(node_id)
+        row["semantic_cos"] = 0.0 if near is None else near[1]
         rows.append([row[name] for name in FEATURES])
     return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES))
 

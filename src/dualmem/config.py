@@ -93,9 +93,9 @@ EXTENSIONS: Mapping[str, str] = {
     "(by weight); paper: None (every edge, within the edge limit)",
     "read.expansion": "the one switch of graph expansion through the relation views at read time (new "
     "candidates join the pool and are scored by System One); paper: True",
-    "read.channels": "retrieval channels of the views (dualmem.read.channels: temporal, entity) that add "
-    "their own candidates to the pool when the route's need for their view reaches theta_act; paper: n/a "
-    "(its views only expand from anchors)",
+    "read.channels": "retrieval channels of the views (dualmem.read.channels: temporal, entity, causal, "
+    "semantic) that add their own candidates to the pool when the route's need for their view reaches "
+    "theta_act; paper: n/a (its views only expand from anchors)",
     "read.channel_budget": "candidates the active channels may add together, split by the route's needs "
     "(eq. 13-14 over the channels); paper: n/a",
     "read.channel_route": "who routes the channels: 'fitted' (dualmem.read.channel_route, a logistic "
@@ -115,7 +115,7 @@ ABLATIONS: Mapping[str, str] = {
 }
 
 #: the retrieval channels ``read.channels`` may name (``dualmem.read.channels``), each a view's
-READ_CHANNELS: tuple[str, ...] = ("temporal", "entity")
+READ_CHANNELS: tuple[str, ...] = ("temporal", "entity", "causal", "semantic")
 #: who may route the channels (``read.channel_route``)
 CHANNEL_ROUTES: tuple[str, ...] = ("fitted", "builtin")
 

@@ -59,7 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         nargs="*",
         default=[],
         metavar="NAME=SIZE",
-        help="retrieval channels every pool is built with (read.channels: temporal, entity), each its size",
+        help="retrieval channels every pool is built with (read.channels: temporal, entity, causal, "
+        "semantic), each its size",
     )
     p.add_argument(
         "--l2", type=float, default=None, help="linear: L2 strength (default: leave-one-group-out choice)"

@@ -16,10 +16,13 @@ The pool (``read.pool``) searches the query's text; a channel searches what the 
   ``ENTITY_FLOOR``, is dropped), reach the
   memories that mention them (``store.links.entity_search``, one probe per entity); a memory scores
   the summed weight of the query entities it mentions, ties by cosine with the query.
+- ``causal``: a query with cause language reaches the cue-bearing memories ("because", "so I",
+  "that's why") around its anchors and below its indexes' cut (``read.causal``).
+- ``semantic``: the vector neighbours of the query's best hits (``read.semantic``).
 
 Each channel returns a ranked list of (node id, score) and the candidate rows it read; the pool adds
 its hits as candidates with a per-channel rank feature (``time_rank``, ``entity_rank``,
-``entity_idf``).
+``entity_idf``, ``causal_rank``, ``semantic_rank``, ``semantic_cos``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ import numpy as np
 
 from dualmem.config import READ_CHANNELS, ReadProfile, checked_channels
 from dualmem.plane.base import Candidate, SearchStore
+from dualmem.read.causal import causal_channel
 from dualmem.read.route import active_views, allocate
+from dualmem.read.semantic import semantic_channel
 from dualmem.text.cues import mentions_time
 from dualmem.text.entities import extract_entities, normalize_entity
 from dualmem.text.query import QueryAnalysis
@@ -107,6 +112,10 @@ def channel_hits(
             continue
         if name == "temporal":
             out.append(ChannelResult(name, temporal_channel(store, tenant, analysis, qvec, size, rows), {}))
+        elif name == "causal":
+            out.append(ChannelResult(name, causal_channel(store, tenant, analysis, qvec, size, rows), {}))
+        elif name == "semantic":
+            out.append(ChannelResult(name, semantic_channel(store, tenant, qvec, size, rows), {}))
         else:
             hits, weights = entity_channel(store, tenant, analysis, qvec, size, rows, speakers)
             out.append(ChannelResult(name, hits, weights))

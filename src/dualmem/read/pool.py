@@ -42,6 +42,9 @@ time_rank       10 / (10 + rank) in the temporal channel's list (``read.channels
                 absent or when the channel did not run)
 entity_rank     10 / (10 + rank) in the entity channel's list (likewise)
 entity_idf      the summed IDF of the query entities the node mentions / the best in the list
+causal_rank     10 / (10 + rank) in the causal channel's list (likewise; ``read.causal``)
+semantic_rank   10 / (10 + rank) in the semantic channel's list (likewise; ``read.semantic``)
+semantic_cos    the node's best cosine with an anchor of the semantic channel, for its hits; 0 else
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
@@ -93,7 +96,8 @@ LIGHT_WORDS = 40
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale);
 #: a new column alone does not bump it (a scorer reads its columns by name: ``time_rank``,
-#: ``entity_rank`` and ``entity_idf`` were added at 5, and without ``read.channels`` the pool and
+#: ``entity_rank`` and ``entity_idf`` were added at 5, ``causal_rank``, ``semantic_rank`` and
+#: ``semantic_cos`` after it, and without ``read.channels`` the pool and
 #: every older column are what they were)
 POOL_VERSION = "5"
 
@@ -120,6 +124,9 @@ FEATURES: tuple[str, ...] = (
     "time_rank",
     "entity_rank",
     "entity_idf",
+    "causal_rank",
+    "semantic_rank",
+    "semantic_cos",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -559,6 +566,11 @@ def _features(
     _rank_column(out[:, _COL["time_rank"]], q.channels.get("temporal", {}), row_of, absent)
     _rank_column(out[:, _COL["entity_rank"]], q.channels.get("entity", {}), row_of, absent)
     _score_column(out[:, _COL["entity_idf"]], q.channels.get("entity", {}), row_of)
+    _rank_column(out[:, _COL["causal_rank"]], q.channels.get("causal", {}), row_of, absent)
+    _rank_column(out[:, _COL["semantic_rank"]], q.channels.get("semantic", {}), row_of, absent)
+    for node_id, (_, cos) in q.channels.get("semantic", {}).items():
+        if node_id in row_of:
+            out[row_of[node_id], _COL["semantic_cos"]] = cos
     return out
 
 
