@@ -109,8 +109,9 @@ def load(
     return out
 
 
-#: a channel's rank column (``read.pool``), by channel
-CHANNEL_COLUMNS = {"temporal": "time_rank", "entity": "entity_rank"}
+#: a channel's rank columns (``read.pool``), by channel: the temporal channel's ordering walk
+#: (``read.walk``, ``walk_rank``) is part of it
+CHANNEL_COLUMNS = {"temporal": ("time_rank", "walk_rank"), "entity": ("entity_rank",)}
 
 
 def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
@@ -119,18 +120,19 @@ def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
     read a removed candidate, ``nb_vec`` and ``coherence``, keep its value: a close approximation)."""
     f = pool.features
     absent = 10.0 / (10.0 + 4 * n)
-    col = FEATURES.index(CHANNEL_COLUMNS[channel])
+    cols = [FEATURES.index(name) for name in CHANNEL_COLUMNS[channel]]
     found = np.zeros(len(f), dtype=bool)
     for name in ("vec_rank", "lex_rank", "lex_q_rank"):
         found |= f[:, FEATURES.index(name)] > absent
     found |= f[:, FEATURES.index("ctx_lex")] > 0
     found |= f[:, FEATURES.index("neighbour")] > 0.5
-    for other, name in CHANNEL_COLUMNS.items():
+    for other, names in CHANNEL_COLUMNS.items():
         if other != channel:
-            found |= f[:, FEATURES.index(name)] > absent
-    keep = found | ~(f[:, col] > absent)
+            for name in names:
+                found |= f[:, FEATURES.index(name)] > absent
+    keep = found | ~(f[:, cols] > absent).any(axis=1)
     features = f[keep].copy()
-    features[:, col] = absent
+    features[:, cols] = absent
     if channel == "entity":
         features[:, FEATURES.index("entity_idf")] = 0.0
     from dataclasses import replace as _replace
