@@ -68,6 +68,7 @@ def test_ordering_questions_split_into_their_event_clauses() -> None:
         ("my last day at the bank", "I give my talk"), "both"
     )
     assert ordering("When did Caroline go to the support group?") is None
+    assert ordering("Turns out they will cover the train after all, does that change my plan?") is None
     assert ordering("What is my favourite colour?") is None
 
 

@@ -126,9 +126,10 @@ def ordering(query: str) -> Ordering | None:
     direction: Direction = _DIRECTION.get(cue, "both")
     rest = _clean(f"{query[: m.start()]} {query[m.end() :]}".replace("?", " "))
     rest = _VERB.sub("", _WH.sub("", rest))
-    clauses = _kept([m.group("a"), rest]) if len(rest.split()) >= 2 else _kept([m.group("a")])
-    if not clauses:
+    anchor = _kept([m.group("a")])
+    if not anchor:  # "after all", "since then": no event to walk from
         return None
+    clauses = _kept([*anchor, rest]) if len(rest.split()) >= 2 else anchor
     return Ordering(clauses, direction)
 
 
