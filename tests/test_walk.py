@@ -140,3 +140,21 @@ def test_memory_search_passes_now_to_the_pool(tmp_path: Path) -> None:
         assert with_now.analysis.times
         assert with_now.analysis.times[0].start == dt.date(2023, 5, 6)
         assert not without.analysis.times  # "two days ago" needs a present to ground against
+
+
+def test_a_clause_anchors_on_the_memory_that_dates_its_event(tmp_path: Path) -> None:
+    obs = [
+        Observation(text, at=START + dt.timedelta(days=d), speaker="Mira", session=f"s{d}", turn_id=f"D{d}")
+        for d, text in (
+            (0, "Any tips for the wholesale contract talks?"),
+            (3, "We signed the wholesale contract on Monday."),
+            (4, "The oven needs a new door seal."),
+            (8, "Our new baker started yesterday."),
+            (9, "Tips for training a new baker?"),
+        )
+    ]
+    with filled_memory("sqlite", HashingEmbedder(64), tmp_path, obs) as m:
+        query = "Which happened first, signing the wholesale contract or the new baker starting?"
+        hits = ordering_walk(m.store, TENANT, query, m.embedder.embed, 6, {})
+        # each clause's anchor is the memory that dates the event, not the one that only names it
+        assert _turns(m, [i for i, _ in hits])[:2] == ["D3", "D8"]

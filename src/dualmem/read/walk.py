@@ -34,12 +34,15 @@ import numpy.typing as npt
 from dualmem.plane.base import Candidate, SearchStore
 from dualmem.types import Tenant
 
-__all__ = ["HEAD", "STEPS", "Ordering", "ordering", "ordering_walk"]
+__all__ = ["DEEP", "HEAD", "STEPS", "Ordering", "ordering", "ordering_walk"]
 
-#: each clause's best hits that join the walk's list (after the anchors' neighbours)
-HEAD = 3
+#: each clause's best dated hits (and after the anchors' neighbours, its best hits) that join the
+#: walk's list
+HEAD = 8
 #: the memories the walk takes from each anchor on the side the question asks about
 STEPS = 4
+#: a clause is searched this many times the channel's size deep in each index
+DEEP = 4
 
 Direction = Literal["before", "after", "both"]
 Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
@@ -169,10 +172,19 @@ def ordering_walk(
     if found is None or size <= 0:
         return []
     vectors = embed(list(found.clauses))
-    lists = [_clause_hits(store, tenant, c, vectors[j], size) for j, c in enumerate(found.clauses)]
+    deep = DEEP * size
+    lists = [_clause_hits(store, tenant, c, vectors[j], deep) for j, c in enumerate(found.clauses)]
     _read(store, tenant, [i for ids in lists for i in ids], rows)
-    anchors = [next((rows[i] for i in ids if i in rows and rows[i].at is not None), None) for ids in lists]
+    lists = [[i for i in ids if i in rows] for ids in lists]
+    # an event a question dates is told in a memory that dates it ("we signed on Monday")
+    dated = [[i for i in ids if rows[i].temporal_refs] for ids in lists]
+    anchors = [
+        next((rows[i] for i in (*d, *ids) if rows[i].at is not None), None)
+        for d, ids in zip(dated, lists, strict=True)
+    ]
     order = [a.id for a in anchors if a is not None]
+    for rank in range(HEAD):
+        order += [ids[rank] for ids in dated if rank < len(ids)]
     steps: list[list[str]] = []
     for anchor in anchors:
         if anchor is None or anchor.at is None:
