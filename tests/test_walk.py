@@ -146,11 +146,11 @@ def test_a_clause_anchors_on_the_memory_that_dates_its_event(tmp_path: Path) -> 
     obs = [
         Observation(text, at=START + dt.timedelta(days=d), speaker="Mira", session=f"s{d}", turn_id=f"D{d}")
         for d, text in (
-            (0, "Any tips for the wholesale contract talks?"),
+            (0, "Tips for signing the wholesale contract?"),
             (3, "We signed the wholesale contract on Monday."),
             (4, "The oven needs a new door seal."),
             (8, "Our new baker started yesterday."),
-            (9, "Tips for training a new baker?"),
+            (9, "Tips for the new baker starting out?"),
         )
     ]
     with filled_memory("sqlite", HashingEmbedder(64), tmp_path, obs) as m:
