@@ -110,8 +110,13 @@ def load(
 
 
 #: a channel's rank columns (``read.pool``), by channel: the temporal channel's ordering walk
-#: (``read.walk``, ``walk_rank``) is part of it
-CHANNEL_COLUMNS = {"temporal": ("time_rank", "walk_rank"), "entity": ("entity_rank",)}
+#: (``read.walk``, ``walk_rank``) is part of it; ``walk`` alone: the walk removed, the rest of the
+#: temporal channel kept
+CHANNEL_COLUMNS = {
+    "temporal": ("time_rank", "walk_rank"),
+    "entity": ("entity_rank",),
+    "walk": ("walk_rank",),
+}
 
 
 def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
@@ -126,9 +131,10 @@ def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
         found |= f[:, FEATURES.index(name)] > absent
     found |= f[:, FEATURES.index("ctx_lex")] > 0
     found |= f[:, FEATURES.index("neighbour")] > 0.5
+    dropped = set(CHANNEL_COLUMNS[channel])
     for other, names in CHANNEL_COLUMNS.items():
         if other != channel:
-            for name in names:
+            for name in set(names) - dropped:
                 found |= f[:, FEATURES.index(name)] > absent
     keep = found | ~(f[:, cols] > absent).any(axis=1)
     features = f[keep].copy()

@@ -158,3 +158,14 @@ def test_a_clause_anchors_on_the_memory_that_dates_its_event(tmp_path: Path) -> 
         hits = ordering_walk(m.store, TENANT, query, m.embedder.embed, 6, {})
         # each clause's anchor is the memory that dates the event, not the one that only names it
         assert _turns(m, [i for i, _ in hits])[:2] == ["D3", "D8"]
+
+
+def test_dropping_the_walk_keeps_the_rest_of_the_temporal_channel(mem: Memory) -> None:
+    walked = _qpool(mem, (("temporal", 3),))
+    dropped = drop_channel(walked, "walk", n=1)
+    assert "D5" not in dropped.turn_ids  # only the walk found it
+    col, absent = FEATURES.index("walk_rank"), 10.0 / (10.0 + 4)
+    assert (dropped.features[:, col] == absent).all()
+    kept = [walked.turn_ids.index(t) for t in dropped.turn_ids]
+    time_rank = FEATURES.index("time_rank")
+    np.testing.assert_array_equal(dropped.features[:, time_rank], walked.features[kept, time_rank])
