@@ -118,12 +118,15 @@ def load(
     return out
 
 
-#: a channel's rank column (``read.pool``), by channel
+#: a channel's rank columns (``read.pool``), by channel: the temporal channel's ordering walk
+#: (``read.walk``, ``walk_rank``) is part of it; ``walk`` alone: the walk removed, the rest of the
+#: temporal channel kept
 CHANNEL_COLUMNS = {
-    "temporal": "time_rank",
-    "entity": "entity_rank",
-    "causal": "causal_rank",
-    "semantic": "semantic_rank",
+    "temporal": ("time_rank", "walk_rank"),
+    "entity": ("entity_rank",),
+    "causal": ("causal_rank",),
+    "semantic": ("semantic_rank",),
+    "walk": ("walk_rank",),
 }
 #: a channel's other columns (0 for a candidate outside its list)
 CHANNEL_SCORES = {"entity": ("entity_idf",), "semantic": ("semantic_cos",)}
@@ -137,15 +140,17 @@ def drop_channel(pool: QueryPool, channel: str | Sequence[str], *, n: int = 50) 
     dropped = {channel} if isinstance(channel, str) else set(channel)
     f = pool.features
     absent = 10.0 / (10.0 + 4 * n)
-    cols = [FEATURES.index(CHANNEL_COLUMNS[c]) for c in dropped]
+    removed = {name for c in dropped for name in CHANNEL_COLUMNS[c]}
+    cols = [FEATURES.index(name) for name in sorted(removed)]
     found = np.zeros(len(f), dtype=bool)
     for name in ("vec_rank", "lex_rank", "lex_q_rank"):
         found |= f[:, FEATURES.index(name)] > absent
     found |= f[:, FEATURES.index("ctx_lex")] > 0
     found |= f[:, FEATURES.index("neighbour")] > 0.5
-    for other, name in CHANNEL_COLUMNS.items():
+    for other, names in CHANNEL_COLUMNS.items():
         if other not in dropped:
-            found |= f[:, FEATURES.index(name)] > absent
+            for name in set(names) - removed:
+                found |= f[:, FEATURES.index(name)] > absent
     keep = found | ~(f[:, cols] > absent).any(axis=1)
     features = f[keep].copy()
     features[:, cols] = absent

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dualmem.config import READ_CHANNELS
 from dualmem.control.builtin import BuiltinController
 from dualmem.control.catalog import routing_questions
 from dualmem.control.questions import Batch
@@ -73,10 +74,15 @@ def found_labels(
         best = np.maximum(best, features[:, FEATURES.index(name)])
     deep = best < 10.0 / (10.0 + DEEP_RANK) - 1e-9  # rank below DEEP_RANK (or absent)
     gold = labels > 0
-    return {
-        c: bool(np.any(gold & deep & (features[:, FEATURES.index(col)] > absent)))
-        for c, col in CHANNEL_COLUMNS.items()
-    }
+    out = {}
+    for c, cols in CHANNEL_COLUMNS.items():
+        if c not in READ_CHANNELS:  # a part of a channel (the temporal channel's walk)
+            continue
+        hit = np.zeros(len(features), dtype=bool)
+        for col in cols:
+            hit |= features[:, FEATURES.index(col)] > absent
+        out[c] = bool(np.any(gold & deep & hit))
+    return out
 
 
 def table(data: Corpora, channels: Sequence[str], settings: TreeSettings) -> list[dict[str, Any]]:

@@ -56,6 +56,7 @@ def scenario(m: Any, tmp: Path) -> dict[str, Any]:
     ids = m.add_many(TURNS)
     extra = m.add("Mira: I moved to Porto.", speaker="Mira", at="2024-07-01", metadata={"topic": "home"})
     found = m.search("Why did Mira buy a new bicycle?", k=3)
+    dated = m.search("What did the dog eat two days ago?", k=3, now="2024-06-04T12:00:00Z")  # the asker's now
     ans = m.answer("What is the name of Mira's dog?", k=3)
     got = m.get(ids[2])
     new = m.update(extra, "Mira: I moved to Lisbon.")
@@ -66,6 +67,7 @@ def scenario(m: Any, tmp: Path) -> dict[str, Any]:
     return {
         "ids": len(ids),
         "evidence": [(e.node.content, e.view, e.round, round(e.score, 6)) for e in found.evidence],
+        "dated": [(e.node.content, round(e.score, 6)) for e in dated.evidence],
         "stop": (found.trace.stop_reason, found.trace.depth, found.trace.active, len(found.trace.rounds)),
         "answer": (ans.text, ans.abstained, ans.answerer, [e.node.content for e in ans.evidence]),
         "got": (got.content, got.speaker, got.at, got.tenant, got.types, got.entities, got.temporal_refs),

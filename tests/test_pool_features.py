@@ -43,6 +43,7 @@ QUERIES = (
     "What happened at the weekend?",
     "Did Jon and Mira talk about bicycles?",
     "Why did Mira sell her bicycle?",
+    "What did Jon do right after the hiking trip in the Alps?",  # an ordering question: the walk
 )
 COSINES = frozenset({"vec", "ctx_vec", "nb_vec", "coherence"})
 ALL_CHANNELS = (("temporal", 3), ("entity", 3), ("causal", 3), ("semantic", 3))
@@ -92,7 +93,8 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
     }
     best = {name: max((s for _, s in r.values()), default=0.0) or 1.0 for name, r in lists.items()}
     speakers = {c.speaker for c in pool.rows.values() if c.speaker}
-    ran = channel_hits(store, tenant, q, pool.qvec, dict(settings.channels), {}, speakers)
+    embed = mem.embedder.embed
+    ran = channel_hits(store, tenant, q, pool.qvec, dict(settings.channels), {}, speakers, embed=embed)
     channels = {r.name: _ranks(r.hits) for r in ran}
     found = set().union(*lists.values(), *channels.values())
     top_idf = max(
@@ -162,6 +164,7 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
         }
         row["time_rank"] = channel_rank("temporal", node_id)
         row["entity_rank"] = channel_rank("entity", node_id)
+        row["walk_rank"] = channel_rank("walk", node_id)
         idf = channels.get("entity", {}).get(node_id)
         row["entity_idf"] = 0.0 if idf is None else idf[1] / (top_idf[1] or 1.0)
         row["causal_rank"] = channel_rank("causal", node_id)
@@ -199,6 +202,8 @@ def test_features_match_the_per_candidate_definitions(small: Memory) -> None:
     pool = build_pool(small.store, small.embedder, QUERIES[0], Tenant("u"), SETTINGS[0])
     assert pool.analysis.persons  # the speaker columns are exercised
     assert build_pool(small.store, small.embedder, QUERIES[2], Tenant("u"), SETTINGS[0]).analysis.times
+    walked = build_pool(small.store, small.embedder, QUERIES[-1], Tenant("u"), SETTINGS[2])
+    assert (walked.features[:, FEATURES.index("walk_rank")] > 10.0 / (10.0 + 4 * 2)).any()  # the walk ran
 
 
 def test_features_match_on_a_locomo_conversation(locomo_dir: Path, minilm: Embedder, tmp_path: Path) -> None:

@@ -227,10 +227,13 @@ class Client(Closing):
         k: int = 10,
         where: Filter | None = None,
         group: Literal["turn", "session"] = "turn",
+        now: TimeInput = None,
     ) -> Retrieval:
         """Adaptive retrieval on the server; ``where`` restricts the evidence as embedded; ``group``
-        as ``Memory.search``'s."""
+        and ``now`` as ``Memory.search``'s."""
         body = {"query": query, "k": _k(k), "trace": True, "group": group, **e.filter_fields(where)}
+        if now is not None:
+            body["now"] = e.time_in(now)
         return d.retrieval_from(self._json(w.SearchOut, "POST", "/v1/search", json=body))
 
     def answer(self, query: str, *, k: int = 10, where: Filter | None = None) -> Answer:

@@ -511,7 +511,7 @@ class Memory(Closing):
         stop = None if limit is None else min(offset + limit, sys.maxsize)
         return list(islice(found, offset, stop))
 
-    def search(
+    def search(  # noqa: PLR0913 - keyword-only: the tenant, k, filter, grouping and the asker's now
         self,
         query: str,
         *,
@@ -521,16 +521,21 @@ class Memory(Closing):
         k: int = 10,
         where: Filter | None = None,
         group: Literal["turn", "session"] = "turn",
+        now: TimeInput = None,
     ) -> Retrieval:
         """Adaptive retrieval: the top-``k`` evidence and the trace of how it was found.
 
         ``where`` restricts the evidence to the memories that match a :class:`Filter` (speaker,
         session, since/until, metadata); an empty filter restricts nothing. ``group="session"``:
         the ``k`` best sessions instead (``Retrieval.sessions``, each with its best turns; the
-        evidence of several turns of a session adds up, ``dualmem.read.sessions``).
+        evidence of several turns of a session adds up, ``dualmem.read.sessions``). ``now``: the
+        asker's present (any ``TimeInput``), what relative time in the query ("last weekend", "two
+        days ago") is grounded against; without it the temporal channel (``read.channels``)
+        grounds against the memory's latest time and the ``time`` feature reads absolute dates only.
         """
         tenant = Tenant(user, agent, run)
         _check_query(query, k)
+        asked_at = parse_time(now)
         if group not in ("turn", "session"):
             raise InvalidInput(f"group must be 'turn' or 'session', got {group!r}")
         self._bind()
@@ -538,10 +543,10 @@ class Memory(Closing):
         if where is not None and not where.empty():
             allowed = frozenset(select(self.store, tenant, where))
         if group == "session":
-            found = self._retriever.search(query, tenant, k=max(3 * k, k + 20), allowed=allowed)
+            found = self._retriever.search(query, tenant, k=max(3 * k, k + 20), allowed=allowed, now=asked_at)
             hits = group_sessions(found.evidence, k)
             return replace(found, evidence=tuple(e for h in hits for e in h.evidence), sessions=hits)
-        return self._retriever.search(query, tenant, k=k, allowed=allowed)
+        return self._retriever.search(query, tenant, k=k, allowed=allowed, now=asked_at)
 
     def quick_search(
         self, text: str, *, user: str, agent: str | None = None, run: str | None = None, k: int = 10
@@ -961,8 +966,9 @@ class Scope:
         k: int = 10,
         where: Filter | None = None,
         group: Literal["turn", "session"] = "turn",
+        now: TimeInput = None,
     ) -> Retrieval:
-        return self.memory.search(query, k=k, where=where, group=group, **self._kw)
+        return self.memory.search(query, k=k, where=where, group=group, now=now, **self._kw)
 
     def answer(self, query: str, *, k: int = 10, where: Filter | None = None) -> Answer:
         return self.memory.answer(query, k=k, where=where, **self._kw)

@@ -3,13 +3,16 @@
 The pool (``read.pool``) searches the query's text; a channel searches what the text *points at*:
 
 - ``temporal``: the query's time. A query whose time expression grounds to a window (against the
-  memory's latest time: "last weekend", "in May 2023", "yesterday") reaches the memories whose day
+  caller's ``now`` when the search is given one, else the memory's latest time: "last weekend",
+  "in May 2023", "yesterday") reaches the memories whose day
   lies inside the window, ranked by their cosine with the query; a query that asks about time
   without naming one ("when did", "how many days between", "the first time", "before I moved")
   reaches the memories that carry a grounded date (their own time expressions) among a deeper
   vector and lexical search (``DEEP`` x the channel's size each), ranked by reciprocal-rank fusion
   of the two: the dated turns an index ranks just below its cut. An ordering question ("first",
-  "after", "before") is such a query.
+  "after", "before") is such a query; it also gets the ordering walk (``read.walk``): each event
+  clause searched by itself, its best hit the anchor, and the memories just before / after the
+  anchor in time (a second list, ``walk``, the pool's ``walk_rank``).
 - ``entity``: the query's entities (``text.entities``, never a speaker of the memory nor a person
   the query names: those link everything), each weighted by its inverse document frequency over
   the user's memories (an entity on more than ``ENTITY_SHARE`` of them, and on more than
@@ -40,6 +43,7 @@ from dualmem.plane.base import Candidate, SearchStore
 from dualmem.read.causal import causal_channel
 from dualmem.read.route import active_views, allocate
 from dualmem.read.semantic import semantic_channel
+from dualmem.read.walk import Embed, ordering_walk
 from dualmem.text.cues import mentions_time
 from dualmem.text.entities import extract_entities, normalize_entity
 from dualmem.text.query import QueryAnalysis
@@ -94,7 +98,7 @@ def routed_sizes(need: Mapping[str, float], profile: ReadProfile) -> dict[str, i
     )
 
 
-def channel_hits(
+def channel_hits(  # noqa: PLR0913 - the query, its rows, and the keyword-only embedder and now
     store: SearchStore,
     tenant: Tenant,
     analysis: QueryAnalysis,
@@ -102,16 +106,26 @@ def channel_hits(
     sizes: Mapping[str, int],
     rows: MutableMapping[str, Candidate],
     speakers: Collection[str] = (),
+    *,
+    embed: Embed | None = None,
+    now: dt.datetime | None = None,
 ) -> list[ChannelResult]:
     """The channels of ``sizes`` (name -> how many candidates it may add), in ``CHANNELS`` order;
-    ``rows``: the candidate rows read so far (the channels read more into it)."""
+    ``rows``: the candidate rows read so far (the channels read more into it). With ``embed`` (the
+    query embedder), the temporal channel also walks from an ordering question's anchor events
+    (``read.walk``: a second list, ``walk``, of the same size); ``now``: what the query's relative
+    time is grounded against (the memory's latest time when ``None``)."""
     out: list[ChannelResult] = []
     for name in CHANNELS:
         size = sizes.get(name, 0)
         if size <= 0:
             continue
         if name == "temporal":
-            out.append(ChannelResult(name, temporal_channel(store, tenant, analysis, qvec, size, rows), {}))
+            hits = temporal_channel(store, tenant, analysis, qvec, size, rows, now=now)
+            out.append(ChannelResult(name, hits, {}))
+            walked = ordering_walk(store, tenant, analysis.query, embed, size, rows) if embed else []
+            if walked:
+                out.append(ChannelResult("walk", walked, {}))
         elif name == "causal":
             out.append(ChannelResult(name, causal_channel(store, tenant, analysis, qvec, size, rows), {}))
         elif name == "semantic":
@@ -154,12 +168,16 @@ def temporal_channel(
     qvec: Vector,
     size: int,
     rows: MutableMapping[str, Candidate],
+    *,
+    now: dt.datetime | None = None,
 ) -> _Hits:
-    """The temporal channel's ranked hits (see the module docstring); ``[]`` for a query about no time."""
+    """The temporal channel's ranked hits (see the module docstring); ``[]`` for a query about no time.
+    ``now``: what relative time in the query is grounded against (the caller's present: "last
+    weekend" before ``now``); the memory's latest time when ``None``."""
     query = analysis.query
     if not mentions_time(query) and _ORDER.search(query) is None:
         return []
-    now = latest(store, tenant)
+    now = now if now is not None else latest(store, tenant)
     windows = ground(query, now) if now is not None else ()
     if windows:
         return _in_window(store, tenant, windows, qvec, size, rows)

@@ -176,20 +176,29 @@ class Retriever:
 
     # -- public ------------------------------------------------------------------------------
     def search(
-        self, query: str, tenant: Tenant, *, k: int, allowed: frozenset[str] | None = None
+        self,
+        query: str,
+        tenant: Tenant,
+        *,
+        k: int,
+        allowed: frozenset[str] | None = None,
+        now: dt.datetime | None = None,
     ) -> Retrieval:
         """One pipeline for every backend: the candidate pool (vector, lexical, context, session
         neighbours) -> route (S1) -> score the pool (S1, eq. 23-25) -> assess (S1) -> expand over the
         active views (new candidates join the pool) -> score -> ... -> the K best scored candidates.
 
-        ``allowed``: when given, only these node ids may be returned (a search filter)."""
+        ``allowed``: when given, only these node ids may be returned (a search filter); ``now``: the
+        asker's present, what relative time in the query is grounded against ("last weekend" before
+        it; the pool's ``time`` feature and the temporal channel)."""
         started = self.clock()
         calls: dict[str, int] = {}
         plan = self._message(query, started, calls)
         focus = query if plan is None else plan.focus
         run = _Run(focus, _NO_VECTOR, tenant, started, calls, allowed=allowed, message=plan)
         channels = self._channels(run)  # the route first when it chooses channels
-        pool = self.pool(focus, tenant, allowed, extra=() if plan is None else plan.extra, channels=channels)
+        extra = () if plan is None else plan.extra
+        pool = self.pool(focus, tenant, allowed, extra=extra, channels=channels, now=now)
         run.pool, run.qvec = pool, pool.qvec
         run.asks_past = query_time_focus(focus) == "past"
         prior = self.prior_ranking(pool)
@@ -255,14 +264,16 @@ class Retriever:
         allowed: frozenset[str] | None = None,
         extra: Sequence[tuple[str, float]] = (),
         channels: Mapping[str, int] | None = None,
+        now: dt.datetime | None = None,
     ) -> Pool:
         """The query's candidate pool (``dualmem.read.pool``) at the profile's depth and window;
         with ``allowed``, only those candidates (all of them when they are few: a narrow filter);
         ``extra``: more texts whose lists are fused in (a long message's, ``read.message``);
         ``channels``: the retrieval channels that run and how many candidates each may add (none by
-        default: ``search`` asks the route)."""
+        default: ``search`` asks the route); ``now``: what the query's relative time is grounded
+        against (``PoolSettings.now``)."""
         chosen = tuple((c, n) for c, n in (channels or {}).items() if n > 0)
-        settings = PoolSettings(self.profile.pool, self.profile.pool_window, chosen)
+        settings = PoolSettings(self.profile.pool, self.profile.pool_window, chosen, now)
         pool = build_pool(self.store, self.embedder, query, tenant, settings, extra)
         if allowed is None:
             return pool

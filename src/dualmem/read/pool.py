@@ -45,6 +45,9 @@ entity_idf      the summed IDF of the query entities the node mentions / the bes
 causal_rank     10 / (10 + rank) in the causal channel's list (likewise; ``read.causal``)
 semantic_rank   10 / (10 + rank) in the semantic channel's list (likewise; ``read.semantic``)
 semantic_cos    the node's best cosine with an anchor of the semantic channel, for its hits; 0 else
+walk_rank       10 / (10 + rank) in the temporal channel's ordering walk (``read.walk``: an ordering
+                question's event clauses searched one by one, then the memories just before / after
+                their anchors in time; rank 4N when absent)
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
@@ -57,6 +60,7 @@ so a search reads full nodes only for what it returns or shows the controller.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -96,8 +100,8 @@ LIGHT_WORDS = 40
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale);
 #: a new column alone does not bump it (a scorer reads its columns by name: ``time_rank``,
-#: ``entity_rank`` and ``entity_idf`` were added at 5, ``causal_rank``, ``semantic_rank`` and
-#: ``semantic_cos`` after it, and without ``read.channels`` the pool and
+#: ``entity_rank`` and ``entity_idf`` were added at 5, ``causal_rank``, ``semantic_rank``,
+#: ``semantic_cos`` and ``walk_rank`` after it, and without ``read.channels`` the pool and
 #: every older column are what they were)
 POOL_VERSION = "5"
 
@@ -127,6 +131,7 @@ FEATURES: tuple[str, ...] = (
     "causal_rank",
     "semantic_rank",
     "semantic_cos",
+    "walk_rank",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -143,6 +148,10 @@ class PoolSettings:
     window: int = 2
     #: the retrieval channels that run (``read.channels``) and how many candidates each may add
     channels: tuple[tuple[str, int], ...] = ()
+    #: what relative time in the query is grounded against ("last weekend" before it): the
+    #: ``time`` feature's and the temporal channel's; ``None``: the temporal channel grounds against
+    #: the memory's latest time, the ``time`` feature only absolute dates
+    now: dt.datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,15 +279,15 @@ def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
 
 
 def analyze_query(
-    store: SearchStore, query: str, tenant: Tenant, n: int
+    store: SearchStore, query: str, tenant: Tenant, n: int, now: dt.datetime | None = None
 ) -> tuple[list[tuple[str, float]], dict[str, Candidate], QueryAnalysis]:
     """The lexical top-``n`` of ``query``, their candidate rows, and the query's analysis against
     the speakers of those hits (the memory's persons the query names are stripped from the text that
-    is embedded)."""
+    is embedded; its time expressions grounded against ``now``)."""
     lex_hits = store.lexical.search("nodes", tenant, query, n)
     lex_rows = store.context.candidates([i for i, _ in lex_hits], tenant)
     speakers = {c.speaker for c in lex_rows.values() if c.speaker}
-    return lex_hits, lex_rows, analyze(query, names=speakers)
+    return lex_hits, lex_rows, analyze(query, names=speakers, now=now)
 
 
 def build_pool(
@@ -304,7 +313,7 @@ def build_pool(
     """
     settings = settings or PoolSettings()
     n = settings.n
-    lex_hits, rows, analysis = analyze_query(store, query, tenant, n)
+    lex_hits, rows, analysis = analyze_query(store, query, tenant, n, settings.now)
     qvecs: npt.NDArray[np.float32] | None = None
     if more:
         speakers = {c.speaker for c in rows.values() if c.speaker}
@@ -341,7 +350,7 @@ def build_pool(
     rows.update(store.context.candidates(extra, tenant))  # never in ``base``, so never read above
     contexts.update(_contexts(rows, extra))
     near.update(_near(contexts, extra, settings.window))
-    channels, added = _channels(store, tenant, analysis, qvec, settings, rows, base)
+    channels, added = _channels(store, embedder, tenant, analysis, qvec, settings, rows, base)
     if added:
         fresh = [i for i in added if i not in near]
         contexts.update(_contexts(rows, fresh))
@@ -359,8 +368,9 @@ def build_pool(
 _Hits = list[tuple[str, float]]
 
 
-def _channels(
+def _channels(  # noqa: PLR0913, PLR0917 - private: what the channels read of the pool being built
     store: SearchStore,
+    embedder: Embedder,
     tenant: Tenant,
     analysis: QueryAnalysis,
     qvec: Vector,
@@ -377,7 +387,17 @@ def _channels(
         return {}, []
     speakers = {c.speaker for c in rows.values() if c.speaker}
     scratch: dict[str, Candidate] = dict(rows)
-    results = channel_hits(store, tenant, analysis, qvec, dict(settings.channels), scratch, speakers)
+    results = channel_hits(
+        store,
+        tenant,
+        analysis,
+        qvec,
+        dict(settings.channels),
+        scratch,
+        speakers,
+        embed=lambda texts: embed_queries(embedder, texts),
+        now=settings.now,
+    )
     have = set(base)
     added: list[str] = []
     out: dict[str, dict[str, tuple[int, float]]] = {}
@@ -571,6 +591,7 @@ def _features(
     for node_id, (_, cos) in q.channels.get("semantic", {}).items():
         if node_id in row_of:
             out[row_of[node_id], _COL["semantic_cos"]] = cos
+    _rank_column(out[:, _COL["walk_rank"]], q.channels.get("walk", {}), row_of, absent)
     return out
 
 

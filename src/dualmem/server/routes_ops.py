@@ -65,7 +65,9 @@ def search(body: SearchRequest, scope: Scope, request: Request) -> SearchOut:
     ``trace: true`` adds the full trace (routing, budgets, each round's assessment and scored pool)."""
     service = _service(request)
     where = body.where()
-    found = service.read(lambda: scope.search(body.query, k=body.k, where=where, group=body.group))
+    found = service.read(
+        lambda: scope.search(body.query, k=body.k, where=where, group=body.group, now=body.now)
+    )
     t = found.trace
     service.metrics.observe_query("search", t.stop_reason, t.calls_by_purpose)
     return search_out(found, with_trace=body.trace)

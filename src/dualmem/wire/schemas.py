@@ -300,6 +300,10 @@ class SearchRequest(QueryRequest):
     group: Literal["turn", "session"] = Field(
         default="turn", description="session: the k best sessions, each with its best turns (in evidence)"
     )
+    now: TimeIn = Field(
+        default=None,
+        description="the asker's present: relative time in the query ('last weekend') is grounded against it",
+    )
 
 
 class ListRequest(FilterFields):
