@@ -109,8 +109,17 @@ def load(
     return out
 
 
-#: a channel's rank column (``read.pool``), by channel
-CHANNEL_COLUMNS = {"temporal": "time_rank", "entity": "entity_rank"}
+#: a channel's rank columns (``read.pool``), by channel: ``entity`` is the entity channel with its
+#: Personalized PageRank list (``read.ppr``), ``ppr`` the PageRank list alone, ``entity-direct``
+#: the entity channel without it
+CHANNEL_COLUMNS = {
+    "temporal": ("time_rank",),
+    "entity": ("entity_rank", "ppr_rank"),
+    "ppr": ("ppr_rank",),
+    "entity-direct": ("entity_rank",),
+}
+#: the rank columns of every list a channel adds
+_RANK_COLUMNS = ("time_rank", "entity_rank", "ppr_rank")
 
 
 def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
@@ -119,19 +128,19 @@ def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
     read a removed candidate, ``nb_vec`` and ``coherence``, keep its value: a close approximation)."""
     f = pool.features
     absent = 10.0 / (10.0 + 4 * n)
-    col = FEATURES.index(CHANNEL_COLUMNS[channel])
+    cols = [FEATURES.index(c) for c in CHANNEL_COLUMNS[channel]]
     found = np.zeros(len(f), dtype=bool)
     for name in ("vec_rank", "lex_rank", "lex_q_rank"):
         found |= f[:, FEATURES.index(name)] > absent
     found |= f[:, FEATURES.index("ctx_lex")] > 0
     found |= f[:, FEATURES.index("neighbour")] > 0.5
-    for other, name in CHANNEL_COLUMNS.items():
-        if other != channel:
+    for name in _RANK_COLUMNS:
+        if name not in CHANNEL_COLUMNS[channel]:
             found |= f[:, FEATURES.index(name)] > absent
-    keep = found | ~(f[:, col] > absent)
+    keep = found | ~(f[:, cols] > absent).any(axis=1)
     features = f[keep].copy()
-    features[:, col] = absent
-    if channel == "entity":
+    features[:, cols] = absent
+    if "entity_rank" in CHANNEL_COLUMNS[channel]:
         features[:, FEATURES.index("entity_idf")] = 0.0
     from dataclasses import replace as _replace
 

@@ -15,11 +15,15 @@ The pool (``read.pool``) searches the query's text; a channel searches what the 
   the user's memories (an entity on more than ``ENTITY_SHARE`` of them, and on more than
   ``ENTITY_FLOOR``, is dropped), reach the
   memories that mention them (``store.links.entity_search``, one probe per entity); a memory scores
-  the summed weight of the query entities it mentions, ties by cosine with the query.
+  the summed weight of the query entities it mentions, ties by cosine with the query. Beside that
+  list it gives a second, ``ppr``: a Personalized PageRank over the entity and memory nodes of the
+  query's neighbourhood, seeded on the query's entities and the top vector and lexical hits
+  (``read.ppr``): the memories that share a specific entity with a top hit (two hops from the
+  query), which the query's own entities cannot reach.
 
 Each channel returns a ranked list of (node id, score) and the candidate rows it read; the pool adds
 its hits as candidates with a per-channel rank feature (``time_rank``, ``entity_rank``,
-``entity_idf``).
+``entity_idf``, ``ppr_rank``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import numpy as np
 
 from dualmem.config import READ_CHANNELS, ReadProfile, checked_channels
 from dualmem.plane.base import Candidate, SearchStore
+from dualmem.read.ppr import ppr_channel
 from dualmem.read.route import active_views, allocate
 from dualmem.text.cues import mentions_time
 from dualmem.text.entities import extract_entities, normalize_entity
@@ -89,7 +94,7 @@ def routed_sizes(need: Mapping[str, float], profile: ReadProfile) -> dict[str, i
     )
 
 
-def channel_hits(
+def channel_hits(  # noqa: PLR0913 (keyword-only: the seeds of the entity channel's walk)
     store: SearchStore,
     tenant: Tenant,
     analysis: QueryAnalysis,
@@ -97,9 +102,13 @@ def channel_hits(
     sizes: Mapping[str, int],
     rows: MutableMapping[str, Candidate],
     speakers: Collection[str] = (),
+    *,
+    seeds: Sequence[tuple[str, float]] = (),
 ) -> list[ChannelResult]:
     """The channels of ``sizes`` (name -> how many candidates it may add), in ``CHANNELS`` order;
-    ``rows``: the candidate rows read so far (the channels read more into it)."""
+    ``rows``: the candidate rows read so far (the channels read more into it). The entity channel
+    gives two lists: its own (``entity``) and its Personalized PageRank from the query's entities
+    and ``seeds``, the top vector and lexical hits with their fused weight (``ppr``, ``read.ppr``)."""
     out: list[ChannelResult] = []
     for name in CHANNELS:
         size = sizes.get(name, 0)
@@ -110,6 +119,19 @@ def channel_hits(
         else:
             hits, weights = entity_channel(store, tenant, analysis, qvec, size, rows, speakers)
             out.append(ChannelResult(name, hits, weights))
+            entities = query_entities(analysis, speakers)
+            bridges = ppr_channel(
+                store,
+                tenant,
+                entities,
+                seeds,
+                size,
+                rows,
+                speakers=speakers,
+                share=ENTITY_SHARE,
+                floor=ENTITY_FLOOR,
+            )
+            out.append(ChannelResult("ppr", bridges, {}))
     return out
 
 

@@ -42,6 +42,8 @@ time_rank       10 / (10 + rank) in the temporal channel's list (``read.channels
                 absent or when the channel did not run)
 entity_rank     10 / (10 + rank) in the entity channel's list (likewise)
 entity_idf      the summed IDF of the query entities the node mentions / the best in the list
+ppr_rank        10 / (10 + rank) in the entity channel's Personalized PageRank list (``read.ppr``:
+                the memories two hops from the query through a top hit's entities; likewise)
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
@@ -70,6 +72,7 @@ from dualmem.control.states import QUERY, EmbeddingFeatures
 from dualmem.embed.base import Embedder, embed_queries
 from dualmem.plane.base import Candidate, NodeContext, SearchStore
 from dualmem.read.channels import channel_hits
+from dualmem.read.ppr import seed_memories
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
 
@@ -120,6 +123,7 @@ FEATURES: tuple[str, ...] = (
     "time_rank",
     "entity_rank",
     "entity_idf",
+    "ppr_rank",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -334,7 +338,8 @@ def build_pool(
     rows.update(store.context.candidates(extra, tenant))  # never in ``base``, so never read above
     contexts.update(_contexts(rows, extra))
     near.update(_near(contexts, extra, settings.window))
-    channels, added = _channels(store, tenant, analysis, qvec, settings, rows, base)
+    seeds = seed_memories((vec_hits, stripped_hits)) if settings.channels else []
+    channels, added = _channels(store, tenant, analysis, qvec, settings, rows, base, seeds=seeds)
     if added:
         fresh = [i for i in added if i not in near]
         contexts.update(_contexts(rows, fresh))
@@ -352,7 +357,7 @@ def build_pool(
 _Hits = list[tuple[str, float]]
 
 
-def _channels(
+def _channels(  # noqa: PLR0913 (keyword-only: the seeds of the entity channel's walk)
     store: SearchStore,
     tenant: Tenant,
     analysis: QueryAnalysis,
@@ -360,17 +365,20 @@ def _channels(
     settings: PoolSettings,
     rows: dict[str, Candidate],
     base: Sequence[str],
+    *,
+    seeds: Sequence[tuple[str, float]] = (),
 ) -> tuple[dict[str, dict[str, tuple[int, float]]], list[str]]:
     """The channels of ``settings`` (``read.channels``): each one's ranks, and the hits the base
     does not hold, in channel order (a hit that is also a session neighbour of the base is a
     channel candidate, not a neighbour; their neighbours are not added). Their rows are added to
     ``rows``; what a channel read beyond its hits is not: the pool's other features see only the
-    pool."""
+    pool. The entity channel also runs its Personalized PageRank from ``seeds`` (``read.ppr``)."""
     if not settings.channels:
         return {}, []
     speakers = {c.speaker for c in rows.values() if c.speaker}
     scratch: dict[str, Candidate] = dict(rows)
-    results = channel_hits(store, tenant, analysis, qvec, dict(settings.channels), scratch, speakers)
+    sizes = dict(settings.channels)
+    results = channel_hits(store, tenant, analysis, qvec, sizes, scratch, speakers, seeds=seeds)
     have = set(base)
     added: list[str] = []
     out: dict[str, dict[str, tuple[int, float]]] = {}
@@ -559,6 +567,7 @@ def _features(
     _rank_column(out[:, _COL["time_rank"]], q.channels.get("temporal", {}), row_of, absent)
     _rank_column(out[:, _COL["entity_rank"]], q.channels.get("entity", {}), row_of, absent)
     _score_column(out[:, _COL["entity_idf"]], q.channels.get("entity", {}), row_of)
+    _rank_column(out[:, _COL["ppr_rank"]], q.channels.get("ppr", {}), row_of, absent)
     return out
 
 
