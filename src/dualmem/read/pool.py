@@ -96,8 +96,8 @@ LIGHT_WORDS = 40
 
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale);
 #: a new column alone does not bump it (a scorer reads its columns by name: ``time_rank``,
-#: ``entity_rank`` and ``entity_idf`` were added at 5, and without ``read.channels`` the pool and
-#: every older column are what they were)
+#: ``entity_rank``, ``entity_idf`` and then ``ppr_rank`` were added at 5, and without
+#: ``read.channels`` the pool and every older column are what they were)
 POOL_VERSION = "5"
 
 FEATURES: tuple[str, ...] = (
