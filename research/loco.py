@@ -111,13 +111,17 @@ def load(
 
 #: a channel's rank columns (``read.pool``), by channel: ``entity`` is the entity channel with its
 #: Personalized PageRank list (``read.ppr``), ``ppr`` the PageRank list alone, ``entity-direct``
-#: the entity channel without it
+#: the entity channel without it, ``ppr-added`` the candidates only the PageRank list found (its
+#: ``ppr_rank`` of the others kept: the list as a feature that adds no candidate)
 CHANNEL_COLUMNS = {
     "temporal": ("time_rank",),
     "entity": ("entity_rank", "ppr_rank"),
     "ppr": ("ppr_rank",),
     "entity-direct": ("entity_rank",),
+    "ppr-added": ("ppr_rank",),
 }
+#: removals that keep the columns of the rows that stay
+_ROWS_ONLY = frozenset({"ppr-added"})
 #: the rank columns of every list a channel adds
 _RANK_COLUMNS = ("time_rank", "entity_rank", "ppr_rank")
 
@@ -139,7 +143,8 @@ def drop_channel(pool: QueryPool, channel: str, *, n: int = 50) -> QueryPool:
             found |= f[:, FEATURES.index(name)] > absent
     keep = found | ~(f[:, cols] > absent).any(axis=1)
     features = f[keep].copy()
-    features[:, cols] = absent
+    if channel not in _ROWS_ONLY:
+        features[:, cols] = absent
     if "entity_rank" in CHANNEL_COLUMNS[channel]:
         features[:, FEATURES.index("entity_idf")] = 0.0
     from dataclasses import replace as _replace

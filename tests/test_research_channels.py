@@ -51,6 +51,9 @@ def test_dropping_a_channel_gives_the_pool_built_without_it(tmp_path: Path) -> N
         entity = FEATURES.index("entity_rank")
         kept = [t for t, r in zip(both.turn_ids, both.features[:, entity], strict=True) if r > absent]
         assert set(kept) <= set(walked.turn_ids)  # what the entity channel's own list found stays
+        ranked = drop_channel(both, "ppr-added", n=1)  # the PageRank list as a feature alone
+        assert ranked.turn_ids == walked.turn_ids
+        assert (ranked.features[:, FEATURES.index("ppr_rank")] > absent).any()
 
 
 def test_routed_channels_follow_the_route() -> None:
