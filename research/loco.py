@@ -119,17 +119,29 @@ def load(
 
 
 #: a channel's rank columns (``read.pool``), by channel: the temporal channel's ordering walk
-#: (``read.walk``, ``walk_rank``) is part of it; ``walk`` alone: the walk removed, the rest of the
-#: temporal channel kept
+#: (``read.walk``, ``walk_rank``) is part of it, ``walk`` the walk alone (the rest of the temporal
+#: channel kept); ``entity`` is the entity channel with its Personalized PageRank list
+#: (``read.ppr``), ``ppr`` the PageRank list alone, ``entity-direct`` the entity channel without it,
+#: ``ppr-added`` the candidates only the PageRank list found (its ``ppr_rank`` of the others kept: the
+#: list as a feature that adds no candidate)
 CHANNEL_COLUMNS = {
     "temporal": ("time_rank", "walk_rank"),
-    "entity": ("entity_rank",),
+    "entity": ("entity_rank", "ppr_rank"),
     "causal": ("causal_rank",),
     "semantic": ("semantic_rank",),
     "walk": ("walk_rank",),
+    "ppr": ("ppr_rank",),
+    "entity-direct": ("entity_rank",),
+    "ppr-added": ("ppr_rank",),
 }
 #: a channel's other columns (0 for a candidate outside its list)
-CHANNEL_SCORES = {"entity": ("entity_idf",), "semantic": ("semantic_cos",)}
+CHANNEL_SCORES = {
+    "entity": ("entity_idf",),
+    "entity-direct": ("entity_idf",),
+    "semantic": ("semantic_cos",),
+}
+#: removals that keep the columns of the rows that stay
+_ROWS_ONLY = frozenset({"ppr-added"})
 
 
 def drop_channel(pool: QueryPool, channel: str | Sequence[str], *, n: int = 50) -> QueryPool:
@@ -153,7 +165,8 @@ def drop_channel(pool: QueryPool, channel: str | Sequence[str], *, n: int = 50) 
                 found |= f[:, FEATURES.index(name)] > absent
     keep = found | ~(f[:, cols] > absent).any(axis=1)
     features = f[keep].copy()
-    features[:, cols] = absent
+    reset = {name for c in dropped - _ROWS_ONLY for name in CHANNEL_COLUMNS[c]}
+    features[:, [FEATURES.index(name) for name in sorted(reset)]] = absent
     for c in dropped:
         for name in CHANNEL_SCORES.get(c, ()):
             features[:, FEATURES.index(name)] = 0.0

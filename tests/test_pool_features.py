@@ -25,6 +25,7 @@ from dualmem.embed import Embedder
 from dualmem.plane import SQLiteStore
 from dualmem.read.channels import channel_hits
 from dualmem.read.pool import FEATURES, Pool, PoolSettings, build_pool, extend_pool
+from dualmem.read.ppr import seed_memories
 from dualmem.types import Node, Observation, Tenant
 from store_support import AT, PEPPER, STORE_KINDS, filled_memory
 
@@ -94,7 +95,12 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
     best = {name: max((s for _, s in r.values()), default=0.0) or 1.0 for name, r in lists.items()}
     speakers = {c.speaker for c in pool.rows.values() if c.speaker}
     embed = mem.embedder.embed
-    ran = channel_hits(store, tenant, q, pool.qvec, dict(settings.channels), {}, speakers, embed=embed)
+    seeds = seed_memories(
+        [list(store.vector_search(tenant, pool.qvec, n)), list(store.lexical_search(tenant, q.stripped, n))]
+    )
+    ran = channel_hits(
+        store, tenant, q, pool.qvec, dict(settings.channels), {}, speakers, embed=embed, seeds=seeds
+    )
     channels = {r.name: _ranks(r.hits) for r in ran}
     found = set().union(*lists.values(), *channels.values())
     top_idf = max(
@@ -165,6 +171,7 @@ def _reference(mem: Memory, pool: Pool, settings: PoolSettings, extra: Sequence[
         row["time_rank"] = channel_rank("temporal", node_id)
         row["entity_rank"] = channel_rank("entity", node_id)
         row["walk_rank"] = channel_rank("walk", node_id)
+        row["ppr_rank"] = channel_rank("ppr", node_id)
         idf = channels.get("entity", {}).get(node_id)
         row["entity_idf"] = 0.0 if idf is None else idf[1] / (top_idf[1] or 1.0)
         row["causal_rank"] = channel_rank("causal", node_id)

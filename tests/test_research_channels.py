@@ -44,6 +44,16 @@ def test_dropping_a_channel_gives_the_pool_built_without_it(tmp_path: Path) -> N
         assert dropped.turn_ids == plain.turn_ids
         np.testing.assert_array_equal(dropped.features, plain.features)
         assert (dropped.features[:, FEATURES.index("entity_idf")] == 0).all()
+        absent = 10.0 / (10.0 + 4)
+        walked = drop_channel(both, "ppr", n=1)  # the entity channel without its PageRank list
+        assert (walked.features[:, FEATURES.index("ppr_rank")] == absent).all()
+        assert (both.features[:, FEATURES.index("ppr_rank")] > absent).any()
+        entity = FEATURES.index("entity_rank")
+        kept = [t for t, r in zip(both.turn_ids, both.features[:, entity], strict=True) if r > absent]
+        assert set(kept) <= set(walked.turn_ids)  # what the entity channel's own list found stays
+        ranked = drop_channel(both, "ppr-added", n=1)  # the PageRank list as a feature alone
+        assert ranked.turn_ids == walked.turn_ids
+        assert (ranked.features[:, FEATURES.index("ppr_rank")] > absent).any()
 
 
 def test_routed_channels_follow_the_route() -> None:

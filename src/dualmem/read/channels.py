@@ -18,14 +18,18 @@ The pool (``read.pool``) searches the query's text; a channel searches what the 
   the user's memories (an entity on more than ``ENTITY_SHARE`` of them, and on more than
   ``ENTITY_FLOOR``, is dropped), reach the
   memories that mention them (``store.links.entity_search``, one probe per entity); a memory scores
-  the summed weight of the query entities it mentions, ties by cosine with the query.
+  the summed weight of the query entities it mentions, ties by cosine with the query. Beside that
+  list it gives a second, ``ppr``: a Personalized PageRank over the entity and memory nodes of the
+  query's neighbourhood, seeded on the query's entities and the top vector and lexical hits
+  (``read.ppr``): the memories that share a specific entity with a top hit (two hops from the
+  query), which the query's own entities cannot reach.
 - ``causal``: a query with cause language reaches the cue-bearing memories ("because", "so I",
   "that's why") around its anchors and below its indexes' cut (``read.causal``).
 - ``semantic``: the vector neighbours of the query's best hits (``read.semantic``).
 
 Each channel returns a ranked list of (node id, score) and the candidate rows it read; the pool adds
 its hits as candidates with a per-channel rank feature (``time_rank``, ``entity_rank``,
-``entity_idf``, ``causal_rank``, ``semantic_rank``, ``semantic_cos``).
+``entity_idf``, ``ppr_rank``, ``causal_rank``, ``semantic_rank``, ``semantic_cos``, ``walk_rank``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 from dualmem.config import READ_CHANNELS, ReadProfile, checked_channels
 from dualmem.plane.base import Candidate, SearchStore
 from dualmem.read.causal import causal_channel
+from dualmem.read.ppr import ppr_channel
 from dualmem.read.route import active_views, allocate
 from dualmem.read.semantic import semantic_channel
 from dualmem.read.walk import Embed, ordering_walk
@@ -98,7 +103,7 @@ def routed_sizes(need: Mapping[str, float], profile: ReadProfile) -> dict[str, i
     )
 
 
-def channel_hits(  # noqa: PLR0913 - the query, its rows, and the keyword-only embedder and now
+def channel_hits(  # noqa: PLR0913 - the query, its rows, and the keyword-only embedder, now and seeds
     store: SearchStore,
     tenant: Tenant,
     analysis: QueryAnalysis,
@@ -109,12 +114,15 @@ def channel_hits(  # noqa: PLR0913 - the query, its rows, and the keyword-only e
     *,
     embed: Embed | None = None,
     now: dt.datetime | None = None,
+    seeds: Sequence[tuple[str, float]] = (),
 ) -> list[ChannelResult]:
     """The channels of ``sizes`` (name -> how many candidates it may add), in ``CHANNELS`` order;
     ``rows``: the candidate rows read so far (the channels read more into it). With ``embed`` (the
     query embedder), the temporal channel also walks from an ordering question's anchor events
     (``read.walk``: a second list, ``walk``, of the same size); ``now``: what the query's relative
-    time is grounded against (the memory's latest time when ``None``)."""
+    time is grounded against (the memory's latest time when ``None``). The entity channel gives two
+    lists: its own (``entity``) and its Personalized PageRank from the query's entities and
+    ``seeds``, the top vector and lexical hits with their fused weight (``ppr``, ``read.ppr``)."""
     out: list[ChannelResult] = []
     for name in CHANNELS:
         size = sizes.get(name, 0)
@@ -133,6 +141,19 @@ def channel_hits(  # noqa: PLR0913 - the query, its rows, and the keyword-only e
         else:
             hits, weights = entity_channel(store, tenant, analysis, qvec, size, rows, speakers)
             out.append(ChannelResult(name, hits, weights))
+            entities = query_entities(analysis, speakers)
+            bridges = ppr_channel(
+                store,
+                tenant,
+                entities,
+                seeds,
+                size,
+                rows,
+                speakers=speakers,
+                share=ENTITY_SHARE,
+                floor=ENTITY_FLOOR,
+            )
+            out.append(ChannelResult("ppr", bridges, {}))
     return out
 
 

@@ -48,6 +48,8 @@ semantic_cos    the node's best cosine with an anchor of the semantic channel, f
 walk_rank       10 / (10 + rank) in the temporal channel's ordering walk (``read.walk``: an ordering
                 question's event clauses searched one by one, then the memories just before / after
                 their anchors in time; rank 4N when absent)
+ppr_rank        10 / (10 + rank) in the entity channel's Personalized PageRank list (``read.ppr``:
+                the memories two hops from the query through a top hit's entities; likewise)
 ==============  ===========================================================================
 
 Everything here goes through the ``Store`` and ``Embedder`` protocols: the same code builds the
@@ -77,6 +79,7 @@ from dualmem.control.states import QUERY, EmbeddingFeatures
 from dualmem.embed.base import Embedder, embed_queries
 from dualmem.plane.base import Candidate, NodeContext, SearchStore
 from dualmem.read.channels import channel_hits
+from dualmem.read.ppr import seed_memories
 from dualmem.text.query import QueryAnalysis, analyze
 from dualmem.types import Node, Tenant, Vector
 
@@ -101,8 +104,8 @@ LIGHT_WORDS = 40
 #: bumped whenever the pool or a feature changes meaning (cached pools and fitted weights go stale);
 #: a new column alone does not bump it (a scorer reads its columns by name: ``time_rank``,
 #: ``entity_rank`` and ``entity_idf`` were added at 5, ``causal_rank``, ``semantic_rank``,
-#: ``semantic_cos`` and ``walk_rank`` after it, and without ``read.channels`` the pool and
-#: every older column are what they were)
+#: ``semantic_cos``, ``walk_rank`` and ``ppr_rank`` after it, and without ``read.channels`` the
+#: pool and every older column are what they were)
 POOL_VERSION = "5"
 
 FEATURES: tuple[str, ...] = (
@@ -132,6 +135,7 @@ FEATURES: tuple[str, ...] = (
     "semantic_rank",
     "semantic_cos",
     "walk_rank",
+    "ppr_rank",
 )
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _NO_CONTEXT = NodeContext((), None)
@@ -350,7 +354,8 @@ def build_pool(
     rows.update(store.context.candidates(extra, tenant))  # never in ``base``, so never read above
     contexts.update(_contexts(rows, extra))
     near.update(_near(contexts, extra, settings.window))
-    channels, added = _channels(store, embedder, tenant, analysis, qvec, settings, rows, base)
+    seeds = seed_memories((vec_hits, stripped_hits)) if settings.channels else []
+    channels, added = _channels(store, embedder, tenant, analysis, qvec, settings, rows, base, seeds=seeds)
     if added:
         fresh = [i for i in added if i not in near]
         contexts.update(_contexts(rows, fresh))
@@ -377,12 +382,14 @@ def _channels(  # noqa: PLR0913, PLR0917 - private: what the channels read of th
     settings: PoolSettings,
     rows: dict[str, Candidate],
     base: Sequence[str],
+    *,
+    seeds: Sequence[tuple[str, float]] = (),
 ) -> tuple[dict[str, dict[str, tuple[int, float]]], list[str]]:
     """The channels of ``settings`` (``read.channels``): each one's ranks, and the hits the base
     does not hold, in channel order (a hit that is also a session neighbour of the base is a
     channel candidate, not a neighbour; their neighbours are not added). Their rows are added to
     ``rows``; what a channel read beyond its hits is not: the pool's other features see only the
-    pool."""
+    pool. The entity channel also runs its Personalized PageRank from ``seeds`` (``read.ppr``)."""
     if not settings.channels:
         return {}, []
     speakers = {c.speaker for c in rows.values() if c.speaker}
@@ -397,6 +404,7 @@ def _channels(  # noqa: PLR0913, PLR0917 - private: what the channels read of th
         speakers,
         embed=lambda texts: embed_queries(embedder, texts),
         now=settings.now,
+        seeds=seeds,
     )
     have = set(base)
     added: list[str] = []
@@ -592,6 +600,7 @@ def _features(
         if node_id in row_of:
             out[row_of[node_id], _COL["semantic_cos"]] = cos
     _rank_column(out[:, _COL["walk_rank"]], q.channels.get("walk", {}), row_of, absent)
+    _rank_column(out[:, _COL["ppr_rank"]], q.channels.get("ppr", {}), row_of, absent)
     return out
 
 
