@@ -34,7 +34,7 @@ from dualmem.control.states import (
 from dualmem.errors import InvalidInput
 from dualmem.text.clauses import cues as clause_cues
 
-__all__ = ["GROUPS", "Features", "group_of"]
+__all__ = ["GROUPS", "Features", "group_of", "route_cues"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -287,7 +287,12 @@ def _pair(
 
 
 def _route(state: RoutingState) -> dict[str, float]:
-    q = query_cues(state.query)
+    return route_cues(state.query)
+
+
+def route_cues(query: str) -> dict[str, float]:
+    """The cues of ``query`` that System One's routing reads (the fitted channel route reads them too)."""
+    q = query_cues(query)
     return {
         "temporal": q.temporal,
         "causal": q.causal,
@@ -298,7 +303,7 @@ def _route(state: RoutingState) -> dict[str, float]:
         "conjunction": q.conjunction,
         "two_questions": 1.0 if q.question_words >= 2 else 0.0,
         "what": q.what,
-        "who": 1.0 if "who" in state.query.lower().split() else 0.0,
+        "who": 1.0 if "who" in query.lower().split() else 0.0,
     }
 
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import MutableMapping
 
 from dualmem.plane.base import Candidate, SearchStore
+from dualmem.read.route import fused_scores
 from dualmem.text.query import QueryAnalysis
 from dualmem.types import Tenant, Vector
 
@@ -37,7 +38,6 @@ ANCHORS = 5
 REACH = 4
 #: a cue-bearing search goes this many times the channel's size deep in each index
 DEEP = 4
-_KAPPA = 60
 
 _ASKS = re.compile(
     r"\b(?:why|how come|what (?:led|leads|lead) to|led (?:\w+ )?to|because|what made"
@@ -67,14 +67,6 @@ def states_cause(text: str) -> bool:
     return _STATES.search(text) is not None
 
 
-def _fuse(lists: list[list[str]]) -> dict[str, float]:
-    fused: dict[str, float] = {}
-    for ids in lists:
-        for rank, node_id in enumerate(ids):
-            fused[node_id] = fused.get(node_id, 0.0) + 1.0 / (_KAPPA + rank + 1)
-    return fused
-
-
 def causal_channel(
     store: SearchStore,
     tenant: Tenant,
@@ -91,7 +83,7 @@ def causal_channel(
     deep = DEEP * size
     vec = [i for i, _ in store.vectors.search(tenant, qvec, deep)]
     lex = [i for i, _ in store.lexical.search("nodes", tenant, analysis.stripped, deep)]
-    fused = _fuse([vec[:ANCHORS], lex[:ANCHORS]])
+    fused = fused_scores([vec[:ANCHORS], lex[:ANCHORS]])
     anchors = sorted(fused, key=lambda i: -fused[i])[:ANCHORS]
     near = store.context.session_neighbours(tenant, anchors, REACH)
     reach: list[str] = []
@@ -103,6 +95,8 @@ def causal_channel(
     if missing:
         rows.update(store.context.candidates(missing, tenant))
     cued = {i for i in ids if i in rows and states_cause(rows[i].content)}
-    scores = _fuse([[i for i in order if i in cued] for order in (list(dict.fromkeys(reach)), vec, lex)])
+    scores = fused_scores(
+        [[i for i in order if i in cued] for order in (list(dict.fromkeys(reach)), vec, lex)]
+    )
     order = sorted(scores, key=lambda i: -scores[i])[:size]
     return [(i, scores[i]) for i in order]

@@ -26,7 +26,7 @@ from functools import cache, lru_cache
 from importlib import resources
 
 from dualmem.config import ReadProfile
-from dualmem.control.builtin_cues import query_cues
+from dualmem.control.builtin_features import route_cues
 from dualmem.errors import ConfigError
 from dualmem.read.route import active_views, allocate
 from dualmem.text.cues import mentions_time
@@ -75,19 +75,10 @@ _WHO = re.compile(r"\bwho\b", re.I)
 @lru_cache(maxsize=4096)
 def route_features(query: str) -> tuple[float, ...]:
     """The query's route features (``ROUTE_FEATURES``), from the query text alone."""
-    q = query_cues(query)
     entities = extract_entities(query)
     lower = [e for e in entities if e == e.lower()]
     values = {
-        "temporal": q.temporal,
-        "causal": q.causal,
-        "names": 1.0 if q.names else 0.0,
-        "two_names": 1.0 if len(q.names) >= 2 else 0.0,
-        "recency": q.recency,
-        "compare": q.compare,
-        "conjunction": q.conjunction,
-        "two_questions": 1.0 if q.question_words >= 2 else 0.0,
-        "what": q.what,
+        **route_cues(query),
         "who": 1.0 if _WHO.search(query) else 0.0,
         "when": 1.0 if _WHEN.search(query) else 0.0,
         "how_many": 1.0 if _HOW_MANY.search(query) else 0.0,

@@ -46,7 +46,7 @@ from dualmem.config import READ_CHANNELS, ReadProfile, checked_channels
 from dualmem.plane.base import Candidate, SearchStore
 from dualmem.read.causal import causal_channel
 from dualmem.read.ppr import ppr_channel
-from dualmem.read.route import active_views, allocate
+from dualmem.read.route import active_views, allocate, fused_scores
 from dualmem.read.semantic import semantic_channel
 from dualmem.read.walk import Embed, ordering_walk
 from dualmem.text.cues import mentions_time
@@ -208,10 +208,7 @@ def temporal_channel(
     ids = list(dict.fromkeys([i for i, _ in vec] + [i for i, _ in lex]))
     _read(store, tenant, ids, rows)
     dated = {i for i in ids if i in rows and rows[i].temporal_refs}
-    fused: dict[str, float] = {}
-    for hits in (vec, lex):
-        for rank, (i, _) in enumerate(h for h in hits if h[0] in dated):
-            fused[i] = fused.get(i, 0.0) + 1.0 / (60 + rank + 1)
+    fused = fused_scores([i for i, _ in hits if i in dated] for hits in (vec, lex))
     order = sorted(fused, key=lambda i: -fused[i])[:size]
     return [(i, fused[i]) for i in order]
 

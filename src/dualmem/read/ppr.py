@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem.plane.base import Candidate, SearchStore
+from dualmem.read.route import fused_scores
 from dualmem.text.entities import normalize_entity
 from dualmem.types import Tenant
 
@@ -71,10 +72,7 @@ _Hits = list[tuple[str, float]]
 
 def seed_memories(lists: Sequence[Sequence[tuple[str, float]]], k: int = SEEDS) -> _Hits:
     """The top ``k`` of ``lists`` (ranked hits) by reciprocal-rank fusion (``kappa`` 60)."""
-    fused: dict[str, float] = {}
-    for hits in lists:
-        for rank, (node_id, _) in enumerate(hits):
-            fused[node_id] = fused.get(node_id, 0.0) + 1.0 / (60 + rank + 1)
+    fused = fused_scores([node_id for node_id, _ in hits] for hits in lists)
     order = sorted(fused, key=lambda i: -fused[i])[:k]
     return [(i, fused[i]) for i in order]
 

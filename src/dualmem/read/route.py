@@ -6,7 +6,7 @@ Pure functions, property-tested.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 __all__ = ["active_views", "allocate", "depth", "rrf"]
 
@@ -49,10 +49,16 @@ def depth(multi_hop: float, max_depth: int) -> int:
     return min(max_depth, max(1, math.ceil(max_depth * min(max(multi_hop, 0.0), 1.0))))
 
 
-def rrf(rankings: list[list[str]], kappa: int = 60) -> list[tuple[str, float]]:
-    """Reciprocal-rank fusion (eq. 16): sum of 1 / (kappa + rank), ranks from 1; best first."""
+def fused_scores(rankings: Iterable[Iterable[str]], kappa: int = 60) -> dict[str, float]:
+    """Reciprocal-rank fusion (eq. 16): each item's sum of 1 / (kappa + rank), ranks from 1, in the
+    order the items were first seen (a stable sort on the score keeps that order among ties)."""
     scores: dict[str, float] = {}
     for ranking in rankings:
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (kappa + rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return scores
+
+
+def rrf(rankings: list[list[str]], kappa: int = 60) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion (eq. 16): sum of 1 / (kappa + rank), ranks from 1; best first."""
+    return sorted(fused_scores(rankings, kappa).items(), key=lambda kv: (-kv[1], kv[0]))

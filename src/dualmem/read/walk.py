@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dualmem.plane.base import Candidate, SearchStore
+from dualmem.read.route import fused_scores
 from dualmem.types import Tenant
 
 __all__ = ["DEEP", "HEAD", "STEPS", "Ordering", "ordering", "ordering_walk"]
@@ -140,10 +141,8 @@ def _clause_hits(
     store: SearchStore, tenant: Tenant, clause: str, vector: npt.NDArray[np.float32], k: int
 ) -> list[str]:
     """A clause's vector and lexical top ``k`` fused by reciprocal rank (kappa 60), best first."""
-    fused: dict[str, float] = {}
-    for hits in (store.vectors.search(tenant, vector, k), store.lexical.search("nodes", tenant, clause, k)):
-        for rank, (node_id, _) in enumerate(hits):
-            fused[node_id] = fused.get(node_id, 0.0) + 1.0 / (60 + rank + 1)
+    lists = (store.vectors.search(tenant, vector, k), store.lexical.search("nodes", tenant, clause, k))
+    fused = fused_scores([node_id for node_id, _ in hits] for hits in lists)
     return sorted(fused, key=lambda i: -fused[i])
 
 
