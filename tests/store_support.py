@@ -53,3 +53,13 @@ def tenant_where(tenant: Tenant | None, alias: str = "n") -> tuple[str, list[obj
             parts.append(f"{alias}.{column} = ?")
             params.append(value)
     return " AND ".join(parts), params
+
+
+#: the user the filled memories hold
+USER = Tenant("u")
+
+
+def turn_ids(mem: Memory, ids: list[str], tenant: Tenant = USER) -> list[str]:
+    """The turn ids of the memories ``ids`` of ``tenant`` (what a channel test compares), in order."""
+    nodes = mem.store.get_nodes(ids, tenant)
+    return [nodes[i].turn_id or "" for i in ids]

@@ -20,7 +20,7 @@ from dualmem.read.pool import FEATURES, PoolSettings, build_pool
 from dualmem.read.semantic import semantic_channel
 from dualmem.text.query import analyze
 from dualmem.types import Observation, Tenant
-from store_support import STORE_KINDS, filled_memory
+from store_support import STORE_KINDS, filled_memory, turn_ids
 
 START = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
 TENANT = Tenant("u")
@@ -53,11 +53,6 @@ def _observations() -> list[Observation]:
 def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
     with filled_memory(request.param, HashingEmbedder(64), tmp_path, _observations()) as m:
         yield m
-
-
-def _turns(mem: Memory, ids: list[str]) -> list[str]:
-    nodes = mem.store.get_nodes(ids, TENANT)
-    return [nodes[i].turn_id or "" for i in ids]
 
 
 def _qvec(mem: Memory, text: str):  # type: ignore[no-untyped-def]
@@ -100,7 +95,7 @@ def test_cause_cues_in_a_memory(text: str, states: bool) -> None:
 def test_a_why_question_reaches_the_cause_told_turns_away(mem: Memory) -> None:
     query = "Why did Mira sell her bicycle?"
     hits = causal_channel(mem.store, TENANT, analyze(query), _qvec(mem, query), 5, {})
-    turns = _turns(mem, [i for i, _ in hits])
+    turns = turn_ids(mem, [i for i, _ in hits])
     assert "T4" in turns  # the cause: four turns after the sale, no word of the question
     assert turns[0] == "T4"  # reached from the best anchor: above the other session's cue
     assert set(turns) <= {"T4", "T6"}  # only memories that state a cause
@@ -139,8 +134,8 @@ def test_the_pool_carries_the_causal_and_semantic_columns(mem: Memory) -> None:
         mem.store, mem.embedder, query, TENANT, PoolSettings(1, 0, (("causal", 3), ("semantic", 3)))
     )
     absent = 10.0 / (10.0 + 4)
-    assert "T4" in _turns(mem, list(pool.ids))
-    assert "T4" not in _turns(mem, list(plain.ids))  # neither index's top 1 nor a neighbour (window 0)
+    assert "T4" in turn_ids(mem, list(pool.ids))
+    assert "T4" not in turn_ids(mem, list(plain.ids))  # neither index's top 1 nor a neighbour (window 0)
     causal = {i for i in pool.ids if pool.row(i)["causal_rank"] > absent}
     assert causal
     assert all(states_cause(pool.rows[i].content) for i in causal)

@@ -20,7 +20,7 @@ from dualmem.read.channels import (
 from dualmem.read.pool import FEATURES, PoolSettings, build_pool, pool_prior
 from dualmem.text.query import analyze
 from dualmem.types import Observation, Tenant
-from store_support import STORE_KINDS, filled_memory
+from store_support import STORE_KINDS, filled_memory, turn_ids
 
 START = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)  # a Monday
 #: (days after START, speaker, text): the weekend of 13-14 May holds two lexically unrelated turns
@@ -52,11 +52,6 @@ def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
         yield m
 
 
-def _turns(mem: Memory, ids: list[str]) -> list[str]:
-    nodes = mem.store.get_nodes(ids, TENANT)
-    return [nodes[i].turn_id or "" for i in ids]
-
-
 def _qvec(mem: Memory, text: str):  # type: ignore[no-untyped-def]
     return mem.embedder.embed([text])[0]
 
@@ -67,7 +62,7 @@ def test_a_time_window_reaches_every_memory_of_its_days(mem: Memory) -> None:
     query = "What did we get up to last weekend?"
     analysis = analyze(query)
     hits = temporal_channel(mem.store, TENANT, analysis, _qvec(mem, query), 5, {})
-    assert sorted(_turns(mem, [i for i, _ in hits])) == ["D12", "D13"]
+    assert sorted(turn_ids(mem, [i for i, _ in hits])) == ["D12", "D13"]
 
 
 def test_a_month_window_and_its_size(mem: Memory) -> None:
@@ -82,7 +77,7 @@ def test_a_question_about_time_without_a_window_reaches_dated_memories(mem: Memo
         mem.store, TENANT, analyze(query, names={"Jon", "Mira"}), _qvec(mem, query), 5, {}
     )
     # the turns whose words ground to a date ("next month", "on 3 June 2022", "today"), no other
-    assert sorted(_turns(mem, [i for i, _ in hits])) == ["D16", "D17", "D19"]
+    assert sorted(turn_ids(mem, [i for i, _ in hits])) == ["D16", "D17", "D19"]
 
 
 def test_a_query_about_no_time_runs_no_temporal_channel(mem: Memory) -> None:
@@ -102,7 +97,7 @@ def test_the_entity_channel_weighs_rare_entities_above_common_ones(mem: Memory) 
     query = "What about the pottery and Callum in Porto?"
     analysis = analyze(query, names={"Mira", "Jon"})
     hits, weights = entity_channel(mem.store, TENANT, analysis, _qvec(mem, query), 10, {}, {"Mira", "Jon"})
-    turns = _turns(mem, [i for i, _ in hits])
+    turns = turn_ids(mem, [i for i, _ in hits])
     # both Callum-and-Porto turns share two rare entities: above the pottery turns (one entity)
     assert set(turns[:2]) == {"D16", "D17"}
     assert {"D0", "D1", "D19"} <= set(turns)
@@ -126,14 +121,14 @@ def test_the_pool_adds_channel_candidates_with_their_rank_features(mem: Memory) 
     plain = build_pool(mem.store, mem.embedder, query, TENANT, PoolSettings(1, 0))
     pool = build_pool(mem.store, mem.embedder, query, TENANT, PoolSettings(1, 0, (("temporal", 5),)))
     added = [i for i in pool.ids if i not in plain.ids]
-    assert sorted(_turns(mem, added)) == sorted(set(_turns(mem, added)) & {"D12", "D13"})
+    assert sorted(turn_ids(mem, added)) == sorted(set(turn_ids(mem, added)) & {"D12", "D13"})
     assert added
     absent = 10.0 / (10.0 + 4)
     col = FEATURES.index("time_rank")
     for i in pool.ids:
         row = pool.row(i)
         assert row["neighbour"] == 0.0
-        assert (row["time_rank"] > absent) == (_turns(mem, [i])[0] in {"D12", "D13"})
+        assert (row["time_rank"] > absent) == (turn_ids(mem, [i])[0] in {"D12", "D13"})
     assert (plain.features[:, col] == absent).all()
     assert (pool_prior(pool) > 0).all()  # the channel's list is one of the prior's rankings
 

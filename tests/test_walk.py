@@ -18,7 +18,7 @@ from dualmem.read.pool import FEATURES, PoolSettings, build_pool
 from dualmem.read.walk import Ordering, ordering, ordering_walk
 from dualmem.text.query import analyze
 from dualmem.types import Observation, Tenant
-from store_support import STORE_KINDS, filled_memory
+from store_support import STORE_KINDS, filled_memory, turn_ids
 
 START = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
 TENANT = Tenant("u")
@@ -48,11 +48,6 @@ def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
         yield m
 
 
-def _turns(mem: Memory, ids: list[str]) -> list[str]:
-    nodes = mem.store.get_nodes(ids, TENANT)
-    return [nodes[i].turn_id or "" for i in ids]
-
-
 def test_ordering_questions_split_into_their_event_clauses() -> None:
     assert ordering("How long after I arrived in Leeds did my partner join me?") == Ordering(
         ("I arrived in Leeds", "my partner join me"), "after"
@@ -74,20 +69,20 @@ def test_ordering_questions_split_into_their_event_clauses() -> None:
 
 def test_the_walk_finds_the_memory_right_after_the_anchor(mem: Memory) -> None:
     hits = ordering_walk(mem.store, TENANT, QUERY, mem.embedder.embed, 5, {})
-    turns = _turns(mem, [i for i, _ in hits])
+    turns = turn_ids(mem, [i for i, _ in hits])
     # the anchor (the concert clause's best hit), then the next memory in time, which shares no
     # word with the question; the memory before the anchor is not what the question asks about
     assert turns[:2] == ["D4", "D5"]
     before = ordering_walk(
         mem.store, TENANT, "What did I do just before the concert?", mem.embedder.embed, 5, {}
     )
-    assert _turns(mem, [i for i, _ in before])[:2] == ["D4", "D2"]
+    assert turn_ids(mem, [i for i, _ in before])[:2] == ["D4", "D2"]
     assert ordering_walk(mem.store, TENANT, "What did I paint?", mem.embedder.embed, 5, {}) == []
 
 
 def _qpool(mem: Memory, channels: tuple[tuple[str, int], ...]) -> QueryPool:
     pool = build_pool(mem.store, mem.embedder, QUERY, TENANT, PoolSettings(1, 0, channels))
-    turns = tuple(_turns(mem, list(pool.ids)))
+    turns = tuple(turn_ids(mem, list(pool.ids)))
     return QueryPool(
         conversation="c", index=0, category=2, evidence=(), turn_ids=turns, features=pool.features,
         labels=np.zeros(len(turns)), neighbour_only=np.zeros(len(turns), dtype=bool), baselines={},
@@ -116,7 +111,7 @@ def test_relative_time_grounds_against_the_callers_now(mem: Memory) -> None:
     assert temporal_channel(mem.store, TENANT, analyze(query), qvec, 5, {}) == []
     now = START + dt.timedelta(days=7)  # two days ago: day 5
     hits = temporal_channel(mem.store, TENANT, analyze(query), qvec, 5, {}, now=now)
-    assert _turns(mem, [i for i, _ in hits]) == ["D5"]
+    assert turn_ids(mem, [i for i, _ in hits]) == ["D5"]
 
 
 def test_memory_search_passes_now_to_the_pool(tmp_path: Path) -> None:
@@ -157,7 +152,7 @@ def test_a_clause_anchors_on_the_memory_that_dates_its_event(tmp_path: Path) -> 
         query = "Which happened first, signing the wholesale contract or the new baker starting?"
         hits = ordering_walk(m.store, TENANT, query, m.embedder.embed, 6, {})
         # each clause's anchor is the memory that dates the event, not the one that only names it
-        assert _turns(m, [i for i, _ in hits])[:2] == ["D3", "D8"]
+        assert turn_ids(m, [i for i, _ in hits])[:2] == ["D3", "D8"]
 
 
 def test_dropping_the_walk_keeps_the_rest_of_the_temporal_channel(mem: Memory) -> None:
