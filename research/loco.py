@@ -24,7 +24,7 @@ import json
 import pickle
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -199,6 +199,18 @@ def fit(
     from dataclasses import replace
 
     return fit_trees(flat, FEATURES, replace(settings, trees=trees)), trees
+
+
+def held_out_fits(data: Corpora, settings: TreeSettings) -> Iterator[tuple[str, TreeRanker, list[str]]]:
+    """Leave-one-corpus-out: per held-out corpus, the trees fitted on the other corpora's pools (no
+    inner CV) and the held-out corpus's conversations."""
+    for held in sorted(set(data.corpus_of.values())):
+        train: dict[str, list[QueryPool]] = {}
+        for conv, ps in data.pools.items():
+            if data.corpus_of[conv] != held:
+                train.setdefault(data.corpus_of[conv], []).extend(ps)
+        ranker, _ = fit(train, settings, choose=False)
+        yield held, ranker, [c for c in data.pools if data.corpus_of[c] == held]
 
 
 #: the read-path systems of ``--search``: a name, and the profile change or controller it runs with

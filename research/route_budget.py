@@ -35,7 +35,7 @@ from dualmem.read.channel_route import route_features
 from dualmem.read.pool import FEATURES
 from research.corpora import ENGLISH
 from research.cv import _rows, rank, recall_at_k
-from research.loco import fit, load
+from research.loco import held_out_fits, load
 from research.pools import QueryPool
 
 __all__ = ["SPLITS", "cut", "main"]
@@ -98,14 +98,9 @@ def table(data: Any, settings: TreeSettings) -> list[dict[str, Any]]:
     """Per question: corpus, question and R@10 under each split (and ``full``)."""
     rows: list[dict[str, Any]] = []
     variants = {"full": (50, 50, 50, 50), **SPLITS}
-    for held in sorted(set(data.corpus_of.values())):
-        train: dict[str, list[QueryPool]] = {}
-        for conv, ps in data.pools.items():
-            if data.corpus_of[conv] != held:
-                train.setdefault(data.corpus_of[conv], []).extend(ps)
-        started = time.perf_counter()
-        ranker, _ = fit(train, settings, choose=False)
-        for conv in (c for c in data.pools if data.corpus_of[c] == held):
+    started = time.perf_counter()
+    for held, ranker, convs in held_out_fits(data, settings):
+        for conv in convs:
             for p in _rows(data.pools[conv]):
                 r10 = {}
                 for name, depths in variants.items():
@@ -113,6 +108,7 @@ def table(data: Any, settings: TreeSettings) -> list[dict[str, Any]]:
                     r10[name] = recall_at_k(rank(ranker, q)[0], q.evidence, 10) if q.turn_ids else 0.0
                 rows.append({"corpus": held, "question": p.question, "r10": r10})
         print(f"budget {held}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        started = time.perf_counter()
     return rows
 
 

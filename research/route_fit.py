@@ -45,7 +45,7 @@ from dualmem.read.pool import FEATURES
 from research.corpora import ENGLISH
 from research.cv import _rows, rank, recall_at_k
 from research.cv_joint import Corpora
-from research.loco import CHANNEL_COLUMNS, drop_channel, fit, load
+from research.loco import CHANNEL_COLUMNS, drop_channel, held_out_fits, load
 
 __all__ = ["DEEP_RANK", "fit_logistic", "found_labels", "main", "table"]
 
@@ -88,14 +88,9 @@ def found_labels(
 def table(data: Corpora, channels: Sequence[str], settings: TreeSettings) -> list[dict[str, Any]]:
     """Per question: corpus, fold, question, category, ``found`` per channel, R@10 per subset."""
     rows: list[dict[str, Any]] = []
-    for held in sorted(set(data.corpus_of.values())):
-        train: dict[str, list[Any]] = {}
-        for conv, ps in data.pools.items():
-            if data.corpus_of[conv] != held:
-                train.setdefault(data.corpus_of[conv], []).extend(ps)
-        started = time.perf_counter()
-        ranker, _ = fit(train, settings, choose=False)
-        for conv in (c for c in data.pools if data.corpus_of[c] == held):
+    started = time.perf_counter()
+    for held, ranker, convs in held_out_fits(data, settings):
+        for conv in convs:
             for p in _rows(data.pools[conv]):
                 r10: dict[str, float | None] = {}
                 for subset in _subsets(channels):
@@ -117,6 +112,7 @@ def table(data: Corpora, channels: Sequence[str], settings: TreeSettings) -> lis
                     }
                 )
         print(f"table {held}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        started = time.perf_counter()
     return rows
 
 

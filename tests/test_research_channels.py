@@ -63,3 +63,44 @@ def test_routed_channels_follow_the_route() -> None:
                                   "What is my monthly pay at the new job?"))  # fmt: skip
     assert "temporal" not in routed  # the route sees no time in it
     assert sum(routed.values()) == 40
+
+
+def _synthetic(conv: str, rng: np.random.Generator) -> QueryPool:
+    features = rng.random((12, len(FEATURES)))
+    labels = (features[:, FEATURES.index("vec")] > 0.7).astype(np.float64)
+    turns = tuple(f"{conv}-{i}" for i in range(12))
+    return QueryPool(
+        conversation=conv, index=0, category=1, evidence=turns[:1], turn_ids=turns, features=features,
+        labels=labels, neighbour_only=np.zeros(12, dtype=bool), baselines={}, pool_ms=0.0,
+        contents=turns, speakers=tuple(None for _ in turns),
+    )  # fmt: skip
+
+
+def test_held_out_fits_never_train_on_the_held_out_corpus() -> None:
+    from research.cv_joint import Corpora
+    from research.loco import held_out_fits
+
+    from dualmem.learn.boost import TreeSettings
+
+    rng = np.random.default_rng(3)
+    data = Corpora()
+    for conv, corpus in (("a1", "A"), ("a2", "A"), ("b1", "B"), ("c1", "C")):
+        data.pools[conv] = [_synthetic(conv, rng) for _ in range(4)]
+        data.corpus_of[conv] = corpus
+        data.fold_of[conv] = conv
+    seen = {held: convs for held, _, convs in held_out_fits(data, TreeSettings(trees=5, min_rows=2))}
+    assert seen == {"A": ["a1", "a2"], "B": ["b1"], "C": ["c1"]}
+    # every pool of the held-out corpus is scored by trees fitted without it: nudging the held-out
+    # corpus's labels changes nothing in its own fit
+    before = [
+        r.raw(data.pools["b1"][0].features, FEATURES)
+        for _, r, _ in held_out_fits(data, TreeSettings(trees=5, min_rows=2))
+    ]
+    for p in data.pools["b1"]:
+        p.labels[:] = 1.0 - p.labels
+    after = [
+        r.raw(data.pools["b1"][0].features, FEATURES)
+        for _, r, _ in held_out_fits(data, TreeSettings(trees=5, min_rows=2))
+    ]
+    np.testing.assert_array_equal(before[1], after[1])  # B's fit: trained on A and C only
+    assert not np.array_equal(before[0], after[0])  # A's fit saw B
