@@ -20,6 +20,7 @@ from dualmem.read.pool import FEATURES, PoolSettings, build_pool
 from dualmem.read.semantic import semantic_channel
 from dualmem.text.query import analyze
 from dualmem.types import Observation, Tenant
+from pool_support import as_query_pool
 from store_support import STORE_KINDS, filled_memory, turn_ids
 
 START = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -155,11 +156,7 @@ def test_causal_and_semantic_are_profile_channels() -> None:
 def _qpool(mem: Memory, query: str, channels: tuple[tuple[str, int], ...], n: int) -> QueryPool:
     pool = build_pool(mem.store, mem.embedder, query, TENANT, PoolSettings(n, 0, channels))
     turns = tuple(pool.rows[i].content for i in pool.ids)
-    return QueryPool(
-        conversation="c", index=0, category=1, evidence=(), turn_ids=turns, features=pool.features,
-        labels=np.zeros(len(turns)), neighbour_only=np.zeros(len(turns), dtype=bool), baselines={},
-        pool_ms=0.0, contents=turns, speakers=tuple(None for _ in turns),
-    )  # fmt: skip
+    return as_query_pool(pool, turns)
 
 
 def test_dropping_channels_gives_the_pool_built_without_them(tmp_path: Path) -> None:

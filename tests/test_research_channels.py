@@ -14,6 +14,7 @@ from dualmem import Memory
 from dualmem.embed import HashingEmbedder
 from dualmem.read.pool import FEATURES, PoolSettings, build_pool
 from dualmem.types import Observation, Tenant
+from pool_support import as_query_pool
 
 START = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -21,11 +22,7 @@ START = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
 def _pool(mem: Memory, query: str, channels: tuple[tuple[str, int], ...], n: int) -> QueryPool:
     pool = build_pool(mem.store, mem.embedder, query, Tenant("u"), PoolSettings(n, 0, channels))
     turns = tuple(pool.rows[i].content for i in pool.ids)
-    return QueryPool(
-        conversation="c", index=0, category=1, evidence=(), turn_ids=turns, features=pool.features,
-        labels=np.zeros(len(turns)), neighbour_only=np.zeros(len(turns), dtype=bool), baselines={},
-        pool_ms=0.0, contents=turns, speakers=tuple(None for _ in turns),
-    )  # fmt: skip
+    return as_query_pool(pool, turns)
 
 
 def test_dropping_a_channel_gives_the_pool_built_without_it(tmp_path: Path) -> None:

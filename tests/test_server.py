@@ -298,6 +298,8 @@ def test_malformed_wrong_huge_and_unknown_give_problems_and_store_nothing(
 
     assert_problem(client.post("/v1/memories", content=chunks(), headers=json_h), 413, "too-large")
     assert_problem(client.post("/v1/search", json={"query": "a", "k": 0}, headers=h), 422, "invalid-input")
+    bad_now = {"query": "what did I do two days ago?", "now": "not a time"}  # the caller's present
+    assert_problem(client.post("/v1/search", json=bad_now, headers=h), 422, "invalid-input")
     surrogate = b'{"query": "\\ud800"}'  # a lone surrogate SQLite cannot store
     assert_problem(client.post("/v1/search", content=surrogate, headers=json_h), 422, "invalid-input")
     assert_problem(client.get("/v1/memories/0123456789abcdef01234567", headers=h), 404, "not-found")

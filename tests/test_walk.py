@@ -18,6 +18,7 @@ from dualmem.read.pool import FEATURES, PoolSettings, build_pool
 from dualmem.read.walk import Ordering, ordering, ordering_walk
 from dualmem.text.query import analyze
 from dualmem.types import Observation, Tenant
+from pool_support import as_query_pool
 from store_support import STORE_KINDS, filled_memory, turn_ids
 
 START = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -83,11 +84,7 @@ def test_the_walk_finds_the_memory_right_after_the_anchor(mem: Memory) -> None:
 def _qpool(mem: Memory, channels: tuple[tuple[str, int], ...]) -> QueryPool:
     pool = build_pool(mem.store, mem.embedder, QUERY, TENANT, PoolSettings(1, 0, channels))
     turns = tuple(turn_ids(mem, list(pool.ids)))
-    return QueryPool(
-        conversation="c", index=0, category=2, evidence=(), turn_ids=turns, features=pool.features,
-        labels=np.zeros(len(turns)), neighbour_only=np.zeros(len(turns), dtype=bool), baselines={},
-        pool_ms=0.0, contents=turns, speakers=tuple(None for _ in turns),
-    )  # fmt: skip
+    return as_query_pool(pool, turns, category=2)
 
 
 def test_the_pool_adds_the_walked_memory_and_dropping_the_temporal_channel_removes_it(mem: Memory) -> None:
@@ -164,3 +161,15 @@ def test_dropping_the_walk_keeps_the_rest_of_the_temporal_channel(mem: Memory) -
     kept = [walked.turn_ids.index(t) for t in dropped.turn_ids]
     time_rank = FEATURES.index("time_rank")
     np.testing.assert_array_equal(dropped.features[:, time_rank], walked.features[kept, time_rank])
+
+
+def test_a_now_that_is_no_time_is_a_typed_error_and_stores_nothing(tmp_path: Path) -> None:
+    from dualmem.errors import InvalidInput
+
+    with Memory.open(tmp_path / "m.db", embedder=HashingEmbedder(64), answerer=None) as m:
+        m.add_many(_observations(), user="u")
+        before = m.store.count(Tenant("u"))
+        with pytest.raises(InvalidInput, match="cannot read a time"):
+            m.search("What did Mira do two days ago?", user="u", now="not a time")
+        assert m.store.count(Tenant("u")) == before
+        assert m.search("What did Mira do two days ago?", user="u", now="2023-05-20").evidence
